@@ -1,0 +1,1 @@
+"""Re-exports under the import paths the reference documentation uses (``windowkeeper.core.state``, ``.graph``)."""

@@ -1,0 +1,8 @@
+"""Reference import path: ``windowkeeper.core.state`` (state, messages, blocks, context managers)."""
+
+from ...blocks import *  # noqa: F403
+from ...blocks import __all__ as _blocks_all
+from ...messages import Message, TokenUsages
+from ...state import AgentState, ExecMeta, ExecutionStatus, ToolResult, add_messages
+
+__all__ = [*_blocks_all, "AgentState", "ExecMeta", "ExecutionStatus", "Message", "TokenUsages", "ToolResult", "add_messages"]

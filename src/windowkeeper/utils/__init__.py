@@ -1,0 +1,1 @@
+"""Reference import path shim: ``windowkeeper.utils.constants``."""

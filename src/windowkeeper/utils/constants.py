@@ -1,0 +1,5 @@
+"""Reference import path for the graph sentinels."""
+
+from ..constants import END, START
+
+__all__ = ["END", "START"]
