@@ -7,7 +7,7 @@ change to a message's content is made by replacing blocks, which keeps cached to
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -131,19 +131,17 @@ class AnnotationBlock(_Block):
 
 
 ContentBlock = Annotated[
-    Union[
-        TextBlock,
-        ImageBlock,
-        AudioBlock,
-        VideoBlock,
-        DocumentBlock,
-        DataBlock,
-        ToolCallBlock,
-        ToolResultBlock,
-        ReasoningBlock,
-        ErrorBlock,
-        AnnotationBlock,
-    ],
+    TextBlock
+    | ImageBlock
+    | AudioBlock
+    | VideoBlock
+    | DocumentBlock
+    | DataBlock
+    | ToolCallBlock
+    | ToolResultBlock
+    | ReasoningBlock
+    | ErrorBlock
+    | AnnotationBlock,
     Field(discriminator="type"),
 ]
 """Any block; validated by its ``type`` tag."""

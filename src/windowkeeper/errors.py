@@ -60,7 +60,7 @@ class MissingDependencyError(ProviderError, ImportError):
 
     def __init__(self, package: str, extra: str) -> None:
         super().__init__(
-            f"{package!r} is not installed; install it with: pip install \"windowkeeper[{extra}]\"",
+            f'{package!r} is not installed; install it with: pip install "windowkeeper[{extra}]"',
         )
         self.package = package
         self.extra = extra

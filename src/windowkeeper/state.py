@@ -35,7 +35,7 @@ def add_messages(left: Iterable[Message] | None, right: Iterable[Message] | Mess
     return merged
 
 
-class ExecutionStatus(str, enum.Enum):
+class ExecutionStatus(enum.StrEnum):
     IDLE = "idle"
     RUNNING = "running"
     INTERRUPTED_BEFORE = "interrupted_before"

@@ -134,8 +134,11 @@ def validate(messages: Sequence[Message], provider: Provider | str = "openai") -
             for cid in unit.call_ids:
                 if cid in seen_calls:
                     problems.append(
-                        Problem(unit.start, "duplicate_tool_call_id", f"tool call id {cid!r} already used at "
-                                f"message {seen_calls[cid]}")
+                        Problem(
+                            unit.start,
+                            "duplicate_tool_call_id",
+                            f"tool call id {cid!r} already used at message {seen_calls[cid]}",
+                        )
                     )
                 seen_calls.setdefault(cid, unit.start)
             if unit.kind == "incomplete":
@@ -151,8 +154,12 @@ def validate(messages: Sequence[Message], provider: Provider | str = "openai") -
                 continue
             if msg.role != "user":
                 problems.append(
-                    Problem(index, "first_message_not_user", f"first non-system message has role {msg.role!r}; "
-                            f"{provider} requires the conversation to start with a user message")
+                    Problem(
+                        index,
+                        "first_message_not_user",
+                        f"first non-system message has role {msg.role!r}; "
+                        f"{provider} requires the conversation to start with a user message",
+                    )
                 )
             break
     problems.sort(key=lambda p: p.index)

@@ -5,4 +5,13 @@ from ...blocks import __all__ as _blocks_all
 from ...messages import Message, TokenUsages
 from ...state import AgentState, ExecMeta, ExecutionStatus, ToolResult, add_messages
 
-__all__ = [*_blocks_all, "AgentState", "ExecMeta", "ExecutionStatus", "Message", "TokenUsages", "ToolResult", "add_messages"]
+__all__ = [
+    *_blocks_all,
+    "AgentState",
+    "ExecMeta",
+    "ExecutionStatus",
+    "Message",
+    "TokenUsages",
+    "ToolResult",
+    "add_messages",
+]
