@@ -113,9 +113,15 @@ class ToolResultBlock(_Block):
 
 
 class ReasoningBlock(_Block):
+    """Model reasoning. ``id`` and ``signature`` are the provider's opaque handles (OpenAI Responses reasoning item
+    id and ``encrypted_content``, Anthropic thinking signature, Gemini ``thoughtSignature``) that a provider needs
+    to accept the reasoning back in a later request."""
+
     type: Literal["reasoning"] = "reasoning"
     text: str
     summary: str | None = None
+    id: str | None = None
+    signature: str | None = None
 
 
 class ErrorBlock(_Block):
