@@ -1,0 +1,284 @@
+"""The one storage contract every backend implements, plus the JSON codec they share.
+
+Two users sit on top of a store: the checkpointer (per thread, an append-only message log and the newest state
+snapshot) and the session memory (ordered, versioned documents per namespace and session). Keeping both behind
+one small async interface means a new backend is written once and proven once, by the conformance suite in
+`windowkeeper.testing.conformance`.
+
+Everything is stored as JSON text produced here, so every backend returns byte-for-byte what another would, and
+corrupt rows surface as a `StorageError` that says which thread or key holds them instead of a bare decode error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
+
+from ..errors import ConfigurationError, StorageError
+from ..messages import Message
+
+
+class ConflictError(StorageError):
+    """An optimistic write lost: the stored version differs from the one the caller read, or the key exists.
+
+    Callers re-read the record and retry; nothing was written by the failed call.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, expected: int | None = None,
+                 actual: int | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.expected = expected
+        self.actual = actual
+
+
+class RecordNotFoundError(StorageError, KeyError):
+    """`update_record` named a key that was never added (call `add_record` first)."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message otherwise
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One versioned document of the memory layer.
+
+    ``seq`` orders records within a session (strictly increasing in add order, gaps allowed) and never changes;
+    ``version`` starts at 1 and grows by one on every update, which is what optimistic updates compare against.
+    """
+
+    key: str
+    seq: int
+    version: int
+    doc: dict[str, Any]
+
+
+RecordUpdate = tuple[str, dict[str, Any], int | None]
+"""``(key, new_doc, expected_version)``; ``None`` skips the version check for that key."""
+
+
+class SessionStore(ABC):
+    """Async persistence for message logs, state snapshots and versioned records.
+
+    Guarantees every backend must keep (the conformance suite checks them):
+
+    * appends are idempotent per ``message_id``: the first stored copy wins and re-appending is a no-op;
+    * the log is returned in append order and never reordered or deduplicated on read;
+    * a state write replaces the previous snapshot atomically (a crash leaves the old or the new one);
+    * a versioned update with a stale ``expected_version`` raises `ConflictError` and writes nothing;
+    * threads and sessions never see each other's data.
+    """
+
+    # -- checkpointer side ----------------------------------------------------------------------------------
+
+    @abstractmethod
+    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> int:
+        """Append messages whose id is not yet in the thread's log; return how many were new."""
+
+    @abstractmethod
+    async def load_messages(self, thread_id: str) -> list[Message]:
+        """The thread's full log in append order (empty for an unknown thread)."""
+
+    @abstractmethod
+    async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
+        """Replace the thread's state snapshot."""
+
+    @abstractmethod
+    async def get_state(self, thread_id: str) -> dict[str, Any] | None:
+        """The newest snapshot, or ``None`` when the thread has none."""
+
+    # -- memory side ----------------------------------------------------------------------------------------
+
+    @abstractmethod
+    async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
+        """Append a new record at version 1; `ConflictError` if ``key`` already exists in the session."""
+
+    @abstractmethod
+    async def update_record(
+        self,
+        namespace: str,
+        session_id: str,
+        key: str,
+        doc: dict[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> Record:
+        """Replace a record's doc and bump its version; `ConflictError` when ``expected_version`` is stale."""
+
+    @abstractmethod
+    async def update_records(
+        self,
+        namespace: str,
+        session_id: str,
+        updates: Sequence[RecordUpdate],
+    ) -> list[Record]:
+        """Apply several updates all-or-nothing, with the same checks as `update_record`."""
+
+    @abstractmethod
+    async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
+        """One record, or ``None``."""
+
+    @abstractmethod
+    async def list_records(self, namespace: str, session_id: str) -> list[Record]:
+        """Every record of the session in ``seq`` order."""
+
+    @abstractmethod
+    async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
+        """Remove one record; ``True`` if it existed."""
+
+    @abstractmethod
+    async def delete_session(self, namespace: str, session_id: str) -> int:
+        """Remove every record of a session; return how many there were."""
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    async def delete_thread(self, thread_id: str) -> None:
+        """Remove a thread's log and state."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections; the store must not be used afterwards."""
+
+    async def __aenter__(self) -> SessionStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+# -- argument checks ------------------------------------------------------------------------------------------
+
+_PREFIX_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,40}$")
+
+
+def check_prefix(prefix: str) -> str:
+    """Table and key prefixes end up in SQL identifiers, so only identifier characters are accepted."""
+    if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix):
+        raise ConfigurationError(
+            f"storage prefix {prefix!r} is invalid: use 1-41 letters, digits or underscores, not starting with a digit",
+        )
+    return prefix
+
+
+def check_id(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError(f"{what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def check_version(expected: object, key: str) -> int | None:
+    if expected is None:
+        return None
+    if isinstance(expected, bool) or not isinstance(expected, int) or expected < 1:
+        raise ConfigurationError(f"expected_version for record {key!r} must be a positive int or None, got {expected!r}")
+    return expected
+
+
+def check_updates(updates: Sequence[RecordUpdate]) -> list[tuple[str, str, int | None]]:
+    """Validate a batch and encode its docs up front, so a bad doc fails before anything is written."""
+    out: list[tuple[str, str, int | None]] = []
+    seen: set[str] = set()
+    for item in updates:
+        key, doc, expected = item
+        check_id(key, "record key")
+        if key in seen:
+            raise ConfigurationError(f"record key {key!r} appears twice in one update_records batch; merge the updates")
+        seen.add(key)
+        out.append((key, encode_doc(doc, key=key), check_version(expected, key)))
+    return out
+
+
+# -- JSON codec -----------------------------------------------------------------------------------------------
+
+
+def message_key(message_id: str | int) -> str:
+    """The identity a log deduplicates on.
+
+    JSON-encoding keeps ``1`` and ``"1"`` distinct, matching how `add_messages` compares ids.
+    """
+    return json.dumps(message_id)
+
+
+def encode_message(thread_id: str, message: Message) -> str:
+    if not isinstance(message, Message):
+        raise ConfigurationError(
+            f"thread {thread_id!r}: append_messages accepts Message objects, got {type(message).__name__}",
+        )
+    try:
+        return message.model_dump_json()
+    except PydanticSerializationError as exc:
+        raise StorageError(
+            f"thread {thread_id!r}: message {message.message_id!r} is not JSON-serializable "
+            f"(check metadata/raw for non-JSON values): {exc}",
+        ) from exc
+
+
+def decode_message(thread_id: str, body: str | bytes, position: int) -> Message:
+    try:
+        return Message.model_validate_json(body)
+    except ValidationError as exc:
+        raise StorageError(
+            f"thread {thread_id!r}: stored message #{position} does not validate as a Message "
+            f"(corrupt row or a block type this version does not know): {exc}",
+        ) from exc
+
+
+def encode_doc(doc: object, *, key: str, what: str = "record") -> str:
+    if not isinstance(doc, dict):
+        raise ConfigurationError(f"{what} {key!r}: the document must be a dict, got {type(doc).__name__}")
+    try:
+        return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise StorageError(
+            f"{what} {key!r}: the document is not strict JSON ({exc}); "
+            "dump pydantic models with model_dump(mode='json') first",
+        ) from exc
+
+
+def decode_doc(body: str | bytes, *, key: str, what: str = "record") -> dict[str, Any]:
+    try:
+        value = json.loads(body)
+    except (TypeError, ValueError) as exc:
+        raise StorageError(f"{what} {key!r}: stored data is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise StorageError(f"{what} {key!r}: stored data is a {type(value).__name__}, expected a JSON object")
+    return value
+
+
+def encode_state(thread_id: str, state: object) -> str:
+    return encode_doc(state, key=thread_id, what="state of thread")
+
+
+def decode_state(thread_id: str, body: str | bytes) -> dict[str, Any]:
+    return decode_doc(body, key=thread_id, what="state of thread")
+
+
+def unique_new(thread_id: str, messages: Sequence[Message]) -> list[tuple[str, str]]:
+    """``(message_key, json)`` for each message, first occurrence of an id only."""
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for msg in messages:
+        body = encode_message(thread_id, msg)
+        mkey = message_key(msg.message_id)
+        if mkey in seen:
+            continue
+        seen.add(mkey)
+        out.append((mkey, body))
+    return out
+
+
+__all__ = [
+    "ConflictError",
+    "Record",
+    "RecordNotFoundError",
+    "RecordUpdate",
+    "SessionStore",
+]
