@@ -1,0 +1,1 @@
+"""Token accounting, split by job; import the public names from `windowkeeper.tokens`."""
