@@ -178,7 +178,9 @@ def check_version(expected: object, key: str) -> int | None:
     if expected is None:
         return None
     if isinstance(expected, bool) or not isinstance(expected, int) or expected < 1:
-        raise ConfigurationError(f"expected_version for record {key!r} must be a positive int or None, got {expected!r}")
+        raise ConfigurationError(
+            f"expected_version for record {key!r} must be a positive int or None, got {expected!r}",
+        )
     return expected
 
 

@@ -1,0 +1,201 @@
+"""`InMemoryStore`: the process-local backend for tests, demos and ephemeral agents.
+
+It keeps the same JSON text the durable backends keep, rather than live objects, so a caller that mutates a
+message after appending it cannot change history, and behaviour (key order, rejected data) matches SQLite and
+the servers exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages import Message
+from .base import (
+    ConflictError,
+    Record,
+    RecordNotFoundError,
+    RecordUpdate,
+    SessionStore,
+    check_id,
+    check_updates,
+    check_version,
+    decode_doc,
+    decode_message,
+    decode_state,
+    encode_doc,
+    encode_state,
+    unique_new,
+)
+
+
+@dataclass
+class _Thread:
+    keys: set[str] = field(default_factory=set)
+    log: list[str] = field(default_factory=list)
+    state: str | None = None
+
+
+@dataclass
+class _Row:
+    seq: int
+    version: int
+    body: str
+
+
+@dataclass
+class _Session:
+    next_seq: int = 1
+    rows: dict[str, _Row] = field(default_factory=dict)  # insertion order == seq order
+
+
+class InMemoryStore(SessionStore):
+    """Dict-backed store; every operation is atomic because none of them awaits while holding data."""
+
+    def __init__(self) -> None:
+        self._threads: dict[str, _Thread] = {}
+        self._sessions: dict[tuple[str, str], _Session] = {}
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            from ..errors import StorageError
+
+            raise StorageError("InMemoryStore is closed; create a new one")
+
+    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> int:
+        check_id(thread_id, "thread_id")
+        self._check_open()
+        encoded = unique_new(thread_id, messages)
+        thread = self._threads.setdefault(thread_id, _Thread())
+        added = 0
+        for mkey, body in encoded:
+            if mkey in thread.keys:
+                continue
+            thread.keys.add(mkey)
+            thread.log.append(body)
+            added += 1
+        await asyncio.sleep(0)  # a real await point, like every other backend has
+        return added
+
+    async def load_messages(self, thread_id: str) -> list[Message]:
+        check_id(thread_id, "thread_id")
+        self._check_open()
+        thread = self._threads.get(thread_id)
+        if thread is None:
+            return []
+        return [decode_message(thread_id, body, i) for i, body in enumerate(list(thread.log))]
+
+    async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
+        check_id(thread_id, "thread_id")
+        self._check_open()
+        body = encode_state(thread_id, state)
+        self._threads.setdefault(thread_id, _Thread()).state = body
+
+    async def get_state(self, thread_id: str) -> dict[str, Any] | None:
+        check_id(thread_id, "thread_id")
+        self._check_open()
+        thread = self._threads.get(thread_id)
+        if thread is None or thread.state is None:
+            return None
+        return decode_state(thread_id, thread.state)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        check_id(thread_id, "thread_id")
+        self._check_open()
+        self._threads.pop(thread_id, None)
+
+    # -- records --------------------------------------------------------------------------------------------
+
+    def _session(self, namespace: str, session_id: str) -> _Session:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        self._check_open()
+        return self._sessions.setdefault((namespace, session_id), _Session())
+
+    @staticmethod
+    def _record(key: str, row: _Row) -> Record:
+        return Record(key=key, seq=row.seq, version=row.version, doc=decode_doc(row.body, key=key))
+
+    async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
+        session = self._session(namespace, session_id)
+        check_id(key, "record key")
+        body = encode_doc(doc, key=key)
+        if key in session.rows:
+            raise ConflictError(
+                f"record {key!r} already exists in {namespace!r}/{session_id!r}; use update_record",
+                key=key,
+            )
+        row = _Row(seq=session.next_seq, version=1, body=body)
+        session.next_seq += 1
+        session.rows[key] = row
+        return self._record(key, row)
+
+    def _check(self, session: _Session, namespace: str, session_id: str, key: str, expected: int | None) -> _Row:
+        row = session.rows.get(key)
+        if row is None:
+            raise RecordNotFoundError(f"record {key!r} does not exist in {namespace!r}/{session_id!r}; add it first")
+        if expected is not None and row.version != expected:
+            raise ConflictError(
+                f"record {key!r} in {namespace!r}/{session_id!r} is at version {row.version}, "
+                f"expected {expected}; re-read and retry",
+                key=key,
+                expected=expected,
+                actual=row.version,
+            )
+        return row
+
+    async def update_record(
+        self,
+        namespace: str,
+        session_id: str,
+        key: str,
+        doc: dict[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> Record:
+        records = await self.update_records(namespace, session_id, [(key, doc, expected_version)])
+        return records[0]
+
+    async def update_records(
+        self,
+        namespace: str,
+        session_id: str,
+        updates: Sequence[RecordUpdate],
+    ) -> list[Record]:
+        session = self._session(namespace, session_id)
+        checked = check_updates(updates)
+        rows = [self._check(session, namespace, session_id, key, check_version(exp, key)) for key, _, exp in checked]
+        out: list[Record] = []
+        for row, (key, body, _) in zip(rows, checked, strict=True):
+            row.version += 1
+            row.body = body
+            out.append(self._record(key, row))
+        return out
+
+    async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
+        session = self._session(namespace, session_id)
+        row = session.rows.get(key)
+        return None if row is None else self._record(key, row)
+
+    async def list_records(self, namespace: str, session_id: str) -> list[Record]:
+        session = self._session(namespace, session_id)
+        return [self._record(key, row) for key, row in list(session.rows.items())]
+
+    async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
+        session = self._session(namespace, session_id)
+        return session.rows.pop(key, None) is not None
+
+    async def delete_session(self, namespace: str, session_id: str) -> int:
+        session = self._session(namespace, session_id)
+        count = len(session.rows)
+        self._sessions.pop((namespace, session_id), None)
+        return count
+
+    async def close(self) -> None:
+        self._closed = True
+
+
+__all__ = ["InMemoryStore"]

@@ -1,0 +1,399 @@
+"""`PostgresStore`: the shared-server backend on psycopg 3 (async).
+
+One connection guarded by a lock (psycopg_pool is an extra this package does not require), living on the store's
+own loop thread so the store works from any event loop. Every operation is one transaction; versioned updates
+lock their rows (``FOR UPDATE``) so they stay correct when several processes share the tables. Tables are
+created on first use from an append-only migration list, under an advisory lock so two processes starting at
+once do not race.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import MissingDependencyError, StorageError
+from ..messages import Message
+from ._loop import LoopThread
+from .base import (
+    ConflictError,
+    Record,
+    RecordNotFoundError,
+    RecordUpdate,
+    SessionStore,
+    check_id,
+    check_prefix,
+    check_updates,
+    decode_doc,
+    decode_message,
+    decode_state,
+    encode_doc,
+    encode_state,
+    unique_new,
+)
+from .url import postgres_url
+
+try:
+    import psycopg
+    from psycopg import errors as pg_errors
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError("psycopg", "postgres") from exc
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        "CREATE TABLE {p}_messages (seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, thread_id TEXT NOT NULL, "
+        "message_key TEXT NOT NULL, body TEXT NOT NULL, UNIQUE (thread_id, message_key))",
+        "CREATE INDEX {p}_messages_thread ON {p}_messages (thread_id, seq)",
+        "CREATE TABLE {p}_states (thread_id TEXT PRIMARY KEY, body TEXT NOT NULL, "
+        "updated_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+        "CREATE TABLE {p}_sessions (namespace TEXT NOT NULL, session_id TEXT NOT NULL, "
+        "last_seq BIGINT NOT NULL, PRIMARY KEY (namespace, session_id))",
+        "CREATE TABLE {p}_records (namespace TEXT NOT NULL, session_id TEXT NOT NULL, key TEXT NOT NULL, "
+        "seq BIGINT NOT NULL, version BIGINT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (namespace, session_id, key))",
+        "CREATE INDEX {p}_records_seq ON {p}_records (namespace, session_id, seq)",
+    ),
+)
+"""Schema history; entry ``i`` upgrades version ``i`` to ``i + 1``. Only ever append."""
+
+_TABLES = ("messages", "states", "sessions", "records", "schema")
+
+
+class PostgresStore(SessionStore):
+    """A `SessionStore` in PostgreSQL tables named ``<prefix>_messages``, ``<prefix>_states`` and so on."""
+
+    def __init__(self, url: str | None = None, *, prefix: str = "wk", connect_timeout: float = 10.0) -> None:
+        self.url = url or postgres_url()
+        self.prefix = check_prefix(prefix).lower()
+        self._connect_timeout = connect_timeout
+        self._io = LoopThread(f"windowkeeper-postgres-{self.prefix}")
+        self._conn: AsyncConnection[Any] | None = None
+        self._lock: asyncio.Lock | None = None
+        self._closed = False
+        self._t = {name: f"{self.prefix}_{name}" for name in _TABLES}
+
+    # -- connection (all of this runs on the store's loop) ----------------------------------------------------
+
+    async def _connection(self) -> AsyncConnection[Any]:
+        if self._conn is not None and not self._conn.closed and not self._conn.broken:
+            return self._conn
+        if self._conn is not None:
+            await self._conn.close()
+        conn = await psycopg.AsyncConnection.connect(
+            self.url, autocommit=True, connect_timeout=max(1, int(self._connect_timeout)),
+        )
+        try:
+            await self._migrate(conn)
+        except BaseException:
+            await conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    async def _migrate(self, conn: AsyncConnection[Any]) -> None:
+        schema = self._t["schema"]
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"windowkeeper:{self.prefix}",))
+            await conn.execute(f"CREATE TABLE IF NOT EXISTS {schema} (version INTEGER NOT NULL)")
+            cur = await conn.execute(f"SELECT version FROM {schema}")
+            row = await cur.fetchone()
+            current = 0 if row is None else int(row[0])
+            if current > len(MIGRATIONS):
+                raise StorageError(
+                    f"PostgreSQL tables with prefix {self.prefix!r} are at schema version {current}, newer than "
+                    f"this windowkeeper knows ({len(MIGRATIONS)}); upgrade windowkeeper",
+                )
+            for version in range(current, len(MIGRATIONS)):
+                for statement in MIGRATIONS[version]:
+                    await conn.execute(statement.format(p=self.prefix))
+                logger.info("PostgreSQL: migrated prefix %r to schema version %d", self.prefix, version + 1)
+            if row is None:
+                await conn.execute(f"INSERT INTO {schema} (version) VALUES (%s)", (len(MIGRATIONS),))
+            elif current != len(MIGRATIONS):
+                await conn.execute(f"UPDATE {schema} SET version = %s", (len(MIGRATIONS),))
+
+    async def _in_tx(self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._closed:
+                raise StorageError(f"PostgresStore (prefix {self.prefix!r}) is closed; open a new store")
+            conn = await self._connection()
+            async with conn.transaction():
+                return await fn(conn)
+
+    async def _run(self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
+        try:
+            return await self._io.run(self._in_tx(fn))
+        except pg_errors.UniqueViolation as exc:
+            raise ConflictError(
+                f"PostgreSQL (prefix {self.prefix!r}): another writer inserted the same key first: {exc}",
+            ) from exc
+        except psycopg.Error as exc:
+            raise StorageError(f"PostgreSQL error (prefix {self.prefix!r}, {_safe_url(self.url)}): {exc}") from exc
+
+    # -- checkpointer side ----------------------------------------------------------------------------------
+
+    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> int:
+        check_id(thread_id, "thread_id")
+        encoded = unique_new(thread_id, messages)
+        if not encoded:
+            return 0
+        table = self._t["messages"]
+        keys = [k for k, _ in encoded]
+        bodies = [b for _, b in encoded]
+
+        async def op(conn: AsyncConnection[Any]) -> int:
+            cur = await conn.execute(
+                f"INSERT INTO {table} (thread_id, message_key, body) "
+                "SELECT %s, k, b FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS u(k, b, n) ORDER BY n "
+                "ON CONFLICT (thread_id, message_key) DO NOTHING",
+                (thread_id, keys, bodies),
+            )
+            return max(cur.rowcount, 0)
+
+        return await self._run(op)
+
+    async def load_messages(self, thread_id: str) -> list[Message]:
+        check_id(thread_id, "thread_id")
+        table = self._t["messages"]
+
+        async def op(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(f"SELECT body FROM {table} WHERE thread_id = %s ORDER BY seq", (thread_id,))
+            return await cur.fetchall()
+
+        rows = await self._run(op)
+        return [decode_message(thread_id, row[0], i) for i, row in enumerate(rows)]
+
+    async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
+        check_id(thread_id, "thread_id")
+        body = encode_state(thread_id, state)
+        table = self._t["states"]
+
+        async def op(conn: AsyncConnection[Any]) -> None:
+            await conn.execute(
+                f"INSERT INTO {table} (thread_id, body, updated_at) VALUES (%s, %s, now()) "
+                "ON CONFLICT (thread_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
+                (thread_id, body),
+            )
+
+        await self._run(op)
+
+    async def get_state(self, thread_id: str) -> dict[str, Any] | None:
+        check_id(thread_id, "thread_id")
+        table = self._t["states"]
+
+        async def op(conn: AsyncConnection[Any]) -> tuple[Any, ...] | None:
+            cur = await conn.execute(f"SELECT body FROM {table} WHERE thread_id = %s", (thread_id,))
+            return await cur.fetchone()
+
+        row = await self._run(op)
+        return None if row is None else decode_state(thread_id, row[0])
+
+    async def delete_thread(self, thread_id: str) -> None:
+        check_id(thread_id, "thread_id")
+        messages, states = self._t["messages"], self._t["states"]
+
+        async def op(conn: AsyncConnection[Any]) -> None:
+            await conn.execute(f"DELETE FROM {messages} WHERE thread_id = %s", (thread_id,))
+            await conn.execute(f"DELETE FROM {states} WHERE thread_id = %s", (thread_id,))
+
+        await self._run(op)
+
+    # -- memory side ----------------------------------------------------------------------------------------
+
+    async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        check_id(key, "record key")
+        body = encode_doc(doc, key=key)
+        records, sessions = self._t["records"], self._t["sessions"]
+
+        async def op(conn: AsyncConnection[Any]) -> int:
+            cur = await conn.execute(
+                f"SELECT 1 FROM {records} WHERE namespace = %s AND session_id = %s AND key = %s",
+                (namespace, session_id, key),
+            )
+            if await cur.fetchone() is not None:
+                raise ConflictError(
+                    f"record {key!r} already exists in {namespace!r}/{session_id!r}; use update_record", key=key,
+                )
+            cur = await conn.execute(
+                f"INSERT INTO {sessions} (namespace, session_id, last_seq) VALUES (%s, %s, 1) "
+                f"ON CONFLICT (namespace, session_id) DO UPDATE SET last_seq = {sessions}.last_seq + 1 "
+                "RETURNING last_seq",
+                (namespace, session_id),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            await conn.execute(
+                f"INSERT INTO {records} (namespace, session_id, key, seq, version, body) "
+                "VALUES (%s, %s, %s, %s, 1, %s)",
+                (namespace, session_id, key, row[0], body),
+            )
+            return int(row[0])
+
+        seq = await self._run(op)
+        return Record(key=key, seq=seq, version=1, doc=decode_doc(body, key=key))
+
+    async def update_record(
+        self,
+        namespace: str,
+        session_id: str,
+        key: str,
+        doc: dict[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> Record:
+        return (await self.update_records(namespace, session_id, [(key, doc, expected_version)]))[0]
+
+    async def update_records(
+        self,
+        namespace: str,
+        session_id: str,
+        updates: Sequence[RecordUpdate],
+    ) -> list[Record]:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        checked = check_updates(updates)
+        records = self._t["records"]
+
+        async def op(conn: AsyncConnection[Any]) -> list[Record]:
+            out: list[Record] = []
+            for key, body, expected in checked:
+                cur = await conn.execute(
+                    f"SELECT seq, version FROM {records} WHERE namespace = %s AND session_id = %s AND key = %s "
+                    "FOR UPDATE",
+                    (namespace, session_id, key),
+                )
+                row = await cur.fetchone()
+                if row is None:
+                    raise RecordNotFoundError(
+                        f"record {key!r} does not exist in {namespace!r}/{session_id!r}; add it first",
+                    )
+                seq, version = int(row[0]), int(row[1])
+                if expected is not None and version != expected:
+                    raise ConflictError(
+                        f"record {key!r} in {namespace!r}/{session_id!r} is at version {version}, "
+                        f"expected {expected}; re-read and retry",
+                        key=key, expected=expected, actual=version,
+                    )
+                await conn.execute(
+                    f"UPDATE {records} SET body = %s, version = %s "
+                    "WHERE namespace = %s AND session_id = %s AND key = %s",
+                    (body, version + 1, namespace, session_id, key),
+                )
+                out.append(Record(key=key, seq=seq, version=version + 1, doc=decode_doc(body, key=key)))
+            return out
+
+        return await self._run(op)
+
+    async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        records = self._t["records"]
+
+        async def op(conn: AsyncConnection[Any]) -> tuple[Any, ...] | None:
+            cur = await conn.execute(
+                f"SELECT seq, version, body FROM {records} WHERE namespace = %s AND session_id = %s AND key = %s",
+                (namespace, session_id, key),
+            )
+            return await cur.fetchone()
+
+        row = await self._run(op)
+        if row is None:
+            return None
+        return Record(key=key, seq=int(row[0]), version=int(row[1]), doc=decode_doc(row[2], key=key))
+
+    async def list_records(self, namespace: str, session_id: str) -> list[Record]:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        records = self._t["records"]
+
+        async def op(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(
+                f"SELECT key, seq, version, body FROM {records} WHERE namespace = %s AND session_id = %s "
+                "ORDER BY seq",
+                (namespace, session_id),
+            )
+            return await cur.fetchall()
+
+        rows = await self._run(op)
+        return [Record(key=k, seq=int(s), version=int(v), doc=decode_doc(b, key=k)) for k, s, v, b in rows]
+
+    async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        records = self._t["records"]
+
+        async def op(conn: AsyncConnection[Any]) -> int:
+            cur = await conn.execute(
+                f"DELETE FROM {records} WHERE namespace = %s AND session_id = %s AND key = %s",
+                (namespace, session_id, key),
+            )
+            return cur.rowcount
+
+        return bool(await self._run(op))
+
+    async def delete_session(self, namespace: str, session_id: str) -> int:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        records, sessions = self._t["records"], self._t["sessions"]
+
+        async def op(conn: AsyncConnection[Any]) -> int:
+            cur = await conn.execute(
+                f"DELETE FROM {records} WHERE namespace = %s AND session_id = %s", (namespace, session_id),
+            )
+            count = cur.rowcount
+            await conn.execute(f"DELETE FROM {sessions} WHERE namespace = %s AND session_id = %s",
+                               (namespace, session_id))
+            return max(count, 0)
+
+        return await self._run(op)
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+
+    async def drop(self) -> None:
+        """Drop every table of this prefix (tests, resets). The store stays usable and recreates them."""
+        names = ", ".join(self._t[name] for name in _TABLES)
+
+        async def op(conn: AsyncConnection[Any]) -> None:
+            await conn.execute(f"DROP TABLE IF EXISTS {names}")
+
+        await self._run(op)
+        # the next call must re-run the migrations on fresh tables
+        await self._io.run(self._forget_connection())
+
+    async def _forget_connection(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._io.started:
+            await self._io.run(self._forget_connection())
+            await asyncio.to_thread(self._io.stop)
+
+
+def _safe_url(url: str) -> str:
+    """The URL without a password, for error messages."""
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}@{host}"
+
+
+__all__ = ["MIGRATIONS", "PostgresStore"]

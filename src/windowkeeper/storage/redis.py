@@ -1,0 +1,358 @@
+"""`RedisStore`: the in-memory-server backend on redis.asyncio.
+
+Every multi-key write is one Lua script, which Redis runs atomically: an append checks and records each message
+id in a set before pushing its JSON onto the log (so concurrent or repeated appends never duplicate), and a
+versioned batch checks every expected version before touching any record. Reads that span keys use MULTI/EXEC
+for a consistent snapshot. The per-thread and per-session parts of a key are wrapped in a hash tag so the
+multi-key scripts also work on Redis Cluster.
+
+Key layout under ``<prefix>:``: ``t:{thread}:log`` (list), ``t:{thread}:ids`` (set), ``t:{thread}:state``
+(string); ``r:{namespace/session}:body`` and ``:ver`` (hashes), ``:order`` (sorted set by seq), ``:next`` (counter).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from ..errors import MissingDependencyError, StorageError
+from ..messages import Message
+from ._loop import LoopThread
+from .base import (
+    ConflictError,
+    Record,
+    RecordNotFoundError,
+    RecordUpdate,
+    SessionStore,
+    check_id,
+    check_prefix,
+    check_updates,
+    decode_doc,
+    decode_message,
+    decode_state,
+    encode_doc,
+    encode_state,
+    unique_new,
+)
+from .url import redis_url
+
+try:
+    import redis.asyncio as aredis
+    from redis.exceptions import RedisError
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError("redis", "redis") from exc
+
+if TYPE_CHECKING:
+    from redis.commands.core import AsyncScript
+
+_APPEND = """
+local added = 0
+for i = 1, #ARGV, 2 do
+  if redis.call('SADD', KEYS[1], ARGV[i]) == 1 then
+    redis.call('RPUSH', KEYS[2], ARGV[i + 1])
+    added = added + 1
+  end
+end
+return added
+"""
+
+_ADD_RECORD = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return -1 end
+local seq = redis.call('INCR', KEYS[4])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[1], 1)
+redis.call('ZADD', KEYS[3], seq, ARGV[1])
+return seq
+"""
+
+_UPDATE_RECORDS = """
+for i = 1, #ARGV, 3 do
+  local v = redis.call('HGET', KEYS[2], ARGV[i])
+  if not v then return {'missing', ARGV[i]} end
+  if ARGV[i + 2] ~= '' and tonumber(v) ~= tonumber(ARGV[i + 2]) then return {'conflict', ARGV[i], v} end
+end
+local out = {'ok'}
+for i = 1, #ARGV, 3 do
+  local v = redis.call('HINCRBY', KEYS[2], ARGV[i], 1)
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  out[#out + 1] = ARGV[i]
+  out[#out + 1] = tostring(v)
+  out[#out + 1] = redis.call('ZSCORE', KEYS[3], ARGV[i])
+end
+return out
+"""
+
+
+def _part(value: str) -> str:
+    """Escape a user id for use inside a key: no ':' to split on, no braces to break the hash tag."""
+    return value.replace("%", "%25").replace(":", "%3A").replace("{", "%7B").replace("}", "%7D")
+
+
+class RedisStore(SessionStore):
+    """A `SessionStore` in Redis keys under ``<prefix>:``."""
+
+    def __init__(self, url: str | None = None, *, prefix: str = "wk") -> None:
+        self.url = url or redis_url()
+        self.prefix = check_prefix(prefix)
+        self._io = LoopThread(f"windowkeeper-redis-{self.prefix}")
+        self._client: aredis.Redis | None = None
+        self._scripts: dict[str, AsyncScript] = {}
+        self._closed = False
+
+    # -- plumbing (runs on the store's loop) ------------------------------------------------------------------
+
+    def _redis(self) -> aredis.Redis:
+        if self._closed:
+            raise StorageError(f"RedisStore (prefix {self.prefix!r}) is closed; open a new store")
+        if self._client is None:
+            client = aredis.Redis.from_url(self.url, decode_responses=True)
+            self._scripts = {
+                "append": client.register_script(_APPEND),
+                "add": client.register_script(_ADD_RECORD),
+                "update": client.register_script(_UPDATE_RECORDS),
+            }
+            self._client = client
+        return self._client
+
+    async def _script(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        self._redis()
+        return await self._scripts[name](keys=keys, args=args)
+
+    async def _do(self, coro_fn: Any, *args: Any) -> Any:
+        async def call() -> Any:
+            return await coro_fn(*args)
+
+        try:
+            return await self._io.run(call())
+        except RedisError as exc:
+            raise StorageError(f"Redis error (prefix {self.prefix!r}): {exc}") from exc
+
+    def _thread_keys(self, thread_id: str) -> tuple[str, str, str]:
+        base = f"{self.prefix}:t:{{{_part(thread_id)}}}"
+        return f"{base}:ids", f"{base}:log", f"{base}:state"
+
+    def _session_keys(self, namespace: str, session_id: str) -> list[str]:
+        base = f"{self.prefix}:r:{{{_part(namespace)}:{_part(session_id)}}}"
+        return [f"{base}:body", f"{base}:ver", f"{base}:order", f"{base}:next"]
+
+    # -- checkpointer side ----------------------------------------------------------------------------------
+
+    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> int:
+        check_id(thread_id, "thread_id")
+        encoded = unique_new(thread_id, messages)
+        if not encoded:
+            return 0
+        ids, log, _ = self._thread_keys(thread_id)
+        args: list[Any] = []
+        for mkey, body in encoded:
+            args.extend((mkey, body))
+        return int(await self._do(self._script, "append", [ids, log], args))
+
+    async def load_messages(self, thread_id: str) -> list[Message]:
+        check_id(thread_id, "thread_id")
+        _, log, _ = self._thread_keys(thread_id)
+
+        async def op() -> list[str]:
+            return cast(list[str], await self._redis().lrange(log, 0, -1))  # type: ignore[misc]
+
+        bodies: list[str] = await self._do(op)
+        return [decode_message(thread_id, body, i) for i, body in enumerate(bodies)]
+
+    async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
+        check_id(thread_id, "thread_id")
+        body = encode_state(thread_id, state)
+        _, _, key = self._thread_keys(thread_id)
+
+        async def op() -> None:
+            await self._redis().set(key, body)
+
+        await self._do(op)
+
+    async def get_state(self, thread_id: str) -> dict[str, Any] | None:
+        check_id(thread_id, "thread_id")
+        _, _, key = self._thread_keys(thread_id)
+
+        async def op() -> str | None:
+            return cast("str | None", await self._redis().get(key))
+
+        body = await self._do(op)
+        return None if body is None else decode_state(thread_id, body)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        check_id(thread_id, "thread_id")
+        keys = self._thread_keys(thread_id)
+
+        async def op() -> None:
+            await self._redis().delete(*keys)
+
+        await self._do(op)
+
+    # -- memory side ----------------------------------------------------------------------------------------
+
+    async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        check_id(key, "record key")
+        body = encode_doc(doc, key=key)
+        seq = int(await self._do(self._script, "add", self._session_keys(namespace, session_id), [key, body]))
+        if seq < 0:
+            raise ConflictError(
+                f"record {key!r} already exists in {namespace!r}/{session_id!r}; use update_record", key=key,
+            )
+        return Record(key=key, seq=seq, version=1, doc=decode_doc(body, key=key))
+
+    async def update_record(
+        self,
+        namespace: str,
+        session_id: str,
+        key: str,
+        doc: dict[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> Record:
+        return (await self.update_records(namespace, session_id, [(key, doc, expected_version)]))[0]
+
+    async def update_records(
+        self,
+        namespace: str,
+        session_id: str,
+        updates: Sequence[RecordUpdate],
+    ) -> list[Record]:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        checked = check_updates(updates)
+        if not checked:
+            return []
+        args: list[Any] = []
+        for key, body, expected in checked:
+            args.extend((key, body, "" if expected is None else str(expected)))
+        reply = await self._do(self._script, "update", self._session_keys(namespace, session_id), args)
+        status = reply[0]
+        if status == "missing":
+            raise RecordNotFoundError(
+                f"record {reply[1]!r} does not exist in {namespace!r}/{session_id!r}; add it first",
+            )
+        if status == "conflict":
+            key, actual = reply[1], int(reply[2])
+            expected = next(exp for k, _, exp in checked if k == key)
+            raise ConflictError(
+                f"record {key!r} in {namespace!r}/{session_id!r} is at version {actual}, "
+                f"expected {expected}; re-read and retry",
+                key=key, expected=expected, actual=actual,
+            )
+        bodies = {key: body for key, body, _ in checked}
+        out: list[Record] = []
+        for i in range(1, len(reply), 3):
+            key = reply[i]
+            out.append(Record(key=key, seq=int(float(reply[i + 2])), version=int(reply[i + 1]),
+                              doc=decode_doc(bodies[key], key=key)))
+        return out
+
+    async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        body_k, ver_k, order_k, _ = self._session_keys(namespace, session_id)
+
+        async def op() -> list[Any]:
+            async with self._redis().pipeline(transaction=True) as pipe:
+                pipe.hget(body_k, key)
+                pipe.hget(ver_k, key)
+                pipe.zscore(order_k, key)
+                result: list[Any] = await pipe.execute()
+                return result
+
+        body, version, seq = await self._do(op)
+        if body is None or version is None or seq is None:
+            return None
+        return Record(key=key, seq=int(seq), version=int(version), doc=decode_doc(body, key=key))
+
+    async def list_records(self, namespace: str, session_id: str) -> list[Record]:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        body_k, ver_k, order_k, _ = self._session_keys(namespace, session_id)
+
+        async def op() -> list[Any]:
+            async with self._redis().pipeline(transaction=True) as pipe:
+                pipe.zrange(order_k, 0, -1, withscores=True)
+                pipe.hgetall(body_k)
+                pipe.hgetall(ver_k)
+                result: list[Any] = await pipe.execute()
+                return result
+
+        order, bodies, versions = await self._do(op)
+        out: list[Record] = []
+        for key, score in order:
+            if key not in bodies or key not in versions:
+                raise StorageError(
+                    f"record {key!r} in {namespace!r}/{session_id!r} is listed but its body or version is missing "
+                    "(keys edited outside windowkeeper?)",
+                )
+            doc = decode_doc(bodies[key], key=key)
+            out.append(Record(key=key, seq=int(score), version=int(versions[key]), doc=doc))
+        return out
+
+    async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        body_k, ver_k, order_k, _ = self._session_keys(namespace, session_id)
+
+        async def op() -> list[Any]:
+            async with self._redis().pipeline(transaction=True) as pipe:
+                pipe.hdel(body_k, key)
+                pipe.hdel(ver_k, key)
+                pipe.zrem(order_k, key)
+                result: list[Any] = await pipe.execute()
+                return result
+
+        removed = await self._do(op)
+        return bool(removed[0])
+
+    async def delete_session(self, namespace: str, session_id: str) -> int:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        keys = self._session_keys(namespace, session_id)
+
+        async def op() -> list[Any]:
+            async with self._redis().pipeline(transaction=True) as pipe:
+                pipe.zcard(keys[2])
+                pipe.delete(*keys)
+                result: list[Any] = await pipe.execute()
+                return result
+
+        result = await self._do(op)
+        return int(result[0])
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+
+    async def drop(self) -> None:
+        """Delete every key under this prefix (tests, resets)."""
+
+        async def op() -> None:
+            client = self._redis()
+            batch: list[str] = []
+            async for key in client.scan_iter(match=f"{self.prefix}:*", count=500):
+                batch.append(key)
+                if len(batch) >= 500:
+                    await client.delete(*batch)
+                    batch = []
+            if batch:
+                await client.delete(*batch)
+
+        await self._do(op)
+
+    async def _aclose_client(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._io.started:
+            await self._io.run(self._aclose_client())
+            await asyncio.to_thread(self._io.stop)
+
+
+__all__ = ["RedisStore"]

@@ -1,0 +1,363 @@
+"""`SQLiteStore`: the embedded default, one file, no server.
+
+The stdlib driver is blocking, so each call runs in a worker thread (`asyncio.to_thread`) on one connection
+guarded by a lock. WAL journaling lets other processes read while this one writes, and every write is one
+``BEGIN IMMEDIATE`` transaction: a process killed mid-write leaves the previous committed state, never half of a
+new one. The schema is an append-only list of migrations whose index is the version stored in the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import ConfigurationError, StorageError
+from ..messages import Message
+from .base import (
+    ConflictError,
+    Record,
+    RecordNotFoundError,
+    RecordUpdate,
+    SessionStore,
+    check_id,
+    check_prefix,
+    check_updates,
+    decode_doc,
+    decode_message,
+    decode_state,
+    encode_doc,
+    encode_state,
+    unique_new,
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        "CREATE TABLE {p}_messages (seq INTEGER PRIMARY KEY AUTOINCREMENT, thread_id TEXT NOT NULL, "
+        "message_key TEXT NOT NULL, body TEXT NOT NULL, UNIQUE (thread_id, message_key))",
+        "CREATE INDEX {p}_messages_thread ON {p}_messages (thread_id, seq)",
+        "CREATE TABLE {p}_states (thread_id TEXT PRIMARY KEY, body TEXT NOT NULL, updated_at REAL NOT NULL)",
+        "CREATE TABLE {p}_sessions (namespace TEXT NOT NULL, session_id TEXT NOT NULL, "
+        "last_seq INTEGER NOT NULL, PRIMARY KEY (namespace, session_id))",
+        "CREATE TABLE {p}_records (namespace TEXT NOT NULL, session_id TEXT NOT NULL, key TEXT NOT NULL, "
+        "seq INTEGER NOT NULL, version INTEGER NOT NULL, body TEXT NOT NULL, "
+        "PRIMARY KEY (namespace, session_id, key))",
+        "CREATE INDEX {p}_records_seq ON {p}_records (namespace, session_id, seq)",
+    ),
+)
+"""Schema history; entry ``i`` upgrades version ``i`` to ``i + 1``. Only ever append."""
+
+
+class SQLiteStore(SessionStore):
+    """A `SessionStore` in one SQLite file (or ``":memory:"``).
+
+    ``synchronous="NORMAL"`` survives a killed process (WAL); pass ``"FULL"`` to also survive power loss.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        prefix: str = "wk",
+        synchronous: str = "NORMAL",
+        timeout: float = 30.0,
+    ) -> None:
+        self.path = os.fspath(path)
+        if not self.path:
+            raise ConfigurationError("SQLiteStore needs a file path (or ':memory:')")
+        self.prefix = check_prefix(prefix)
+        if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise ConfigurationError(f"synchronous={synchronous!r}; use 'NORMAL', 'FULL', 'EXTRA' or 'OFF'")
+        self._synchronous = synchronous.upper()
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._t = {name: f"{self.prefix}_{name}" for name in ("messages", "states", "sessions", "records", "schema")}
+
+    # -- connection -----------------------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
+        try:
+            if self.path != ":memory:":
+                mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    logger.warning("SQLite file %s refused WAL journaling (mode %s)", self.path, mode)
+            conn.execute(f"PRAGMA synchronous={self._synchronous}")
+            self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        schema = self._t["schema"]
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {schema} (version INTEGER NOT NULL)")
+            row = conn.execute(f"SELECT version FROM {schema}").fetchone()
+            current = 0 if row is None else int(row[0])
+            if current > len(MIGRATIONS):
+                raise StorageError(
+                    f"SQLite file {self.path!r} has schema version {current} (prefix {self.prefix!r}), newer than "
+                    f"this windowkeeper knows ({len(MIGRATIONS)}); upgrade windowkeeper",
+                )
+            for version in range(current, len(MIGRATIONS)):
+                for statement in MIGRATIONS[version]:
+                    conn.execute(statement.format(p=self.prefix))
+                logger.info("SQLite %s: migrated prefix %r to schema version %d", self.path, self.prefix, version + 1)
+            if row is None:
+                conn.execute(f"INSERT INTO {schema} (version) VALUES (?)", (len(MIGRATIONS),))
+            elif current != len(MIGRATIONS):
+                conn.execute(f"UPDATE {schema} SET version = ?", (len(MIGRATIONS),))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _call(self, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
+        with self._lock:
+            if self._closed:
+                raise StorageError(f"SQLiteStore({self.path!r}) is closed; open a new store")
+            if self._conn is None:
+                self._conn = self._connect()
+            conn = self._conn
+            if not write:
+                return fn(conn)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
+        try:
+            return await asyncio.to_thread(self._call, fn, write=write)
+        except sqlite3.Error as exc:
+            raise StorageError(f"SQLite error on {self.path!r}: {exc}") from exc
+
+    # -- checkpointer side ----------------------------------------------------------------------------------
+
+    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> int:
+        check_id(thread_id, "thread_id")
+        encoded = unique_new(thread_id, messages)
+        if not encoded:
+            return 0
+        table = self._t["messages"]
+
+        def op(conn: sqlite3.Connection) -> int:
+            added = 0
+            for mkey, body in encoded:
+                cur = conn.execute(
+                    f"INSERT OR IGNORE INTO {table} (thread_id, message_key, body) VALUES (?, ?, ?)",
+                    (thread_id, mkey, body),
+                )
+                added += cur.rowcount
+            return added
+
+        return await self._run(op, write=True)
+
+    async def load_messages(self, thread_id: str) -> list[Message]:
+        check_id(thread_id, "thread_id")
+        table = self._t["messages"]
+        rows = await self._run(
+            lambda c: c.execute(f"SELECT body FROM {table} WHERE thread_id = ? ORDER BY seq", (thread_id,)).fetchall(),
+        )
+        return [decode_message(thread_id, body, i) for i, (body,) in enumerate(rows)]
+
+    async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
+        check_id(thread_id, "thread_id")
+        body = encode_state(thread_id, state)
+        table = self._t["states"]
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                f"INSERT INTO {table} (thread_id, body, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (thread_id) DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
+                (thread_id, body, time.time()),
+            )
+
+        await self._run(op, write=True)
+
+    async def get_state(self, thread_id: str) -> dict[str, Any] | None:
+        check_id(thread_id, "thread_id")
+        table = self._t["states"]
+        row = await self._run(
+            lambda c: c.execute(f"SELECT body FROM {table} WHERE thread_id = ?", (thread_id,)).fetchone(),
+        )
+        return None if row is None else decode_state(thread_id, row[0])
+
+    async def delete_thread(self, thread_id: str) -> None:
+        check_id(thread_id, "thread_id")
+        messages, states = self._t["messages"], self._t["states"]
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(f"DELETE FROM {messages} WHERE thread_id = ?", (thread_id,))
+            conn.execute(f"DELETE FROM {states} WHERE thread_id = ?", (thread_id,))
+
+        await self._run(op, write=True)
+
+    # -- memory side ----------------------------------------------------------------------------------------
+
+    async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        check_id(key, "record key")
+        body = encode_doc(doc, key=key)
+        records, sessions = self._t["records"], self._t["sessions"]
+
+        def op(conn: sqlite3.Connection) -> int:
+            exists = conn.execute(
+                f"SELECT 1 FROM {records} WHERE namespace = ? AND session_id = ? AND key = ?",
+                (namespace, session_id, key),
+            ).fetchone()
+            if exists:
+                raise ConflictError(
+                    f"record {key!r} already exists in {namespace!r}/{session_id!r}; use update_record", key=key,
+                )
+            seq = conn.execute(
+                f"INSERT INTO {sessions} (namespace, session_id, last_seq) VALUES (?, ?, 1) "
+                "ON CONFLICT (namespace, session_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq",
+                (namespace, session_id),
+            ).fetchone()[0]
+            conn.execute(
+                f"INSERT INTO {records} (namespace, session_id, key, seq, version, body) VALUES (?, ?, ?, ?, 1, ?)",
+                (namespace, session_id, key, seq, body),
+            )
+            return int(seq)
+
+        seq = await self._run(op, write=True)
+        return Record(key=key, seq=seq, version=1, doc=decode_doc(body, key=key))
+
+    async def update_record(
+        self,
+        namespace: str,
+        session_id: str,
+        key: str,
+        doc: dict[str, Any],
+        *,
+        expected_version: int | None = None,
+    ) -> Record:
+        return (await self.update_records(namespace, session_id, [(key, doc, expected_version)]))[0]
+
+    async def update_records(
+        self,
+        namespace: str,
+        session_id: str,
+        updates: Sequence[RecordUpdate],
+    ) -> list[Record]:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        checked = check_updates(updates)
+        records = self._t["records"]
+
+        def op(conn: sqlite3.Connection) -> list[Record]:
+            out: list[Record] = []
+            for key, body, expected in checked:
+                row = conn.execute(
+                    f"SELECT seq, version FROM {records} WHERE namespace = ? AND session_id = ? AND key = ?",
+                    (namespace, session_id, key),
+                ).fetchone()
+                if row is None:
+                    raise RecordNotFoundError(
+                        f"record {key!r} does not exist in {namespace!r}/{session_id!r}; add it first",
+                    )
+                seq, version = int(row[0]), int(row[1])
+                if expected is not None and version != expected:
+                    raise ConflictError(
+                        f"record {key!r} in {namespace!r}/{session_id!r} is at version {version}, "
+                        f"expected {expected}; re-read and retry",
+                        key=key, expected=expected, actual=version,
+                    )
+                conn.execute(
+                    f"UPDATE {records} SET body = ?, version = ? WHERE namespace = ? AND session_id = ? AND key = ?",
+                    (body, version + 1, namespace, session_id, key),
+                )
+                out.append(Record(key=key, seq=seq, version=version + 1, doc=decode_doc(body, key=key)))
+            return out
+
+        return await self._run(op, write=True)
+
+    async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        records = self._t["records"]
+        row = await self._run(
+            lambda c: c.execute(
+                f"SELECT seq, version, body FROM {records} WHERE namespace = ? AND session_id = ? AND key = ?",
+                (namespace, session_id, key),
+            ).fetchone(),
+        )
+        if row is None:
+            return None
+        return Record(key=key, seq=int(row[0]), version=int(row[1]), doc=decode_doc(row[2], key=key))
+
+    async def list_records(self, namespace: str, session_id: str) -> list[Record]:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        records = self._t["records"]
+        rows = await self._run(
+            lambda c: c.execute(
+                f"SELECT key, seq, version, body FROM {records} WHERE namespace = ? AND session_id = ? ORDER BY seq",
+                (namespace, session_id),
+            ).fetchall(),
+        )
+        return [Record(key=k, seq=int(s), version=int(v), doc=decode_doc(b, key=k)) for k, s, v, b in rows]
+
+    async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        records = self._t["records"]
+        count = await self._run(
+            lambda c: c.execute(
+                f"DELETE FROM {records} WHERE namespace = ? AND session_id = ? AND key = ?",
+                (namespace, session_id, key),
+            ).rowcount,
+            write=True,
+        )
+        return bool(count)
+
+    async def delete_session(self, namespace: str, session_id: str) -> int:
+        check_id(namespace, "namespace")
+        check_id(session_id, "session_id")
+        records, sessions = self._t["records"], self._t["sessions"]
+
+        def op(conn: sqlite3.Connection) -> int:
+            count = conn.execute(
+                f"DELETE FROM {records} WHERE namespace = ? AND session_id = ?", (namespace, session_id),
+            ).rowcount
+            conn.execute(f"DELETE FROM {sessions} WHERE namespace = ? AND session_id = ?", (namespace, session_id))
+            return int(count)
+
+        return await self._run(op, write=True)
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+
+    def _close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self._close)
+
+
+__all__ = ["MIGRATIONS", "SQLiteStore"]
