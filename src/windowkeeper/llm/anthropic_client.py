@@ -1,0 +1,171 @@
+"""Anthropic backend on the official ``anthropic`` SDK (``messages.create``).
+
+Anthropic requires an output budget on every call, so requests without ``max_output_tokens`` use
+``default_max_tokens``. Reported usage is normalized to the OpenAI convention: ``prompt_tokens`` is the whole
+prompt (uncached input + cache writes + cache reads), because Anthropic's ``input_tokens`` excludes cached tokens
+and token calibration compares against the full prompt size.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigurationError, ProviderError
+from ..messages import TokenUsages
+from ._sdk import PerLoop, check_settings, first_env, import_sdk
+from .client import LLMRequest, LLMResponse, assistant_message, has_answer, merge_reply_messages
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+logger = logging.getLogger(__name__)
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def anthropic_usage(usage: dict[str, Any] | None) -> TokenUsages:
+    usage = usage or {}
+    uncached = _int(usage.get("input_tokens"))
+    written = _int(usage.get("cache_creation_input_tokens"))
+    read = _int(usage.get("cache_read_input_tokens"))
+    output = _int(usage.get("output_tokens"))
+    prompt = uncached + written + read
+    return TokenUsages(
+        prompt_tokens=prompt,
+        completion_tokens=output,
+        total_tokens=prompt + output,
+        cache_creation_input_tokens=written,
+        cache_read_input_tokens=read,
+    )
+
+
+def anthropic_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": spec["name"],
+            "description": spec.get("description", ""),
+            "input_schema": spec.get("parameters") or {"type": "object", "properties": {}},
+        }
+        for spec in tools
+    ]
+
+
+class AnthropicClient:
+    """`LLMClient` for Anthropic's Messages API.
+
+    The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; ``base_url`` falls back to ``ANTHROPIC_BASE_URL``
+    (read by the SDK). One ``AsyncAnthropic`` is kept per event loop and reused.
+    """
+
+    provider = "anthropic"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        default_max_tokens: int = 4096,
+    ) -> None:
+        self._sdk = import_sdk("anthropic", "anthropic", "anthropic")
+        check_settings(timeout, max_retries)
+        if not isinstance(default_max_tokens, int) or default_max_tokens <= 0:
+            raise ConfigurationError(f"default_max_tokens must be a positive integer, got {default_max_tokens!r}")
+        self.model = model
+        self.base_url = base_url
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.default_max_tokens = default_max_tokens
+        self._api_key = api_key
+        self._clients: PerLoop[AsyncAnthropic] = PerLoop(self._make_sdk_client)
+
+    def __repr__(self) -> str:
+        return f"AnthropicClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    def _make_sdk_client(self) -> AsyncAnthropic:
+        api_key = self._api_key or first_env("ANTHROPIC_API_KEY")
+        if api_key is None:
+            raise ProviderError(
+                "no Anthropic API key: pass api_key=... or set ANTHROPIC_API_KEY",
+                provider=self.provider,
+            )
+        client: AsyncAnthropic = self._sdk.AsyncAnthropic(
+            api_key=api_key,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+        )
+        return client
+
+    async def aclose(self) -> None:
+        client = self._clients.current()
+        if client is not None:
+            self._clients.forget_current()
+            await client.close()
+
+    def build_kwargs(self, request: LLMRequest) -> dict[str, Any]:
+        """The keyword arguments of ``messages.create`` for a request."""
+        from .formats.anthropic import to_anthropic
+
+        embedded_system, wire = to_anthropic(request.messages)
+        system = "\n\n".join(s for s in (request.system, embedded_system) if s)
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": wire,
+            "max_tokens": request.max_output_tokens or self.default_max_tokens,
+        }
+        if system:
+            kwargs["system"] = system
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
+        if request.tools:
+            kwargs["tools"] = anthropic_tools(request.tools)
+        return kwargs
+
+    async def acomplete(self, request: LLMRequest) -> LLMResponse:
+        client = self._clients.get()
+        kwargs = self.build_kwargs(request)
+        try:
+            reply = await client.messages.create(**kwargs)
+        except self._sdk.APIStatusError as exc:
+            raise ProviderError(
+                f"Anthropic call for model {self.model!r} failed with HTTP {exc.status_code}: {exc}",
+                provider=self.provider,
+                status_code=exc.status_code,
+            ) from exc
+        except self._sdk.APITimeoutError as exc:
+            raise ProviderError(
+                f"Anthropic call for model {self.model!r} timed out after {self.timeout}s",
+                provider=self.provider,
+            ) from exc
+        except (self._sdk.AnthropicError, ValueError) as exc:
+            raise ProviderError(
+                f"Anthropic call for model {self.model!r} failed: {exc}",
+                provider=self.provider,
+            ) from exc
+        raw: dict[str, Any] = reply.model_dump(mode="json")
+        return self._parse(raw)
+
+    def _parse(self, raw: dict[str, Any]) -> LLMResponse:
+        from .formats.anthropic import anthropic_blocks_to_message
+
+        content = [block for block in raw.get("content") or [] if isinstance(block, dict)]
+        messages = [anthropic_blocks_to_message(content)] if content else []
+        blocks = merge_reply_messages(messages)
+        if not has_answer(blocks):
+            raise ProviderError(
+                f"Anthropic reply for model {self.model!r} contains no text and no tool call "
+                f"(stop_reason={raw.get('stop_reason')!r})",
+                provider=self.provider,
+            )
+        meta = {"provider": self.provider, "model": raw.get("model") or self.model, "response_id": raw.get("id")}
+        message = assistant_message(blocks, usages=anthropic_usage(raw.get("usage")), metadata=meta)
+        return LLMResponse(message=message, raw=raw)
+
+
+__all__ = ["AnthropicClient", "anthropic_tools", "anthropic_usage"]

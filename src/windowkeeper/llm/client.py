@@ -1,0 +1,187 @@
+"""The one small interface every model backend implements: `LLMRequest` in, `LLMResponse` out.
+
+Summarizers and the graph's `Agent` only ever talk to `LLMClient`, so a provider SDK, a local fake server or a
+scripted offline model are interchangeable. The protocol is async-only; `complete` is the single sync entry point
+and refuses to run inside an event loop (blocking a loop from within would deadlock or silently serialize work).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..blocks import ContentBlock, ReasoningBlock, TextBlock, ToolCallBlock
+from ..errors import ConfigurationError
+from ..messages import Message, TokenUsages
+
+
+class LLMRequest(BaseModel):
+    """Everything a backend needs for one model call, in provider-neutral form.
+
+    ``system`` is kept apart from ``messages`` because every provider places it differently (instructions,
+    a top-level ``system`` field, ``system_instruction``); system-role messages inside ``messages`` are left to
+    the format converters. ``tools`` are plain JSON-schema specs ``{"name", "description", "parameters"}``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[Message] = Field(default_factory=list)
+    system: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_have_names(cls, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        for i, spec in enumerate(tools or []):
+            if not isinstance(spec.get("name"), str) or not spec["name"]:
+                raise ValueError(
+                    f"tools[{i}] has no 'name'; each tool spec needs {{'name', 'description', 'parameters'}}",
+                )
+        return tools
+
+    @field_validator("max_output_tokens")
+    @classmethod
+    def _positive_budget(cls, value: int | None) -> int | None:
+        if value is not None and value <= 0:
+            raise ValueError(f"max_output_tokens must be a positive integer or None, got {value}")
+        return value
+
+
+class LLMResponse(BaseModel):
+    """One assistant reply: the parsed `Message` (with ``usages``) and the provider's raw JSON for debugging."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: Message
+    raw: dict[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        return self.message.text()
+
+    @property
+    def tool_calls(self) -> list[ToolCallBlock]:
+        return self.message.tool_call_blocks()
+
+    @property
+    def usages(self) -> TokenUsages:
+        return self.message.usages or TokenUsages()
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """A model backend. Implementations keep one SDK client and reuse it across calls."""
+
+    provider: str
+    model: str
+
+    async def acomplete(self, request: LLMRequest) -> LLMResponse: ...
+
+
+def complete(client: LLMClient, request: LLMRequest) -> LLMResponse:
+    """Run ``client.acomplete(request)`` from synchronous code.
+
+    Raises RuntimeError when called from inside a running event loop, because the only ways to block there
+    would stall the loop; async callers must ``await client.acomplete(request)`` instead.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(client.acomplete(request))
+    raise RuntimeError(
+        "complete() was called inside a running event loop; use `await client.acomplete(request)` instead",
+    )
+
+
+def tool_calls_dicts(calls: Sequence[ToolCallBlock]) -> list[dict[str, Any]] | None:
+    """The OpenAI-style ``tools_calls`` mirror of tool-call blocks (``None`` when there are none)."""
+    if not calls:
+        return None
+    return [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": json.dumps(call.args, ensure_ascii=False)},
+        }
+        for call in calls
+    ]
+
+
+def assistant_message(
+    content: Sequence[ContentBlock],
+    *,
+    usages: TokenUsages | None = None,
+    raw: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Message:
+    """Build the assistant `Message` of a reply, with ``tools_calls`` and ``reasoning`` mirrored from the blocks."""
+    blocks = list(content)
+    calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
+    reasoning = "\n".join(b.text for b in blocks if isinstance(b, ReasoningBlock) and b.text) or None
+    return Message(
+        role="assistant",
+        content=blocks,
+        tools_calls=tool_calls_dicts(calls),
+        reasoning=reasoning,
+        usages=usages,
+        raw=raw,
+        metadata=metadata or {},
+    )
+
+
+def merge_reply_messages(messages: Sequence[Message]) -> list[ContentBlock]:
+    """Flatten the assistant messages a format converter produced for one reply into a single block list.
+
+    Converters may split one provider reply into several messages (e.g. a reasoning item, a text item and
+    function-call items); a reply is one turn, so its blocks are joined in order. Calls that exist only in the
+    ``tools_calls`` mirror are turned into blocks so nothing the model asked for is lost.
+    """
+    blocks: list[ContentBlock] = []
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        own = list(message.content)
+        if message.reasoning and not any(isinstance(b, ReasoningBlock) for b in own):
+            blocks.append(ReasoningBlock(text=message.reasoning))
+        blocks.extend(own)
+        if not any(isinstance(b, ToolCallBlock) for b in own):
+            blocks.extend(message.tool_call_blocks())
+    return blocks
+
+
+def has_answer(blocks: Sequence[ContentBlock]) -> bool:
+    """True when a reply carries text or a tool call; reasoning alone is not an answer."""
+    for block in blocks:
+        if isinstance(block, ToolCallBlock):
+            return True
+        if isinstance(block, TextBlock) and block.text.strip():
+            return True
+    return False
+
+
+def check_api_style(api_style: str) -> str:
+    if api_style not in ("responses", "chat"):
+        raise ConfigurationError(
+            f"api_style must be 'responses' or 'chat', got {api_style!r}; "
+            "use 'chat' for servers that only offer Chat Completions",
+        )
+    return api_style
+
+
+__all__ = [
+    "LLMClient",
+    "LLMRequest",
+    "LLMResponse",
+    "assistant_message",
+    "check_api_style",
+    "complete",
+    "has_answer",
+    "merge_reply_messages",
+    "tool_calls_dicts",
+]
