@@ -2,15 +2,19 @@
 
 from ...blocks import *  # noqa: F403
 from ...blocks import __all__ as _blocks_all
+from ...context import BaseContextManager, MessageContextManager, SummaryContextManager
 from ...messages import Message, TokenUsages
 from ...state import AgentState, ExecMeta, ExecutionStatus, ToolResult, add_messages
 
 __all__ = [
     *_blocks_all,
     "AgentState",
+    "BaseContextManager",
     "ExecMeta",
     "ExecutionStatus",
     "Message",
+    "MessageContextManager",
+    "SummaryContextManager",
     "TokenUsages",
     "ToolResult",
     "add_messages",

@@ -1,0 +1,201 @@
+"""What one trim did, and running totals per manager.
+
+A manager that trims silently is hard to tune: users need to see how many tokens a call saved and whether the
+prompt prefix stayed byte-identical, because a stable prefix is what lets a provider's prompt cache hit. The
+recorder here measures both for every call of a built-in manager without the manager having to know how.
+
+The "view" measured is what a model would be sent: the summary (as one system message) followed by
+``state.context``. Tokens are counted with the exact shared counter, which caches per message, so measuring a long
+history costs only the messages that are new since the last call.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from ..messages import Message
+
+if TYPE_CHECKING:
+    from ..state import AgentState
+    from ..tokens import TokenCounter
+
+DEFAULT_THREAD = "default"
+SUMMARY_MESSAGE_ID = "windowkeeper:context_summary"
+_MAX_TRACKED_THREADS = 4096
+
+
+class TrimMetrics(BaseModel):
+    """Measurements of a single ``trim_context``/``atrim_context`` call.
+
+    ``prefix_stable`` is True when the previous call's view (for the same thread) is a prefix of this call's view,
+    so a provider prompt cache could reuse the whole previous prompt; None on a thread's first call.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    tokens_before: int = 0
+    tokens_after: int = 0
+    tokens_saved: int = 0
+    messages_before: int = 0
+    messages_after: int = 0
+    tool_results_cleared: int = 0
+    summaries_made: int = 0
+    prefix_stable: bool | None = None
+    duration_s: float = 0.0
+
+
+class MetricsTotals(BaseModel):
+    """Cumulative sums over every recorded call of one manager."""
+
+    calls: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    tokens_saved: int = 0
+    messages_before: int = 0
+    messages_after: int = 0
+    tool_results_cleared: int = 0
+    summaries_made: int = 0
+    prefix_stable_calls: int = 0
+    duration_s: float = 0.0
+
+    def add(self, m: TrimMetrics) -> None:
+        self.calls += 1
+        self.tokens_before += m.tokens_before
+        self.tokens_after += m.tokens_after
+        self.tokens_saved += m.tokens_saved
+        self.messages_before += m.messages_before
+        self.messages_after += m.messages_after
+        self.tool_results_cleared += m.tool_results_cleared
+        self.summaries_made += m.summaries_made
+        if m.prefix_stable:
+            self.prefix_stable_calls += 1
+        self.duration_s += m.duration_s
+
+    @property
+    def prefix_stable_ratio(self) -> float | None:
+        """Share of calls with a stable prefix, among all calls (None before the first call)."""
+        return self.prefix_stable_calls / self.calls if self.calls else None
+
+
+@dataclass(frozen=True)
+class ViewSnapshot:
+    """The view at the start of a call: captured before the manager mutates the state in place."""
+
+    thread_id: str
+    summary: str | None
+    messages: tuple[Message, ...]
+    started: float
+
+
+def thread_key(state: AgentState) -> str:
+    meta = getattr(state, "execution_meta", None)
+    tid = getattr(meta, "thread_id", None)
+    return str(tid) if tid else DEFAULT_THREAD
+
+
+def snapshot(state: AgentState) -> ViewSnapshot:
+    return ViewSnapshot(
+        thread_id=thread_key(state),
+        summary=state.context_summary,
+        messages=tuple(state.context),
+        started=time.perf_counter(),
+    )
+
+
+class MetricsRecorder:
+    """Counts tokens of views, tracks each thread's previous view, and keeps last/total metrics.
+
+    Locked because a manager instance may be shared by threads as well as tasks; the work under the lock is
+    dictionary lookups and counter-cache hits.
+    """
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        self._counter = counter
+        self._lock = threading.Lock()
+        self._previous: OrderedDict[str, tuple[str | None, tuple[str, ...]]] = OrderedDict()
+        self._summary_msg: Message | None = None
+        self.last: TrimMetrics | None = None
+        self.totals = MetricsTotals()
+
+    @property
+    def counter(self) -> TokenCounter:
+        if self._counter is None:
+            from ..tokens import default_counter
+
+            self._counter = default_counter()
+        return self._counter
+
+    def _summary_message(self, summary: str) -> Message:
+        cached = self._summary_msg
+        if cached is None or cached.text() != summary:
+            cached = Message.text_message(summary, role="system", message_id=SUMMARY_MESSAGE_ID, timestamp=None)
+            self._summary_msg = cached
+        return cached
+
+    def view_tokens(self, summary: str | None, messages: Sequence[Message]) -> int:
+        view = list(messages)
+        if summary:
+            view.insert(0, self._summary_message(summary))
+        return self.counter.count_messages(view) if view else 0
+
+    def record(
+        self,
+        before: ViewSnapshot,
+        state: AgentState,
+        *,
+        tool_results_cleared: int = 0,
+        summaries_made: int = 0,
+    ) -> TrimMetrics:
+        after_messages = list(state.context)
+        after_summary = state.context_summary
+        with self._lock:
+            tokens_before = self.view_tokens(before.summary, before.messages)
+            tokens_after = self.view_tokens(after_summary, after_messages)
+            key = (after_summary or None, tuple(m.fingerprint() for m in after_messages))
+            prev = self._previous.get(before.thread_id)
+            stable: bool | None = None
+            if prev is not None:
+                stable = prev[0] == key[0] and key[1][: len(prev[1])] == prev[1]
+            self._previous[before.thread_id] = key
+            self._previous.move_to_end(before.thread_id)
+            while len(self._previous) > _MAX_TRACKED_THREADS:
+                self._previous.popitem(last=False)
+            metrics = TrimMetrics(
+                tokens_before=tokens_before,
+                tokens_after=tokens_after,
+                tokens_saved=tokens_before - tokens_after,
+                messages_before=len(before.messages),
+                messages_after=len(after_messages),
+                tool_results_cleared=tool_results_cleared,
+                summaries_made=summaries_made,
+                prefix_stable=stable,
+                duration_s=time.perf_counter() - before.started,
+            )
+            self.last = metrics
+            self.totals.add(metrics)
+        return metrics
+
+    def reset(self) -> None:
+        with self._lock:
+            self._previous.clear()
+            self.last = None
+            self.totals = MetricsTotals()
+
+
+__all__ = [
+    "DEFAULT_THREAD",
+    "MetricsRecorder",
+    "MetricsTotals",
+    "SUMMARY_MESSAGE_ID",
+    "TrimMetrics",
+    "ViewSnapshot",
+    "snapshot",
+    "thread_key",
+]
