@@ -1,0 +1,157 @@
+"""`Agent`: the graph node that calls a model, with the graph's context manager applied first.
+
+With ``trim_context=True`` the agent hands the state to the graph's manager before every model call and keeps the
+trimmed state (so a summary is made once, not again on every call). The running summary is placed in the system
+zone, after the agent's own system prompt and labelled as earlier conversation, never as a user or assistant turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..blocks import ToolCallBlock
+from ..errors import ConfigurationError, GraphError
+from ..llm.client import LLMClient, LLMRequest, check_api_style, tool_calls_dicts
+from ..state import AgentState, add_messages
+from .injection import Resolver
+from .runtime import RunContext
+from .tool_node import ToolNode
+
+logger = logging.getLogger(__name__)
+
+NO_MANAGER_WARNING = "trim_context is enabled but no context manager is available"
+SUMMARY_HEADING = "Summary of the earlier conversation (older turns were condensed; treat as background):"
+
+
+def _prompt_text(system_prompt: str | Sequence[Mapping[str, Any]] | None) -> str | None:
+    """One system text from a string or a list of ``{"role": "system", "content": ...}`` dicts."""
+    if system_prompt is None:
+        return None
+    if isinstance(system_prompt, str):
+        return system_prompt or None
+    parts: list[str] = []
+    for index, item in enumerate(system_prompt):
+        if not isinstance(item, Mapping):
+            raise ConfigurationError(
+                f"system_prompt[{index}] is {type(item).__name__}; use a string or dicts like "
+                "{'role': 'system', 'content': '...'}",
+            )
+        content = item.get("content", item.get("text"))
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(
+                str(piece.get("text", "")) if isinstance(piece, Mapping) else str(piece) for piece in content
+            )
+        else:
+            raise ConfigurationError(f"system_prompt[{index}] has no text 'content'")
+    text = "\n\n".join(p for p in parts if p)
+    return text or None
+
+
+def system_zone(prompt: str | None, summary: str | None) -> str | None:
+    """The system text for one call: the agent's prompt, then the labelled running summary."""
+    sections = [prompt] if prompt else []
+    if summary and summary.strip():
+        sections.append(f"{SUMMARY_HEADING}\n{summary.strip()}")
+    return "\n\n".join(sections) or None
+
+
+class Agent:
+    """A model-calling node on the `windowkeeper.llm` layer.
+
+    ``client`` (any `LLMClient`, e.g. a `ScriptedClient` offline) wins over ``model``/``provider``; otherwise a
+    client is created on first use, so building a graph needs no API key.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        provider: str | None = None,
+        system_prompt: str | Sequence[Mapping[str, Any]] | None = None,
+        tool_node: ToolNode | None = None,
+        trim_context: bool = False,
+        client: LLMClient | None = None,
+        api_style: str = "responses",
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_output_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> None:
+        if client is None and not model:
+            raise ConfigurationError("Agent needs model='...' (e.g. 'gpt-4o-mini') or client=<LLMClient>")
+        if tool_node is not None and not isinstance(tool_node, ToolNode):
+            raise ConfigurationError(f"tool_node must be a ToolNode, got {type(tool_node).__name__}")
+        if max_output_tokens is not None and max_output_tokens <= 0:
+            raise ConfigurationError(f"max_output_tokens must be positive or None, got {max_output_tokens}")
+        self.model = model
+        self.provider = provider
+        self.system_prompt = _prompt_text(system_prompt)
+        self.tool_node = tool_node
+        self.trim_context = trim_context
+        self.api_style = check_api_style(api_style)
+        self.base_url = base_url
+        self.api_key = api_key
+        self.max_output_tokens = max_output_tokens
+        self.temperature = temperature
+        self._client = client
+
+    @property
+    def client(self) -> LLMClient:
+        if self._client is None:
+            from ..llm import create_client  # the provider SDKs load only when a real model is used
+
+            assert self.model is not None
+            self._client = create_client(
+                self.model,
+                self.provider,
+                api_style=self.api_style,
+                base_url=self.base_url,
+                api_key=self.api_key,
+            )
+        return self._client
+
+    def check_graph(self, resolver: Resolver, *, owner: str, state_cls: type[AgentState]) -> None:
+        if self.tool_node is not None:
+            self.tool_node.check_graph(resolver, owner=owner, state_cls=state_cls)
+
+    def build_request(self, state: AgentState) -> LLMRequest:
+        """The request for one call from an (already trimmed) state."""
+        return LLMRequest(
+            messages=list(state.context),
+            system=system_zone(self.system_prompt, state.context_summary),
+            tools=self.tool_node.tool_specs() if self.tool_node is not None else None,
+            max_output_tokens=self.max_output_tokens,
+            temperature=self.temperature,
+        )
+
+    async def arun_node(self, state: AgentState, run: RunContext) -> object:
+        if self.trim_context:
+            manager = run.context_manager
+            if manager is None:
+                logger.warning(NO_MANAGER_WARNING)
+            else:
+                trimmed = await manager.atrim_context(state)
+                if not isinstance(trimmed, AgentState):
+                    raise GraphError(
+                        f"node {run.node!r}: {type(manager).__name__}.atrim_context returned "
+                        f"{type(trimmed).__name__}; a context manager must return the state",
+                    )
+                state = trimmed
+        response = await self.client.acomplete(self.build_request(state))
+        reply = response.message
+        if reply.role != "assistant":
+            reply = reply.model_copy(update={"role": "assistant"})
+        calls = reply.tool_call_blocks()
+        if calls and not any(isinstance(b, ToolCallBlock) for b in reply.content):
+            reply.content = [*reply.content, *calls]
+        if calls and not reply.tools_calls:
+            reply.tools_calls = tool_calls_dicts(calls)
+        reply.metadata.setdefault("node", run.node)
+        state.context = add_messages(state.context, [reply])
+        return state
+
+
+__all__ = ["NO_MANAGER_WARNING", "SUMMARY_HEADING", "Agent", "system_zone"]

@@ -1,0 +1,461 @@
+"""`CompiledGraph`: runs a checked graph on one thread of conversation.
+
+A run loads the thread's stored state (so a new process continues where the last one stopped), appends the input,
+walks the nodes, and at its end (or on an error, a stop or an interrupt) runs the context manager once more and
+persists the trimmed state together with the messages this run added, each exactly once and in order.
+
+Everything is implemented once, as an async generator of events; `ainvoke` drains it, `invoke`/`stream` drive it
+from a private event loop, and refuse to run inside a running loop (that would block it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+import uuid
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Hashable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..constants import END
+from ..errors import ConfigurationError, GraphError, RecursionLimitError
+from ..messages import Message, TokenUsages
+from ..state import AgentState, ExecutionStatus, add_messages
+from .injection import ParamPlan, Resolver, build_arguments
+from .runtime import RunContext
+from .updates import adopt_state, apply_update, output_to_update
+
+if TYPE_CHECKING:
+    from .state_graph import CompiledNode, ConditionalEdge, StateGraph
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_RECURSION_LIMIT = 25
+_RESUME_KEY = "resume_node"
+StreamMode = Literal["events", "messages"]
+
+
+class GraphEvent(BaseModel):
+    """One step of a streamed run.
+
+    ``node``: a node finished (``messages`` are the ones it added). ``interrupt``: the run paused before/after
+    ``node``. ``end``: the run is over; ``result`` is what `ainvoke` returns.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    event: Literal["node", "interrupt", "end"]
+    node: str | None = None
+    step: int = 0
+    messages: list[Message] = Field(default_factory=list)
+    state: AgentState | None = None
+    result: dict[str, Any] | None = None
+
+
+def _no_running_loop(method: str, async_method: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        f"CompiledGraph.{method}() was called from inside a running event loop; "
+        f"use `await graph.{async_method}(...)` in async code",
+    )
+
+
+def _total_usage(messages: list[Message]) -> TokenUsages:
+    total = TokenUsages()
+    for message in messages:
+        if message.usages is not None:
+            total = total + message.usages
+    return total
+
+
+class _RunConfig:
+    def __init__(self, config: Mapping[str, Any] | None) -> None:
+        if config is not None and not isinstance(config, Mapping):
+            raise ConfigurationError(f"config must be a dict like {{'thread_id': 'abc'}}, got {type(config).__name__}")
+        raw = dict(config or {})
+        configurable = raw.get("configurable")
+        thread_id = raw.get("thread_id")
+        if thread_id is None and isinstance(configurable, Mapping):
+            thread_id = configurable.get("thread_id")
+        if thread_id is None:
+            thread_id = uuid.uuid4().hex
+        if not isinstance(thread_id, (str, int)) or str(thread_id) == "":
+            raise ConfigurationError(f"config['thread_id'] must be a non-empty string, got {thread_id!r}")
+        limit = raw.get("recursion_limit", DEFAULT_RECURSION_LIMIT)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigurationError(f"config['recursion_limit'] must be a positive integer, got {limit!r}")
+        raw["thread_id"] = str(thread_id)
+        raw["recursion_limit"] = limit
+        self.thread_id = str(thread_id)
+        self.recursion_limit = limit
+        self.data = raw
+
+
+class CompiledGraph:
+    """A runnable graph. Create it with `StateGraph.compile`."""
+
+    def __init__(
+        self,
+        *,
+        builder: StateGraph,
+        nodes: dict[str, CompiledNode],
+        edges: dict[str, str],
+        conditions: dict[str, tuple[ConditionalEdge, tuple[ParamPlan, ...], bool]],
+        entry_point: str,
+        checkpointer: Any,
+        interrupt_before: frozenset[str],
+        interrupt_after: frozenset[str],
+        resolver: Resolver,
+    ) -> None:
+        self.builder = builder
+        self.state_cls = builder.state_cls
+        self.context_manager = builder.context_manager
+        self.checkpointer = checkpointer
+        self.nodes = nodes
+        self.edges = edges
+        self.conditions = conditions
+        self.entry_point = entry_point
+        self.interrupt_before = interrupt_before
+        self.interrupt_after = interrupt_after
+        self.resolver = resolver
+        resolver.register(self)
+        self._locks: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
+        self._active: dict[str, AgentState] = {}
+        self._runners = threading.local()
+        self._all_runners: list[asyncio.Runner] = []
+        weakref.finalize(self, _close_runners, self._all_runners)
+
+    # -- public API ---------------------------------------------------------------------------------------
+
+    async def ainvoke(self, input: Mapping[str, Any] | None, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Run to the end (or an interrupt) and return ``{"messages", "state", "usage", "thread_id", ...}``."""
+        result: dict[str, Any] | None = None
+        async for event in self._run(input, config):
+            if event.result is not None:
+                result = event.result
+        assert result is not None
+        return result
+
+    def invoke(self, input: Mapping[str, Any] | None, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Synchronous `ainvoke`; raises RuntimeError inside a running event loop."""
+        _no_running_loop("invoke", "ainvoke")
+        return self._runner().run(self.ainvoke(input, config))
+
+    async def astream(
+        self,
+        input: Mapping[str, Any] | None,
+        config: Mapping[str, Any] | None = None,
+        stream_mode: StreamMode = "events",
+    ) -> AsyncIterator[Any]:
+        """Yield a `GraphEvent` per node (``"events"``), or each new message as it is produced (``"messages"``)."""
+        if stream_mode not in ("events", "messages"):
+            raise ConfigurationError(f"stream_mode must be 'events' or 'messages', got {stream_mode!r}")
+        async for event in self._run(input, config):
+            if stream_mode == "events":
+                yield event
+            elif event.event == "node":
+                for message in event.messages:
+                    yield message
+
+    def stream(
+        self,
+        input: Mapping[str, Any] | None,
+        config: Mapping[str, Any] | None = None,
+        stream_mode: StreamMode = "events",
+    ) -> Iterator[Any]:
+        """Synchronous `astream`; raises RuntimeError inside a running event loop."""
+        _no_running_loop("stream", "astream")
+        runner = self._runner()
+        agen = cast(AsyncGenerator[Any, None], self.astream(input, config, stream_mode))
+
+        async def _next() -> Any:
+            return await agen.__anext__()
+
+        try:
+            while True:
+                try:
+                    item = runner.run(_next())
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:
+            runner.run(agen.aclose())
+
+    async def aget_state(self, config: Mapping[str, Any]) -> AgentState | None:
+        """The stored state of ``config['thread_id']`` (None without a checkpointer or for a new thread)."""
+        if self.checkpointer is None:
+            return None
+        cfg = _RunConfig(config)
+        state: AgentState | None = await self.checkpointer.aget_state(cfg.thread_id, self.state_cls)
+        return state
+
+    def get_state(self, config: Mapping[str, Any]) -> AgentState | None:
+        _no_running_loop("get_state", "aget_state")
+        return self._runner().run(self.aget_state(config))
+
+    def stop(self, config: Mapping[str, Any]) -> bool:
+        """Ask the run on ``config['thread_id']`` to stop after its current node; False when none is running."""
+        state = self._active.get(_RunConfig(config).thread_id)
+        if state is None:
+            return False
+        state.request_stop()
+        return True
+
+    async def astop(self, config: Mapping[str, Any]) -> bool:
+        return self.stop(config)
+
+    def close(self) -> None:
+        """Close the private event loop(s) used by the sync methods."""
+        _close_runners(self._all_runners)
+
+    # -- internals ----------------------------------------------------------------------------------------
+
+    def _runner(self) -> asyncio.Runner:
+        runner: asyncio.Runner | None = getattr(self._runners, "runner", None)
+        if runner is None:
+            runner = asyncio.Runner()
+            self._runners.runner = runner
+            self._all_runners.append(runner)
+        return runner
+
+    def _lock(self, thread_id: str) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        entry = self._locks.get(thread_id)
+        if entry is None or entry[0] is not loop:
+            entry = (loop, asyncio.Lock())
+            self._locks[thread_id] = entry
+        return entry[1]
+
+    async def _load(self, thread_id: str) -> AgentState:
+        if self.checkpointer is not None:
+            stored = await self.checkpointer.aget_state(thread_id, self.state_cls)
+            if stored is not None:
+                if not isinstance(stored, self.state_cls):
+                    stored = self.state_cls.model_validate(stored.model_dump())
+                return stored
+        template = self.builder.state_template
+        if template is not None:
+            return template.model_copy(deep=True)
+        return self.state_cls()
+
+    def _merge_input(self, state: AgentState, input: Mapping[str, Any] | None) -> list[Message]:
+        if input is None:
+            return []
+        if not isinstance(input, Mapping):
+            raise ConfigurationError(
+                f"input must be a dict like {{'messages': [Message, ...]}}, got {type(input).__name__}",
+            )
+        raw = input.get("messages", [])
+        items = [raw] if isinstance(raw, (Message, Mapping)) else list(raw or [])
+        messages: list[Message] = []
+        for index, item in enumerate(items):
+            if isinstance(item, Message):
+                messages.append(item)
+                continue
+            try:
+                messages.append(Message.model_validate(item))
+            except ValidationError as exc:
+                raise ConfigurationError(f"input['messages'][{index}] is not a valid Message: {exc}") from exc
+        fields = {k: v for k, v in input.items() if k != "messages"}
+        if fields:
+            try:
+                apply_update(state, fields, node="input")
+            except GraphError as exc:
+                raise ConfigurationError(str(exc).replace("node 'input'", "input")) from exc
+        before = {m.message_id for m in state.context}
+        state.context = add_messages(state.context, messages)
+        return [m for m in messages if m.message_id not in before and not m.delta]
+
+    async def _call(self, fn: Any, plans: tuple[ParamPlan, ...], state: AgentState, cfg: _RunConfig) -> Any:
+        args, kwargs = build_arguments(plans, state=state, config=cfg.data, resolver=self.resolver)
+        out = fn(*args, **kwargs)
+        if inspect.isawaitable(out):
+            out = await out
+        return out
+
+    async def _run_node(self, name: str, state: AgentState, cfg: _RunConfig) -> AgentState:
+        node = self.nodes[name]
+        if node.component is not None:
+            run = RunContext(
+                node=name,
+                config=cfg.data,
+                resolver=self.resolver,
+                context_manager=self.context_manager,
+                state_cls=self.state_cls,
+            )
+            output = await node.component.arun_node(state, run)
+        else:
+            output = await self._call(node.action, node.plans, state, cfg)
+        update = output_to_update(output, node=name)
+        if isinstance(update, AgentState):
+            return adopt_state(state, update, node=name)
+        if update:
+            apply_update(state, update, node=name)
+        return state
+
+    async def _route(self, name: str, state: AgentState, cfg: _RunConfig) -> str:
+        condition = self.conditions.get(name)
+        if condition is None:
+            return self.edges.get(name, END)
+        edge, plans, _ = condition
+        value = await self._call(edge.condition, plans, state, cfg)
+        path_map: dict[Hashable, str] | None = edge.path_map
+        if path_map is not None:
+            try:
+                if value in path_map:
+                    return path_map[value]
+            except TypeError:
+                pass
+            if value == END:
+                return END
+            raise GraphError(
+                f"condition of node {name!r} returned {value!r}, which is not in its path map "
+                f"{sorted(map(str, path_map))}",
+            )
+        if value == END or (isinstance(value, str) and value in self.nodes):
+            return str(value)
+        raise GraphError(
+            f"condition of node {name!r} returned {value!r}; return a node name ({sorted(self.nodes)}) or END, "
+            "or pass a path_map",
+        )
+
+    async def _persist(self, thread_id: str, state: AgentState, new_messages: list[Message]) -> AgentState:
+        """Trim with the manager, then store state + new messages; returns the (trimmed) state."""
+        if self.context_manager is not None:
+            try:
+                trimmed = await self.context_manager.atrim_context(state)
+                if isinstance(trimmed, AgentState):
+                    state = trimmed
+            except Exception:
+                logger.exception("thread %s: the context manager failed while persisting; storing untrimmed", thread_id)
+        state.execution_meta.thread_id = thread_id
+        if self.checkpointer is not None:
+            await self.checkpointer.aput(thread_id, state, list(new_messages))
+        return state
+
+    def _result(
+        self,
+        cfg: _RunConfig,
+        state: AgentState,
+        messages: list[Message],
+        *,
+        interrupted: str | None = None,
+        stopped: bool = False,
+    ) -> dict[str, Any]:
+        return {
+            "messages": list(messages),
+            "state": state,
+            "usage": _total_usage(messages),
+            "thread_id": cfg.thread_id,
+            "status": state.execution_meta.status.value,
+            "interrupted": interrupted,
+            "stopped": stopped,
+        }
+
+    async def _run(
+        self,
+        input: Mapping[str, Any] | None,
+        config: Mapping[str, Any] | None,
+    ) -> AsyncIterator[GraphEvent]:
+        cfg = _RunConfig(config)
+        thread_id = cfg.thread_id
+        async with self._lock(thread_id):
+            state = await self._load(thread_id)
+            run_messages: list[Message] = []
+            persisted = False
+            self._active[thread_id] = state
+            try:
+                run_messages.extend(self._merge_input(state, input))
+                meta = state.execution_meta
+                skip_before: str | None = None
+                if state.is_interrupted():
+                    node = str(meta.internal_data.pop(_RESUME_KEY, self.entry_point))
+                    if meta.status == ExecutionStatus.INTERRUPTED_BEFORE:
+                        skip_before = node
+                    state.clear_interrupt()
+                else:
+                    node = self.entry_point
+                    meta.step = 0
+                    meta.internal_data.pop(_RESUME_KEY, None)
+                meta.stop_requested = False
+                meta.thread_id = thread_id
+                state.start()
+                path: list[str] = []
+                while node != END:
+                    if state.is_stopped_requested():
+                        meta.stop_requested = False
+                        meta.status = ExecutionStatus.IDLE
+                        state = await self._persist(thread_id, state, run_messages)
+                        persisted = True
+                        logger.info("thread %s: stopped before node %r", thread_id, node)
+                        result = self._result(cfg, state, run_messages, stopped=True)
+                        yield GraphEvent(event="end", node=node, step=meta.step, state=state, result=result)
+                        return
+                    if node in self.interrupt_before and node != skip_before:
+                        state.set_interrupt(node, "interrupt_before", before=True)
+                        state.execution_meta.internal_data[_RESUME_KEY] = node
+                        state = await self._persist(thread_id, state, run_messages)
+                        persisted = True
+                        result = self._result(cfg, state, run_messages, interrupted=node)
+                        yield GraphEvent(event="interrupt", node=node, step=meta.step, state=state, result=result)
+                        return
+                    skip_before = None
+                    if len(path) >= cfg.recursion_limit:
+                        raise RecursionLimitError(cfg.recursion_limit, [*path, node])
+                    path.append(node)
+                    state.set_current_node(node)
+                    state.advance_step()
+                    before = {m.message_id for m in state.context}
+                    state = await self._run_node(node, state, cfg)
+                    self._active[thread_id] = state
+                    meta = state.execution_meta
+                    logged = {m.message_id for m in run_messages}
+                    produced = [
+                        m for m in state.context if m.message_id not in before and m.message_id not in logged
+                    ]
+                    run_messages.extend(produced)
+                    logger.debug("thread %s: node %r added %d message(s)", thread_id, node, len(produced))
+                    yield GraphEvent(event="node", node=node, step=meta.step, messages=produced, state=state)
+                    following = await self._route(node, state, cfg)
+                    if node in self.interrupt_after:
+                        state.set_interrupt(node, "interrupt_after", before=False)
+                        meta.internal_data[_RESUME_KEY] = following
+                        state = await self._persist(thread_id, state, run_messages)
+                        persisted = True
+                        result = self._result(cfg, state, run_messages, interrupted=node)
+                        yield GraphEvent(event="interrupt", node=node, step=meta.step, state=state, result=result)
+                        return
+                    node = following
+                state.complete()
+                state = await self._persist(thread_id, state, run_messages)
+                persisted = True
+                result = self._result(cfg, state, run_messages)
+                yield GraphEvent(event="end", step=state.execution_meta.step, state=state, result=result)
+            except BaseException as exc:
+                if not persisted:
+                    if isinstance(exc, GeneratorExit):
+                        state.execution_meta.status = ExecutionStatus.IDLE
+                    else:
+                        state.error(f"{type(exc).__name__}: {exc}")
+                    try:
+                        await self._persist(thread_id, state, run_messages)
+                    except Exception:
+                        logger.exception("thread %s: could not persist the state after %r", thread_id, exc)
+                raise
+            finally:
+                self._active.pop(thread_id, None)
+
+
+def _close_runners(runners: list[asyncio.Runner]) -> None:
+    while runners:
+        runners.pop().close()
+
+
+__all__ = ["DEFAULT_RECURSION_LIMIT", "CompiledGraph", "GraphEvent", "StreamMode"]
