@@ -1,0 +1,290 @@
+"""Helpers shared by the provider converters: payload coercion, media references, JSON arguments.
+
+Every converter reads untrusted dicts (files, SDK replies), so the checks here raise `FormatError` with the
+message index and the key path of the offending value instead of letting a ``KeyError`` escape.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from ...blocks import (
+    AnnotationBlock,
+    AudioBlock,
+    ContentBlock,
+    DataBlock,
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    MediaRef,
+    ReasoningBlock,
+    ToolCallBlock,
+    VideoBlock,
+)
+from ...errors import FormatError
+from ...messages import Message
+
+ReasoningMode = Literal["all", "signed", "none"]
+"""Which reasoning blocks a converter writes: every one, only those a provider can verify, or none."""
+
+_DATA_URI = re.compile(r"^data:(?P<mime>[^;,]*)(?P<params>(;[^;,]*)*?);base64,(?P<data>.*)$", re.DOTALL)
+
+MediaBlock = ImageBlock | AudioBlock | VideoBlock | DocumentBlock
+
+
+def plain(obj: Any) -> Any:
+    """A plain-JSON view of ``obj``: SDK pydantic objects are dumped, mappings and sequences copied shallowly."""
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump) and not isinstance(obj, type):
+        return dump(mode="json", exclude_none=True)
+    return obj
+
+
+def as_mapping(obj: Any, *, index: int, key: str, what: str) -> Mapping[str, Any]:
+    value = plain(obj)
+    if not isinstance(value, Mapping):
+        raise FormatError(f"{what} must be an object (dict), got {type(value).__name__}", index=index, key=key)
+    return value
+
+
+def as_list(obj: Any, *, index: int, key: str, what: str) -> list[Any]:
+    value = plain(obj)
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise FormatError(f"{what} must be a list, got {type(value).__name__}", index=index, key=key)
+    return list(value)
+
+
+def require_str(d: Mapping[str, Any], name: str, *, index: int, key: str | None = None, empty_ok: bool = False) -> str:
+    """``d[name]`` as a string, or a `FormatError` naming ``key`` (defaults to ``name``)."""
+    where = key or name
+    if name not in d or d[name] is None:
+        raise FormatError(f"missing required {name!r}", index=index, key=where)
+    value = d[name]
+    if not isinstance(value, str):
+        raise FormatError(f"{name!r} must be a string, got {type(value).__name__}", index=index, key=where)
+    if not value and not empty_ok:
+        raise FormatError(f"{name!r} must not be empty", index=index, key=where)
+    return value
+
+
+def messages_input(messages: Any, *, what: str) -> list[Any]:
+    """Accept a list of messages, or a single message (dict or SDK object) as a one-element list."""
+    value = plain(messages)
+    if isinstance(value, Mapping):
+        return [value]
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise FormatError(f"{what} must be a list of messages, got {type(value).__name__}")
+    return list(value)
+
+
+# -- tool-call arguments ------------------------------------------------------------------------------------
+
+
+def dump_args(args: Mapping[str, Any]) -> str:
+    """Arguments as the compact JSON string OpenAI-style APIs send."""
+    return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_args(raw: Any, *, index: int, key: str) -> dict[str, Any]:
+    """Decode a tool call's arguments (JSON string or already-decoded object) into a dict."""
+    if raw is None:
+        return {}
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if not isinstance(raw, str):
+        raise FormatError(f"arguments must be a JSON object string, got {type(raw).__name__}", index=index, key=key)
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        shown = raw if len(raw) <= 80 else raw[:77] + "..."
+        raise FormatError(
+            f"arguments are not valid JSON ({exc.msg} at char {exc.pos}): {shown!r}", index=index, key=key
+        ) from None
+    if not isinstance(value, dict):
+        raise FormatError(f"arguments must decode to a JSON object, got {type(value).__name__}", index=index, key=key)
+    return value
+
+
+def original_arguments(message: Message) -> dict[str, str]:
+    """Call id -> the exact OpenAI ``arguments`` string a message was parsed from (kept in ``tools_calls``)."""
+    out: dict[str, str] = {}
+    for raw in message.tools_calls or ():
+        fn = raw.get("function")
+        args = fn.get("arguments") if isinstance(fn, Mapping) else raw.get("arguments")
+        if isinstance(raw.get("id"), str) and isinstance(args, str):
+            out[raw["id"]] = args
+    return out
+
+
+def arguments_for(block: ToolCallBlock, originals: Mapping[str, str]) -> str:
+    """The original arguments string when it still decodes to the block's args, else a fresh compact dump.
+
+    Reusing the original keeps a loaded transcript byte-identical (and provider prompt caches warm).
+    """
+    raw = originals.get(block.id)
+    if raw is not None:
+        try:
+            if json.loads(raw) == block.args:
+                return raw
+        except json.JSONDecodeError:
+            pass
+    return dump_args(block.args)
+
+
+def openai_tools_calls(
+    calls: Sequence[ToolCallBlock], arguments: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The provider-native mirror stored in `Message.tools_calls` (OpenAI function-call shape)."""
+    arguments = arguments or {}
+    return [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": arguments.get(c.id) or dump_args(c.args)},
+        }
+        for c in calls
+    ]
+
+
+# -- media ----------------------------------------------------------------------------------------------------
+
+
+def split_file_data(value: str) -> tuple[str | None, str]:
+    """``(mime_type, base64)`` of an OpenAI ``file_data`` value: a data URI, or bare base64 with no type."""
+    parsed = parse_data_uri(value)
+    return parsed if parsed is not None else (None, value)
+
+
+def parse_data_uri(uri: str) -> tuple[str | None, str] | None:
+    """``(mime_type, base64_data)`` of a ``data:...;base64,`` URI, or None for any other string."""
+    match = _DATA_URI.match(uri)
+    if match is None:
+        return None
+    return (match.group("mime") or None), match.group("data")
+
+
+def data_uri(media: MediaRef, *, default_mime: str = "application/octet-stream") -> str:
+    return f"data:{media.mime_type or default_mime};base64,{media.data_base64 or ''}"
+
+
+def media_from_url(url: str, *, filename: str | None = None) -> MediaRef:
+    """A `MediaRef` from an OpenAI-style URL field, which may hold an inline data URI."""
+    parsed = parse_data_uri(url)
+    if parsed is not None:
+        mime, data = parsed
+        return MediaRef(kind="data", data_base64=data, mime_type=mime, filename=filename)
+    return MediaRef(kind="url", url=url, filename=filename)
+
+
+def media_block_for_mime(media: MediaRef) -> MediaBlock:
+    """The block type a provider part of unknown kind maps to, chosen from its MIME type."""
+    mime = (media.mime_type or "").lower()
+    if mime.startswith("image/"):
+        return ImageBlock(media=media)
+    if mime.startswith("audio/"):
+        return AudioBlock(media=media)
+    if mime.startswith("video/"):
+        return VideoBlock(media=media)
+    return DocumentBlock(media=media)
+
+
+def resolve_data_block(block: ContentBlock) -> ContentBlock:
+    """A `DataBlock` re-expressed as the media block its MIME type implies; other blocks unchanged."""
+    if not isinstance(block, DataBlock):
+        return block
+    media = block.media
+    if media is None:
+        media = MediaRef(kind="data", data_base64=block.data_base64 or "", mime_type=block.mime_type)
+    elif media.mime_type is None:
+        media = media.model_copy(update={"mime_type": block.mime_type})
+    return media_block_for_mime(media)
+
+
+def media_kind(media: MediaRef) -> Literal["url", "file_id", "data"]:
+    """Which field of a `MediaRef` actually holds the media (``kind`` may disagree with the filled field)."""
+    if media.kind == "data" and media.data_base64 is not None:
+        return "data"
+    if media.kind == "file_id" and media.file_id:
+        return "file_id"
+    if media.kind == "url" and media.url:
+        return "url"
+    if media.data_base64 is not None:
+        return "data"
+    if media.file_id:
+        return "file_id"
+    if media.url:
+        return "url"
+    return media.kind
+
+
+AUDIO_FORMATS: dict[str, str] = {"wav": "audio/wav", "mp3": "audio/mpeg"}
+_AUDIO_MIME_TO_FORMAT = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+}
+
+
+def audio_format(media: MediaRef, *, index: int, key: str) -> str:
+    """OpenAI ``input_audio.format`` for a MIME type (only wav and mp3 are accepted there)."""
+    fmt = _AUDIO_MIME_TO_FORMAT.get((media.mime_type or "").lower())
+    if fmt is None:
+        raise FormatError(
+            f"audio with MIME type {media.mime_type!r} cannot be sent as input_audio; "
+            "use base64 data with mime_type 'audio/wav' or 'audio/mpeg'",
+            index=index,
+            key=key,
+        )
+    return fmt
+
+
+def audio_mime(fmt: Any, *, index: int, key: str) -> str:
+    if not isinstance(fmt, str) or not fmt:
+        raise FormatError("input_audio needs a 'format' such as 'wav' or 'mp3'", index=index, key=key)
+    return AUDIO_FORMATS.get(fmt.lower(), f"audio/{fmt.lower()}")
+
+
+def unsupported(block: ContentBlock, fmt: str, role: str, *, index: int, key: str) -> FormatError:
+    return FormatError(
+        f"{type(block).__name__} cannot be carried by {fmt} in a {role!r} message; "
+        "remove it or convert it to text before sending",
+        index=index,
+        key=key,
+    )
+
+
+def error_text(block: ErrorBlock) -> str:
+    """How an `ErrorBlock` reads to a model when a format has no error part."""
+    return f"Error: {block.error}"
+
+
+def is_dropped(block: ContentBlock) -> bool:
+    """Blocks no provider format carries and that a model never reads (citations are metadata)."""
+    return isinstance(block, AnnotationBlock)
+
+
+def reasoning_blocks(message: Message) -> list[ReasoningBlock]:
+    """The message's reasoning as blocks: the ``reasoning`` field (if any) first, then the blocks."""
+    out = [ReasoningBlock(text=message.reasoning)] if message.reasoning else []
+    out.extend(b for b in message.content if isinstance(b, ReasoningBlock))
+    return out
+
+
+def keep_reasoning(block: ReasoningBlock, mode: ReasoningMode, *, needs: Literal["signature", "id"]) -> bool:
+    if mode == "none":
+        return False
+    if mode == "signed":
+        return bool(block.signature if needs == "signature" else block.id)
+    return True
+
+
+def check_mode(mode: str) -> None:
+    if mode not in ("all", "signed", "none"):
+        raise ValueError(f"reasoning={mode!r} is not supported; use 'all', 'signed' or 'none'")

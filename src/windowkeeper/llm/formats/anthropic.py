@@ -1,0 +1,380 @@
+"""Conversion between `Message` lists and Anthropic Messages API ``system`` + ``messages``.
+
+Anthropic has no system or tool roles: every system message is joined into the ``system`` string, and tool
+results travel as ``tool_result`` blocks inside a *user* message (consecutive tool messages become one user
+message, which is what parallel tool use requires). Tool-use ids must be unique in a request and match
+``[a-zA-Z0-9_-]+``; ids that break either rule are rewritten consistently for the call and its results.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...blocks import (
+    AudioBlock,
+    ContentBlock,
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    MediaRef,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    VideoBlock,
+    tool_output_text,
+)
+from ...errors import FormatError
+from ...messages import Message
+from ._common import (
+    ReasoningMode,
+    as_list,
+    as_mapping,
+    check_mode,
+    error_text,
+    is_dropped,
+    keep_reasoning,
+    media_kind,
+    messages_input,
+    openai_tools_calls,
+    reasoning_blocks,
+    require_str,
+    resolve_data_block,
+    unsupported,
+)
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "Anthropic Messages"
+SYSTEM_SEPARATOR = "\n\n"
+_ID_OK = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+class _IdMap:
+    """Rewrites tool-use ids so each is valid and unique, keeping a call and its results paired."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+        self.current: dict[str, str] = {}
+
+    def call(self, call_id: str) -> str:
+        base = call_id if _ID_OK.match(call_id) else re.sub(r"[^A-Za-z0-9_-]", "_", call_id) or "call"
+        new, n = base, 1
+        while new in self.used:
+            n += 1
+            new = f"{base}_{n}"
+        if new != call_id:
+            logger.debug("tool call id %r rewritten to %r for Anthropic", call_id, new)
+        self.used.add(new)
+        self.current[call_id] = new
+        return new
+
+    def result(self, call_id: str) -> str:
+        mapped = self.current.get(call_id)
+        if mapped is not None:
+            return mapped
+        return call_id if _ID_OK.match(call_id) else re.sub(r"[^A-Za-z0-9_-]", "_", call_id) or "call"
+
+
+# -- ours -> Anthropic ----------------------------------------------------------------------------------------
+
+
+def _source(media: MediaRef, *, index: int, key: str, default_mime: str) -> dict[str, Any]:
+    kind = media_kind(media)
+    if kind == "data":
+        return {"type": "base64", "media_type": media.mime_type or default_mime, "data": media.data_base64}
+    if kind == "url":
+        return {"type": "url", "url": media.url}
+    if kind == "file_id":
+        return {"type": "file", "file_id": media.file_id}
+    raise FormatError("media reference holds no url, file id or data", index=index, key=key)
+
+
+def _media_block(block: ContentBlock, role: str, *, index: int, key: str) -> dict[str, Any]:
+    block = resolve_data_block(block)
+    if isinstance(block, ImageBlock):
+        return {"type": "image", "source": _source(block.media, index=index, key=key, default_mime="image/png")}
+    if isinstance(block, DocumentBlock):
+        if block.media is not None:
+            out: dict[str, Any] = {
+                "type": "document",
+                "source": _source(block.media, index=index, key=key, default_mime="application/pdf"),
+            }
+            if block.media.filename:
+                out["title"] = block.media.filename
+            return out
+        if block.text is not None:
+            return {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": block.text}}
+        raise FormatError("DocumentBlock has neither media nor text", index=index, key=key)
+    raise unsupported(block, FORMAT, role, index=index, key=key)
+
+
+def _thinking(block: ReasoningBlock) -> dict[str, Any]:
+    if not block.text and block.signature:
+        return {"type": "redacted_thinking", "data": block.signature}
+    out: dict[str, Any] = {"type": "thinking", "thinking": block.text}
+    if block.signature:
+        out["signature"] = block.signature
+    return out
+
+
+def _content(message: Message, *, index: int, ids: _IdMap, reasoning: ReasoningMode) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if message.role == "assistant":
+        out.extend(_thinking(b) for b in reasoning_blocks(message) if keep_reasoning(b, reasoning, needs="signature"))
+    for j, block in enumerate(message.content):
+        key = f"content[{j}]"
+        if is_dropped(block):
+            continue
+        if isinstance(block, ReasoningBlock):
+            if message.role != "assistant":
+                raise unsupported(block, FORMAT, message.role, index=index, key=key)
+            continue
+        if isinstance(block, TextBlock):
+            out.append({"type": "text", "text": block.text})
+        elif isinstance(block, ErrorBlock):
+            out.append({"type": "text", "text": error_text(block)})
+        elif isinstance(block, ToolCallBlock):
+            if message.role != "assistant":
+                raise unsupported(block, FORMAT, message.role, index=index, key=key)
+            out.append({"type": "tool_use", "id": ids.call(block.id), "name": block.name, "input": dict(block.args)})
+        elif isinstance(block, ToolResultBlock | AudioBlock | VideoBlock):
+            raise unsupported(block, FORMAT, message.role, index=index, key=key)
+        else:
+            if message.role != "user":
+                raise unsupported(block, FORMAT, message.role, index=index, key=key)
+            out.append(_media_block(block, message.role, index=index, key=key))
+    return out
+
+
+def _tool_results(message: Message, *, index: int, ids: _IdMap) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for j, block in enumerate(message.content):
+        if isinstance(block, ToolResultBlock):
+            item: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": ids.result(block.call_id),
+                "content": tool_output_text(block.output),
+            }
+            if block.status == "error":
+                item["is_error"] = True
+            out.append(item)
+        elif isinstance(block, ErrorBlock) and block.tool_call_id:
+            out.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": ids.result(block.tool_call_id),
+                    "content": error_text(block),
+                    "is_error": True,
+                }
+            )
+        elif not is_dropped(block):
+            raise FormatError(
+                f"a tool message may only hold ToolResultBlocks, found {type(block).__name__}",
+                index=index,
+                key=f"content[{j}]",
+            )
+    if not out:
+        raise FormatError("tool message has no ToolResultBlock", index=index, key="content")
+    return out
+
+
+def _system_text(message: Message, *, index: int) -> str:
+    parts: list[str] = []
+    for j, block in enumerate(message.content):
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ErrorBlock):
+            parts.append(error_text(block))
+        elif not is_dropped(block):
+            raise unsupported(block, FORMAT, "system", index=index, key=f"content[{j}]")
+    return "".join(parts)
+
+
+def to_anthropic(
+    messages: Sequence[Message], *, reasoning: ReasoningMode = "all"
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """Our messages as ``(system, messages)`` for the Anthropic Messages API.
+
+    ``reasoning="signed"`` keeps only thinking blocks that carry a signature (the API rejects unsigned ones);
+    the default keeps every reasoning block so a stored transcript round-trips.
+    """
+    check_mode(reasoning)
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    ids = _IdMap()
+    tool_turn: list[dict[str, Any]] | None = None
+    for i, message in enumerate(messages):
+        if message.role == "system":
+            system.append(_system_text(message, index=i))
+            continue
+        if message.role == "tool":
+            results = _tool_results(message, index=i, ids=ids)
+            if tool_turn is None:
+                tool_turn = []
+                out.append({"role": "user", "content": tool_turn})
+            tool_turn.extend(results)
+            continue
+        tool_turn = None
+        out.append({"role": message.role, "content": _content(message, index=i, ids=ids, reasoning=reasoning)})
+    return (SYSTEM_SEPARATOR.join(system) if system else None), out
+
+
+# -- Anthropic -> ours ----------------------------------------------------------------------------------------
+
+
+def _parse_media(source: Mapping[str, Any], *, index: int, key: str) -> MediaRef:
+    stype = source.get("type")
+    if stype == "base64":
+        return MediaRef(
+            kind="data",
+            data_base64=require_str(source, "data", index=index, key=f"{key}.data", empty_ok=True),
+            mime_type=source.get("media_type"),
+        )
+    if stype == "url":
+        return MediaRef(kind="url", url=require_str(source, "url", index=index, key=f"{key}.url"))
+    if stype == "file":
+        return MediaRef(kind="file_id", file_id=require_str(source, "file_id", index=index, key=f"{key}.file_id"))
+    raise FormatError(
+        f"unsupported source type {stype!r} (expected base64, url or file)", index=index, key=f"{key}.type"
+    )
+
+
+def _result_output(content: Any, *, index: int, key: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for j, part in enumerate(as_list(content, index=index, key=key, what="tool_result content")):
+        p = as_mapping(part, index=index, key=f"{key}[{j}]", what="tool_result part")
+        if p.get("type") != "text":
+            raise FormatError(
+                f"tool_result parts other than text are not supported, got {p.get('type')!r}",
+                index=index,
+                key=f"{key}[{j}].type",
+            )
+        texts.append(require_str(p, "text", index=index, key=f"{key}[{j}].text", empty_ok=True))
+    return "".join(texts)
+
+
+def _parse_block(block: Any, *, index: int, key: str) -> ContentBlock:
+    b = as_mapping(block, index=index, key=key, what="content block")
+    btype = b.get("type")
+    if btype == "text":
+        return TextBlock(text=require_str(b, "text", index=index, key=f"{key}.text", empty_ok=True))
+    if btype == "thinking":
+        sig = b.get("signature")
+        return ReasoningBlock(
+            text=require_str(b, "thinking", index=index, key=f"{key}.thinking", empty_ok=True),
+            signature=sig if isinstance(sig, str) and sig else None,
+        )
+    if btype == "redacted_thinking":
+        return ReasoningBlock(text="", signature=require_str(b, "data", index=index, key=f"{key}.data"))
+    if btype == "tool_use":
+        args = b.get("input", {})
+        if not isinstance(args, Mapping):
+            raise FormatError("tool_use 'input' must be an object", index=index, key=f"{key}.input")
+        return ToolCallBlock(
+            id=require_str(b, "id", index=index, key=f"{key}.id"),
+            name=require_str(b, "name", index=index, key=f"{key}.name"),
+            args=dict(args),
+        )
+    if btype == "tool_result":
+        return ToolResultBlock(
+            call_id=require_str(b, "tool_use_id", index=index, key=f"{key}.tool_use_id"),
+            output=_result_output(b.get("content"), index=index, key=f"{key}.content"),
+            status="error" if b.get("is_error") else "completed",
+        )
+    if btype in ("image", "document"):
+        source = as_mapping(b.get("source"), index=index, key=f"{key}.source", what="'source'")
+        if btype == "document" and source.get("type") == "text":
+            return DocumentBlock(text=require_str(source, "data", index=index, key=f"{key}.source.data", empty_ok=True))
+        media = _parse_media(source, index=index, key=f"{key}.source")
+        if btype == "image":
+            return ImageBlock(media=media)
+        title = b.get("title")
+        if isinstance(title, str) and title:
+            media = media.model_copy(update={"filename": title})
+        return DocumentBlock(media=media)
+    raise FormatError(
+        f"unsupported content block type {btype!r} (expected text, image, document, thinking, "
+        "redacted_thinking, tool_use or tool_result)",
+        index=index,
+        key=f"{key}.type",
+    )
+
+
+def anthropic_blocks_to_message(blocks: Any, role: str = "assistant", *, index: int = 0) -> Message:
+    """A response's ``content`` blocks (dicts or SDK objects) as one assistant message."""
+    if isinstance(blocks, str):
+        content: list[ContentBlock] = [TextBlock(text=blocks)]
+    else:
+        items = as_list(blocks, index=index, key="content", what="'content'")
+        content = [_parse_block(b, index=index, key=f"content[{j}]") for j, b in enumerate(items)]
+    if role not in ("user", "assistant"):
+        raise FormatError(f"unknown role {role!r}; expected user or assistant", index=index, key="role")
+    if role == "user" and any(isinstance(b, ToolCallBlock) for b in content):
+        raise FormatError("tool_use blocks belong in assistant messages", index=index, key="content")
+    if role == "assistant" and any(isinstance(b, ToolResultBlock) for b in content):
+        raise FormatError("tool_result blocks belong in user messages", index=index, key="content")
+    calls = [b for b in content if isinstance(b, ToolCallBlock)]
+    return Message(role=role, content=content, tools_calls=openai_tools_calls(calls) if calls else None)
+
+
+def anthropic_message_to_messages(d: Any, index: int = 0) -> list[Message]:
+    """One Anthropic message as ours: a user message holding tool results splits into one tool message per
+    result, followed by a user message with whatever else it held."""
+    msg = as_mapping(d, index=index, key="role", what="message")
+    role = msg.get("role")
+    if role is None:
+        raise FormatError("missing required 'role'", index=index, key="role")
+    if "content" not in msg:
+        raise FormatError("missing required 'content'", index=index, key="content")
+    message = anthropic_blocks_to_message(msg["content"], str(role), index=index)
+    if role != "user":
+        return [message]
+    results = message.tool_result_blocks()
+    if not results:
+        return [message]
+    out = [Message.tool_message([r]) for r in results]
+    rest = [b for b in message.content if not isinstance(b, ToolResultBlock)]
+    if rest:
+        out.append(Message(role="user", content=rest))
+    return out
+
+
+def _parse_system(system: Any) -> str | None:
+    if system is None:
+        return None
+    if isinstance(system, str):
+        return system
+    parts = as_list(system, index=0, key="system", what="'system'")
+    texts: list[str] = []
+    for j, part in enumerate(parts):
+        p = as_mapping(part, index=0, key=f"system[{j}]", what="system block")
+        texts.append(require_str(p, "text", index=0, key=f"system[{j}].text", empty_ok=True))
+    return SYSTEM_SEPARATOR.join(texts)
+
+
+def from_anthropic(system: Any, messages: Any) -> list[Message]:
+    """``system`` (string or text blocks, or None) and Anthropic messages (a list, or one response message) as
+    ours; the system prompt becomes one leading system message. Error indexes refer to ``messages``."""
+    out: list[Message] = []
+    text = _parse_system(system)
+    if text is not None:
+        out.append(Message.text_message(text, role="system"))
+    for i, d in enumerate(messages_input(messages, what="Anthropic messages")):
+        out.extend(anthropic_message_to_messages(d, i))
+    return out
+
+
+__all__ = [
+    "anthropic_blocks_to_message",
+    "anthropic_message_to_messages",
+    "from_anthropic",
+    "to_anthropic",
+]

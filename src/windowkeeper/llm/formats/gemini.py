@@ -1,0 +1,419 @@
+"""Conversion between `Message` lists and Gemini ``system_instruction`` + ``contents``.
+
+Gemini differs from the other formats in three ways that shape this module:
+
+* Roles are ``user`` and ``model``; function responses travel in a ``user`` content, and all responses to one
+  model turn's (parallel) calls go in one content.
+* ``functionResponse.response`` must be a JSON object: a non-object output is wrapped as ``{"result": output}``
+  and an error as ``{"error": output}``; reading back unwraps exactly those single-key shapes.
+* Calls carry no id. Reading synthesizes ``{id_prefix}_{content_index}_{part_index}`` (stable for the same
+  input) and pairs each response with the first unanswered call of the same name in the latest model turn.
+  Writing omits our ids and names each response after its call.
+
+Parts are written in the REST (camelCase) spelling; reading accepts camelCase and the SDK's snake_case.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...blocks import (
+    AudioBlock,
+    ContentBlock,
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    MediaRef,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    VideoBlock,
+)
+from ...errors import FormatError
+from ...messages import Message
+from ._common import (
+    ReasoningMode,
+    as_list,
+    as_mapping,
+    check_mode,
+    error_text,
+    is_dropped,
+    keep_reasoning,
+    media_block_for_mime,
+    media_kind,
+    messages_input,
+    openai_tools_calls,
+    resolve_data_block,
+    unsupported,
+)
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "Gemini"
+DEFAULT_ID_PREFIX = "call"
+
+
+def _get(d: Mapping[str, Any], camel: str, snake: str) -> Any:
+    return d[camel] if camel in d else d.get(snake)
+
+
+# -- ours -> Gemini -------------------------------------------------------------------------------------------
+
+
+def _media_part(block: ContentBlock, role: str, *, index: int, key: str) -> dict[str, Any]:
+    block = resolve_data_block(block)
+    if not isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock):
+        raise unsupported(block, FORMAT, role, index=index, key=key)
+    media = block.media
+    if media is None:
+        if isinstance(block, DocumentBlock) and block.text is not None:
+            return {"inlineData": {"mimeType": "text/plain", "data": _b64(block.text)}}
+        raise FormatError("DocumentBlock has neither media nor text", index=index, key=key)
+    kind = media_kind(media)
+    if kind == "data":
+        if not media.mime_type:
+            raise FormatError(
+                "Gemini inlineData needs a MIME type; set MediaRef.mime_type", index=index, key=f"{key}.media.mime_type"
+            )
+        return {"inlineData": {"mimeType": media.mime_type, "data": media.data_base64}}
+    uri = media.url if kind == "url" else media.file_id
+    if not uri:
+        raise FormatError("media reference holds no url, file id or data", index=index, key=f"{key}.media")
+    file_data: dict[str, Any] = {"fileUri": uri}
+    if media.mime_type:
+        file_data["mimeType"] = media.mime_type
+    return {"fileData": file_data}
+
+
+def _b64(text: str) -> str:
+    import base64
+
+    return base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def _unb64(data: str, *, index: int, key: str) -> str:
+    import base64
+    import binascii
+
+    try:
+        return base64.b64decode(data, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError) as exc:
+        raise FormatError(f"text/plain inlineData is not base64 UTF-8 text: {exc}", index=index, key=key) from None
+
+
+def _response_payload(block: ToolResultBlock) -> dict[str, Any]:
+    if block.status == "error":
+        return {"error": block.output}
+    if isinstance(block.output, dict) and not _is_wrapper(block.output):
+        return dict(block.output)
+    return {"result": block.output}
+
+
+def _is_wrapper(obj: Mapping[str, Any]) -> bool:
+    return len(obj) == 1 and ("result" in obj or "error" in obj)
+
+
+def _model_parts(message: Message, *, index: int, reasoning: ReasoningMode) -> list[dict[str, Any]]:
+    """Model parts in block order.
+
+    A reasoning block with a signature but no text stands for a signature the model attached to a non-thought
+    part (Gemini requires it back on that part, e.g. a functionCall), so it is attached to the next part.
+    """
+    parts: list[dict[str, Any]] = []
+    pending: str | None = None
+
+    def flush() -> None:
+        nonlocal pending
+        if pending is not None:
+            parts.append({"text": "", "thoughtSignature": pending})
+            pending = None
+
+    blocks: list[ContentBlock] = [ReasoningBlock(text=message.reasoning)] if message.reasoning else []
+    blocks.extend(message.content)
+    offset = 1 if message.reasoning else 0
+    for j, block in enumerate(blocks):
+        key = f"content[{j - offset}]"
+        if is_dropped(block):
+            continue
+        if isinstance(block, ReasoningBlock):
+            if not keep_reasoning(block, reasoning, needs="signature"):
+                continue
+            flush()
+            if not block.text and block.signature:
+                pending = block.signature
+                continue
+            part: dict[str, Any] = {"text": block.text, "thought": True}
+            if block.signature:
+                part["thoughtSignature"] = block.signature
+            parts.append(part)
+            continue
+        if isinstance(block, TextBlock):
+            part = {"text": block.text}
+        elif isinstance(block, ErrorBlock):
+            part = {"text": error_text(block)}
+        elif isinstance(block, ToolCallBlock):
+            part = {"functionCall": {"name": block.name, "args": dict(block.args)}}
+        elif isinstance(block, ToolResultBlock):
+            raise unsupported(block, FORMAT, "assistant", index=index, key=key)
+        else:
+            part = _media_part(block, "assistant", index=index, key=key)
+        if pending is not None:
+            part["thoughtSignature"] = pending
+            pending = None
+        parts.append(part)
+    flush()
+    return parts
+
+
+def _user_parts(message: Message, *, index: int) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for j, block in enumerate(message.content):
+        key = f"content[{j}]"
+        if is_dropped(block):
+            continue
+        if isinstance(block, TextBlock):
+            parts.append({"text": block.text})
+        elif isinstance(block, ErrorBlock):
+            parts.append({"text": error_text(block)})
+        elif isinstance(block, ToolCallBlock | ToolResultBlock | ReasoningBlock):
+            raise unsupported(block, FORMAT, "user", index=index, key=key)
+        else:
+            parts.append(_media_part(block, "user", index=index, key=key))
+    return parts
+
+
+def _response_parts(message: Message, names: Mapping[str, str], *, index: int) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for j, block in enumerate(message.content):
+        key = f"content[{j}]"
+        if isinstance(block, ErrorBlock) and block.tool_call_id:
+            block = ToolResultBlock(call_id=block.tool_call_id, output=error_text(block), status="error")
+        if isinstance(block, ToolResultBlock):
+            name = names.get(block.call_id) or block.name
+            if not name:
+                raise FormatError(
+                    f"cannot name the Gemini functionResponse for call id {block.call_id!r}: no earlier tool call "
+                    "has that id and the ToolResultBlock has no name",
+                    index=index,
+                    key=f"{key}.call_id",
+                )
+            parts.append({"functionResponse": {"name": name, "response": _response_payload(block)}})
+        elif not is_dropped(block):
+            raise FormatError(
+                f"a tool message may only hold ToolResultBlocks, found {type(block).__name__}", index=index, key=key
+            )
+    if not parts:
+        raise FormatError("tool message has no ToolResultBlock", index=index, key="content")
+    return parts
+
+
+def _system_text(message: Message, *, index: int) -> str:
+    parts: list[str] = []
+    for j, block in enumerate(message.content):
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ErrorBlock):
+            parts.append(error_text(block))
+        elif not is_dropped(block):
+            raise unsupported(block, FORMAT, "system", index=index, key=f"content[{j}]")
+    return "".join(parts)
+
+
+def to_gemini(
+    messages: Sequence[Message], *, reasoning: ReasoningMode = "all"
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """Our messages as ``(system_instruction, contents)``; each system message is one text part."""
+    check_mode(reasoning)
+    system_parts: list[dict[str, Any]] = []
+    contents: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    responses: list[dict[str, Any]] | None = None
+    for i, message in enumerate(messages):
+        if message.role == "system":
+            system_parts.append({"text": _system_text(message, index=i)})
+            continue
+        if message.role == "tool":
+            parts = _response_parts(message, names, index=i)
+            if responses is None:
+                responses = []
+                contents.append({"role": "user", "parts": responses})
+            responses.extend(parts)
+            continue
+        responses = None
+        if message.role == "assistant":
+            for call in message.tool_call_blocks():
+                names[call.id] = call.name
+            contents.append({"role": "model", "parts": _model_parts(message, index=i, reasoning=reasoning)})
+        else:
+            contents.append({"role": "user", "parts": _user_parts(message, index=i)})
+    return ({"parts": system_parts} if system_parts else None), contents
+
+
+# -- Gemini -> ours -------------------------------------------------------------------------------------------
+
+
+class _Pairing:
+    """Pairs id-less function responses with the calls of the latest model turn, by name and order."""
+
+    def __init__(self) -> None:
+        self.open: list[ToolCallBlock] = []
+
+    def start_turn(self, calls: list[ToolCallBlock]) -> None:
+        self.open = list(calls)
+
+    def take(self, name: str, call_id: str | None, *, index: int, key: str) -> str:
+        for k, call in enumerate(self.open):
+            if (call_id is not None and call.id == call_id) or (call_id is None and call.name == name):
+                del self.open[k]
+                return call.id
+        if call_id is not None:
+            return call_id
+        raise FormatError(
+            f"functionResponse for {name!r} answers no unanswered functionCall of that name in the preceding "
+            "model turn",
+            index=index,
+            key=key,
+        )
+
+
+def _parse_media(part: Mapping[str, Any], *, index: int, key: str) -> ContentBlock | None:
+    inline = _get(part, "inlineData", "inline_data")
+    if inline is not None:
+        d = as_mapping(inline, index=index, key=f"{key}.inlineData", what="inlineData")
+        mime = _get(d, "mimeType", "mime_type")
+        data = d.get("data") or ""
+        if mime == "text/plain":
+            return DocumentBlock(text=_unb64(data, index=index, key=f"{key}.inlineData.data"))
+        return media_block_for_mime(MediaRef(kind="data", data_base64=data, mime_type=mime))
+    file_data = _get(part, "fileData", "file_data")
+    if file_data is not None:
+        d = as_mapping(file_data, index=index, key=f"{key}.fileData", what="fileData")
+        uri = _get(d, "fileUri", "file_uri")
+        if not isinstance(uri, str) or not uri:
+            raise FormatError("fileData needs a 'fileUri'", index=index, key=f"{key}.fileData.fileUri")
+        return media_block_for_mime(MediaRef(kind="url", url=uri, mime_type=_get(d, "mimeType", "mime_type")))
+    return None
+
+
+def _parse_response(fr: Mapping[str, Any], pairing: _Pairing, *, index: int, key: str) -> ToolResultBlock:
+    name = fr.get("name")
+    if not isinstance(name, str) or not name:
+        raise FormatError("functionResponse needs a 'name'", index=index, key=f"{key}.name")
+    response = fr.get("response", {})
+    if not isinstance(response, Mapping):
+        raise FormatError("functionResponse 'response' must be an object", index=index, key=f"{key}.response")
+    raw_id = fr.get("id")
+    call_id = pairing.take(name, raw_id if isinstance(raw_id, str) and raw_id else None, index=index, key=f"{key}.name")
+    if len(response) == 1 and "error" in response:
+        return ToolResultBlock(call_id=call_id, output=response["error"], status="error", name=name)
+    if len(response) == 1 and "result" in response:
+        return ToolResultBlock(call_id=call_id, output=response["result"], name=name)
+    return ToolResultBlock(call_id=call_id, output=dict(response), name=name)
+
+
+def _parse_contents_entry(d: Any, index: int, pairing: _Pairing, id_prefix: str) -> list[Message]:
+    content = as_mapping(d, index=index, key="role", what="content")
+    role = content.get("role")
+    if role is None:
+        raise FormatError("missing required 'role'", index=index, key="role")
+    if role not in ("user", "model", "function"):
+        raise FormatError(f"unknown role {role!r}; expected user or model", index=index, key="role")
+    parts = as_list(content.get("parts", []), index=index, key="parts", what="'parts'")
+    blocks: list[ContentBlock] = []
+    results: list[ToolResultBlock] = []
+    for j, raw in enumerate(parts):
+        key = f"parts[{j}]"
+        part = as_mapping(raw, index=index, key=key, what="part")
+        signature = _get(part, "thoughtSignature", "thought_signature")
+        signature = signature if isinstance(signature, str) and signature else None
+        call = _get(part, "functionCall", "function_call")
+        response = _get(part, "functionResponse", "function_response")
+        block: ContentBlock | None = None
+        if part.get("thought") is True:
+            text = part.get("text")
+            blocks.append(ReasoningBlock(text=text if isinstance(text, str) else "", signature=signature))
+            continue
+        if call is not None:
+            if role != "model":
+                raise FormatError("functionCall parts belong in model contents", index=index, key=f"{key}.functionCall")
+            c = as_mapping(call, index=index, key=f"{key}.functionCall", what="functionCall")
+            name = c.get("name")
+            if not isinstance(name, str) or not name:
+                raise FormatError("functionCall needs a 'name'", index=index, key=f"{key}.functionCall.name")
+            args = c.get("args") or {}
+            if not isinstance(args, Mapping):
+                raise FormatError("functionCall 'args' must be an object", index=index, key=f"{key}.functionCall.args")
+            raw_id = c.get("id")
+            call_id = raw_id if isinstance(raw_id, str) and raw_id else f"{id_prefix}_{index}_{j}"
+            block = ToolCallBlock(id=call_id, name=name, args=dict(args))
+        elif response is not None:
+            if role == "model":
+                raise FormatError(
+                    "functionResponse parts belong in user contents", index=index, key=f"{key}.functionResponse"
+                )
+            fr = as_mapping(response, index=index, key=f"{key}.functionResponse", what="functionResponse")
+            results.append(_parse_response(fr, pairing, index=index, key=f"{key}.functionResponse"))
+            continue
+        elif isinstance(part.get("text"), str):
+            if signature is not None and not part["text"]:
+                blocks.append(ReasoningBlock(text="", signature=signature))
+                continue
+            block = TextBlock(text=part["text"])
+        else:
+            block = _parse_media(part, index=index, key=key)
+            if block is None:
+                raise FormatError(
+                    f"unsupported part with keys {sorted(part)}; expected text, inlineData, fileData, "
+                    "functionCall or functionResponse",
+                    index=index,
+                    key=key,
+                )
+        if signature is not None:
+            blocks.append(ReasoningBlock(text="", signature=signature))
+        blocks.append(block)
+    if role == "model":
+        calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
+        pairing.start_turn(calls)
+        return [Message(role="assistant", content=blocks, tools_calls=openai_tools_calls(calls) if calls else None)]
+    out = [Message.tool_message([r]) for r in results]
+    if blocks or not results:
+        out.append(Message(role="user", content=blocks))
+    return out
+
+
+def gemini_content_to_messages(content: Any, index: int = 0, *, id_prefix: str = DEFAULT_ID_PREFIX) -> list[Message]:
+    """One Gemini content (e.g. a reply's ``candidates[0].content``) as ours.
+
+    Pass an ``id_prefix`` unique to the reply so ids synthesized for its calls cannot collide with earlier turns.
+    """
+    return _parse_contents_entry(content, index, _Pairing(), id_prefix)
+
+
+def from_gemini(system_instruction: Any, contents: Any, *, id_prefix: str = DEFAULT_ID_PREFIX) -> list[Message]:
+    """``system_instruction`` (content dict, string or None) and ``contents`` as our messages."""
+    out: list[Message] = []
+    if system_instruction is not None:
+        if isinstance(system_instruction, str):
+            out.append(Message.text_message(system_instruction, role="system"))
+        else:
+            si = as_mapping(system_instruction, index=0, key="system_instruction", what="system_instruction")
+            for j, part in enumerate(
+                as_list(si.get("parts", []), index=0, key="system_instruction.parts", what="parts")
+            ):
+                p = as_mapping(part, index=0, key=f"system_instruction.parts[{j}]", what="part")
+                text = p.get("text")
+                if not isinstance(text, str):
+                    raise FormatError(
+                        "system_instruction parts must be text", index=0, key=f"system_instruction.parts[{j}].text"
+                    )
+                out.append(Message.text_message(text, role="system"))
+    pairing = _Pairing()
+    for i, entry in enumerate(messages_input(contents, what="Gemini contents")):
+        out.extend(_parse_contents_entry(entry, i, pairing, id_prefix))
+    return out
+
+
+__all__ = ["from_gemini", "gemini_content_to_messages", "to_gemini"]

@@ -1,0 +1,280 @@
+"""Conversion between `Message` lists and ``langchain_core.messages`` objects.
+
+LangChain is an optional dependency (the ``langchain`` extra), imported only when these functions run. Content
+is written with LangChain's standard content blocks (``text``, ``image``, ``audio``, ``video``, ``file``,
+``reasoning``); reading also accepts OpenAI-style ``image_url`` parts and ``reasoning_content`` in
+``additional_kwargs``. Unlike the provider formats, LangChain messages carry an ``id``, so message ids survive.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ...blocks import (
+    AudioBlock,
+    ContentBlock,
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    MediaRef,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    VideoBlock,
+    tool_output_text,
+)
+from ...errors import FormatError, MissingDependencyError
+from ...messages import Message
+from ._common import error_text, is_dropped, media_from_url, media_kind, openai_tools_calls, resolve_data_block
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "LangChain"
+_MEDIA_TYPES: dict[type[Any], str] = {
+    ImageBlock: "image",
+    AudioBlock: "audio",
+    VideoBlock: "video",
+    DocumentBlock: "file",
+}
+
+
+def _lc() -> Any:
+    try:
+        import langchain_core.messages as lc_messages
+    except ImportError:
+        raise MissingDependencyError("langchain-core", "langchain") from None
+    return lc_messages
+
+
+# -- ours -> LangChain ----------------------------------------------------------------------------------------
+
+
+def _media_dict(block: ImageBlock | AudioBlock | VideoBlock | DocumentBlock, *, index: int, key: str) -> dict[str, Any]:
+    media = block.media
+    out: dict[str, Any] = {"type": _MEDIA_TYPES[type(block)]}
+    if media is None:
+        if isinstance(block, DocumentBlock) and block.text is not None:
+            return {"type": "text-plain", "text": block.text, "mime_type": "text/plain"}
+        raise FormatError("DocumentBlock has neither media nor text", index=index, key=key)
+    kind = media_kind(media)
+    if kind == "data":
+        out["base64"] = media.data_base64
+    elif kind == "file_id":
+        out["file_id"] = media.file_id
+    else:
+        out["url"] = media.url
+    if media.mime_type:
+        out["mime_type"] = media.mime_type
+    if media.filename:
+        out["extras"] = {"filename": media.filename}
+    return out
+
+
+def _reasoning_dict(block: ReasoningBlock) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "reasoning", "reasoning": block.text}
+    if block.id:
+        out["id"] = block.id
+    extras = {k: v for k, v in (("summary", block.summary), ("signature", block.signature)) if v is not None}
+    if extras:
+        out["extras"] = extras
+    return out
+
+
+def _content(message: Message, *, index: int) -> str | list[str | dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    if message.reasoning:
+        parts.append(_reasoning_dict(ReasoningBlock(text=message.reasoning)))
+    for j, block in enumerate(message.content):
+        key = f"content[{j}]"
+        block = resolve_data_block(block)
+        if is_dropped(block) or isinstance(block, ToolCallBlock):
+            continue
+        if isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ErrorBlock):
+            parts.append({"type": "text", "text": error_text(block)})
+        elif isinstance(block, ReasoningBlock):
+            parts.append(_reasoning_dict(block))
+        elif isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock):
+            parts.append(_media_dict(block, index=index, key=key))
+        else:
+            raise FormatError(
+                f"{type(block).__name__} cannot be carried by a LangChain {message.role!r} message",
+                index=index,
+                key=key,
+            )
+    if not parts:
+        return ""
+    if len(parts) == 1 and parts[0]["type"] == "text" and parts[0]["text"]:
+        text: str = parts[0]["text"]
+        return text
+    return list(parts)
+
+
+def to_langchain(messages: Sequence[Message]) -> list[BaseMessage]:
+    """Our messages as LangChain messages (a tool message with several results yields several ToolMessages)."""
+    lc = _lc()
+    out: list[BaseMessage] = []
+    for i, message in enumerate(messages):
+        mid = str(message.message_id)
+        name = message.metadata.get("name") if isinstance(message.metadata.get("name"), str) else None
+        if message.role == "tool":
+            first = True
+            for j, block in enumerate(message.content):
+                if isinstance(block, ErrorBlock) and block.tool_call_id:
+                    block = ToolResultBlock(call_id=block.tool_call_id, output=error_text(block), status="error")
+                if isinstance(block, ToolResultBlock):
+                    out.append(
+                        lc.ToolMessage(
+                            content=tool_output_text(block.output),
+                            tool_call_id=block.call_id,
+                            name=block.name,
+                            status="error" if block.status == "error" else "success",
+                            id=mid if first else None,
+                        )
+                    )
+                    first = False
+                elif not is_dropped(block):
+                    raise FormatError(
+                        f"a tool message may only hold ToolResultBlocks, found {type(block).__name__}",
+                        index=i,
+                        key=f"content[{j}]",
+                    )
+            if first:
+                raise FormatError("tool message has no ToolResultBlock", index=i, key="content")
+            continue
+        content = _content(message, index=i)
+        if message.role == "system":
+            out.append(lc.SystemMessage(content=content, id=mid, name=name))
+        elif message.role == "user":
+            out.append(lc.HumanMessage(content=content, id=mid, name=name))
+        else:
+            calls = [
+                {"name": c.name, "args": dict(c.args), "id": c.id, "type": "tool_call"}
+                for c in message.tool_call_blocks()
+            ]
+            out.append(lc.AIMessage(content=content, tool_calls=calls, id=mid, name=name))
+    return out
+
+
+# -- LangChain -> ours ----------------------------------------------------------------------------------------
+
+
+def _parse_media(d: Mapping[str, Any], *, index: int, key: str) -> MediaRef:
+    mime = d.get("mime_type") if isinstance(d.get("mime_type"), str) else None
+    extras: Mapping[str, Any] = d["extras"] if isinstance(d.get("extras"), Mapping) else {}
+    filename = extras.get("filename") if isinstance(extras.get("filename"), str) else None
+    if isinstance(d.get("base64"), str):
+        return MediaRef(kind="data", data_base64=d["base64"], mime_type=mime, filename=filename)
+    if isinstance(d.get("file_id"), str):
+        return MediaRef(kind="file_id", file_id=d["file_id"], mime_type=mime, filename=filename)
+    if isinstance(d.get("url"), str):
+        ref = media_from_url(d["url"], filename=filename)
+        return ref if ref.mime_type or mime is None else ref.model_copy(update={"mime_type": mime})
+    raise FormatError("media block needs 'base64', 'file_id' or 'url'", index=index, key=key)
+
+
+def _parse_part(part: Any, *, index: int, key: str) -> ContentBlock:
+    if isinstance(part, str):
+        return TextBlock(text=part)
+    if not isinstance(part, Mapping):
+        raise FormatError(f"content part must be a string or dict, got {type(part).__name__}", index=index, key=key)
+    ptype = part.get("type")
+    if ptype == "text":
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise FormatError("text block needs a string 'text'", index=index, key=f"{key}.text")
+        return TextBlock(text=text)
+    if ptype == "text-plain":
+        return DocumentBlock(text=str(part.get("text", "")))
+    if ptype == "reasoning":
+        extras: Mapping[str, Any] = part["extras"] if isinstance(part.get("extras"), Mapping) else {}
+        return ReasoningBlock(
+            text=str(part.get("reasoning", "")),
+            id=part.get("id") if isinstance(part.get("id"), str) else None,
+            summary=extras.get("summary"),
+            signature=extras.get("signature"),
+        )
+    if ptype == "image_url":
+        raw = part.get("image_url")
+        url = raw.get("url") if isinstance(raw, Mapping) else raw
+        if not isinstance(url, str) or not url:
+            raise FormatError("image_url part needs a 'url'", index=index, key=f"{key}.image_url")
+        return ImageBlock(media=media_from_url(url))
+    if ptype == "image":
+        return ImageBlock(media=_parse_media(part, index=index, key=key))
+    if ptype == "audio":
+        return AudioBlock(media=_parse_media(part, index=index, key=key))
+    if ptype == "video":
+        return VideoBlock(media=_parse_media(part, index=index, key=key))
+    if ptype == "file":
+        return DocumentBlock(media=_parse_media(part, index=index, key=key))
+    raise FormatError(f"unsupported LangChain content block type {ptype!r}", index=index, key=f"{key}.type")
+
+
+def _parse_content(content: Any, *, index: int) -> list[ContentBlock]:
+    if isinstance(content, str):
+        return [TextBlock(text=content)] if content else []
+    if not isinstance(content, list):
+        raise FormatError(f"content must be a string or list, got {type(content).__name__}", index=index, key="content")
+    return [_parse_part(p, index=index, key=f"content[{j}]") for j, p in enumerate(content)]
+
+
+def langchain_message_to_message(lc_message: Any, index: int = 0) -> Message:
+    """One LangChain message as ours."""
+    lc = _lc()
+    fields: dict[str, Any] = {}
+    if getattr(lc_message, "id", None):
+        fields["message_id"] = lc_message.id
+    name = getattr(lc_message, "name", None)
+    if isinstance(lc_message, lc.ToolMessage):
+        output = lc_message.content
+        if not isinstance(output, str):
+            output = "".join(b.text for b in _parse_content(output, index=index) if isinstance(b, TextBlock))
+        block = ToolResultBlock(
+            call_id=lc_message.tool_call_id,
+            output=output,
+            status="error" if lc_message.status == "error" else "completed",
+            name=name,
+        )
+        return Message(role="tool", content=[block], **fields)
+    if name:
+        fields["metadata"] = {"name": name}
+    content = _parse_content(lc_message.content, index=index)
+    if isinstance(lc_message, lc.SystemMessage):
+        return Message(role="system", content=content, **fields)
+    if isinstance(lc_message, lc.HumanMessage):
+        return Message(role="user", content=content, **fields)
+    if isinstance(lc_message, lc.AIMessage):
+        reasoning = lc_message.additional_kwargs.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            content.insert(0, ReasoningBlock(text=reasoning))
+        calls: list[ToolCallBlock] = []
+        for j, tc in enumerate(lc_message.tool_calls):
+            if not tc.get("id"):
+                raise FormatError("tool call has no 'id'", index=index, key=f"tool_calls[{j}].id")
+            calls.append(ToolCallBlock(id=str(tc["id"]), name=tc["name"], args=dict(tc.get("args") or {})))
+        content.extend(calls)
+        return Message(
+            role="assistant", content=content, tools_calls=openai_tools_calls(calls) if calls else None, **fields
+        )
+    raise FormatError(
+        f"unsupported LangChain message type {type(lc_message).__name__}; expected SystemMessage, HumanMessage, "
+        "AIMessage or ToolMessage",
+        index=index,
+        key="type",
+    )
+
+
+def from_langchain(messages: Sequence[Any]) -> list[Message]:
+    """LangChain messages as ours, one for one."""
+    return [langchain_message_to_message(m, i) for i, m in enumerate(messages)]
+
+
+__all__ = ["from_langchain", "langchain_message_to_message", "to_langchain"]

@@ -1,0 +1,346 @@
+"""Conversion between `Message` lists and OpenAI Chat Completions message dicts.
+
+The mapping is chosen so that a transcript loaded from Chat Completions JSON converts back byte-for-byte: the
+original ``function.arguments`` strings are kept in `Message.tools_calls` and reused while they still match the
+parsed arguments, a single text part is written as a plain string, and keys we do not model are kept in
+``metadata["openai_extra"]`` rather than dropped. See ``docs/formats.md`` for the normalization rules.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...blocks import (
+    AudioBlock,
+    ContentBlock,
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    MediaRef,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    tool_output_text,
+)
+from ...errors import FormatError
+from ...messages import Message
+from ._common import (
+    arguments_for,
+    as_list,
+    as_mapping,
+    audio_format,
+    audio_mime,
+    data_uri,
+    error_text,
+    is_dropped,
+    media_from_url,
+    media_kind,
+    messages_input,
+    original_arguments,
+    parse_args,
+    require_str,
+    resolve_data_block,
+    split_file_data,
+    unsupported,
+)
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "OpenAI Chat Completions"
+_KNOWN_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content"})
+# Keys a Chat Completions *reply* carries with null/empty values; they hold nothing worth keeping.
+_REPLY_KEYS = frozenset({"refusal", "annotations", "audio", "function_call"})
+
+
+# -- ours -> OpenAI -------------------------------------------------------------------------------------------
+
+
+def _user_part(block: ContentBlock, *, index: int, key: str) -> dict[str, Any]:
+    block = resolve_data_block(block)
+    if isinstance(block, TextBlock):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ErrorBlock):
+        return {"type": "text", "text": error_text(block)}
+    if isinstance(block, ImageBlock):
+        kind = media_kind(block.media)
+        if kind == "url":
+            return {"type": "image_url", "image_url": {"url": block.media.url}}
+        if kind == "data":
+            return {"type": "image_url", "image_url": {"url": data_uri(block.media, default_mime="image/png")}}
+        raise FormatError(
+            "Chat Completions images need a URL or base64 data, not a file id; use the Responses API for file ids",
+            index=index,
+            key=key,
+        )
+    if isinstance(block, AudioBlock):
+        if media_kind(block.media) != "data":
+            raise FormatError("Chat Completions audio must be inline base64 data", index=index, key=key)
+        return {
+            "type": "input_audio",
+            "input_audio": {"data": block.media.data_base64, "format": audio_format(block.media, index=index, key=key)},
+        }
+    if isinstance(block, DocumentBlock) and block.media is not None:
+        media = block.media
+        kind = media_kind(media)
+        file: dict[str, Any] = {}
+        if kind == "file_id":
+            file["file_id"] = media.file_id
+        elif kind == "data":
+            file["file_data"] = data_uri(media, default_mime="application/pdf")
+        else:
+            raise FormatError("Chat Completions files need a file id or base64 data, not a URL", index=index, key=key)
+        if media.filename:
+            file["filename"] = media.filename
+        return {"type": "file", "file": file}
+    raise unsupported(block, FORMAT, "user", index=index, key=key)
+
+
+def _text_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A lone text part is written as a plain string, the form most transcripts use."""
+    if len(parts) == 1 and parts[0]["type"] == "text":
+        text: str = parts[0]["text"]
+        return text
+    return parts
+
+
+def _text_only(message: Message, role: str, *, index: int) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for j, block in enumerate(message.content):
+        if is_dropped(block) or (role == "assistant" and isinstance(block, ReasoningBlock | ToolCallBlock)):
+            continue
+        if isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ErrorBlock):
+            parts.append({"type": "text", "text": error_text(block)})
+        else:
+            raise unsupported(block, FORMAT, role, index=index, key=f"content[{j}]")
+    return parts
+
+
+def _with_name(out: dict[str, Any], message: Message) -> dict[str, Any]:
+    name = message.metadata.get("name")
+    if isinstance(name, str) and name:
+        out["name"] = name
+    return out
+
+
+def message_to_openai_chat(message: Message, *, index: int = 0, include_reasoning: bool = True) -> list[dict[str, Any]]:
+    """One of our messages as Chat Completions dicts (a tool message with several results yields several)."""
+    role = message.role
+    if role == "system":
+        api_role = "developer" if message.metadata.get("openai_role") == "developer" else "system"
+        parts = _text_only(message, role, index=index)
+        return [_with_name({"role": api_role, "content": _text_content(parts) if parts else ""}, message)]
+    if role == "user":
+        parts = [
+            _user_part(b, index=index, key=f"content[{j}]") for j, b in enumerate(message.content) if not is_dropped(b)
+        ]
+        return [_with_name({"role": "user", "content": _text_content(parts) if parts else ""}, message)]
+    if role == "assistant":
+        parts = _text_only(message, role, index=index)
+        calls = message.tool_call_blocks()
+        out: dict[str, Any] = {"role": "assistant"}
+        out["content"] = _text_content(parts) if parts else (None if calls else "")
+        if include_reasoning:
+            reasoning = message.reasoning_text()
+            if reasoning:
+                out["reasoning_content"] = reasoning
+        if calls:
+            originals = original_arguments(message)
+            out["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": arguments_for(c, originals)},
+                }
+                for c in calls
+            ]
+        return [_with_name(out, message)]
+    results: list[dict[str, Any]] = []
+    for j, block in enumerate(message.content):
+        if isinstance(block, ToolResultBlock):
+            item: dict[str, Any] = {
+                "role": "tool",
+                "tool_call_id": block.call_id,
+                "content": tool_output_text(block.output),
+            }
+            if block.name:
+                item["name"] = block.name
+            results.append(item)
+        elif isinstance(block, ErrorBlock) and block.tool_call_id:
+            results.append({"role": "tool", "tool_call_id": block.tool_call_id, "content": error_text(block)})
+        elif not is_dropped(block):
+            raise FormatError(
+                f"a tool message may only hold ToolResultBlocks, found {type(block).__name__}; "
+                "put other content in a user message",
+                index=index,
+                key=f"content[{j}]",
+            )
+    if not results:
+        raise FormatError("tool message has no ToolResultBlock", index=index, key="content")
+    return results
+
+
+def to_openai_chat(messages: Sequence[Message], *, include_reasoning: bool = True) -> list[dict[str, Any]]:
+    """Our messages as a Chat Completions ``messages`` list.
+
+    ``include_reasoning`` writes reasoning as ``reasoning_content`` (read back by this module and by
+    DeepSeek-style servers); turn it off for endpoints that reject unknown keys.
+    """
+    out: list[dict[str, Any]] = []
+    for i, message in enumerate(messages):
+        out.extend(message_to_openai_chat(message, index=i, include_reasoning=include_reasoning))
+    return out
+
+
+# -- OpenAI -> ours -------------------------------------------------------------------------------------------
+
+
+def _parse_part(part: Any, *, index: int, key: str, role: str) -> ContentBlock:
+    if isinstance(part, str):
+        return TextBlock(text=part)
+    d = as_mapping(part, index=index, key=key, what="content part")
+    ptype = d.get("type")
+    if ptype == "text":
+        return TextBlock(text=require_str(d, "text", index=index, key=f"{key}.text", empty_ok=True))
+    if ptype == "refusal" and role == "assistant":
+        return TextBlock(text=require_str(d, "refusal", index=index, key=f"{key}.refusal", empty_ok=True))
+    if role == "user":
+        if ptype == "image_url":
+            raw = d.get("image_url")
+            url = raw if isinstance(raw, str) else None
+            if isinstance(raw, Mapping):
+                url = require_str(raw, "url", index=index, key=f"{key}.image_url.url")
+            if not url:
+                raise FormatError("image_url part needs a 'url'", index=index, key=f"{key}.image_url")
+            return ImageBlock(media=media_from_url(url))
+        if ptype == "input_audio":
+            audio = as_mapping(d.get("input_audio"), index=index, key=f"{key}.input_audio", what="input_audio")
+            data = require_str(audio, "data", index=index, key=f"{key}.input_audio.data", empty_ok=True)
+            mime = audio_mime(audio.get("format"), index=index, key=f"{key}.input_audio.format")
+            return AudioBlock(media=MediaRef(kind="data", data_base64=data, mime_type=mime))
+        if ptype == "file":
+            file = as_mapping(d.get("file"), index=index, key=f"{key}.file", what="file")
+            filename = file.get("filename") if isinstance(file.get("filename"), str) else None
+            if isinstance(file.get("file_id"), str):
+                return DocumentBlock(media=MediaRef(kind="file_id", file_id=file["file_id"], filename=filename))
+            file_data = require_str(file, "file_data", index=index, key=f"{key}.file.file_data")
+            file_mime, data = split_file_data(file_data)
+            return DocumentBlock(media=MediaRef(kind="data", data_base64=data, mime_type=file_mime, filename=filename))
+    raise FormatError(
+        f"unsupported content part type {ptype!r} in a {role!r} message "
+        "(expected text, image_url, input_audio or file for user; text or refusal for assistant)",
+        index=index,
+        key=f"{key}.type",
+    )
+
+
+def _parse_content(d: Mapping[str, Any], role: str, *, index: int) -> list[ContentBlock]:
+    if "content" not in d:
+        if role == "assistant":
+            return []
+        raise FormatError(f"missing required 'content' in a {role!r} message", index=index, key="content")
+    content = d["content"]
+    if content is None:
+        if role == "assistant":
+            return []
+        raise FormatError(f"'content' of a {role!r} message must not be null", index=index, key="content")
+    if isinstance(content, str):
+        return [TextBlock(text=content)]
+    parts = as_list(content, index=index, key="content", what="'content'")
+    return [_parse_part(p, index=index, key=f"content[{j}]", role=role) for j, p in enumerate(parts)]
+
+
+def _parse_tool_calls(raw: Any, *, index: int) -> tuple[list[ToolCallBlock], list[dict[str, Any]]]:
+    calls = as_list(raw, index=index, key="tool_calls", what="'tool_calls'")
+    blocks: list[ToolCallBlock] = []
+    native: list[dict[str, Any]] = []
+    for j, entry in enumerate(calls):
+        key = f"tool_calls[{j}]"
+        tc = as_mapping(entry, index=index, key=key, what="tool call")
+        call_id = require_str(tc, "id", index=index, key=f"{key}.id")
+        fn = as_mapping(tc.get("function"), index=index, key=f"{key}.function", what="'function'")
+        name = require_str(fn, "name", index=index, key=f"{key}.function.name")
+        args = parse_args(fn.get("arguments"), index=index, key=f"{key}.function.arguments")
+        ttype = tc.get("type")
+        blocks.append(
+            ToolCallBlock(
+                id=call_id, name=name, args=args, tool_type=ttype if ttype not in (None, "function") else None
+            )
+        )
+        native.append(
+            {"id": call_id, "type": ttype or "function", "function": {"name": name, "arguments": fn.get("arguments")}}
+        )
+    return blocks, native
+
+
+def _tool_output(d: Mapping[str, Any], *, index: int) -> str:
+    content = d.get("content")
+    if content is None:
+        raise FormatError("missing required 'content' in a 'tool' message", index=index, key="content")
+    if isinstance(content, str):
+        return content
+    parts = as_list(content, index=index, key="content", what="'content'")
+    texts: list[str] = []
+    for j, part in enumerate(parts):
+        p = as_mapping(part, index=index, key=f"content[{j}]", what="content part")
+        if p.get("type") != "text":
+            raise FormatError(
+                f"tool message parts must be text, got {p.get('type')!r}", index=index, key=f"content[{j}].type"
+            )
+        texts.append(require_str(p, "text", index=index, key=f"content[{j}].text", empty_ok=True))
+    return "".join(texts)
+
+
+def openai_chat_message_to_message(d: Any, index: int = 0) -> Message:
+    """One Chat Completions message (request dict, reply ``choices[i].message`` dict or SDK object) as ours."""
+    msg = as_mapping(d, index=index, key="role", what="message")
+    if "role" not in msg:
+        raise FormatError("missing required 'role'", index=index, key="role")
+    role = msg["role"]
+    if role not in ("system", "developer", "user", "assistant", "tool"):
+        raise FormatError(
+            f"unknown role {role!r}; expected system, developer, user, assistant or tool", index=index, key="role"
+        )
+    metadata: dict[str, Any] = {}
+    if role == "developer":
+        metadata["openai_role"] = "developer"
+        role = "system"
+    name = msg.get("name")
+    if name is not None and not isinstance(name, str):
+        raise FormatError(f"'name' must be a string, got {type(name).__name__}", index=index, key="name")
+    extra = {k: v for k, v in msg.items() if k not in _KNOWN_KEYS and not (k in _REPLY_KEYS and not v)}
+    if extra:
+        metadata["openai_extra"] = extra
+    if role == "tool":
+        call_id = require_str(msg, "tool_call_id", index=index)
+        block = ToolResultBlock(call_id=call_id, output=_tool_output(msg, index=index), name=name or None)
+        return Message(role="tool", content=[block], metadata=metadata)
+    if name:
+        metadata["name"] = name
+    content = _parse_content(msg, role, index=index)
+    tools_calls: list[dict[str, Any]] | None = None
+    if role == "assistant":
+        reasoning = msg.get("reasoning_content")
+        if reasoning is not None and not isinstance(reasoning, str):
+            raise FormatError("'reasoning_content' must be a string", index=index, key="reasoning_content")
+        if msg.get("tool_calls"):
+            calls, tools_calls = _parse_tool_calls(msg["tool_calls"], index=index)
+            content.extend(calls)
+        if reasoning:
+            content.insert(0, ReasoningBlock(text=reasoning))
+    elif msg.get("tool_calls"):
+        raise FormatError(f"only assistant messages may carry tool_calls, not {role!r}", index=index, key="tool_calls")
+    return Message(role=role, content=content, tools_calls=tools_calls, metadata=metadata)
+
+
+def from_openai_chat(messages: Any) -> list[Message]:
+    """Chat Completions messages (a list, or one reply message) as our messages, one for one."""
+    items = messages_input(messages, what="OpenAI chat messages")
+    return [openai_chat_message_to_message(d, i) for i, d in enumerate(items)]
+
+
+__all__ = ["from_openai_chat", "message_to_openai_chat", "openai_chat_message_to_message", "to_openai_chat"]

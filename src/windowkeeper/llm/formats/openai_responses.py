@@ -1,0 +1,381 @@
+"""Conversion between `Message` lists and OpenAI Responses API input items.
+
+In the Responses API one assistant turn is several items: ``reasoning``, ``message`` and ``function_call``
+items in output order. Writing splits an assistant message into those items in block order; reading merges a
+run of consecutive assistant-side items back into one assistant message.
+
+System messages are written as ``{"type": "message", "role": "system"}`` items in place by default (the API
+accepts them anywhere in ``input`` and positions round-trip); ``system="instructions"`` instead joins them into
+the ``instructions`` string, which the API does not carry over between chained responses.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from ...blocks import (
+    AudioBlock,
+    ContentBlock,
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    MediaRef,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    tool_output_text,
+)
+from ...errors import FormatError
+from ...messages import Message
+from ._common import (
+    ReasoningMode,
+    arguments_for,
+    as_list,
+    as_mapping,
+    audio_format,
+    audio_mime,
+    check_mode,
+    data_uri,
+    error_text,
+    is_dropped,
+    keep_reasoning,
+    media_from_url,
+    media_kind,
+    messages_input,
+    original_arguments,
+    parse_args,
+    require_str,
+    resolve_data_block,
+    split_file_data,
+    unsupported,
+)
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "OpenAI Responses"
+SYSTEM_SEPARATOR = "\n\n"
+SystemMode = Literal["items", "instructions"]
+
+
+# -- ours -> Responses ----------------------------------------------------------------------------------------
+
+
+def _input_part(block: ContentBlock, role: str, *, index: int, key: str) -> dict[str, Any]:
+    block = resolve_data_block(block)
+    if isinstance(block, TextBlock):
+        return {"type": "input_text", "text": block.text}
+    if isinstance(block, ErrorBlock):
+        return {"type": "input_text", "text": error_text(block)}
+    if role == "user":
+        if isinstance(block, ImageBlock):
+            kind = media_kind(block.media)
+            out: dict[str, Any] = {"type": "input_image", "detail": "auto"}
+            if kind == "file_id":
+                out["file_id"] = block.media.file_id
+            elif kind == "data":
+                out["image_url"] = data_uri(block.media, default_mime="image/png")
+            else:
+                out["image_url"] = block.media.url
+            return out
+        if isinstance(block, AudioBlock) and media_kind(block.media) == "data":
+            return {
+                "type": "input_audio",
+                "input_audio": {
+                    "data": block.media.data_base64,
+                    "format": audio_format(block.media, index=index, key=key),
+                },
+            }
+        if isinstance(block, DocumentBlock) and block.media is not None:
+            media = block.media
+            kind = media_kind(media)
+            out = {"type": "input_file"}
+            if kind == "file_id":
+                out["file_id"] = media.file_id
+            elif kind == "data":
+                out["file_data"] = data_uri(media, default_mime="application/pdf")
+            else:
+                out["file_url"] = media.url
+            if media.filename:
+                out["filename"] = media.filename
+            return out
+    raise unsupported(block, FORMAT, role, index=index, key=key)
+
+
+def _reasoning_item(block: ReasoningBlock) -> dict[str, Any]:
+    item: dict[str, Any] = {"type": "reasoning"}
+    if block.id:
+        item["id"] = block.id
+    if block.summary is not None:
+        item["summary"] = [{"type": "summary_text", "text": block.summary}]
+        item["content"] = [{"type": "reasoning_text", "text": block.text}]
+    else:
+        item["summary"] = [{"type": "summary_text", "text": block.text}] if block.text else []
+    if block.signature:
+        item["encrypted_content"] = block.signature
+    return item
+
+
+def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if message.reasoning and keep_reasoning(ReasoningBlock(text=message.reasoning), reasoning, needs="id"):
+        items.append(_reasoning_item(ReasoningBlock(text=message.reasoning)))
+    originals = original_arguments(message)
+    text_parts: list[dict[str, Any]] | None = None
+    for j, block in enumerate(message.content):
+        if is_dropped(block):
+            continue
+        if isinstance(block, TextBlock | ErrorBlock):
+            text = block.text if isinstance(block, TextBlock) else error_text(block)
+            if text_parts is None:
+                text_parts = []
+                items.append({"type": "message", "role": "assistant", "content": text_parts})
+            text_parts.append({"type": "output_text", "text": text, "annotations": []})
+            continue
+        text_parts = None
+        if isinstance(block, ReasoningBlock):
+            if keep_reasoning(block, reasoning, needs="id"):
+                items.append(_reasoning_item(block))
+        elif isinstance(block, ToolCallBlock):
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": block.id,
+                    "name": block.name,
+                    "arguments": arguments_for(block, originals),
+                }
+            )
+        else:
+            raise unsupported(block, FORMAT, "assistant", index=index, key=f"content[{j}]")
+    if not items:
+        items.append({"type": "message", "role": "assistant", "content": []})
+    return items
+
+
+def _tool_items(message: Message, *, index: int) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for j, block in enumerate(message.content):
+        if isinstance(block, ToolResultBlock):
+            items.append(
+                {"type": "function_call_output", "call_id": block.call_id, "output": tool_output_text(block.output)}
+            )
+        elif isinstance(block, ErrorBlock) and block.tool_call_id:
+            items.append({"type": "function_call_output", "call_id": block.tool_call_id, "output": error_text(block)})
+        elif not is_dropped(block):
+            raise FormatError(
+                f"a tool message may only hold ToolResultBlocks, found {type(block).__name__}",
+                index=index,
+                key=f"content[{j}]",
+            )
+    if not items:
+        raise FormatError("tool message has no ToolResultBlock", index=index, key="content")
+    return items
+
+
+def _message_item(message: Message, role: str, *, index: int) -> dict[str, Any]:
+    parts = [
+        _input_part(b, message.role, index=index, key=f"content[{j}]")
+        for j, b in enumerate(message.content)
+        if not is_dropped(b)
+    ]
+    return {"type": "message", "role": role, "content": parts}
+
+
+def message_to_responses_items(
+    message: Message, *, index: int = 0, reasoning: ReasoningMode = "all"
+) -> list[dict[str, Any]]:
+    """One of our messages as Responses input items."""
+    if message.role == "assistant":
+        return _assistant_items(message, index=index, reasoning=reasoning)
+    if message.role == "tool":
+        return _tool_items(message, index=index)
+    if message.role == "system":
+        role = "developer" if message.metadata.get("openai_role") == "developer" else "system"
+        for j, block in enumerate(message.content):
+            if not isinstance(block, TextBlock | ErrorBlock) and not is_dropped(block):
+                raise unsupported(block, FORMAT, "system", index=index, key=f"content[{j}]")
+        return [_message_item(message, role, index=index)]
+    return [_message_item(message, "user", index=index)]
+
+
+def to_responses_input(
+    messages: Sequence[Message], *, system: SystemMode = "items", reasoning: ReasoningMode = "all"
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """Our messages as ``(instructions, input_items)``.
+
+    ``reasoning="signed"`` keeps only reasoning that has a Responses item id (the API rejects reasoning items
+    without one); the default keeps every reasoning block so a stored transcript round-trips.
+    """
+    check_mode(reasoning)
+    if system not in ("items", "instructions"):
+        raise ValueError(f"system={system!r} is not supported; use 'items' or 'instructions'")
+    instructions: list[str] = []
+    items: list[dict[str, Any]] = []
+    for i, message in enumerate(messages):
+        if message.role == "system" and system == "instructions":
+            item = message_to_responses_items(message, index=i)[0]
+            instructions.append("".join(p["text"] for p in item["content"]))
+            continue
+        items.extend(message_to_responses_items(message, index=i, reasoning=reasoning))
+    return (SYSTEM_SEPARATOR.join(instructions) if instructions else None), items
+
+
+# -- Responses -> ours ----------------------------------------------------------------------------------------
+
+
+def _parse_input_part(part: Any, role: str, *, index: int, key: str) -> ContentBlock:
+    p = as_mapping(part, index=index, key=key, what="content part")
+    ptype = p.get("type")
+    if ptype in ("input_text", "output_text", "text"):
+        return TextBlock(text=require_str(p, "text", index=index, key=f"{key}.text", empty_ok=True))
+    if ptype == "refusal":
+        return TextBlock(text=require_str(p, "refusal", index=index, key=f"{key}.refusal", empty_ok=True))
+    if ptype == "input_image":
+        if isinstance(p.get("file_id"), str) and p["file_id"]:
+            return ImageBlock(media=MediaRef(kind="file_id", file_id=p["file_id"]))
+        return ImageBlock(media=media_from_url(require_str(p, "image_url", index=index, key=f"{key}.image_url")))
+    if ptype == "input_audio":
+        audio = as_mapping(p.get("input_audio"), index=index, key=f"{key}.input_audio", what="input_audio")
+        data = require_str(audio, "data", index=index, key=f"{key}.input_audio.data", empty_ok=True)
+        mime = audio_mime(audio.get("format"), index=index, key=f"{key}.input_audio.format")
+        return AudioBlock(media=MediaRef(kind="data", data_base64=data, mime_type=mime))
+    if ptype == "input_file":
+        filename = p.get("filename") if isinstance(p.get("filename"), str) else None
+        if isinstance(p.get("file_id"), str) and p["file_id"]:
+            return DocumentBlock(media=MediaRef(kind="file_id", file_id=p["file_id"], filename=filename))
+        if isinstance(p.get("file_url"), str) and p["file_url"]:
+            return DocumentBlock(media=MediaRef(kind="url", url=p["file_url"], filename=filename))
+        file_data = require_str(p, "file_data", index=index, key=f"{key}.file_data")
+        file_mime, data = split_file_data(file_data)
+        return DocumentBlock(media=MediaRef(kind="data", data_base64=data, mime_type=file_mime, filename=filename))
+    raise FormatError(f"unsupported content part type {ptype!r} in a {role!r} message", index=index, key=f"{key}.type")
+
+
+def _parse_message_content(item: Mapping[str, Any], role: str, *, index: int) -> list[ContentBlock]:
+    content = item.get("content")
+    if content is None:
+        raise FormatError("missing required 'content'", index=index, key="content")
+    if isinstance(content, str):
+        return [TextBlock(text=content)]
+    parts = as_list(content, index=index, key="content", what="'content'")
+    return [_parse_input_part(p, role, index=index, key=f"content[{j}]") for j, p in enumerate(parts)]
+
+
+def _texts(entries: Any, kind: str, *, index: int, key: str) -> list[str]:
+    out: list[str] = []
+    for j, entry in enumerate(as_list(entries or [], index=index, key=key, what=f"'{key}'")):
+        e = as_mapping(entry, index=index, key=f"{key}[{j}]", what=kind)
+        out.append(require_str(e, "text", index=index, key=f"{key}[{j}].text", empty_ok=True))
+    return out
+
+
+def _parse_reasoning(item: Mapping[str, Any], *, index: int) -> ReasoningBlock:
+    summary = _texts(item.get("summary"), "summary_text", index=index, key="summary")
+    content = _texts(item.get("content"), "reasoning_text", index=index, key="content")
+    rid = item.get("id")
+    sig = item.get("encrypted_content")
+    ids = {
+        "id": rid if isinstance(rid, str) and rid else None,
+        "signature": sig if isinstance(sig, str) and sig else None,
+    }
+    if content:
+        return ReasoningBlock(text="\n\n".join(content), summary="\n\n".join(summary), **ids)
+    return ReasoningBlock(text="\n\n".join(summary), **ids)
+
+
+def _item_kind(item: Mapping[str, Any], *, index: int) -> str:
+    itype = item.get("type")
+    if itype is None and "role" in item:
+        itype = "message"
+    if not isinstance(itype, str):
+        raise FormatError("input item needs a 'type' (or a 'role' for a message)", index=index, key="type")
+    return itype
+
+
+def from_responses_input(items: Any, instructions: str | None = None) -> list[Message]:
+    """Responses ``input`` (item list or plain string) or a response's ``output`` items as our messages.
+
+    ``instructions`` becomes a leading system message. Consecutive reasoning, assistant message and
+    function_call items form one assistant message.
+    """
+    out: list[Message] = []
+    if instructions is not None:
+        out.append(Message.text_message(instructions, role="system"))
+    if isinstance(items, str):
+        out.append(Message.text_message(items, role="user"))
+        return out
+    turn: list[ContentBlock] | None = None
+    arguments: dict[str, str] = {}
+
+    def close() -> None:
+        nonlocal turn
+        if turn is not None:
+            calls = [b for b in turn if isinstance(b, ToolCallBlock)]
+            native = (
+                [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments[c.id]}}
+                    for c in calls
+                ]
+                if calls
+                else None
+            )
+            out.append(Message(role="assistant", content=turn, tools_calls=native))
+            turn = None
+            arguments.clear()
+
+    for i, raw in enumerate(messages_input(items, what="Responses input items")):
+        item = as_mapping(raw, index=i, key="type", what="input item")
+        kind = _item_kind(item, index=i)
+        if kind in ("reasoning", "function_call") or (kind == "message" and item.get("role") == "assistant"):
+            if turn is None:
+                turn = []
+            if kind == "reasoning":
+                turn.append(_parse_reasoning(item, index=i))
+            elif kind == "function_call":
+                call_id = require_str(item, "call_id", index=i)
+                raw_args = item.get("arguments")
+                turn.append(
+                    ToolCallBlock(
+                        id=call_id,
+                        name=require_str(item, "name", index=i),
+                        args=parse_args(raw_args, index=i, key="arguments"),
+                    )
+                )
+                arguments[call_id] = raw_args if isinstance(raw_args, str) else ""
+            else:
+                turn.extend(_parse_message_content(item, "assistant", index=i))
+            continue
+        close()
+        if kind == "function_call_output":
+            output = item.get("output")
+            if isinstance(output, list):
+                output = "".join(_texts(output, "output part", index=i, key="output"))
+            if not isinstance(output, str):
+                raise FormatError("function_call_output 'output' must be a string", index=i, key="output")
+            out.append(
+                Message.tool_message([ToolResultBlock(call_id=require_str(item, "call_id", index=i), output=output)])
+            )
+        elif kind == "message":
+            role = item.get("role")
+            if role not in ("user", "system", "developer"):
+                raise FormatError(
+                    f"unknown role {role!r}; expected user, assistant, system or developer", index=i, key="role"
+                )
+            metadata = {"openai_role": "developer"} if role == "developer" else {}
+            api_role = "user" if role == "user" else "system"
+            out.append(
+                Message(role=api_role, content=_parse_message_content(item, api_role, index=i), metadata=metadata)
+            )
+        else:
+            raise FormatError(
+                f"unsupported item type {kind!r} (expected message, reasoning, function_call or function_call_output)",
+                index=i,
+                key="type",
+            )
+    close()
+    return out
+
+
+__all__ = ["from_responses_input", "message_to_responses_items", "to_responses_input"]
