@@ -171,7 +171,8 @@ class Message(BaseModel):
         if fp is None:
             payload = {
                 "r": self.role,
-                "c": [b.model_dump(mode="json", exclude_defaults=True) for b in self.content],
+                # ``type`` is a default, so it is added back: a text and a reasoning block must not collide
+                "c": [{**b.model_dump(mode="json", exclude_defaults=True), "type": b.type} for b in self.content],
                 "t": self.tools_calls,
                 "z": self.reasoning,
             }
