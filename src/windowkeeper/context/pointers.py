@@ -1,0 +1,225 @@
+"""Reversible body replacements for messages in a view: cleared tool results and middle-cut oversized bodies.
+
+A budget manager shrinks a message without removing it: an old tool result becomes a one-line pointer that
+says which call produced it and how big it was, and a message too large for the whole budget is cut in the
+middle with a visible marker. Either way the replacement keeps the message id, the role and every tool call id,
+so the view stays structurally valid, and the original is kept in an `OffloadStore` so it can be put back
+byte-identical (for a restore tool, an audit, or a bigger model).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from ..blocks import ContentBlock, TextBlock, ToolCallBlock, ToolResultBlock, tool_output_text
+from ..messages import Message
+from ..tokens import TokenCounter
+
+logger = logging.getLogger(__name__)
+
+OFFLOAD_KEY = "windowkeeper_offload"
+"""Metadata key marking a replaced body; its value says how (``kind``) and how big the original was."""
+
+OffloadKind = Literal["cleared", "truncated"]
+
+_ARGS_PREVIEW_CHARS = 200
+_FIRST_LINE_CHARS = 160
+_MAX_CUT_ROUNDS = 8
+
+
+def offload_info(message: Message) -> dict[str, Any] | None:
+    """The replacement record of ``message`` (kind, tokens before/after), or None for an untouched message."""
+    info = message.metadata.get(OFFLOAD_KEY)
+    return info if isinstance(info, dict) else None
+
+
+def is_offloaded(message: Message) -> bool:
+    return offload_info(message) is not None
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped:
+            if len(stripped) > _FIRST_LINE_CHARS:
+                return stripped[: _FIRST_LINE_CHARS - 1] + "…"
+            return stripped
+    return ""
+
+
+def _call_signature(name: str | None, call: ToolCallBlock | None) -> str:
+    shown = name or (call.name if call else None) or "tool"
+    if call is None or not call.args:
+        return f"{shown}()"
+    args = json.dumps(call.args, ensure_ascii=False, sort_keys=True, default=str)
+    if len(args) > _ARGS_PREVIEW_CHARS:
+        args = args[: _ARGS_PREVIEW_CHARS - 1] + "…"
+    return f"{shown}({args})"
+
+
+def pointer_text(result: ToolResultBlock, call: ToolCallBlock | None) -> str:
+    """The stand-in a model reads instead of a cleared tool output.
+
+    It names the call and its arguments (so the model can re-run it), gives the size and first line (so the
+    model can tell whether it needs the output again) and says the output still exists.
+    """
+    text = tool_output_text(result.output)
+    lines = text.count("\n") + 1 if text else 0
+    first = _first_line(text)
+    return (
+        f"[tool result cleared from context: {_call_signature(result.name, call)} returned "
+        f"{len(text)} chars in {lines} lines; first line: {json.dumps(first, ensure_ascii=False)}. "
+        "The full output is kept and can be restored; re-run the call if you need it.]"
+    )
+
+
+def clear_tool_results(message: Message, calls: Mapping[str, ToolCallBlock], *, tokens_before: int) -> Message:
+    """``message`` with every tool result replaced by a pointer (same id, role, call ids, names and status).
+
+    Other blocks a tool message may carry (images, text) are folded into the pointer's note; they come back
+    with `OffloadStore.restore`.
+    """
+    results = message.tool_result_blocks()
+    extra = len(message.content) - len(results)
+    blocks: list[ContentBlock] = []
+    for result in results:
+        call = calls.get(result.call_id)
+        note = pointer_text(result, call)
+        if extra:
+            note = note[:-1] + f" ({extra} non-text block(s) of this message were cleared too.)]"
+            extra = 0
+        blocks.append(
+            ToolResultBlock(
+                call_id=result.call_id,
+                output=note,
+                status=result.status,
+                name=result.name or (call.name if call else None),
+            )
+        )
+    return _replaced(message, blocks, "cleared", tokens_before)
+
+
+def _replaced(message: Message, blocks: Sequence[ContentBlock], kind: OffloadKind, tokens_before: int) -> Message:
+    previous = offload_info(message)
+    record: dict[str, Any] = {
+        "kind": kind,
+        "tokens_before": int(previous["tokens_before"]) if previous else tokens_before,
+    }
+    return message.with_content(blocks, metadata={**message.metadata, OFFLOAD_KEY: record})
+
+
+def _cut_middle(text: str, keep_tokens: int, counter: TokenCounter) -> str:
+    """``text`` cut to about ``keep_tokens`` tokens, keeping its head and tail around a marker.
+
+    Counters only count, so the cut is found by scaling a character estimate until the result fits.
+    """
+    total = counter.count_text(text)
+    if total <= keep_tokens:
+        return text
+    chars_per_token = len(text) / max(total, 1)
+    budget = max(keep_tokens, 0)
+    for _ in range(_MAX_CUT_ROUNDS):
+        keep_chars = int(budget * chars_per_token)
+        head_chars = keep_chars // 2
+        tail_chars = keep_chars - head_chars
+        head = text[:head_chars]
+        tail = text[len(text) - tail_chars :] if tail_chars > 0 else ""
+        kept = counter.count_text(head) + counter.count_text(tail)
+        marker = f"\n… [truncated {max(total - kept, 0)} tokens] …\n"
+        candidate = head + marker + tail
+        if counter.count_text(candidate) <= keep_tokens or keep_chars == 0:
+            return candidate
+        over = counter.count_text(candidate) - keep_tokens
+        budget = max(budget - over - 1, 0)
+    return f"… [truncated {total} tokens] …"
+
+
+def truncate_message(message: Message, max_tokens: int, counter: TokenCounter) -> Message | None:
+    """``message`` with its largest text or tool-result bodies cut in the middle until it costs ``max_tokens``.
+
+    Returns None when nothing in it can be cut (tool-call arguments, media and reasoning are left alone, because
+    cutting them would corrupt a call or a provider signature). The result may still exceed ``max_tokens`` when
+    the uncuttable part alone does.
+    """
+    before = counter.count_message(message)
+    if before <= max_tokens:
+        return message
+    blocks: list[ContentBlock] = list(message.content)
+    current = before
+    changed = False
+    tried: set[int] = set()
+    while current > max_tokens:
+        sizes = []
+        for index, block in enumerate(blocks):
+            if index in tried:
+                continue
+            if isinstance(block, TextBlock):
+                sizes.append((counter.count_text(block.text), index))
+            elif isinstance(block, ToolResultBlock):
+                sizes.append((counter.count_text(tool_output_text(block.output)), index))
+        if not sizes:
+            break
+        size, index = max(sizes)
+        tried.add(index)
+        keep = max(size - (current - max_tokens), 0)
+        block = blocks[index]
+        if isinstance(block, TextBlock):
+            blocks[index] = TextBlock(text=_cut_middle(block.text, keep, counter), annotations=block.annotations)
+        elif isinstance(block, ToolResultBlock):
+            cut = _cut_middle(tool_output_text(block.output), keep, counter)
+            blocks[index] = ToolResultBlock(call_id=block.call_id, output=cut, status=block.status, name=block.name)
+        changed = True
+        current = counter.count_message(message.with_content(blocks))
+    if not changed:
+        return None
+    return _replaced(message, blocks, "truncated", before)
+
+
+class OffloadStore:
+    """Originals of replaced message bodies, so a view can be turned back into what was really said.
+
+    Keyed by the replacement's ``(message_id, fingerprint)``: restoring needs only the message found in a view,
+    and two threads that reuse small integer ids cannot swap each other's originals. A replacement of a
+    replacement maps to the first original.
+    """
+
+    def __init__(self) -> None:
+        self._originals: dict[tuple[Hashable, str], Message] = {}
+
+    @staticmethod
+    def _key(message: Message) -> tuple[Hashable, str]:
+        return (message.message_id, message.fingerprint())
+
+    def keep(self, original: Message, replacement: Message) -> None:
+        """Remember ``original`` as the source of ``replacement``."""
+        self._originals[self._key(replacement)] = self.restore(original)
+
+    def restore(self, message: Message) -> Message:
+        """The original of ``message`` if it is a replacement this store made, else ``message`` itself."""
+        if not is_offloaded(message):
+            return message
+        return self._originals.get(self._key(message), message)
+
+    def restore_all(self, messages: Iterable[Message]) -> list[Message]:
+        return [self.restore(m) for m in messages]
+
+    def __contains__(self, message: object) -> bool:
+        return isinstance(message, Message) and self._key(message) in self._originals
+
+    def __len__(self) -> int:
+        return len(self._originals)
+
+
+__all__ = [
+    "OFFLOAD_KEY",
+    "OffloadKind",
+    "OffloadStore",
+    "clear_tool_results",
+    "is_offloaded",
+    "offload_info",
+    "pointer_text",
+    "truncate_message",
+]
