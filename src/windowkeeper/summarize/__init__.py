@@ -1,1 +1,27 @@
-"""windowkeeper.summarize"""
+"""Summarizers: turn old messages into text that keeps their facts.
+
+`Summarizer` is the protocol context managers call; `LLMSummarizer` asks a model, `ExtractiveSummarizer` works
+offline and deterministically, `as_summarizer` adapts user objects and functions, and `get_summarizer` picks one
+from a name. The memory layer's structured summaries live in `windowkeeper.summarize.structured`.
+"""
+
+from .base import CallableSummarizer, MethodSummarizer, Summarizer, as_summarizer
+from .extractive import ExtractiveSummarizer
+from .factory import OFFLINE_NAMES, get_summarizer
+from .llm import DEFAULT_SUMMARY_PROMPT, LLMSummarizer, build_summary_prompt
+from .transcript import render_message, render_transcript
+
+__all__ = [
+    "DEFAULT_SUMMARY_PROMPT",
+    "OFFLINE_NAMES",
+    "CallableSummarizer",
+    "ExtractiveSummarizer",
+    "LLMSummarizer",
+    "MethodSummarizer",
+    "Summarizer",
+    "as_summarizer",
+    "build_summary_prompt",
+    "get_summarizer",
+    "render_message",
+    "render_transcript",
+]

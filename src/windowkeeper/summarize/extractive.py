@@ -1,0 +1,359 @@
+"""`ExtractiveSummarizer`: an offline, deterministic summary made of the session's own most salient sentences.
+
+No model is involved, so it costs nothing, never fails on the network, and gives the same output for the same
+input. It scores every sentence (and tool-result line) with `salience`, groups what it keeps by conversation turn
+(a turn starts at each user message, whose main request heads the group), and fills the token bound greedily by
+value. The bound is checked with the token counter on the final text, so the summary never exceeds
+``max_tokens``. When re-summarizing, the previous summary's lines compete with a large bonus: they stay ahead of
+lower-value new facts, yet a more valuable new fact can still displace an old trivial one, so the summary keeps
+learning instead of freezing once full.
+
+Output format (bullets, turn facts indented under the request that started the turn)::
+
+    - User: Please fix `load_events` in src/ingest/sink.py.
+      - Called run_tests({"path": "tests/ingest"})
+      - run_tests: ValueError: invalid literal for int() with base 10: ''
+      - Assistant: Decision: parse through a tolerant helper.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..blocks import DocumentBlock, ErrorBlock, ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock, tool_output_text
+from ..errors import ConfigurationError
+from ..messages import Message
+from .salience import clip, is_request, looks_like_code, salience, split_sentences
+
+if TYPE_CHECKING:
+    from ..tokens import TokenCounter
+
+logger = logging.getLogger(__name__)
+
+PREVIOUS_BONUS = 4.0
+"""Added to every previous-summary line: earlier facts beat all but clearly more valuable new ones."""
+TOPIC_BONUS = 2.0
+"""Added to the sentence that states a turn's request, so groups keep their heading."""
+MIN_SCORE = 1.0
+"""Sentences scoring below this (small talk, filler) are never kept."""
+
+_SENTENCE_LIMIT = 280
+_RESULT_LINE_LIMIT = 220
+_CALL_ARGS_LIMIT = 140
+_RESULT_HEAD = 4000
+_RESULT_TAIL = 2000
+_PER_RESULT = 4
+_PER_MESSAGE = 8
+_CACHE_SIZE = 8192
+
+_BULLET = re.compile(r"^(\s*)(?:[-*•]|\d+[.)])\s+")
+_NORMALIZE = re.compile(r"[\W_]+")
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """A candidate line taken from one message (cached per message)."""
+
+    text: str
+    score: float
+    topic: bool
+    anchors: frozenset[str] = frozenset()
+
+
+@dataclass
+class _Fact:
+    group: int
+    seq: int
+    text: str
+    priority: float
+    topic: bool
+    anchors: frozenset[str]
+    cost: int = 0
+
+
+def _key(text: str) -> str:
+    return _NORMALIZE.sub(" ", text.lower()).strip()
+
+
+class ExtractiveSummarizer:
+    """Offline `Summarizer`: keeps the most salient facts of old messages within an exact token bound.
+
+    ``counter`` measures the bound (default: the shared exact ``o200k_base`` counter). ``instructions`` passed to
+    `summarize` are accepted for protocol compatibility and ignored: there is no model to instruct.
+    """
+
+    def __init__(self, counter: TokenCounter | None = None) -> None:
+        self._counter = counter
+        self._pieces: OrderedDict[tuple[Hashable, str], tuple[_Piece, ...]] = OrderedDict()
+        self._costs: OrderedDict[str, int] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"ExtractiveSummarizer(counter={self.counter.name!r})"
+
+    @property
+    def counter(self) -> TokenCounter:
+        if self._counter is None:
+            from ..tokens import default_counter
+
+            self._counter = default_counter()
+        return self._counter
+
+    # -- public --------------------------------------------------------------------------------------------
+
+    async def summarize(
+        self,
+        messages: Sequence[Message],
+        *,
+        previous_summary: str | None = None,
+        max_tokens: int = 600,
+        instructions: str | None = None,
+    ) -> str:
+        return self.summarize_sync(messages, previous_summary=previous_summary, max_tokens=max_tokens)
+
+    def summarize_sync(
+        self,
+        messages: Sequence[Message],
+        *,
+        previous_summary: str | None = None,
+        max_tokens: int = 600,
+    ) -> str:
+        """The same summary as `summarize`, for synchronous callers (it never does I/O)."""
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0:
+            raise ConfigurationError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        facts, topics = self._collect(messages, previous_summary)
+        if not facts:
+            return ""
+        for fact in facts:
+            fact.cost = self._cost(fact.text) + 1
+        chosen = self._select(facts, max_tokens)
+        text = self._render(chosen, topics)
+        while chosen and self.counter.count_text(text) > max_tokens:
+            chosen.remove(min(chosen, key=lambda f: (f.priority, -f.seq)))
+            text = self._render(chosen, topics)
+        if not chosen:
+            return self._squeeze(max(facts, key=lambda f: (f.priority, -f.seq)), max_tokens)
+        return text
+
+    # -- candidates ----------------------------------------------------------------------------------------
+
+    def _collect(self, messages: Sequence[Message], previous: str | None) -> tuple[list[_Fact], dict[int, int]]:
+        facts: list[_Fact] = []
+        seen: set[str] = set()
+        group = -1
+        seq = 0
+
+        def add(text: str, priority: float, topic: bool, anchors: frozenset[str]) -> None:
+            nonlocal seq
+            key = _key(text)
+            if not key or key in seen:
+                return
+            seen.add(key)
+            facts.append(_Fact(group=group, seq=seq, text=text, priority=priority, topic=topic, anchors=anchors))
+            seq += 1
+
+        for line in (previous or "").splitlines():
+            if not line.strip():
+                continue
+            bullet = _BULLET.match(line)
+            indented = bool(bullet and bullet.group(1))
+            body = line[bullet.end() :].strip() if bullet else line.strip()
+            if not indented or group < 0:
+                group += 1
+            sentences = [body] if bullet else split_sentences(body)
+            for j, sentence in enumerate(sentences):
+                if j and not bullet:
+                    group += 1
+                found = salience(sentence)
+                add(sentence, found.score + PREVIOUS_BONUS + 1.0, not indented, found.anchors)
+
+        total = max(1, len(messages))
+        for position, message in enumerate(messages):
+            if message.role == "user" or group < 0:
+                group += 1
+            recency = 0.5 * position / total
+            for piece in self._message_pieces(message):
+                bonus = recency + (TOPIC_BONUS if piece.topic else 0.0)
+                add(piece.text, piece.score + bonus, piece.topic, piece.anchors)
+
+        topics: dict[int, int] = {}
+        for fact in facts:
+            if fact.topic and fact.group not in topics:
+                topics[fact.group] = fact.seq
+        for fact in facts:
+            fact.topic = topics.get(fact.group) == fact.seq
+        return facts, topics
+
+    def _message_pieces(self, message: Message) -> tuple[_Piece, ...]:
+        key = (message.message_id, message.fingerprint())
+        cached = self._pieces.get(key)
+        if cached is not None:
+            self._pieces.move_to_end(key)
+            return cached
+        pieces = tuple(self._extract(message))
+        self._pieces[key] = pieces
+        if len(self._pieces) > _CACHE_SIZE:
+            self._pieces.popitem(last=False)
+        return pieces
+
+    def _extract(self, message: Message) -> list[_Piece]:
+        role = message.role
+        out: list[_Piece] = []
+        texts: list[str] = []
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                texts.append(block.text)
+            elif isinstance(block, DocumentBlock) and (block.excerpt or block.text):
+                texts.append(block.excerpt or block.text or "")
+            elif isinstance(block, ImageBlock) and block.alt_text:
+                texts.append(f"[image] {block.alt_text}")
+            elif isinstance(block, ErrorBlock):
+                out.append(
+                    _Piece(f"Error: {clip(block.error, _SENTENCE_LIMIT)}", 3.0 + salience(block.error).score, False)
+                )
+            elif isinstance(block, ToolResultBlock):
+                out.extend(self._result_pieces(block))
+        answer = role == "assistant" and not message.tool_call_blocks()
+        prose = self._prose_pieces("\n".join(texts), role, answer=answer)
+        calls = [b for b in message.content if isinstance(b, ToolCallBlock)] or message.tool_call_blocks()
+        for call in calls:
+            args = json.dumps(call.args, ensure_ascii=False, sort_keys=True)
+            if len(args) > _CALL_ARGS_LIMIT:
+                args = args[:_CALL_ARGS_LIMIT] + "…"
+            found = salience(args)
+            out.append(_Piece(f"Called {call.name}({args})", 1.0 + 0.5 * found.score, False, found.anchors))
+        best = sorted(prose + out, key=lambda p: -p.score)[:_PER_MESSAGE]
+        keep = set(map(id, best))
+        return [p for p in (*prose, *out) if id(p) in keep]
+
+    def _prose_pieces(self, text: str, role: str, *, answer: bool = False) -> list[_Piece]:
+        """Salient sentences of prose; a user message's request sentence is marked as its turn's topic.
+
+        User sentences weigh more (they state goals and constraints), and so do an assistant's final answers
+        (no tool call), which report what was done and decided.
+        """
+        if not text.strip():
+            return []
+        label = {"user": "User", "assistant": "Assistant", "system": "System"}.get(role, role.capitalize())
+        factor = 1.3 if role == "user" else 1.5 if answer else 1.0
+        sentences = split_sentences(text)
+        found = [salience(sentence) for sentence in sentences]
+        topic_index: int | None = None
+        if role == "user" and sentences:
+            requests = [i for i, sentence in enumerate(sentences) if is_request(sentence)]
+            topic_index = requests[0] if requests else max(range(len(found)), key=lambda i: (found[i].score, -i))
+        out: list[_Piece] = []
+        for i, sentence in enumerate(sentences):
+            value = found[i].score * factor
+            is_topic = i == topic_index
+            if value < MIN_SCORE and not is_topic:
+                continue
+            out.append(_Piece(f"{label}: {clip(sentence, _SENTENCE_LIMIT)}", value, is_topic, found[i].anchors))
+        return out
+
+    def _result_pieces(self, block: ToolResultBlock) -> list[_Piece]:
+        output = tool_output_text(block.output)
+        if len(output) > _RESULT_HEAD + _RESULT_TAIL:
+            output = output[:_RESULT_HEAD] + "\n" + output[-_RESULT_TAIL:]
+        label = block.name or block.call_id
+        failed = block.status == "error"
+        lines: dict[str, tuple[float, frozenset[str]]] = {}
+        for raw in output.splitlines() or [output]:
+            line = raw.strip()
+            if len(line) < 4 or line in lines:
+                continue
+            if looks_like_code(raw):
+                found = salience(line, ("error",))
+                if not found.kinds:
+                    continue
+                value = 0.3 * found.score
+            else:
+                found = salience(line)
+                value = 0.6 * found.score
+            if "error" in found.kinds:
+                value += 1.0
+            if value >= MIN_SCORE:
+                lines[line] = (value, found.anchors)
+        best = sorted(lines.items(), key=lambda kv: -kv[1][0])[:_PER_RESULT]
+        chosen = {line for line, _ in best}
+        out = [
+            _Piece(f"{label}{' error' if failed else ''}: {clip(line, _RESULT_LINE_LIMIT)}", value, False, anchors)
+            for line, (value, anchors) in lines.items()
+            if line in chosen
+        ]
+        if failed and not out:
+            out.append(_Piece(f"{label} error: {clip(' '.join(output.split()), _RESULT_LINE_LIMIT)}", 3.0, False))
+        return out
+
+    # -- selection and rendering ---------------------------------------------------------------------------
+
+    def _cost(self, text: str) -> int:
+        cost = self._costs.get(text)
+        if cost is None:
+            cost = self.counter.count_text("  - " + text)
+            self._costs[text] = cost
+            if len(self._costs) > _CACHE_SIZE:
+                self._costs.popitem(last=False)
+        return cost
+
+    @staticmethod
+    def _select(facts: list[_Fact], max_tokens: int) -> list[_Fact]:
+        """Greedy by value with diminishing returns: a fact whose anchors (paths, ids, errors, quantities) are
+        already covered by chosen facts is worth less, so the budget buys many different facts instead of the
+        same error reported by the user, the test log and the assistant. Lazy re-scoring keeps it near-linear."""
+        covered: set[str] = set()
+
+        def worth(fact: _Fact) -> float:
+            if not fact.anchors or fact.topic:
+                return fact.priority
+            novel = sum(1 for a in fact.anchors if a not in covered) / len(fact.anchors)
+            return fact.priority * (0.3 + 0.7 * novel)
+
+        heap = [(-f.priority, f.seq, f) for f in facts]
+        heapq.heapify(heap)
+        budget = max_tokens
+        chosen: list[_Fact] = []
+        while heap:
+            stored, seq, fact = heapq.heappop(heap)
+            if fact.cost > budget:
+                continue
+            current = worth(fact)
+            if heap and current < -heap[0][0] and current < -stored:
+                heapq.heappush(heap, (-current, seq, fact))
+                continue
+            chosen.append(fact)
+            covered.update(fact.anchors)
+            budget -= fact.cost
+        return chosen
+
+    @staticmethod
+    def _render(chosen: list[_Fact], topics: dict[int, int]) -> str:
+        present = {f.seq for f in chosen}
+        lines: list[str] = []
+        for fact in sorted(chosen, key=lambda f: f.seq):
+            headed = fact.group in topics and topics[fact.group] in present
+            indent = "  " if headed and not fact.topic else ""
+            lines.append(f"{indent}- {fact.text}")
+        return "\n".join(lines)
+
+    def _squeeze(self, fact: _Fact, max_tokens: int) -> str:
+        """The single best fact cut down to fit a bound too small for any whole line."""
+        low, high = 0, len(fact.text)
+        best = ""
+        while low <= high:
+            middle = (low + high) // 2
+            candidate = f"- {fact.text[:middle].rstrip()}…"
+            if self.counter.count_text(candidate) <= max_tokens:
+                best, low = candidate, middle + 1
+            else:
+                high = middle - 1
+        return best
+
+
+__all__ = ["MIN_SCORE", "PREVIOUS_BONUS", "TOPIC_BONUS", "ExtractiveSummarizer"]

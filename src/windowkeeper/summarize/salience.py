@@ -1,0 +1,206 @@
+"""What makes a sentence worth keeping: regex detectors for the facts an agent session depends on.
+
+The extractive summarizer has no model, so "important" has to be recognizable on the surface: file paths, URLs,
+numbers with units, dates and times, identifiers (hashes, ids, snake_case / CamelCase symbols), error messages,
+decisions, open questions, names and things the user asked to remember. Each detector has a weight; a sentence
+scores the sum of the weights of the kinds it contains (plus a little for repeats), so a line such as
+``ValueError in src/ingest/sink.py at 10:42`` outranks small talk by a wide margin.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+_UNITS = (
+    r"%|ms|µs|us|ns|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|"
+    r"[KMGTP]i?B|bytes?|[kmgt]b|px|km|m|cm|mm|kg|g|mg|lbs?|°[CF]|USD|EUR|GBP|tokens?|rows?|requests?|req/s|rps|qps|"
+    r"users?|items?|records?|files?|lines?|tests?|errors?|retries|attempts?|workers?|cores?|threads?|x"
+)
+
+DETECTORS: dict[str, re.Pattern[str]] = {
+    "url": re.compile(r"\bhttps?://[^\s)>\]\"'`]+"),
+    "path": re.compile(
+        r"(?<![\w/.:])(?:~|\.{1,2})?/(?:[\w.\-]+/)*[\w.\-]+"
+        r"|\b(?:[\w.\-]+/)+[\w.\-]+\.\w{1,6}\b"
+        r"|\b[\w\-]+\.(?:py|pyi|js|mjs|ts|tsx|jsx|json|ya?ml|toml|md|rst|txt|csv|tsv|log|sql|sh|go|rs|java|kt|c|h|cc|"
+        r"cpp|hpp|rb|php|html|css|ini|cfg|conf|lock|env|ipynb|parquet|xml|proto)\b",
+    ),
+    "quantity": re.compile(
+        rf"(?<![\w.])[$€£]?\d+(?:[.,]\d+)*\s?(?:{_UNITS})(?![\w])|[$€£]\d+(?:[.,]\d+)*",
+    ),
+    "datetime": re.compile(
+        r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b"
+        r"|\b\d{1,2}:\d{2}(?::\d{2})?\s?(?:[ap]\.?m\.?)?(?!\d)"
+        r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?\b"
+        r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:January|February|March|April|May|June|July|August|September|October|"
+        r"November|December)\b"
+        r"|\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b"
+        r"|\b(?:today|tomorrow|yesterday|tonight|next (?:week|month)|last (?:week|month)|deadline)\b",
+        re.IGNORECASE,
+    ),
+    "identifier": re.compile(
+        r"`[^`\n]{2,80}`"
+        r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+        r"|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"
+        r"|\b[A-Z][A-Z0-9]+-\d+\b|#\d+\b"
+        r"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"
+        r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b"
+        r"|\b\w+(?:\.\w+)*\(\)",
+    ),
+    "error": re.compile(
+        r"\b\w*(?:Error|Exception)\b|\bTraceback\b"
+        r"|\b(?:error|errors|failed|failing|failure|fatal|panic|denied|refused|timed? ?out|not found|cannot|can't|"
+        r"unable to|crash(?:ed|es)?|broken|invalid|exit (?:code|status) [1-9]\d*|bug)\b",
+    ),
+    "decision": re.compile(
+        r"\b(?:decided|decide|decision|chose|choose|chosen|agreed|agree|let's|let us|we'll|settled on|go with|"
+        r"opt(?:ed)? for|switch(?:ed)? to|approach|conclusion|instead of|plan(?:ned)? to)\b",
+        re.IGNORECASE,
+    ),
+    "intent": re.compile(r"\b(?:will|i'll|we will|going to|should|must)\b", re.IGNORECASE),
+    "constraint": re.compile(
+        r"\b(?:don't|do not|must not|never|always|only|at most|at least|no more than|stay under|under \d|within|"
+        r"compatible|limit|slo|sla|budget|requirement|constraint|deadline|no new)\b",
+        re.IGNORECASE,
+    ),
+    "question": re.compile(
+        r"\?\s*$|\b(?:open question|tbd|todo|unclear|not sure|unknown whether|need to (?:check|confirm|decide))\b",
+        re.IGNORECASE,
+    ),
+    "personal": re.compile(
+        r"\b(?:remember|my name is|call me|i am|i'm|i prefer|i like|i don't like|my \w+ is|favou?rite)\b",
+        re.IGNORECASE,
+    ),
+    "name": re.compile(r"(?<=\s)(?!(?:I|The|This|That|These|Those|It|We|You|He|She|They|A|An)\b)[A-Z][a-z]{1,}\b"),
+    "number": re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])"),
+}
+
+WEIGHTS: dict[str, float] = {
+    "url": 3.0,
+    "path": 3.0,
+    "error": 3.0,
+    "decision": 3.0,
+    "personal": 3.0,
+    "quantity": 2.5,
+    "datetime": 2.5,
+    "constraint": 2.5,
+    "identifier": 2.0,
+    "question": 2.0,
+    "name": 1.5,
+    "intent": 1.0,
+    "number": 0.5,
+}
+
+ANCHOR_KINDS: tuple[str, ...] = ("url", "path", "quantity", "datetime", "identifier")
+"""Kinds whose matched strings identify a fact; two lines with the same anchors say much the same thing."""
+
+_ERROR_SIGNATURE = re.compile(r"\b\w*(?:Error|Exception)\b(?::[^\n]{0,80})?")
+_REQUEST = re.compile(
+    r"\b(?:please|can you|could you|would you|i need|we need|i want|help me|fix|implement|add|create|write|build|"
+    r"find|investigate|why|how|what)\b",
+    re.IGNORECASE,
+)
+
+_CODE_LINE = re.compile(
+    r"^\s*(?:\d+\s+)?(?:def |class |import |from \S+ import |return\b|if .*:$|for .*:$|elif |else:|try:|except|"
+    r"@\w+|[#/]{1,2}\s|[\w.\[\]'\"]+\s*[+\-*/]?=\s|[{}()\[\],;]+$)",
+)
+
+
+@dataclass(frozen=True)
+class Salience:
+    """How valuable a piece of text is, which kinds of facts it contains, and the strings that anchor them."""
+
+    score: float
+    kinds: frozenset[str]
+    anchors: frozenset[str]
+
+
+_NOTHING = Salience(0.0, frozenset(), frozenset())
+
+
+def salience(text: str, kinds: Iterable[str] | None = None) -> Salience:
+    """Score ``text`` by the fact kinds found in it; 0.0 means nothing worth keeping was detected.
+
+    The strongest kind counts fully and every further kind at half weight, so a line stuffed with identifiers
+    does not automatically beat a plain decision. ``kinds`` restricts the detectors that run (for speed).
+    """
+    weights: list[float] = []
+    found: list[str] = []
+    anchors: set[str] = set()
+    extra = 0
+    for kind in kinds if kinds is not None else DETECTORS:
+        hits = DETECTORS[kind].findall(text)
+        if not hits:
+            continue
+        found.append(kind)
+        weights.append(WEIGHTS[kind])
+        extra += min(len(hits) - 1, 2)
+        if kind in ANCHOR_KINDS:
+            anchors.update(h.strip("`").lower() for h in hits)
+    if not found:
+        return _NOTHING
+    if "error" in found:
+        anchors.update(m.lower() for m in _ERROR_SIGNATURE.findall(text))
+    weights.sort(reverse=True)
+    score = weights[0] + 0.5 * sum(weights[1:]) + 0.2 * min(extra, 5)
+    return Salience(score=score, kinds=frozenset(found), anchors=frozenset(anchors))
+
+
+def is_request(sentence: str) -> bool:
+    """Whether a user sentence asks for something (a turn's topic) rather than adding detail."""
+    return bool(_REQUEST.search(sentence))
+
+
+def looks_like_code(line: str) -> bool:
+    """True for source lines (numbered file listings included): mostly identifiers, rarely facts."""
+    return bool(_CODE_LINE.match(line))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[`A-Z0-9])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of prose: split at line breaks and at ``. ``/``! ``/``? `` before a capital or digit."""
+    out: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        out.extend(piece.strip() for piece in _SENTENCE_END.split(line) if piece.strip())
+    return out
+
+
+def first_span(text: str) -> int | None:
+    """Start offset of the first high-value match (for clipping long lines around it)."""
+    best: int | None = None
+    for kind in ("error", "path", "url", "quantity", "datetime", "identifier"):
+        match = DETECTORS[kind].search(text)
+        if match is not None and (best is None or match.start() < best):
+            best = match.start()
+    return best
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` shortened to about ``limit`` characters, keeping the window around its first salient match."""
+    if len(text) <= limit:
+        return text
+    start = first_span(text) or 0
+    start = max(0, min(start - limit // 4, len(text) - limit))
+    piece = text[start : start + limit].strip()
+    return ("…" if start > 0 else "") + piece + ("…" if start + limit < len(text) else "")
+
+
+__all__ = [
+    "ANCHOR_KINDS",
+    "DETECTORS",
+    "WEIGHTS",
+    "Salience",
+    "clip",
+    "is_request",
+    "looks_like_code",
+    "salience",
+    "split_sentences",
+]
