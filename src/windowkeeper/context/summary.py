@@ -26,7 +26,6 @@ from .message import check_non_negative_int
 logger = logging.getLogger(__name__)
 
 API_STYLES = ("responses", "chat")
-OFFLINE_SUMMARIZERS = ("extractive",)
 FAILURE_LOG = "Summarisation LLM call failed"
 
 
@@ -50,6 +49,12 @@ def _check_positive_int(name: str, value: object, *, allow_none: bool) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         hint = " or None to disable it" if allow_none else ""
         raise ConfigurationError(f"{name} must be a positive integer{hint}, got {value!r}")
+
+
+def _is_offline_name(name: str) -> bool:
+    from ..summarize import OFFLINE_NAMES
+
+    return name.strip().lower() in OFFLINE_NAMES
 
 
 def _is_summarizer_like(obj: object) -> bool:
@@ -90,6 +95,7 @@ class SummaryContextManager(BaseContextManager[S]):
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 60.0,
+        max_retries: int = 2,
     ) -> None:
         check_non_negative_int("max_messages", max_messages, allow_none=True)
         _check_positive_int("token_budget", token_budget, allow_none=True)
@@ -102,6 +108,7 @@ class SummaryContextManager(BaseContextManager[S]):
             )
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
             raise ConfigurationError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        check_non_negative_int("max_retries", max_retries)
         if summary_system_prompt is not None and not isinstance(summary_system_prompt, str):
             raise ConfigurationError(
                 f"summary_system_prompt must be a string or None, got {type(summary_system_prompt).__name__}",
@@ -114,7 +121,7 @@ class SummaryContextManager(BaseContextManager[S]):
                 "summarizer) or summarizer= (an object with async summarize(...) or a callable)",
             )
         if isinstance(summarizer, str):
-            if summarizer not in OFFLINE_SUMMARIZERS:
+            if not _is_offline_name(summarizer):
                 raise ConfigurationError(
                     f"summarizer={summarizer!r} is not a known summarizer name; use 'extractive', pass an object "
                     "with an async summarize(...) method, or a callable (messages, previous_summary) -> str",
@@ -136,6 +143,7 @@ class SummaryContextManager(BaseContextManager[S]):
         self.base_url = base_url
         self.api_key = api_key
         self.timeout = float(timeout)
+        self.max_retries = max_retries
         self._summarizer_spec: Any = summarizer
         self._summarizer: Any = None
         if summarizer is not None and not isinstance(summarizer, str):
@@ -166,22 +174,19 @@ class SummaryContextManager(BaseContextManager[S]):
             from ..summarize import get_summarizer
 
             name = self._summarizer_spec if isinstance(self._summarizer_spec, str) else self.model
-            if name in OFFLINE_SUMMARIZERS:
+            assert name is not None
+            if _is_offline_name(name):
                 self._summarizer = get_summarizer(name)
             else:
-                from ..llm import create_client
-                from ..summarize import LLMSummarizer
-
-                assert self.model is not None
-                client = create_client(
-                    self.model,
-                    self.provider,
+                self._summarizer = get_summarizer(
+                    name,
+                    provider=self.provider,
                     api_style=self.api_style,
                     base_url=self.base_url,
                     api_key=self.api_key,
                     timeout=self.timeout,
+                    max_retries=self.max_retries,
                 )
-                self._summarizer = LLMSummarizer(client)
         return self._summarizer
 
     # -- decision -------------------------------------------------------------------------------------------
