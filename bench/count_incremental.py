@@ -1,0 +1,60 @@
+"""Re-counting a long history after one append should cost about one message, not the whole history.
+
+Generates a 100,000-message coding-agent session, counts it once cold with the exact ``o200k_base`` counter, then
+again after appending one message (the situation of every model call in a long session), and prints the ratio of
+the two times plus the cold throughput. A tokenizer-per-call design (e.g. re-encoding every message) would show a
+ratio near 1. Ratios only; machine speed does not matter.
+
+    python bench/count_incremental.py [--messages 100000] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from windowkeeper import Message
+from windowkeeper.sessiongen import iter_steps
+from windowkeeper.tokens import TiktokenCounter
+
+
+def build_history(n_messages: int, seed: int) -> list[Message]:
+    session = None
+    for session in iter_steps(seed=seed):
+        if len(session.messages) >= n_messages:
+            break
+    assert session is not None
+    return session.messages[:n_messages]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    started = time.perf_counter()
+    history = build_history(args.messages, args.seed)
+    print(f"generated {len(history):,} messages in {time.perf_counter() - started:.1f} s")
+
+    counter = TiktokenCounter("o200k_base")
+    counter.count_text("warm up")  # load the encoding outside the timed region
+
+    started = time.perf_counter()
+    cold_total = counter.count_messages(history)
+    cold = time.perf_counter() - started
+
+    history.append(Message.text_message("One more thing: keep the public API unchanged.", message_id="bench-append"))
+    started = time.perf_counter()
+    warm_total = counter.count_messages(history)
+    warm = time.perf_counter() - started
+
+    ratio = warm / cold
+    print(f"cold count : {cold_total:,} tokens, {len(history) - 1:,} messages, {cold:.3f} s "
+          f"({(len(history) - 1) / cold:,.0f} messages/s)")
+    print(f"after append: {warm_total:,} tokens (+{warm_total - cold_total}), {warm * 1000:.1f} ms")
+    print(f"ratio append/cold: {ratio:.5f} (expected < 0.01) -> {'OK' if ratio < 0.01 else 'ABOVE TARGET'}")
+
+
+if __name__ == "__main__":
+    main()
