@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,14 @@ SWE_AGENT = DATA_ROOT / "swe_agent"
 
 
 def tau_trajectories() -> list[dict[str, Any]]:
+    """The 200 tau-bench records (parsed once per session; callers must not mutate them)."""
     if not TAU_BENCH.is_file():
         pytest.skip(f"tau-bench data not found at {TAU_BENCH} (expected ../shared/data next to the repo)")
+    return _load_tau()
+
+
+@functools.lru_cache(maxsize=1)
+def _load_tau() -> list[dict[str, Any]]:
     data: list[dict[str, Any]] = json.loads(TAU_BENCH.read_text(encoding="utf-8"))
     return data
 

@@ -58,7 +58,11 @@ def test_tau_bench_structure_is_mapped_to_blocks() -> None:
     assert result.role == "tool"
     (block,) = result.content
     assert isinstance(block, ToolResultBlock)
-    assert (block.call_id, block.name, block.status) == ("call_oIHazX6yQrB8hUwl4cRilFKj", "get_user_details", "completed")
+    assert (block.call_id, block.name, block.status) == (
+        "call_oIHazX6yQrB8hUwl4cRilFKj",
+        "get_user_details",
+        "completed",
+    )
     assert block.output == traj[7]["content"]
 
 
@@ -121,7 +125,9 @@ def test_multimodal_user_parts_round_trip() -> None:
         ImageBlock(media=MediaRef(kind="data", data_base64="/9j/4AAQ", mime_type="image/jpeg")),
         AudioBlock(media=MediaRef(kind="data", data_base64="UklGRg==", mime_type="audio/wav")),
         DocumentBlock(media=MediaRef(kind="file_id", file_id="file-abc", filename="report.pdf")),
-        DocumentBlock(media=MediaRef(kind="data", data_base64="JVBERi0=", mime_type="application/pdf", filename="a.pdf")),
+        DocumentBlock(
+            media=MediaRef(kind="data", data_base64="JVBERi0=", mime_type="application/pdf", filename="a.pdf")
+        ),
     ]
     assert to_openai_chat([message]) == wire
 
@@ -140,7 +146,11 @@ def test_parallel_calls_reasoning_and_developer_role() -> None:
             ],
         },
         {"role": "tool", "tool_call_id": "a", "content": "18C"},
-        {"role": "tool", "tool_call_id": "b", "content": [{"type": "text", "text": "2"}, {"type": "text", "text": "4C"}]},
+        {
+            "role": "tool",
+            "tool_call_id": "b",
+            "content": [{"type": "text", "text": "2"}, {"type": "text", "text": "4C"}],
+        },
     ]
     messages = from_openai_chat(wire)
     assert messages[0].role == "system" and messages[0].metadata["openai_role"] == "developer"
@@ -242,9 +252,7 @@ def test_blocks_the_format_cannot_carry_raise_with_position() -> None:
         ([{"role": "user", "content": "x", "tool_calls": [{"id": "a"}]}], 0, "tool_calls", "only assistant"),
     ],
 )
-def test_malformed_openai_dicts_name_index_and_key(
-    wire: list[Any], index: int, key: str, fragment: str
-) -> None:
+def test_malformed_openai_dicts_name_index_and_key(wire: list[Any], index: int, key: str, fragment: str) -> None:
     with pytest.raises(FormatError) as err:
         from_openai_chat(wire)
     assert err.value.index == index
