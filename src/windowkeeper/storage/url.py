@@ -7,7 +7,7 @@ handed to a child process) fully identifies where a store's data lives.
 from __future__ import annotations
 
 import os
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode
 
 from ..errors import ConfigurationError
 from .base import SessionStore
@@ -29,25 +29,27 @@ def redis_url() -> str:
 
 
 def split_prefix(url: str) -> tuple[str, str | None]:
-    """Remove our ``prefix`` query parameter (drivers reject unknown ones) and return it separately."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
+    """Remove our ``prefix`` query parameter (drivers reject unknown ones) and return it separately.
+
+    The query is cut off by hand rather than with ``urlunsplit``, which would collapse ``sqlite:////abs/path``.
+    """
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url, None
     prefix = None
     kept = []
-    for name, value in query:
+    for name, value in parse_qsl(query, keep_blank_values=True):
         if name == "prefix":
             prefix = value
         else:
             kept.append((name, value))
-    return urlunsplit(parts._replace(query=urlencode(kept))), prefix
+    return (f"{base}?{urlencode(kept)}" if kept else base), prefix
 
 
 def with_prefix(url: str, prefix: str) -> str:
     """``url`` with ``prefix=`` set, for handing a store's location to another process."""
     base, _ = split_prefix(url)
-    parts = urlsplit(base)
-    query = [*parse_qsl(parts.query, keep_blank_values=True), ("prefix", prefix)]
-    return urlunsplit(parts._replace(query=urlencode(query)))
+    return f"{base}{'&' if '?' in base else '?'}{urlencode([('prefix', prefix)])}"
 
 
 def open_store(url_or_path: str | os.PathLike[str], *, prefix: str | None = None) -> SessionStore:
