@@ -107,8 +107,9 @@ def validate(messages: Sequence[Message], provider: Provider | str = "openai") -
     """Every structural problem that would make ``provider`` reject ``messages``, in index order.
 
     Checked for all providers: tool results with no preceding call, tool calls left unanswered (other than the
-    trailing pending turn), parallel calls answered only in part, duplicate call ids, tool messages without results.
-    For Anthropic and Gemini the first non-system message must come from the user.
+    trailing pending turn), parallel calls answered only in part, tool messages without results. For Anthropic
+    call ids must be unique across the conversation, and for Anthropic and Gemini the first non-system message
+    must come from the user.
     """
     if provider not in PROVIDERS:
         raise ValueError(f"provider={provider!r} is not supported; use one of {', '.join(PROVIDERS)}")
@@ -132,7 +133,9 @@ def validate(messages: Sequence[Message], provider: Provider | str = "openai") -
             continue
         if unit.kind in ("tool_turn", "pending", "incomplete"):
             for cid in unit.call_ids:
-                if cid in seen_calls:
+                # OpenAI pairs results by adjacency and accepts an id reused in a later turn (recorded
+                # trajectories do this); Anthropic rejects any repeated tool_use id.
+                if cid in seen_calls and provider == "anthropic":
                     problems.append(
                         Problem(
                             unit.start,

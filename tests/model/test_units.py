@@ -54,7 +54,8 @@ def test_problems_carry_indices_and_codes() -> None:
 
 def test_duplicate_call_ids_are_reported() -> None:
     msgs = [USER, call("a"), result("a"), USER, call("a"), result("a")]
-    assert [p.code for p in validate(msgs)] == ["duplicate_tool_call_id"]
+    assert [p.code for p in validate(msgs, "anthropic")] == ["duplicate_tool_call_id"]
+    assert validate(msgs, "openai") == []
 
 
 def test_unknown_provider_is_rejected() -> None:

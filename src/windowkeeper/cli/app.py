@@ -21,7 +21,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
+console = Console(width=None if Console().is_terminal else 150)
 err_console = Console(stderr=True)
 
 STRATEGIES = ("budget", "summary", "message", "window")
@@ -36,7 +36,9 @@ def _fail(exc: Exception) -> typer.Exit:
 def _root(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what the managers do.")] = False,
 ) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
 
 
 @app.command()
@@ -80,7 +82,9 @@ def compact(
     out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the compacted conversation.")] = Path(
         "compacted.json"
     ),
-    fmt: Annotated[str, typer.Option("--format", help="Input format: auto, openai, anthropic or windowkeeper.")] = "auto",
+    fmt: Annotated[
+        str, typer.Option("--format", help="Input format: auto, openai, anthropic or windowkeeper.")
+    ] = "auto",
     out_format: Annotated[str, typer.Option(help="Output format: windowkeeper, openai or anthropic.")] = "windowkeeper",
 ) -> None:
     """Apply one strategy to a conversation file and write the view that would be sent."""

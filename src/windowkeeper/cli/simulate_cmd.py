@@ -39,7 +39,9 @@ def run_simulate(console: Console, path: Path, *, budget: int, limit: int | None
         console.print("No trajectories found.")
         return
     merged = ReplayReport(totals, calls, prices)
-    console.print(report_table(merged, title=f"{len(trajectories)} trajectories, {calls} model calls, budget {budget:,}"))
+    console.print(
+        report_table(merged, title=f"{len(trajectories)} trajectories, {calls} model calls, budget {budget:,}")
+    )
 
 
 __all__ = ["run_simulate"]

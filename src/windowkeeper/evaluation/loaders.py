@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from ..errors import FormatError
 from ..llm.formats import from_anthropic, from_openai_chat
 from ..messages import Message
+from ..state import AgentState
 
 FORMATS = ("auto", "openai", "anthropic", "windowkeeper")
 
@@ -30,7 +31,9 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConversationFileError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+        raise ConversationFileError(
+            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from exc
 
 
 def _is_ours(item: Any) -> bool:
@@ -45,9 +48,7 @@ def _ours(path: Path, items: list[Any]) -> list[Message]:
         except ValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(str(p) for p in err["loc"])
-            raise ConversationFileError(
-                f"{path}: {err['msg']}", index=index, key=loc or None
-            ) from exc
+            raise ConversationFileError(f"{path}: {err['msg']}", index=index, key=loc or None) from exc
     return out
 
 
@@ -99,6 +100,20 @@ def load_conversation(path: str | Path, *, fmt: str = "auto") -> list[Message]:
     return parse_conversation(_read_json(p), fmt=fmt, source=str(p))
 
 
+def load_state(path: str | Path, *, fmt: str = "auto") -> AgentState:
+    """A conversation file as a state: our saved ``AgentState`` JSON keeps its summary and scratchpad."""
+    p = Path(path)
+    data = _read_json(p)
+    state = AgentState(context=parse_conversation(data, fmt=fmt, source=str(p)))
+    if isinstance(data, dict) and fmt in ("auto", "windowkeeper"):
+        for key in ("context_summary", "scratchpad"):
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise ConversationFileError(f"{p}: {key} must be a string", key=key)
+            setattr(state, key, value)
+    return state
+
+
 def load_trajectories(path: str | Path, *, limit: int | None = None) -> list[tuple[str, list[Message]]]:
     """Named conversations from a trajectory collection.
 
@@ -141,4 +156,12 @@ def _swe_message(raw: dict[str, Any]) -> dict[str, Any]:
     return msg
 
 
-__all__ = ["FORMATS", "ConversationFileError", "detect_format", "load_conversation", "load_trajectories", "parse_conversation"]
+__all__ = [
+    "FORMATS",
+    "ConversationFileError",
+    "detect_format",
+    "load_conversation",
+    "load_state",
+    "load_trajectories",
+    "parse_conversation",
+]

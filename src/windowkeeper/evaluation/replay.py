@@ -13,13 +13,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..blocks import ToolCallBlock
+from ..context.zones import summary_message
 from ..messages import Message
 from ..tokens import TokenCounter, default_counter
 from ..units import validate
 from .pricing import Prices
 from .strategies import Strategy, View
-
-SUMMARY_MESSAGE_ID = "__windowkeeper_summary__"
 
 
 @dataclass(frozen=True)
@@ -89,10 +88,7 @@ def prompt_messages(view: View) -> list[Message]:
     split = 0
     while split < len(messages) and messages[split].role == "system":
         split += 1
-    summary = Message.text_message(
-        f"Summary of the earlier conversation:\n{view.summary}", role="system", message_id=SUMMARY_MESSAGE_ID
-    )
-    return [*messages[:split], summary, *messages[split:]]
+    return [*messages[:split], summary_message(view.summary), *messages[split:]]
 
 
 def view_text(view: View) -> str:
@@ -153,7 +149,7 @@ async def replay(
         points = points[:max_calls]
     reports = [StrategyReport(s.name, facts_total=len(facts)) for s in strategies]
     trackers = [_PromptTracker() for _ in strategies]
-    last_views: list[View | None] = [None] * len(strategies)
+    last_views: dict[int, View] = {}
     start = 0
     for n, point in enumerate(points):
         new = list(messages[start:point])
@@ -181,16 +177,14 @@ async def replay(
         if on_call is not None:
             on_call(n + 1, len(points))
     if facts:
-        for report, view in zip(reports, last_views, strict=True):
-            if view is None:
-                continue
+        for idx, view in last_views.items():
+            report = reports[idx]
             text = view_text(view).casefold()
             report.facts_retained = sum(1 for f in facts if f.casefold() in text)
     return ReplayReport(reports, len(points), prices)
 
 
 __all__ = [
-    "SUMMARY_MESSAGE_ID",
     "CallRecord",
     "ReplayReport",
     "StrategyReport",

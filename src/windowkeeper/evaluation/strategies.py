@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..context.base import BaseContextManager
+from ..context.baselines import sliding_window
+from ..memory.base import BaseMemory
 from ..messages import Message
 from ..state import AgentState, add_messages
+from ..tokens import TokenCounter
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,20 @@ class FullHistory:
         return View(list(self._history))
 
 
+@dataclass
+class SlidingWindow:
+    """The per-turn sliding window most agents use: the newest units that fit, recomputed before every call."""
+
+    budget: int
+    counter: TokenCounter | None = None
+    name: str = "sliding window"
+    _history: list[Message] = field(default_factory=list)
+
+    async def step(self, new_messages: Sequence[Message]) -> View:
+        self._history.extend(new_messages)
+        return View(sliding_window(self._history, self.budget, counter=self.counter))
+
+
 class ManagedStrategy:
     """Any `BaseContextManager`, fed like an agent node: append what is new, trim, send the result."""
 
@@ -57,4 +74,18 @@ class ManagedStrategy:
         return View(list(self.state.context), self.state.context_summary)
 
 
-__all__ = ["FullHistory", "ManagedStrategy", "Strategy", "View"]
+class MemoryStrategy:
+    """The three-tier session memory: every message is added (management runs after each add), the view is read."""
+
+    def __init__(self, name: str, memory: BaseMemory[Any], session_id: str = "replay") -> None:
+        self.name = name
+        self.memory = memory
+        self.session_id = session_id
+
+    async def step(self, new_messages: Sequence[Message]) -> View:
+        for msg in new_messages:
+            await self.memory.add(msg, session_id=self.session_id)
+        return View(await self.memory.messages(self.session_id))
+
+
+__all__ = ["FullHistory", "ManagedStrategy", "MemoryStrategy", "SlidingWindow", "Strategy", "View"]

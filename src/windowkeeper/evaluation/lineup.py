@@ -1,0 +1,59 @@
+"""The set of strategies the demo, ``simulate`` and the benchmarks compare, configured for one token budget."""
+
+from __future__ import annotations
+
+from ..context.budget import TokenBudgetContextManager
+from ..context.message import MessageContextManager
+from ..context.summary import SummaryContextManager
+from ..memory import InMemoryMemory
+from ..summarize import ExtractiveSummarizer
+from ..tokens import TokenCounter, default_counter
+from .strategies import FullHistory, ManagedStrategy, MemoryStrategy, SlidingWindow, Strategy
+
+RESERVE_TOKENS = 2000
+
+
+def standard_lineup(budget: int, *, counter: TokenCounter | None = None, memory: bool = True) -> list[Strategy]:
+    """Every strategy, each given ``budget`` tokens for the prompt where it takes a budget.
+
+    ``budget`` is the prompt budget; the budget manager is given the same by a window of ``budget`` plus its
+    response reserve. The summary manager's triggers use its documented 4-characters-a-token estimate.
+    """
+    tc = counter or default_counter()
+    lineup: list[Strategy] = [
+        FullHistory(),
+        SlidingWindow(budget, counter=tc),
+        ManagedStrategy("MessageContextManager(5)", MessageContextManager(max_messages=5)),
+        ManagedStrategy(
+            "SummaryContextManager",
+            SummaryContextManager(model="extractive", max_messages=None, token_budget=budget, keep_recent=8),
+        ),
+        ManagedStrategy(
+            "TokenBudgetContextManager",
+            TokenBudgetContextManager(
+                max_tokens=budget + RESERVE_TOKENS,
+                reserve_tokens=RESERVE_TOKENS,
+                counter=tc,
+                summarizer=ExtractiveSummarizer(counter=tc),
+            ),
+        ),
+    ]
+    if memory:
+        lineup.append(
+            MemoryStrategy(
+                "three-tier memory",
+                InMemoryMemory(
+                    thresholds={
+                        "pre_rot_threshold": budget,
+                        "compaction_trigger": 0.8,
+                        "summarization_trigger": 0.95,
+                        "keep_recent_count": 10,
+                    },
+                    counter=tc,
+                ),
+            )
+        )
+    return lineup
+
+
+__all__ = ["RESERVE_TOKENS", "standard_lineup"]
