@@ -180,7 +180,8 @@ _DECISION = re.compile(
     r"add(?:ed)?\s+(?:a|an|the)?\s*\w+\s+(?:logic|check|retry|cache|index|limit|timeout|guard|lock)|"
     r"implement(?:ed)?|introduc(?:e|ed)|enabl(?:e|ed)|disabl(?:e|ed)|replac(?:e|ed)|migrat(?:e|ed)|"
     r"pinn?(?:ed)?|set\s+\S+\s+to|use\s+\w+\s+instead)\b"
-    r"|决定|改为|采用|换成|我们将|选择|引入|增加到|提高到|降低到|启用|禁用",
+    r"|\b(?:approach|plan|fix)\s*:"
+    r"|决定|方案|改为|采用|换成|我们将|选择|引入|增加到|提高到|降低到|启用|禁用",
     re.IGNORECASE,
 )
 _FILE_TOOL = re.compile(r"edit|write|creat|patch|replace|update|apply|save|modif|insert|append|rename|move|str_replace")
@@ -193,10 +194,13 @@ _FILE_VERB = re.compile(
     re.IGNORECASE,
 )
 _ERROR = re.compile(
-    r"\b(?:error|exception|traceback|failed|failure|fatal|timed? ?out|timeout|refused|denied|crash(?:ed)?|"
-    r"panic)\b|\w+(?:Error|Exception)\b|错误|失败|超时|异常|崩溃",
+    r"\b[A-Z]\w*(?:Error|Exception|Timeout|Failure)\b|\bTraceback\b|\b(?:timed out|connection refused|"
+    r"permission denied|segmentation fault|out of memory)\b|错误|失败|超时|异常|崩溃",
     re.IGNORECASE,
 )
+_PROGRESS = re.compile(r"\[\s*\d+%\]")
+_TOOL_LINE = "[tool call "
+_GREETING_WORDS = 3
 _UNITS = (
     r"ms|milliseconds?|s|secs?|seconds?|minutes?|mins?|hours?|h|days?|KB|MB|GB|TB|KiB|MiB|GiB|%|percent|users?|"
     r"requests?|connections?|conns?|rps|qps|tokens?|rows?|records?|items?|workers?|threads?|retries|replicas?|"
@@ -210,6 +214,16 @@ _MEASURE = re.compile(
 _ENVIRONMENT = re.compile(
     r"\b(production|staging|development|prod|dev|qa|sandbox)\b|(生产环境|测试环境|预发环境|开发环境)", re.IGNORECASE
 )
+
+
+_DECISION_LABEL = re.compile(
+    r"^(?:decision|approach|plan|fix)\s*[:\uff1a]\s*|^(?:决定|方案)\s*[:\uff1a]\s*", re.IGNORECASE
+)
+
+
+def decision_text(sentence: str) -> str:
+    """A decision sentence without its "Decision:" style label, so restatements deduplicate."""
+    return _clip(_DECISION_LABEL.sub("", sentence), 200)
 
 
 def _clip(text: str, limit: int = MAX_TEXT) -> str:
@@ -336,9 +350,12 @@ def summarize_structured(
         text = str(msg.get("content") or "")
         for key, value in _state_context(event).items():
             state_context.setdefault(key, value)
-        parts = sentences(text)
-        if role == "user" and goal is None and parts:
-            goal = _clip(parts[0])
+        parts = [p for p in sentences(_PROGRESS.sub("", text)) if not p.startswith(_TOOL_LINE)]
+        if role == "user" and goal is None:
+            # skip greetings ("Hi!") so the goal is the request itself
+            asks = [p for p in parts if len(p.split()) >= _GREETING_WORDS or len(p) >= 12]
+            if asks:
+                goal = _clip(asks[0])
         if role == "assistant":
             calls = event_tool_calls(event)
             if parts:
@@ -346,10 +363,10 @@ def summarize_structured(
             elif calls:
                 last_step = _describe_call(calls[-1][1], calls[-1][2])
         if role in ("user", "assistant"):
-            _add_unique(decisions, (_clip(s, 200) for s in parts if _DECISION.search(s)))
+            _add_unique(decisions, (decision_text(s) for s in parts if _DECISION.search(s)))
         _add_unique(files, files_in_event(event))
         _add_unique(errors, (_clip(s, 200) for s in parts if _ERROR.search(s)), MAX_ERRORS)
-        _add_unique(measurements, (" ".join(m.group(0).split()) for m in _MEASURE.finditer(text)))
+        _add_unique(measurements, (" ".join(m.group(0).split()) for m in _MEASURE.finditer("\n".join(parts))))
         if environment is None:
             env = _ENVIRONMENT.search(text)
             if env:
@@ -373,6 +390,40 @@ def summarize_structured(
         covered_ids=ids,
     )
     return _merge_previous(summary, previous)
+
+
+def fit_summary(summary: StructuredSummary, count_text: Callable[[str], int], max_tokens: int) -> StructuredSummary:
+    """Shrink ``summary`` until its rendering fits ``max_tokens``: oldest measurements, errors, decisions, then
+    files go first, and long texts are clipped last. A summary bigger than what it replaced would defeat tier 3."""
+    if count_text(summary.render()) <= max_tokens:
+        return summary
+    fitted = summary.model_copy(deep=True)
+    context = fitted.critical_context
+    while count_text(fitted.render()) > max_tokens:
+        for key in ("measurements", "errors"):
+            value = context.get(key)
+            if isinstance(value, list) and value:
+                value.pop(0)
+                if not value:
+                    del context[key]
+                break
+        else:
+            if len(fitted.key_decisions) > 1:
+                fitted.key_decisions.pop(0)
+            elif len(fitted.modified_files) > 1:
+                fitted.modified_files.pop(0)
+            elif context:
+                context.pop(next(iter(context)))
+            elif fitted.key_decisions or fitted.modified_files:
+                fitted.key_decisions = fitted.key_decisions[:0]
+                fitted.modified_files = fitted.modified_files[:0]
+            elif (fitted.user_goal or "") and len(fitted.user_goal or "") > 40:
+                fitted.user_goal = _clip(fitted.user_goal or "", max(40, len(fitted.user_goal or "") // 2))
+            elif (fitted.last_step or "") and len(fitted.last_step or "") > 40:
+                fitted.last_step = _clip(fitted.last_step or "", max(40, len(fitted.last_step or "") // 2))
+            else:
+                break
+    return fitted
 
 
 @runtime_checkable
@@ -571,7 +622,9 @@ __all__ = [
     "event_timestamp",
     "event_tool_calls",
     "events_to_messages",
+    "decision_text",
     "files_in_event",
+    "fit_summary",
     "parse_structured_json",
     "sentences",
     "summarize_structured",

@@ -1,0 +1,100 @@
+"""Validated thresholds of the three-tier memory.
+
+Triggers are fractions of ``pre_rot_threshold`` (the token count past which a model's answers start to degrade),
+so one number scales the whole policy; the checks run once at construction so a typo fails loudly instead of
+silently disabling a tier.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigurationError
+
+DEFAULT_THRESHOLDS: dict[str, Any] = {
+    "pre_rot_threshold": 150_000,
+    "compaction_trigger": 0.8,
+    "summarization_trigger": 0.95,
+    "keep_recent_count": 10,
+}
+_KNOWN = (*DEFAULT_THRESHOLDS, "min_compaction_gain")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Resolved thresholds; ``min_compaction_gain`` is in tokens (default 0.1% of ``pre_rot_threshold``).
+
+    A compaction pass that leaves the view at or above the compaction trigger and freed fewer tokens than
+    ``min_compaction_gain`` is not counted as relief: management moves on to summarization instead of nibbling
+    at the same band on every add.
+    """
+
+    pre_rot_threshold: int
+    compaction_trigger: float
+    summarization_trigger: float
+    keep_recent_count: int
+    min_compaction_gain: int
+
+    @property
+    def compaction_limit(self) -> float:
+        return self.pre_rot_threshold * self.compaction_trigger
+
+    @property
+    def summarization_limit(self) -> float:
+        return self.pre_rot_threshold * self.summarization_trigger
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "pre_rot_threshold": self.pre_rot_threshold,
+            "compaction_trigger": self.compaction_trigger,
+            "summarization_trigger": self.summarization_trigger,
+            "keep_recent_count": self.keep_recent_count,
+            "min_compaction_gain": self.min_compaction_gain,
+        }
+
+
+def _ratio(values: Mapping[str, Any], key: str) -> float:
+    value = values[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise ConfigurationError(f"thresholds[{key!r}]={value!r} must be a ratio in (0, 1], e.g. 0.8 for 80%")
+    return float(value)
+
+
+def _count(values: Mapping[str, Any], key: str, *, positive: bool) -> int:
+    value = values[key]
+    low = 1 if positive else 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        kind = "a positive int" if positive else "an int >= 0"
+        raise ConfigurationError(f"thresholds[{key!r}]={value!r} must be {kind} (tokens or events)")
+    return value
+
+
+def resolve_thresholds(thresholds: Mapping[str, Any] | Thresholds | None) -> Thresholds:
+    """Merge ``thresholds`` over the defaults and validate every value; unknown keys are rejected by name."""
+    if isinstance(thresholds, Thresholds):
+        return thresholds
+    if thresholds is not None and not isinstance(thresholds, Mapping):
+        raise ConfigurationError(f"thresholds must be a dict, got {type(thresholds).__name__}")
+    given = dict(thresholds or {})
+    unknown = sorted(set(given) - set(_KNOWN))
+    if unknown:
+        raise ConfigurationError(f"unknown thresholds key(s) {unknown}; known keys: {', '.join(_KNOWN)}")
+    values = {**DEFAULT_THRESHOLDS, **given}
+    pre_rot = _count(values, "pre_rot_threshold", positive=True)
+    compaction = _ratio(values, "compaction_trigger")
+    summarization = _ratio(values, "summarization_trigger")
+    if compaction >= summarization:
+        raise ConfigurationError(
+            f"thresholds['compaction_trigger']={compaction} must be below "
+            f"thresholds['summarization_trigger']={summarization}: compaction is the earlier, gentler tier",
+        )
+    keep = _count(values, "keep_recent_count", positive=False)
+    values.setdefault("min_compaction_gain", max(1, math.ceil(pre_rot / 1000)))
+    gain = _count(values, "min_compaction_gain", positive=False)
+    return Thresholds(pre_rot, compaction, summarization, keep, gain)
+
+
+__all__ = ["DEFAULT_THRESHOLDS", "Thresholds", "resolve_thresholds"]

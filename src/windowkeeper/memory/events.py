@@ -1,0 +1,178 @@
+"""Memory events: normalizing what callers add, and turning stored events back into messages.
+
+Callers add either the reference's event dicts (``{"message": {...}, "state": {...}}``, plain-text content) or our
+`Message` objects. A `Message` becomes an event whose text renders its tool calls and results, so gists,
+summaries and token counts all see one text; the original is kept as JSON so `history` and the message view can
+give back the exact object.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from ..blocks import (
+    AudioBlock,
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    VideoBlock,
+    tool_output_text,
+)
+from ..errors import FormatError
+from ..messages import ROLES, Message
+from ..summarize.structured import event_tool_calls
+
+COMPACTION_KEY = "__compaction__"
+SUMMARY_MARK = "__summarized_by__"
+
+
+def _now_iso() -> datetime:
+    return datetime.now(UTC)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    raise TypeError(f"{type(value).__name__} is not JSON-serializable")
+
+
+def _render_block(block: Any) -> str:
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, ToolCallBlock):
+        return f"[tool call {block.name}({json.dumps(block.args, ensure_ascii=False, sort_keys=True)})]"
+    if isinstance(block, ToolResultBlock):
+        return tool_output_text(block.output)
+    if isinstance(block, ErrorBlock):
+        return f"[error] {block.error}"
+    if isinstance(block, ImageBlock | AudioBlock | VideoBlock):
+        ref = block.media.filename or block.media.url or block.media.file_id or block.media.mime_type or ""
+        return f"[{block.type} {ref}]".replace(" ]", "]")
+    if isinstance(block, DocumentBlock):
+        return block.text or block.excerpt or "[document]"
+    return ""
+
+
+def message_to_event(message: Message) -> dict[str, Any]:
+    """An event for a `Message`: text content (tool calls/results rendered), role kept, calls kept structured."""
+    parts = [_render_block(b) for b in message.content]
+    calls = message.tool_call_blocks()
+    if calls and not any(isinstance(b, ToolCallBlock) for b in message.content):
+        parts.extend(_render_block(c) for c in calls)
+    body: dict[str, Any] = {
+        "id": str(message.message_id),
+        "role": message.role,
+        "content": "\n".join(p for p in parts if p),
+        "timestamp": (
+            datetime.fromtimestamp(message.timestamp, UTC).isoformat()
+            if message.timestamp is not None
+            else _now_iso().isoformat()
+        ),
+    }
+    if calls:
+        body["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": dict(c.args)} for c in calls]
+        body["calls_in_content"] = True
+    result_ids = [b.call_id for b in message.tool_result_blocks()]
+    if result_ids:
+        body["tool_call_id"] = result_ids[0]
+        if len(result_ids) > 1:
+            body["tool_call_ids"] = result_ids
+    return {"message": body, "state": {}}
+
+
+def normalize_event(event: Mapping[str, Any] | Message) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A JSON-clean copy of ``event`` with an id and timestamp, plus the original `Message` JSON if there was one.
+
+    Bad shapes raise `FormatError` naming the key, before anything is stored.
+    """
+    if isinstance(event, Message):
+        return message_to_event(event), event.model_dump(mode="json")
+    if not isinstance(event, Mapping):
+        raise FormatError(f"an event must be a dict or a Message, got {type(event).__name__}")
+    try:
+        copy = json.loads(json.dumps(dict(event), default=_json_default, ensure_ascii=False))
+    except (TypeError, ValueError) as exc:
+        raise FormatError(
+            f"event is not JSON-serializable ({exc}); store plain values in message/state", key="event"
+        ) from exc
+    message = copy.get("message")
+    if not isinstance(message, dict):
+        raise FormatError("event needs a 'message' dict", key="message")
+    role = message.get("role")
+    if role not in ROLES:
+        raise FormatError(f"role {role!r} is not one of {', '.join(ROLES)}", key="message.role")
+    content = message.get("content")
+    if content is None:
+        message["content"] = ""
+    elif not isinstance(content, str):
+        raise FormatError(
+            f"content must be a string, got {type(content).__name__}; add a Message object for rich content",
+            key="message.content",
+        )
+    if message.get("id") in (None, ""):
+        message["id"] = uuid.uuid4().hex
+    else:
+        message["id"] = str(message["id"])
+    if message.get("timestamp") is None:
+        message["timestamp"] = _now_iso().isoformat()
+    state = copy.setdefault("state", {})
+    if not isinstance(state, dict):
+        raise FormatError(f"state must be a dict, got {type(state).__name__}", key="state")
+    return copy, None
+
+
+def result_ids(event: Mapping[str, Any]) -> list[str]:
+    msg = event["message"]
+    ids = msg.get("tool_call_ids") or ([msg["tool_call_id"]] if msg.get("tool_call_id") else [])
+    return [str(i) for i in ids]
+
+
+def event_to_message(event: Mapping[str, Any], *, for_counting: bool = False) -> Message:
+    """The message a model would be sent for ``event`` (its current, possibly compacted, text).
+
+    Tool calls and results become blocks so tool pairing is preserved. With ``for_counting`` an event made from a
+    `Message` (its calls already rendered into the text, flagged ``calls_in_content``) gets no call blocks, so
+    its calls are not counted twice.
+    """
+    msg = event["message"]
+    text = str(msg.get("content") or "")
+    role = msg["role"]
+    blocks: list[Any] = []
+    ids = result_ids(event) if role == "tool" else []
+    if ids and not for_counting:
+        blocks.append(ToolResultBlock(call_id=ids[0], output=text))
+        blocks.extend(ToolResultBlock(call_id=i, output="") for i in ids[1:])
+    elif text:
+        blocks.append(TextBlock(text=text))
+    if role == "assistant" and not (for_counting and msg.get("calls_in_content")):
+        blocks.extend(ToolCallBlock(id=cid, name=name, args=args) for cid, name, args in event_tool_calls(event))
+    return Message(message_id=str(msg["id"]), role=role, content=blocks, timestamp=None)
+
+
+def original_event(event: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``event`` with any compaction undone (content byte-identical to what was added)."""
+    copy: dict[str, Any] = json.loads(json.dumps(event, ensure_ascii=False))
+    info = copy.get("state", {}).pop(COMPACTION_KEY, None)
+    if isinstance(info, dict) and "original_content" in info:
+        copy["message"]["content"] = info["original_content"]
+    return copy
+
+
+__all__ = [
+    "COMPACTION_KEY",
+    "SUMMARY_MARK",
+    "event_to_message",
+    "message_to_event",
+    "normalize_event",
+    "original_event",
+    "result_ids",
+]
