@@ -12,7 +12,7 @@ from ..evaluation.replay import ReplayReport
 def report_table(report: ReplayReport, *, title: str) -> Table:
     prices = report.prices
     table = Table(title=title, caption=f"cost = estimated input cost at {prices.label}", title_justify="left")
-    table.add_column("strategy", style="bold")
+    table.add_column("strategy", style="bold", no_wrap=True)
     table.add_column("tokens sent", justify="right")
     table.add_column("% saved", justify="right")
     table.add_column("prefix-stable calls", justify="right")
