@@ -66,6 +66,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 
 _TABLES = ("messages", "states", "sessions", "records", "schema")
 
+_PendingWrite = tuple[Callable[["AsyncConnection[Any]"], Awaitable[Any]], bool, "asyncio.Future[Any]"]
+
 
 class PostgresStore(SessionStore):
     """A `SessionStore` in PostgreSQL tables named ``<prefix>_messages``, ``<prefix>_states`` and so on."""
@@ -77,6 +79,8 @@ class PostgresStore(SessionStore):
         self._io = LoopThread(f"windowkeeper-postgres-{self.prefix}")
         self._conn: AsyncConnection[Any] | None = None
         self._lock: asyncio.Lock | None = None
+        self._pending: list[_PendingWrite] = []
+        self._flusher: asyncio.Future[None] | None = None
         self._closed = False
         self._t = {name: f"{self.prefix}_{name}" for name in _TABLES}
 
@@ -121,18 +125,86 @@ class PostgresStore(SessionStore):
                 await conn.execute(f"UPDATE {schema} SET version = %s", (len(MIGRATIONS),))
 
     async def _in_tx(self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        async with self._lock:
-            if self._closed:
-                raise StorageError(f"PostgresStore (prefix {self.prefix!r}) is closed; open a new store")
+        async with self._guard():
             conn = await self._connection()
             async with conn.transaction():
                 return await fn(conn)
 
-    async def _run(self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
+    def _guard(self) -> asyncio.Lock:
+        if self._closed:
+            raise StorageError(f"PostgresStore (prefix {self.prefix!r}) is closed; open a new store")
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    async def _write(self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]], *, risky: bool) -> T:
+        """Queue a write for the next group commit and wait until that commit is durable.
+
+        A commit waits for the server's fsync (milliseconds), so concurrent writers that each committed alone
+        would be bound by the disk. Writes that arrive while a transaction is in flight are committed together
+        in the next one. A ``risky`` write (one that may fail on purpose, like a version conflict) runs inside
+        a savepoint so its failure does not undo its neighbours; if anything else fails, the batch is rolled
+        back and each write retried in its own transaction. A caller learns its result only after its commit.
+        """
+        self._guard()
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending.append((fn, risky, future))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush())
+        result: T = await future
+        return result
+
+    async def _flush(self) -> None:
+        async with self._guard():
+            while self._pending:
+                batch, self._pending = self._pending, []
+                if len(batch) > 1:
+                    logger.debug("PostgreSQL (prefix %r): group commit of %d writes", self.prefix, len(batch))
+                try:
+                    outcomes = await self._commit_batch(batch)
+                except Exception as exc:
+                    if len(batch) == 1:
+                        outcomes = [(False, exc)]
+                    else:
+                        outcomes = []
+                        for item in batch:
+                            try:
+                                outcomes.extend(await self._commit_batch([item]))
+                            except Exception as single_exc:
+                                outcomes.append((False, single_exc))
+                except BaseException as exc:
+                    for _, _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    raise
+                for (_, _, future), (ok, value) in zip(batch, outcomes, strict=True):
+                    if future.done():
+                        continue
+                    if ok:
+                        future.set_result(value)
+                    else:
+                        future.set_exception(value)
+
+    async def _commit_batch(self, batch: list[_PendingWrite]) -> list[tuple[bool, Any]]:
+        outcomes: list[tuple[bool, Any]] = []
+        conn = await self._connection()
+        async with conn.transaction():
+            for fn, risky, _ in batch:
+                if not risky or len(batch) == 1:
+                    outcomes.append((True, await fn(conn)))
+                    continue
+                try:
+                    async with conn.transaction():
+                        outcomes.append((True, await fn(conn)))
+                except (ConflictError, RecordNotFoundError, pg_errors.UniqueViolation) as exc:
+                    outcomes.append((False, exc))
+        return outcomes
+
+    async def _run(
+        self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]], *, write: bool = False, risky: bool = False,
+    ) -> T:
         try:
-            return await self._io.run(self._in_tx(fn))
+            return await self._io.run(self._write(fn, risky=risky) if write else self._in_tx(fn))
         except pg_errors.UniqueViolation as exc:
             raise ConflictError(
                 f"PostgreSQL (prefix {self.prefix!r}): another writer inserted the same key first: {exc}",
@@ -160,7 +232,7 @@ class PostgresStore(SessionStore):
             )
             return max(cur.rowcount, 0)
 
-        return await self._run(op)
+        return await self._run(op, write=True)
 
     async def load_messages(self, thread_id: str) -> list[Message]:
         check_id(thread_id, "thread_id")
@@ -185,7 +257,7 @@ class PostgresStore(SessionStore):
                 (thread_id, body),
             )
 
-        await self._run(op)
+        await self._run(op, write=True)
 
     async def get_state(self, thread_id: str) -> dict[str, Any] | None:
         check_id(thread_id, "thread_id")
@@ -206,7 +278,7 @@ class PostgresStore(SessionStore):
             await conn.execute(f"DELETE FROM {messages} WHERE thread_id = %s", (thread_id,))
             await conn.execute(f"DELETE FROM {states} WHERE thread_id = %s", (thread_id,))
 
-        await self._run(op)
+        await self._run(op, write=True)
 
     # -- memory side ----------------------------------------------------------------------------------------
 
@@ -241,7 +313,7 @@ class PostgresStore(SessionStore):
             )
             return int(row[0])
 
-        seq = await self._run(op)
+        seq = await self._run(op, write=True, risky=True)
         return Record(key=key, seq=seq, version=1, doc=decode_doc(body, key=key))
 
     async def update_record(
@@ -294,7 +366,7 @@ class PostgresStore(SessionStore):
                 out.append(Record(key=key, seq=seq, version=version + 1, doc=decode_doc(body, key=key)))
             return out
 
-        return await self._run(op)
+        return await self._run(op, write=True, risky=True)
 
     async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
         check_id(namespace, "namespace")
@@ -341,7 +413,7 @@ class PostgresStore(SessionStore):
             )
             return cur.rowcount
 
-        return bool(await self._run(op))
+        return bool(await self._run(op, write=True))
 
     async def delete_session(self, namespace: str, session_id: str) -> int:
         check_id(namespace, "namespace")
@@ -357,7 +429,7 @@ class PostgresStore(SessionStore):
                                (namespace, session_id))
             return max(count, 0)
 
-        return await self._run(op)
+        return await self._run(op, write=True)
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -373,9 +445,12 @@ class PostgresStore(SessionStore):
         await self._io.run(self._forget_connection())
 
     async def _forget_connection(self) -> None:
-        if self._conn is not None:
-            await self._conn.close()
-            self._conn = None
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:  # let an in-flight group commit finish first
+            if self._conn is not None:
+                await self._conn.close()
+                self._conn = None
 
     async def close(self) -> None:
         if self._closed:
