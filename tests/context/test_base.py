@@ -125,3 +125,18 @@ def test_metrics_total_is_a_copy() -> None:
     snapshot = mgr.metrics_total
     snapshot.calls = 99
     assert mgr.metrics_total.calls == 1
+
+
+def test_managers_with_metrics_can_be_copied_and_pickled() -> None:
+    import copy
+    import pickle
+
+    mgr: MessageContextManager[AgentState] = MessageContextManager(max_messages=1)
+    mgr.trim_context(AgentState(context=_msgs(("user", "a"), ("user", "b"))))
+    clone = copy.deepcopy(mgr)
+    restored = pickle.loads(pickle.dumps(mgr))
+    for other in (clone, restored):
+        assert other.metrics_total.calls == 1
+        other.trim_context(AgentState(context=_msgs(("user", "a"))))
+        assert other.metrics_total.calls == 2
+    assert mgr.metrics_total.calls == 1

@@ -124,13 +124,24 @@ class MetricsRecorder:
         self.last: TrimMetrics | None = None
         self.totals = MetricsTotals()
 
+    def __getstate__(self) -> dict[str, object]:
+        # managers get copied and pickled with graphs and configs; a lock is neither, so it is rebuilt
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     @property
     def counter(self) -> TokenCounter:
-        if self._counter is None:
-            from ..tokens import default_counter
+        if self._counter is not None:
+            return self._counter
+        from ..tokens import default_counter
 
-            self._counter = default_counter()
-        return self._counter
+        # looked up each time (it is a cached shared instance) so a copied manager never carries the counter
+        return default_counter()
 
     def _summary_message(self, summary: str) -> Message:
         cached = self._summary_msg
