@@ -239,10 +239,9 @@ def canonical(messages: Sequence[Message], fmt: Format) -> list[dict[str, Any]]:
             if rules.merge_assistants and out and out[-1]["role"] == "assistant":
                 out[-1]["content"].extend(content)
                 continue
-        if rules.empty_is_blank_text and not content:
-            has_calls = message.role == "assistant" and bool(message.tool_call_blocks())
-            if not has_calls:
-                content = [{"type": "text", "text": ""}]
+        if rules.empty_is_blank_text and not any(b["type"] in ("text", "tool_call") for b in content):
+            # No text and no calls is written as content "" and read back as one empty text block.
+            content = [*content, {"type": "text", "text": ""}]
         out.append({"role": message.role, "content": content})
     if systems and rules.system == "one_front":
         out.insert(0, {"role": "system", "content": [{"type": "text", "text": "\n\n".join(systems)}]})

@@ -1,0 +1,94 @@
+"""LangChain conversion: message types, tool calls and results, reasoning, media, ids, missing dependency."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import pytest
+
+from windowkeeper.blocks import ImageBlock, MediaRef, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from windowkeeper.errors import FormatError, MissingDependencyError
+from windowkeeper.llm.formats import first_difference, from_langchain, from_openai_chat, to_langchain
+from windowkeeper.messages import Message
+
+from .formats_data import tau_trajectories
+
+
+def test_types_ids_calls_and_results() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    messages = [
+        Message.text_message("sys", role="system", message_id="m0"),
+        Message(
+            role="user",
+            content=[TextBlock(text="look"), ImageBlock(media=MediaRef(url="https://x/i.png"))],
+            message_id="m1",
+        ),
+        Message(
+            role="assistant",
+            message_id="m2",
+            content=[ReasoningBlock(text="need tool", signature="s"), ToolCallBlock(id="c1", name="f", args={"q": 1})],
+        ),
+        Message.tool_message([ToolResultBlock(call_id="c1", output="bad", status="error", name="f")], message_id="m3"),
+    ]
+    lc = to_langchain(messages)
+    assert [type(m) for m in lc] == [SystemMessage, HumanMessage, AIMessage, ToolMessage]
+    assert [m.id for m in lc] == ["m0", "m1", "m2", "m3"]
+    assert lc[1].content == [{"type": "text", "text": "look"}, {"type": "image", "url": "https://x/i.png"}]
+    ai = lc[2]
+    assert isinstance(ai, AIMessage)
+    assert ai.tool_calls == [{"name": "f", "args": {"q": 1}, "id": "c1", "type": "tool_call"}]
+    assert ai.content == [{"type": "reasoning", "reasoning": "need tool", "extras": {"signature": "s"}}]
+    tool = lc[3]
+    assert isinstance(tool, ToolMessage)
+    assert (tool.tool_call_id, tool.status, tool.content, tool.name) == ("c1", "error", "bad", "f")
+    back = from_langchain(lc)
+    assert [m.message_id for m in back] == ["m0", "m1", "m2", "m3"]
+    assert first_difference(messages, back, "langchain") is None
+
+
+def test_reads_openai_style_parts_and_reasoning_kwargs() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    human = HumanMessage(content=[{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}, "hi"])
+    ai = AIMessage(content="answer", additional_kwargs={"reasoning_content": "because"})
+    user, assistant = from_langchain([human, ai])
+    assert user.content == [
+        ImageBlock(media=MediaRef(kind="data", data_base64="iVBO", mime_type="image/png")),
+        TextBlock(text="hi"),
+    ]
+    assert assistant.content == [ReasoningBlock(text="because"), TextBlock(text="answer")]
+
+
+def test_tau_bench_round_trips_with_ids() -> None:
+    for record in tau_trajectories()[:40]:
+        ours = from_openai_chat(record["traj"])
+        back = from_langchain(to_langchain(ours))
+        assert first_difference(ours, back, "langchain") is None
+        assert [m.message_id for m in back] == [m.message_id for m in ours]
+
+
+def test_unknown_langchain_block_and_message_type() -> None:
+    from langchain_core.messages import ChatMessage, HumanMessage
+
+    with pytest.raises(FormatError) as err:
+        from_langchain([HumanMessage(content="ok"), HumanMessage(content=[{"type": "hologram"}])])
+    assert (err.value.index, err.value.key) == (1, "content[0].type")
+    with pytest.raises(FormatError, match="unsupported LangChain message type ChatMessage"):
+        from_langchain([ChatMessage(role="x", content="y")])
+
+
+def test_missing_langchain_raises_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = builtins.__import__
+
+    def fake_import(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.startswith("langchain_core"):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    with pytest.raises(MissingDependencyError) as err:
+        to_langchain([Message.text_message("hi")])
+    assert err.value.package == "langchain-core" and err.value.extra == "langchain"
+    assert 'pip install "windowkeeper[langchain]"' in str(err.value)
