@@ -94,6 +94,23 @@ class ViewSnapshot:
     started: float
 
 
+def _fingerprints(messages: Sequence[Message]) -> tuple[str, ...]:
+    """Fingerprints of ``messages``, reading the memo directly (pydantic's private-attribute lookup is slow)."""
+    out: list[str] = []
+    append = out.append
+    for message in messages:
+        private = message.__pydantic_private__
+        fp = private.get("_fingerprint") if private else None
+        append(fp if fp is not None else message.fingerprint())
+    return tuple(out)
+
+
+def _same_view(before: ViewSnapshot, summary: str | None, messages: Sequence[Message]) -> bool:
+    if summary != before.summary or len(messages) != len(before.messages):
+        return False
+    return all(a is b for a, b in zip(messages, before.messages, strict=True))
+
+
 def thread_key(state: AgentState) -> str:
     meta = getattr(state, "execution_meta", None)
     tid = getattr(meta, "thread_id", None)
@@ -168,8 +185,11 @@ class MetricsRecorder:
         after_summary = state.context_summary
         with self._lock:
             tokens_before = self.view_tokens(before.summary, before.messages)
-            tokens_after = self.view_tokens(after_summary, after_messages)
-            key = (after_summary or None, tuple(m.fingerprint() for m in after_messages))
+            if _same_view(before, after_summary, after_messages):
+                tokens_after = tokens_before
+            else:
+                tokens_after = self.view_tokens(after_summary, after_messages)
+            key = (after_summary or None, _fingerprints(after_messages))
             prev = self._previous.get(before.thread_id)
             stable: bool | None = None
             if prev is not None:
