@@ -59,4 +59,4 @@ def redis_server() -> str:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for reason in _UNREACHABLE.values():
-        terminalreporter.write_line(f"SERVER TESTS SKIPPED: {reason}", red=True, bold=True)
+        terminalreporter.write_line(f"SERVER UNREACHABLE, its tests did not run: {reason}", red=True, bold=True)
