@@ -113,6 +113,14 @@ class Agent:
             )
         return self._client
 
+    async def aclose(self) -> None:
+        """Release the client's connections for the running event loop (a no-op for clients without any)."""
+        if self._client is None:
+            return
+        close = getattr(self._client, "aclose", None)
+        if close is not None:
+            await close()
+
     def check_graph(self, resolver: Resolver, *, owner: str, state_cls: type[AgentState]) -> None:
         if self.tool_node is not None:
             self.tool_node.check_graph(resolver, owner=owner, state_cls=state_cls)

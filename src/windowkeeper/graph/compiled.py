@@ -5,7 +5,7 @@ walks the nodes, and at its end (or on an error, a stop or an interrupt) runs th
 persists the trimmed state together with the messages this run added, each exactly once and in order.
 
 Everything is implemented once, as an async generator of events; `ainvoke` drains it, `invoke`/`stream` drive it
-from a private event loop, and refuse to run inside a running loop (that would block it).
+on a fresh event loop per call, and refuse to run inside a running loop (that would block it).
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import threading
 import uuid
-import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Hashable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal, cast
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Hashable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -33,6 +31,8 @@ if TYPE_CHECKING:
     from .state_graph import CompiledNode, ConditionalEdge, StateGraph
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 DEFAULT_RECURSION_LIMIT = 25
 _RESUME_KEY = "resume_node"
@@ -128,9 +128,6 @@ class CompiledGraph:
         resolver.register(self)
         self._locks: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Lock]] = {}
         self._active: dict[str, AgentState] = {}
-        self._runners = threading.local()
-        self._all_runners: list[asyncio.Runner] = []
-        weakref.finalize(self, _close_runners, self._all_runners)
 
     # -- public API ---------------------------------------------------------------------------------------
 
@@ -146,7 +143,7 @@ class CompiledGraph:
     def invoke(self, input: Mapping[str, Any] | None, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Synchronous `ainvoke`; raises RuntimeError inside a running event loop."""
         _no_running_loop("invoke", "ainvoke")
-        return self._runner().run(self.ainvoke(input, config))
+        return asyncio.run(self._on_private_loop(self.ainvoke(input, config)))
 
     async def astream(
         self,
@@ -172,21 +169,23 @@ class CompiledGraph:
     ) -> Iterator[Any]:
         """Synchronous `astream`; raises RuntimeError inside a running event loop."""
         _no_running_loop("stream", "astream")
-        runner = self._runner()
         agen = cast(AsyncGenerator[Any, None], self.astream(input, config, stream_mode))
 
         async def _next() -> Any:
             return await agen.__anext__()
 
-        try:
-            while True:
-                try:
-                    item = runner.run(_next())
-                except StopAsyncIteration:
-                    return
-                yield item
-        finally:
-            runner.run(agen.aclose())
+        # one loop for the whole stream (the generator lives on it), closed with the stream
+        with asyncio.Runner() as runner:
+            try:
+                while True:
+                    try:
+                        item = runner.run(_next())
+                    except StopAsyncIteration:
+                        return
+                    yield item
+            finally:
+                runner.run(agen.aclose())
+                runner.run(self._release_loop_resources())
 
     async def aget_state(self, config: Mapping[str, Any]) -> AgentState | None:
         """The stored state of ``config['thread_id']`` (None without a checkpointer or for a new thread)."""
@@ -198,7 +197,7 @@ class CompiledGraph:
 
     def get_state(self, config: Mapping[str, Any]) -> AgentState | None:
         _no_running_loop("get_state", "aget_state")
-        return self._runner().run(self.aget_state(config))
+        return asyncio.run(self._on_private_loop(self.aget_state(config)))
 
     def stop(self, config: Mapping[str, Any]) -> bool:
         """Ask the run on ``config['thread_id']`` to stop after its current node; False when none is running."""
@@ -211,19 +210,28 @@ class CompiledGraph:
     async def astop(self, config: Mapping[str, Any]) -> bool:
         return self.stop(config)
 
-    def close(self) -> None:
-        """Close the private event loop(s) used by the sync methods."""
-        _close_runners(self._all_runners)
-
     # -- internals ----------------------------------------------------------------------------------------
 
-    def _runner(self) -> asyncio.Runner:
-        runner: asyncio.Runner | None = getattr(self._runners, "runner", None)
-        if runner is None:
-            runner = asyncio.Runner()
-            self._runners.runner = runner
-            self._all_runners.append(runner)
-        return runner
+    async def _on_private_loop(self, work: Awaitable[T]) -> T:
+        try:
+            return await work
+        finally:
+            await self._release_loop_resources()
+
+    async def _release_loop_resources(self) -> None:
+        """Close the nodes' SDK clients bound to a loop the sync API created and is about to close.
+
+        Provider clients keep one connection pool per event loop; left open, a pool outlives its loop and leaks
+        sockets. Async callers own their loop, so this runs only for `invoke`/`stream`/`get_state`.
+        """
+        for node in self.nodes.values():
+            release = getattr(node.component, "aclose", None)
+            if release is None:
+                continue
+            try:
+                await release()
+            except Exception:
+                logger.warning("node %r: closing its client failed", node.name, exc_info=True)
 
     def _lock(self, thread_id: str) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
@@ -451,11 +459,6 @@ class CompiledGraph:
                 raise
             finally:
                 self._active.pop(thread_id, None)
-
-
-def _close_runners(runners: list[asyncio.Runner]) -> None:
-    while runners:
-        runners.pop().close()
 
 
 __all__ = ["DEFAULT_RECURSION_LIMIT", "CompiledGraph", "GraphEvent", "StreamMode"]
