@@ -131,7 +131,7 @@ async def test_compaction_survives_a_new_process(durable_backend: Backend) -> No
 
 
 def _writer_counts(name: str) -> tuple[int, int]:
-    return (8, 500) if name in ("memory", "sqlite") else (8, 80)
+    return (8, 500) if name in ("memory", "sqlite") else (8, 40)
 
 
 async def test_concurrent_writers_lose_nothing(backend: Backend) -> None:
@@ -237,8 +237,12 @@ async def test_chinese_reaches_thresholds_at_the_same_tokens_as_english(backend:
             trace.append((r.tier, r.tokens_before))
         outcomes.append(trace)
         await memory.clear(sid)
-    assert outcomes[0] == outcomes[1]
-    assert any(tier == "compaction" for tier, _ in outcomes[0])
+    # identical up to the first compaction (afterwards the gists differ in size by language)
+    first = next(i for i, (tier, _) in enumerate(outcomes[0]) if tier != "none")
+    assert outcomes[0][: first + 1] == outcomes[1][: first + 1]
+    assert outcomes[0][first][0] == "compaction"
+    limit = thresholds["pre_rot_threshold"] * 0.8
+    assert outcomes[0][first - 1][1] < limit <= outcomes[0][first][1]
 
 
 async def test_failing_summarizer_leaves_view_and_store_unchanged(backend: Backend) -> None:
@@ -247,7 +251,7 @@ async def test_failing_summarizer_leaves_view_and_store_unchanged(backend: Backe
 
     memory = backend.open(
         summarizer=broken, enable_context_management=False,
-        thresholds={"pre_rot_threshold": 300, "keep_recent_count": 2},
+        thresholds={"pre_rot_threshold": 150, "keep_recent_count": 2},
     )
     sid = backend.session_id
     for i in range(20):

@@ -68,6 +68,7 @@ class _SessionCache:
     head_version: int = 0
     records: dict[str, Record] = field(default_factory=dict)
     tokens: dict[str, tuple[int, int]] = field(default_factory=dict)
+    messages: dict[str, tuple[int, Message]] = field(default_factory=dict)
 
 
 @dataclass
@@ -427,7 +428,8 @@ class BaseMemory(Generic[S]):
             report.reason = "below the compaction trigger"
             return report
         live = self._live(cache)
-        unit_of = self._unit_kinds(live)
+        structural = [self._message_of(cache, r) for r in live]
+        unit_of = self._unit_kinds(structural)
         docs: dict[str, dict[str, Any]] = {}
         now = before
         compacted: builtins.list[str] = []
@@ -467,7 +469,7 @@ class BaseMemory(Generic[S]):
             report.tokens_after = self._view_tokens(cache)
             report.reason = f"compacted {len(compacted)} events" if compacted else "nothing compactable"
             return report
-        return await self._summarize_session(sid, cache, report, live, unit_of, docs, compacted, why)
+        return await self._summarize_session(sid, cache, report, live, structural, docs, compacted, why)
 
     async def _summarize_session(
         self,
@@ -475,12 +477,12 @@ class BaseMemory(Generic[S]):
         cache: _SessionCache,
         report: ContextReport,
         live: builtins.list[Record],
-        unit_of: builtins.list[str],
+        structural: builtins.list[Message],
         docs: dict[str, dict[str, Any]],
         compacted: builtins.list[str],
         why: str,
     ) -> ContextReport:
-        cut = self._summary_cut(live, unit_of)
+        cut = self._summary_cut(structural)
         cover = [r for r in live[:cut] if r.doc["event"]["message"]["role"] != "system"]
         if not cover:
             if docs:
@@ -543,18 +545,17 @@ class BaseMemory(Generic[S]):
         except StorageError as exc:
             logger.debug("could not mark summary %s abandoned: %s", record.key, exc)
 
-    def _summary_cut(self, live: builtins.list[Record], unit_of: builtins.list[str]) -> int:
+    def _summary_cut(self, messages: builtins.list[Message]) -> int:
         """Index before which events may be summarized: keep the newest events, never split a tool unit."""
-        cut = max(0, len(live) - self.thresholds.keep_recent_count)
-        messages = [event_to_message(r.doc["event"]) for r in live]
+        cut = max(0, len(messages) - self.thresholds.keep_recent_count)
         for unit in group_units(messages):
             if unit.start < cut < unit.end or (unit.kind == "pending" and unit.start < cut):
                 cut = unit.start
         return cut
 
-    def _unit_kinds(self, live: builtins.list[Record]) -> builtins.list[str]:
-        kinds = [""] * len(live)
-        for unit in group_units([event_to_message(r.doc["event"]) for r in live]):
+    def _unit_kinds(self, messages: builtins.list[Message]) -> builtins.list[str]:
+        kinds = [""] * len(messages)
+        for unit in group_units(messages):
             for i in range(unit.start, unit.end):
                 kinds[i] = unit.kind
         return kinds
@@ -597,6 +598,7 @@ class BaseMemory(Generic[S]):
             cache.head_version = head.version
             cache.loaded = True
             cache.tokens = {k: v for k, v in cache.tokens.items() if k in cache.records}
+            cache.messages = {k: v for k, v in cache.messages.items() if k in cache.records}
             return
         raise StorageError(f"session {sid!r}: could not create its head record; the store keeps refusing it")
 
@@ -638,6 +640,7 @@ class BaseMemory(Generic[S]):
         else:
             cache.records.pop(record.key, None)
             cache.tokens.pop(record.key, None)
+            cache.messages.pop(record.key, None)
 
     def _live(self, cache: _SessionCache) -> builtins.list[Record]:
         return sorted((r for r in cache.records.values() if r.doc.get("type") == "event"), key=lambda r: r.seq)
@@ -661,6 +664,15 @@ class BaseMemory(Generic[S]):
         count = self._doc_tokens(record.doc)
         cache.tokens[record.key] = (record.version, count)
         return count
+
+    def _message_of(self, cache: _SessionCache, record: Record) -> Message:
+        """The event's structural message (for tool-unit grouping), cached per record version."""
+        cached = cache.messages.get(record.key)
+        if cached is not None and cached[0] == record.version:
+            return cached[1]
+        message = event_to_message(record.doc["event"])
+        cache.messages[record.key] = (record.version, message)
+        return message
 
     def _view_tokens(self, cache: _SessionCache) -> int:
         return sum(self._tokens_of(cache, r) for r in cache.records.values())
