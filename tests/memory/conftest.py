@@ -70,7 +70,8 @@ def durable_backend(backend: Backend) -> Backend:
 
 
 def event(i: int, content: str, role: str = "user", **state: Any) -> dict[str, Any]:
-    return {"message": {"id": f"m{i}", "role": role, "content": content, "timestamp": 1_718_000_000 + i}, "state": state}
+    message = {"id": f"m{i}", "role": role, "content": content, "timestamp": 1_718_000_000 + i}
+    return {"message": message, "state": state}
 
 
 EventFactory = Callable[..., dict[str, Any]]

@@ -9,8 +9,6 @@ import sys
 import textwrap
 from typing import Any
 
-import pytest
-
 from windowkeeper.memory import COMPACTION_KEY, SUMMARY_MARK, ContextReport
 from windowkeeper.sessiongen import generate_session
 from windowkeeper.tokens import default_counter
@@ -90,7 +88,8 @@ async def test_compaction_survives_a_new_process(durable_backend: Backend) -> No
     sid = backend.session_id
     await memory.add(event(0, original, issue="db_timeout"), session_id=sid)
     for i in range(1, 12):
-        await memory.add(event(i, f"step {i}: checked the connection pool settings and the retry policy again"), session_id=sid)
+        text = f"step {i}: checked the connection pool settings and the retry policy again"
+        await memory.add(event(i, text), session_id=sid)
     report = await memory.manage_context(sid)
     assert report.tier == "compaction" and "m0" in report.compacted_ids
     view = await memory.list(sid)
@@ -165,7 +164,9 @@ async def test_concurrent_writers_lose_nothing(backend: Backend) -> None:
 
 
 async def test_manage_from_another_object_never_overwrites_newer_writes(backend: Backend) -> None:
-    writer = backend.open(enable_context_management=False, thresholds={"pre_rot_threshold": 600, "keep_recent_count": 3})
+    writer = backend.open(
+        enable_context_management=False, thresholds={"pre_rot_threshold": 600, "keep_recent_count": 3}
+    )
     manager = backend.open(thresholds={"pre_rot_threshold": 600, "keep_recent_count": 3})
     sid = backend.session_id
     texts = {f"m{i}": f"event {i}: the cache for tenant {i} returned nothing, so the batch of {i * 7} rows failed"
@@ -255,7 +256,8 @@ async def test_failing_summarizer_leaves_view_and_store_unchanged(backend: Backe
     )
     sid = backend.session_id
     for i in range(20):
-        await memory.add(event(i, f"step {i}: retry the flaky payment webhook with a longer timeout of {i} s"), session_id=sid)
+        text = f"step {i}: retry the flaky payment webhook with a longer timeout of {i} s"
+        await memory.add(event(i, text), session_id=sid)
     store = memory.store
     before_records = await store.list_records(memory.namespace, sid)
     before_view = await memory.list(sid)
