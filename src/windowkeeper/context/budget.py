@@ -25,38 +25,22 @@ import time
 from collections import OrderedDict
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..state import AgentState
 from ..tokens import TokenCounter, default_counter
-from ..units import Unit, group_units
+from ._compaction import Limits, Segment, SummaryRequest, compact, extend_segments
 from .base import BaseContextManager, S
 from .metrics import TrimMetrics, thread_key
-from .pointers import OffloadStore, _cut_middle, clear_tool_results, offload_info, truncate_message
+from .pointers import OffloadStore
 from .zones import scratchpad_message, summary_message, system_prompt_message, tool_schema_tokens
 
 logger = logging.getLogger(__name__)
 
 SUMMARY_FAILURE_LOG = "summarizer failed; dropping the oldest units without a summary instead"
-CONSOLIDATE_INSTRUCTIONS = (
-    "The text below is a running summary of an earlier conversation that has grown too long. Rewrite it as one "
-    "shorter summary that keeps every fact, decision, file path, number, error and open task."
-)
 _MAX_TRACKED_THREADS = 1024
-_MAX_SUMMARY_ROUNDS = 2
-_SUMMARY_SEPARATOR = "\n\n"
-
-
-@dataclass(frozen=True)
-class _SummaryRequest:
-    """What the core asks its sync or async driver to summarize (the only I/O a trim does)."""
-
-    messages: list[Message]
-    previous: str | None
-    max_tokens: int
-    instructions: str | None = None
 
 
 @dataclass
@@ -66,6 +50,8 @@ class _Track:
     view: tuple[Message, ...]
     source: tuple[Message, ...]
     message_tokens: int
+    segments: list[Segment]
+    covered: int
     summary: str | None
     summary_tokens: int
     scratchpad: str | None
@@ -104,8 +90,13 @@ class TokenBudgetContextManager(BaseContextManager[S]):
     counted against the budget is everything sent: ``system_prompt`` and ``tools`` schemas (when the agent adds
     them at call time), system messages, the summary, the scratchpad and the messages. ``keep_tool_results``
     newest tool turns keep their outputs; older outputs of at least ``clear_min_tokens`` tokens are cleared to
-    pointers first. Each summarizer call is asked for at most ``max_summary_tokens``; once the running summary
-    exceeds ``summary_budget`` tokens it is condensed (or, failing that, cut in the middle with a marker).
+    pointers first. Each summarizer call is asked for at most ``max_summary_tokens``.
+
+    ``summary_mode="append"`` (default) summarizes only the units leaving the view and appends the result to
+    ``state.context_summary`` after a blank line, so earlier summaries are never rewritten; once the running summary
+    exceeds ``summary_budget`` tokens it is condensed by the summarizer (or, failing that, cut in the middle with a
+    marker). ``"update"`` hands the summarizer the previous summary and replaces it with the result, for
+    summarizers that fold earlier summaries in themselves (`LLMSummarizer`, `ExtractiveSummarizer`).
     """
 
     def __init__(
@@ -125,6 +116,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         summary_budget: int | None = None,
         summary_instructions: str | None = None,
         summary_timeout: float | None = 120.0,
+        summary_mode: Literal["append", "update"] = "append",
     ) -> None:
         self.max_tokens = _check_int("max_tokens", max_tokens, minimum=1)
         self.reserve_tokens = _check_int("reserve_tokens", reserve_tokens, minimum=0)
@@ -153,6 +145,9 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             )
         self.summary_timeout = summary_timeout
         self.summary_instructions = summary_instructions
+        if summary_mode not in ("append", "update"):
+            raise ConfigurationError(f"summary_mode must be 'append' or 'update', got {summary_mode!r}")
+        self.summary_mode = summary_mode
         if counter is not None and not all(
             callable(getattr(counter, name, None)) for name in ("count_text", "count_message", "count_messages")
         ):
@@ -245,7 +240,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
 
     # -- summarizer drivers -------------------------------------------------------------------------------------
 
-    def _summarize_blocking(self, request: _SummaryRequest, core: Generator[Any, Any, Any]) -> str | None:
+    def _summarize_blocking(self, request: SummaryRequest, core: Generator[Any, Any, Any]) -> str | None:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -256,7 +251,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             "running event loop; use `await manager.atrim_context(state)` instead",
         )
 
-    async def _summarize(self, request: _SummaryRequest) -> str | None:
+    async def _summarize(self, request: SummaryRequest) -> str | None:
         """Run the summarizer; any failure is logged and reported as None so the core can fall back to dropping."""
         summarizer = self.summarizer
         if summarizer is None:
@@ -290,7 +285,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             scratch_tokens = self.counter.count_message(scratchpad_message(scratchpad)) if scratchpad else 0
         return summary_tokens, scratch_tokens
 
-    def _run(self, state: S) -> Generator[_SummaryRequest, str | None, S]:
+    def _run(self, state: S) -> Generator[SummaryRequest, str | None, S]:
         started = time.perf_counter()
         key = thread_key(state)
         incoming = state.context
@@ -301,13 +296,17 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         summary_tokens, scratch_tokens = self._zone_tokens(track, summary, scratchpad)
 
         working: list[Message]
+        known: list[Segment] = []
+        covered = 0
         if track is not None and _extends(incoming, track.view):
             working = incoming
             message_tokens = track.message_tokens + sum(count(m) for m in incoming[len(track.view) :])
+            known, covered = track.segments, track.covered
         elif track is not None and track.source is not track.view and _extends(incoming, track.source):
             new = incoming[len(track.source) :]
             working = [*track.view, *new]
             message_tokens = track.message_tokens + sum(count(m) for m in new)
+            known, covered = track.segments, track.covered
         else:
             working = incoming
             message_tokens = sum(count(m) for m in incoming)
@@ -318,10 +317,13 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         cleared = 0
         summaries = 0
         if total >= self.high_limit:
-            result = yield from self._compact(working, summary, scratch_tokens)
-            working, summary, cleared, summaries = result.messages, result.summary, result.cleared, result.summaries
-            summary_tokens, scratch_tokens = self._zone_tokens(None, summary, scratchpad)
-            message_tokens = sum(count(m) for m in working)
+            segs = extend_segments(known, covered, working, self.counter)
+            outcome = yield from compact(segs, summary, self._limits(scratch_tokens), self.counter, self._offloaded)
+            working, summary = outcome.messages, outcome.summary
+            cleared, summaries = outcome.cleared, outcome.summaries
+            known, covered = outcome.segments, len(working)
+            summary_tokens, scratch_tokens = self._zone_tokens(track, summary, scratchpad)
+            message_tokens = sum(s.tokens for s in known)
             total = self._fixed_tokens + summary_tokens + scratch_tokens + message_tokens
             if total > self.budget:
                 logger.warning(
@@ -340,6 +342,8 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             view=view,
             source=view if working is incoming else tuple(incoming),
             message_tokens=message_tokens,
+            segments=known,
+            covered=covered,
             summary=summary,
             summary_tokens=summary_tokens,
             scratchpad=scratchpad,
@@ -378,230 +382,19 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         recorder.last = metrics
         recorder.totals.add(metrics)
 
-    def _compact(
-        self, messages: list[Message], summary: str | None, scratch_tokens: int
-    ) -> Generator[_SummaryRequest, str | None, _CompactionResult]:
-        compaction = _Compaction(self, messages, summary, scratch_tokens)
-        compaction.clear_tool_results()
-        yield from compaction.drop_oldest()
-        compaction.truncate_oversized()
-        return compaction.result()
-
-
-@dataclass
-class _CompactionResult:
-    messages: list[Message]
-    summary: str | None
-    cleared: int
-    summaries: int
-
-
-class _Compaction:
-    """One trip from the high watermark down to the low one, over a working copy of the view."""
-
-    def __init__(
-        self, manager: TokenBudgetContextManager[Any], messages: list[Message], summary: str | None, scratch: int
-    ) -> None:
-        self.m = manager
-        self.count = manager.counter.count_message
-        self.msgs = list(messages)
-        self.counts = [self.count(msg) for msg in self.msgs]
-        self.summary = summary
-        self.summary_tokens = self._summary_cost(summary)
-        self.units: list[Unit] = group_units(self.msgs)
-        self.ns = [u for u in self.units if u.kind != "system"]
-        self.dropped = 0  # the first `dropped` non-system units are gone, except `pin`
-        self.pin: int | None = None
-        self.cleared = 0
-        self.summaries = 0
-        self.summarizer_failed = False
-        # everything except the messages and the summary stays constant during a compaction
-        self.other = manager._fixed_tokens + scratch
-        self.total = self.other + self.summary_tokens + sum(self.counts)
-
-    def _summary_cost(self, summary: str | None) -> int:
-        return self.count(summary_message(summary)) if summary else 0
-
-    def unit_tokens(self, unit: Unit) -> int:
-        return sum(self.counts[unit.start : unit.end])
-
-    def _replace(self, index: int, replacement: Message) -> None:
-        self.m.offloaded.keep(self.msgs[index], replacement)
-        new = self.count(replacement)
-        self.total += new - self.counts[index]
-        self.counts[index] = new
-        self.msgs[index] = replacement
-
-    # (a) tool results to pointers ---------------------------------------------------------------------------
-
-    def clear_tool_results(self) -> None:
-        low = self.m.low_limit
-        if self.total <= low or not self.ns:
-            return
-        turns = [i for i, u in enumerate(self.ns) if u.kind == "tool_turn"]
-        keep = self.m.keep_tool_results
-        protected = set(turns[len(turns) - keep :]) if keep else set()
-        protected.add(len(self.ns) - 1)
-        for i in turns:
-            if self.total <= low:
-                return
-            if i in protected:
-                continue
-            unit = self.ns[i]
-            calls = {b.id: b for b in unit.head.tool_call_blocks()}
-            for index in range(unit.start + 1, unit.end):
-                msg = self.msgs[index]
-                info = offload_info(msg)
-                if (info is not None and info.get("kind") == "cleared") or self.counts[index] < self.m.clear_min_tokens:
-                    continue
-                replacement = clear_tool_results(msg, calls, tokens_before=self.counts[index])
-                if self.count(replacement) >= self.counts[index]:
-                    continue
-                self._replace(index, replacement)
-                self.cleared += len(replacement.tool_result_blocks())
-
-    # (b, c) summarize and drop the oldest units ---------------------------------------------------------------
-
-    def _pin_for(self, k: int) -> int | None:
-        """The user unit kept when the first ``k`` units go and unit ``k`` does not start with a user message."""
-        if k == 0 or self.ns[k].kind == "user":
-            return None
-        for j in range(k - 1, -1, -1):
-            if self.ns[j].kind == "user":
-                return j
-        return None
-
-    def _choose(self, reserve: int) -> int:
-        """The fewest dropped units that bring the view to the low watermark, counting room for a summary.
-
-        ``reserve`` is what a summary of the dropped units may add (at most what they cost). When no cut gets
-        there, the cut leaving the smallest view wins (ties: the one dropping least).
-        """
-        low = self.m.low_limit
-        sizes = [self.unit_tokens(u) for u in self.ns]
-        pin = self.pin
-        first_user = next((i for i, u in enumerate(self.ns) if u.kind == "user"), None)
-        removed = 0
-        best_k, best_total = self.dropped, self.total
-        for k in range(self.dropped, len(self.ns)):
-            if k > self.dropped:
-                removed += sizes[k - 1]
-            if first_user is not None and 0 < k < first_user:
-                continue  # input that starts without a user message: cut at a user message instead
-            new_pin = self._pin_for(k)
-            candidate = self.total - removed
-            if new_pin != pin:
-                candidate -= sizes[pin] if pin is not None else 0
-                candidate += sizes[new_pin] if new_pin is not None else 0
-            if candidate + min(reserve, removed) <= low:
-                return k
-            if candidate < best_total:
-                best_k, best_total = k, candidate
-        return best_k
-
-    def drop_oldest(self) -> Generator[_SummaryRequest, str | None, None]:
-        low = self.m.low_limit
-        ask = min(self.m.max_summary_tokens, max(low // 4, 32))
-        rounds = 0
-        while self.total > low and self.dropped < len(self.ns) - 1:
-            summarize = self.m.summarizer is not None and not self.summarizer_failed and rounds < _MAX_SUMMARY_ROUNDS
-            k = self._choose(ask + 16 if summarize else 0)
-            if k == self.dropped and self._pin_for(k) == self.pin:
-                return
-            gone = self._apply_cut(k)
-            if summarize and gone:
-                rounds += 1
-                text = yield _SummaryRequest(
-                    messages=gone, previous=self.summary, max_tokens=ask, instructions=self.m.summary_instructions
-                )
-                if text is None:
-                    self.summarizer_failed = True
-                else:
-                    self._set_summary(f"{self.summary}{_SUMMARY_SEPARATOR}{text}" if self.summary else text)
-                    self.summaries += 1
-                    yield from self.bound_summary()
-
-    def _apply_cut(self, k: int) -> list[Message]:
-        """Drop units up to ``k`` (keeping the new pin); return the messages that left the view, oldest first."""
-        new_pin = self._pin_for(k)
-        leaving: list[int] = []
-        if self.pin is not None and self.pin != new_pin:
-            leaving.append(self.pin)
-        leaving.extend(j for j in range(self.dropped, k) if j != new_pin and j != self.pin)
-        leaving.sort()
-        gone: list[Message] = []
-        for j in leaving:
-            unit = self.ns[j]
-            self.total -= self.unit_tokens(unit)
-            gone.extend(self.msgs[unit.start : unit.end])
-        self.dropped = max(self.dropped, k)
-        self.pin = new_pin
-        return gone
-
-    def _set_summary(self, summary: str) -> None:
-        cost = self._summary_cost(summary)
-        self.total += cost - self.summary_tokens
-        self.summary, self.summary_tokens = summary, cost
-
-    def bound_summary(self) -> Generator[_SummaryRequest, str | None, None]:
-        """Keep the running summary under ``summary_budget``: condense it with the summarizer, else cut its middle."""
-        budget = self.m.summary_budget
-        if self.summary is None or self.summary_tokens <= budget:
-            return
-        if self.m.summarizer is not None and not self.summarizer_failed:
-            document = Message.text_message(
-                self.summary, role="user", message_id="windowkeeper:summary-to-condense", timestamp=None
-            )
-            text = yield _SummaryRequest(
-                messages=[document], previous=None, max_tokens=budget // 2, instructions=CONSOLIDATE_INSTRUCTIONS
-            )
-            if text is not None and self._summary_cost(text) < self.summary_tokens:
-                self._set_summary(text)
-                self.summaries += 1
-        if self.summary_tokens > budget:
-            self._set_summary(_cut_middle(self.summary, budget - 24, self.m.counter))
-
-    # (d) cut what is too large to fit ----------------------------------------------------------------------------
-
-    def kept_units(self) -> list[Unit]:
-        kept = list(self.ns[self.dropped :])
-        if self.pin is not None:
-            kept.insert(0, self.ns[self.pin])
-        return kept
-
-    def truncate_oversized(self) -> None:
-        """After every droppable unit is gone, cut the largest kept bodies until the view is under the low mark."""
-        if self.total <= self.m.high_limit:
-            return
-        low = self.m.low_limit
-        indices = [i for u in self.kept_units() for i in range(u.start, u.end)]
-        indices.sort(key=lambda i: self.counts[i], reverse=True)
-        for index in indices:
-            excess = self.total - low
-            if excess <= 0:
-                return
-            size = self.counts[index]
-            replacement = truncate_message(self.msgs[index], max(size - excess, 32), self.m.counter)
-            if replacement is None or replacement is self.msgs[index] or self.count(replacement) >= size:
-                continue
-            self._replace(index, replacement)
-            logger.info(
-                "message %r alone exceeded the budget; cut from %d to %d tokens",
-                self.msgs[index].message_id,
-                size,
-                self.counts[index],
-            )
-
-    def result(self) -> _CompactionResult:
-        keep: set[int] = set(range(self.dropped, len(self.ns)))
-        if self.pin is not None:
-            keep.add(self.pin)
-        kept_starts = {self.ns[j].start for j in keep}
-        out: list[Message] = []
-        for unit in self.units:
-            if unit.kind == "system" or unit.start in kept_starts:
-                out.extend(self.msgs[unit.start : unit.end])
-        return _CompactionResult(out, self.summary, self.cleared, self.summaries)
+    def _limits(self, scratch_tokens: int) -> Limits:
+        return Limits(
+            low=self.low_limit,
+            high=self.high_limit,
+            other_tokens=self._fixed_tokens + scratch_tokens,
+            keep_tool_results=self.keep_tool_results,
+            clear_min_tokens=self.clear_min_tokens,
+            max_summary_tokens=self.max_summary_tokens,
+            summary_budget=self.summary_budget,
+            summary_mode=self.summary_mode,
+            summary_instructions=self.summary_instructions,
+            summarize=self.summarizer is not None,
+        )
 
 
 __all__ = ["SUMMARY_FAILURE_LOG", "TokenBudgetContextManager"]

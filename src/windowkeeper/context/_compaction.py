@@ -1,0 +1,337 @@
+"""One compaction of `TokenBudgetContextManager`: from the high watermark down to the low one.
+
+Works on segments (a unit plus the token count of each of its messages) so that no step recounts or regroups
+the whole view: segments survive from call to call, and only messages appended since the last compaction are
+grouped. Steps, least destructive first: clear old tool results to pointers, summarize and drop the oldest
+units, cut what alone is too large. Summaries are requested by yielding a `SummaryRequest`, which lets one
+implementation serve both the sync and the async manager API.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..messages import Message
+from ..units import UnitKind, group_units
+from .pointers import OffloadStore, _cut_middle, clear_tool_results, offload_info, truncate_message
+from .zones import summary_message
+
+if TYPE_CHECKING:
+    from ..tokens import TokenCounter
+
+logger = logging.getLogger(__name__)
+
+CONSOLIDATE_INSTRUCTIONS = (
+    "The text below is a running summary of an earlier conversation that has grown too long. Rewrite it as one "
+    "shorter summary that keeps every fact, decision, file path, number, error and open task."
+)
+SUMMARY_SEPARATOR = "\n\n"
+_MAX_SUMMARY_ROUNDS = 2
+_MIN_TRUNCATED_TOKENS = 32
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """What a compaction asks its driver to summarize (the only I/O a trim does)."""
+
+    messages: list[Message]
+    previous: str | None
+    max_tokens: int
+    instructions: str | None = None
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A unit of the view with its messages' token counts; replaced, never mutated, when a body changes."""
+
+    kind: UnitKind
+    messages: tuple[Message, ...]
+    counts: tuple[int, ...]
+    cleared: bool = False
+
+    @property
+    def tokens(self) -> int:
+        return sum(self.counts)
+
+
+def segments(messages: Sequence[Message], counter: TokenCounter) -> list[Segment]:
+    count = counter.count_message
+    return [Segment(u.kind, u.messages, tuple(count(m) for m in u.messages)) for u in group_units(messages)]
+
+
+def extend_segments(
+    known: list[Segment], covered: int, view: Sequence[Message], counter: TokenCounter
+) -> list[Segment]:
+    """Segments of ``view`` given those of its first ``covered`` messages; a trailing pending unit is regrouped.
+
+    Only a pending unit can change when messages are appended (its results arrive); every other unit ends where
+    it ended, so grouping the rest alone gives the same units as grouping the whole view.
+    """
+    out = list(known)
+    if out and out[-1].kind == "pending":
+        covered -= len(out.pop().messages)
+    out.extend(segments(view[covered:], counter))
+    return out
+
+
+@dataclass
+class Outcome:
+    """The compacted view and what it took."""
+
+    segments: list[Segment]
+    summary: str | None
+    cleared: int = 0
+    summaries: int = 0
+    messages: list[Message] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The manager settings a compaction reads."""
+
+    low: int
+    high: int
+    other_tokens: int
+    keep_tool_results: int
+    clear_min_tokens: int
+    max_summary_tokens: int
+    summary_budget: int
+    summary_mode: str
+    summary_instructions: str | None
+    summarize: bool
+
+
+class Compaction:
+    """A working copy of the view's segments being brought down to the low watermark."""
+
+    def __init__(
+        self,
+        segs: list[Segment],
+        summary: str | None,
+        limits: Limits,
+        counter: TokenCounter,
+        store: OffloadStore,
+    ) -> None:
+        self.segs = list(segs)
+        self.limits = limits
+        self.counter = counter
+        self.store = store
+        self.summary = summary
+        self.summary_tokens = self._summary_cost(summary)
+        self.ns = [i for i, s in enumerate(self.segs) if s.kind != "system"]
+        self.dropped = 0  # the first `dropped` non-system units are gone, except the pinned one
+        self.pin: int | None = None
+        self.cleared = 0
+        self.summaries = 0
+        self.summarizer_failed = False
+        self.total = limits.other_tokens + self.summary_tokens + sum(s.tokens for s in self.segs)
+
+    def _summary_cost(self, summary: str | None) -> int:
+        return self.counter.count_message(summary_message(summary)) if summary else 0
+
+    def _set_summary(self, summary: str) -> None:
+        cost = self._summary_cost(summary)
+        self.total += cost - self.summary_tokens
+        self.summary, self.summary_tokens = summary, cost
+
+    def _size(self, j: int) -> int:
+        return self.segs[self.ns[j]].tokens
+
+    def _replace(self, seg_index: int, position: int, replacement: Message, *, cleared: bool | None = None) -> None:
+        seg = self.segs[seg_index]
+        self.store.keep(seg.messages[position], replacement)
+        new_count = self.counter.count_message(replacement)
+        self.total += new_count - seg.counts[position]
+        messages = list(seg.messages)
+        counts = list(seg.counts)
+        messages[position] = replacement
+        counts[position] = new_count
+        self.segs[seg_index] = Segment(
+            seg.kind, tuple(messages), tuple(counts), seg.cleared if cleared is None else cleared
+        )
+
+    # (a) old tool results to pointers -------------------------------------------------------------------------
+
+    def clear_tool_results(self) -> None:
+        lim = self.limits
+        if self.total <= lim.low or not self.ns:
+            return
+        turns = [j for j, i in enumerate(self.ns) if self.segs[i].kind == "tool_turn"]
+        protected = set(turns[len(turns) - lim.keep_tool_results :]) if lim.keep_tool_results else set()
+        protected.add(len(self.ns) - 1)
+        for j in turns:
+            if self.total <= lim.low:
+                return
+            seg_index = self.ns[j]
+            if j in protected or self.segs[seg_index].cleared:
+                continue
+            calls = {b.id: b for b in self.segs[seg_index].messages[0].tool_call_blocks()}
+            for position in range(1, len(self.segs[seg_index].messages)):
+                seg = self.segs[seg_index]
+                msg, size = seg.messages[position], seg.counts[position]
+                info = offload_info(msg)
+                if (info is not None and info.get("kind") == "cleared") or size < lim.clear_min_tokens:
+                    continue
+                replacement = clear_tool_results(msg, calls, tokens_before=size)
+                if self.counter.count_message(replacement) >= size:
+                    continue
+                self._replace(seg_index, position, replacement)
+                self.cleared += len(replacement.tool_result_blocks())
+            seg = self.segs[seg_index]
+            self.segs[seg_index] = Segment(seg.kind, seg.messages, seg.counts, True)
+
+    # (b, c) summarize and drop the oldest units -----------------------------------------------------------------
+
+    def _pin_for(self, k: int) -> int | None:
+        """The user unit kept when the first ``k`` units go and unit ``k`` does not start with a user message."""
+        if k == 0 or self.segs[self.ns[k]].kind == "user":
+            return None
+        for j in range(k - 1, -1, -1):
+            if self.segs[self.ns[j]].kind == "user":
+                return j
+        return None
+
+    def _choose(self, reserve: int) -> int:
+        """The fewest dropped units that bring the view to the low watermark, with room for a summary.
+
+        ``reserve`` is what a summary of the dropped units may add (never more than they cost). When no cut gets
+        there, the one leaving the smallest view wins (ties: the one dropping least).
+        """
+        low = self.limits.low
+        pin = self.pin
+        first_user = next((j for j, i in enumerate(self.ns) if self.segs[i].kind == "user"), None)
+        removed = 0
+        best_k, best_total = self.dropped, self.total
+        for k in range(self.dropped, len(self.ns)):
+            if k > self.dropped:
+                removed += self._size(k - 1)
+            if first_user is not None and 0 < k < first_user:
+                continue  # input that starts without a user message: cut at a user message instead
+            new_pin = self._pin_for(k)
+            candidate = self.total - removed
+            if new_pin != pin:
+                candidate -= self._size(pin) if pin is not None else 0
+                candidate += self._size(new_pin) if new_pin is not None else 0
+            if candidate + min(reserve, removed) <= low:
+                return k
+            if candidate < best_total:
+                best_k, best_total = k, candidate
+        return best_k
+
+    def _apply_cut(self, k: int) -> list[Message]:
+        """Drop units up to ``k`` (keeping the new pin); the messages that left the view, oldest first."""
+        new_pin = self._pin_for(k)
+        leaving = [j for j in range(self.dropped, k) if j != new_pin]
+        if self.pin is not None and self.pin != new_pin:
+            leaving.insert(0, self.pin)
+        gone: list[Message] = []
+        for j in leaving:
+            self.total -= self._size(j)
+            gone.extend(self.segs[self.ns[j]].messages)
+        self.dropped = max(self.dropped, k)
+        self.pin = new_pin
+        return gone
+
+    def drop_oldest(self) -> Generator[SummaryRequest, str | None, None]:
+        lim = self.limits
+        ask = min(lim.max_summary_tokens, max(lim.low // 4, 32))
+        rounds = 0
+        while self.total > lim.low and self.dropped < len(self.ns) - 1:
+            summarize = lim.summarize and not self.summarizer_failed and rounds < _MAX_SUMMARY_ROUNDS
+            k = self._choose(ask + 16 if summarize else 0)
+            if k == self.dropped and self._pin_for(k) == self.pin:
+                return
+            gone = self._apply_cut(k)
+            if not (summarize and gone):
+                continue
+            rounds += 1
+            update = lim.summary_mode == "update"
+            text = yield SummaryRequest(
+                messages=gone,
+                previous=self.summary if update else None,
+                max_tokens=ask,
+                instructions=lim.summary_instructions,
+            )
+            if text is None:
+                self.summarizer_failed = True
+                continue
+            self._set_summary(f"{self.summary}{SUMMARY_SEPARATOR}{text}" if self.summary and not update else text)
+            self.summaries += 1
+            yield from self.bound_summary()
+
+    def bound_summary(self) -> Generator[SummaryRequest, str | None, None]:
+        """Keep the summary under ``summary_budget``: condense it with the summarizer, else cut its middle."""
+        budget = self.limits.summary_budget
+        if self.summary is None or self.summary_tokens <= budget:
+            return
+        if self.limits.summarize and not self.summarizer_failed:
+            document = Message.text_message(
+                self.summary, role="user", message_id="windowkeeper:summary-to-condense", timestamp=None
+            )
+            text = yield SummaryRequest(
+                messages=[document], previous=None, max_tokens=budget // 2, instructions=CONSOLIDATE_INSTRUCTIONS
+            )
+            if text is not None and self._summary_cost(text) < self.summary_tokens:
+                self._set_summary(text)
+                self.summaries += 1
+        if self.summary_tokens > budget:
+            logger.info(
+                "summary of %d tokens exceeds summary_budget=%d; cut in the middle", self.summary_tokens, budget
+            )
+            self._set_summary(_cut_middle(self.summary, max(budget - 24, 1), self.counter))
+
+    # (d) cut what alone is too large ------------------------------------------------------------------------------
+
+    def _kept(self) -> list[int]:
+        kept = list(self.ns[self.dropped :])
+        if self.pin is not None:
+            kept.insert(0, self.ns[self.pin])
+        return kept
+
+    def truncate_oversized(self) -> None:
+        """When dropping every droppable unit left the view over the high mark, cut the largest kept bodies."""
+        lim = self.limits
+        if self.total <= lim.high:
+            return
+        spots = [(i, p) for i in self._kept() for p in range(len(self.segs[i].messages))]
+        spots.sort(key=lambda spot: self.segs[spot[0]].counts[spot[1]], reverse=True)
+        for seg_index, position in spots:
+            excess = self.total - lim.low
+            if excess <= 0:
+                return
+            seg = self.segs[seg_index]
+            msg, size = seg.messages[position], seg.counts[position]
+            replacement = truncate_message(msg, max(size - excess, _MIN_TRUNCATED_TOKENS), self.counter)
+            if replacement is None or replacement is msg or self.counter.count_message(replacement) >= size:
+                continue
+            self._replace(seg_index, position, replacement)
+            logger.info("message %r alone exceeded the budget; cut from %d tokens with a marker", msg.message_id, size)
+
+    def outcome(self) -> Outcome:
+        kept = set(self._kept())
+        segs = [s for i, s in enumerate(self.segs) if s.kind == "system" or i in kept]
+        messages: list[Message] = []
+        for seg in segs:
+            messages.extend(seg.messages)
+        return Outcome(segs, self.summary, self.cleared, self.summaries, messages)
+
+
+def compact(
+    segs: list[Segment], summary: str | None, limits: Limits, counter: TokenCounter, store: OffloadStore
+) -> Generator[SummaryRequest, str | None, Outcome]:
+    """Run every step in order; a generator so the caller decides how summaries are awaited."""
+    work = Compaction(segs, summary, limits, counter, store)
+    work.clear_tool_results()
+    yield from work.drop_oldest()
+    work.truncate_oversized()
+    return work.outcome()
+
+
+def message_tokens(segs: Sequence[Segment]) -> int:
+    return sum(s.tokens for s in segs)
+
+
+__all__ = ["Compaction", "Limits", "Outcome", "Segment", "SummaryRequest", "compact", "extend_segments"]

@@ -1,0 +1,439 @@
+"""Behaviour of `TokenBudgetContextManager`: hysteresis, the order of freeing steps, validity and restoring."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from windowkeeper.blocks import TextBlock, ToolCallBlock, ToolResultBlock
+from windowkeeper.context.budget import SUMMARY_FAILURE_LOG, TokenBudgetContextManager
+from windowkeeper.context.pointers import OFFLOAD_KEY, is_offloaded
+from windowkeeper.errors import ConfigurationError
+from windowkeeper.messages import Message
+from windowkeeper.state import AgentState, ExecMeta, add_messages
+from windowkeeper.tokens import default_counter
+from windowkeeper.units import validate
+
+COUNTER = default_counter()
+
+
+def user(i: int, text: str = "question") -> Message:
+    return Message.text_message(f"{text} {i}", role="user", message_id=f"u{i}", timestamp=0.0)
+
+
+def answer(i: int, text: str = "answer") -> Message:
+    return Message.text_message(f"{text} {i}", role="assistant", message_id=f"a{i}", timestamp=0.0)
+
+
+def tool_turn(i: int, output: str, name: str = "read_file") -> list[Message]:
+    call = Message(
+        message_id=f"c{i}",
+        role="assistant",
+        content=[ToolCallBlock(id=f"call_{i}", name=name, args={"path": f"src/mod{i}.py"})],
+        timestamp=0.0,
+    )
+    result = Message.tool_message(
+        [ToolResultBlock(call_id=f"call_{i}", output=output, name=name)], message_id=f"r{i}", timestamp=0.0
+    )
+    return [call, result]
+
+
+def big_output(i: int, lines: int = 60) -> str:
+    return "\n".join(f"line {k} of file {i}: value_{i}_{k} = compute({k}, {i})" for k in range(lines))
+
+
+def tokens(messages: Sequence[Message], summary: str | None = None) -> int:
+    from windowkeeper.context.zones import summary_message
+
+    extra = [summary_message(summary)] if summary else []
+    return COUNTER.count_messages([*extra, *messages])
+
+
+SYSTEM = Message.text_message("You are a careful coding agent.", role="system", message_id="sys", timestamp=0.0)
+
+
+def state_of(messages: list[Message], **fields: Any) -> AgentState:
+    return AgentState(context=list(messages), **fields)
+
+
+# -- configuration -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"max_tokens": 2000, "reserve_tokens": 2000}, "max_tokens"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"max_tokens": 8000, "reserve_tokens": -1}, "reserve_tokens"),
+        ({"max_tokens": 8000, "high_watermark": 1.2}, "high_watermark"),
+        ({"max_tokens": 8000, "high_watermark": 0}, "high_watermark"),
+        ({"max_tokens": 8000, "low_watermark": 0.9}, "low_watermark"),
+        ({"max_tokens": 8000, "low_watermark": 0.0}, "low_watermark"),
+        ({"max_tokens": 8000, "low_watermark": "0.5"}, "low_watermark"),
+        ({"max_tokens": 8000, "keep_tool_results": -1}, "keep_tool_results"),
+        ({"max_tokens": 8000, "summary_mode": "replace"}, "summary_mode"),
+        ({"max_tokens": 8000, "summary_timeout": 0}, "summary_timeout"),
+        ({"max_tokens": 8000, "counter": object()}, "counter"),
+        ({"max_tokens": 3000, "reserve_tokens": 0, "system_prompt": "rule " * 2000}, "max_tokens"),
+        ({"max_tokens": True}, "max_tokens"),
+    ],
+)
+def test_bad_configuration_names_the_parameter(kwargs: dict[str, Any], name: str) -> None:
+    with pytest.raises(ConfigurationError, match=name):
+        TokenBudgetContextManager(**kwargs)
+
+
+def test_budget_and_watermarks() -> None:
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(10_000, 2000, 0.9, 0.5)
+    assert (mgr.budget, mgr.high_limit, mgr.low_limit) == (8000, 7200, 4000)
+
+
+# -- hysteresis ----------------------------------------------------------------------------------------------
+
+
+def test_below_high_watermark_nothing_changes_and_prefix_is_stable() -> None:
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(4000, 0)
+    state = state_of([SYSTEM, user(0), answer(0)])
+    same_list = state.context
+    state = mgr.trim_context(state)
+    assert state.context is same_list
+    assert mgr.last_metrics is not None and mgr.last_metrics.prefix_stable is None
+    state.context = add_messages(state.context, [user(1), answer(1)])
+    before = list(state.context)
+    state = mgr.trim_context(state)
+    assert state.context == before and all(a is b for a, b in zip(state.context, before, strict=True))
+    m = mgr.last_metrics
+    assert m is not None and m.prefix_stable is True and m.tokens_saved == 0
+    assert m.tokens_before == m.tokens_after == tokens(before)
+
+
+def test_compacts_to_low_watermark_then_leaves_prefix_alone_until_high_again() -> None:
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(1500, 0, 0.9, 0.5)
+    state = state_of([SYSTEM])
+    views: list[list[Message]] = []
+    compactions = []
+    for i in range(40):
+        state.context = add_messages(state.context, [user(i, "please explain " * 20), answer(i, "because " * 30)])
+        state = mgr.trim_context(state)
+        m = mgr.last_metrics
+        assert m is not None
+        if m.tokens_saved > 0:
+            compactions.append(i)
+            assert m.tokens_before >= mgr.high_limit
+            assert m.tokens_after <= mgr.low_limit
+            assert m.prefix_stable is False
+        elif views:
+            # hysteresis: the previous view is an exact prefix of this one
+            prev = views[-1]
+            assert all(a is b for a, b in zip(prev, state.context[: len(prev)], strict=True))
+            assert m.prefix_stable is True
+        views.append(list(state.context))
+        assert not validate(state.context, "anthropic")
+        assert state.context[0] is SYSTEM
+    assert len(compactions) >= 3
+    # chunks: several calls between two compactions
+    gaps = [b - a for a, b in zip(compactions, compactions[1:], strict=False)]
+    assert min(gaps) >= 3
+    total = mgr.metrics_total
+    assert total.calls == 40 and total.prefix_stable_calls == 39 - len(compactions)
+
+
+# -- freeing order ---------------------------------------------------------------------------------------------
+
+
+def test_old_tool_results_are_cleared_first_and_newest_are_kept() -> None:
+    msgs: list[Message] = [SYSTEM, user(0, "fix the bug")]
+    for i in range(8):
+        msgs += tool_turn(i, big_output(i))
+    msgs.append(answer(99, "done"))
+    size = tokens(msgs)
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        int(size / 0.95), 0, keep_tool_results=3
+    )
+    state = mgr.trim_context(state_of(msgs))
+    m = mgr.last_metrics
+    assert m is not None and m.tokens_after <= mgr.low_limit
+    # nothing dropped: clearing alone was enough
+    assert [x.message_id for x in state.context] == [x.message_id for x in msgs]
+    cleared = [x.message_id for x in state.context if is_offloaded(x)]
+    assert cleared == [f"r{i}" for i in range(len(cleared))]  # oldest first
+    assert m.tool_results_cleared == len(cleared) >= 1
+    for i in (5, 6, 7):  # the newest three tool turns keep their outputs
+        assert state.context[msgs.index(next(x for x in msgs if x.message_id == f"r{i}"))].text() == big_output(i)
+    pointer = state.context[3]
+    assert pointer.message_id == "r0" and pointer.role == "tool"
+    block = pointer.tool_result_blocks()[0]
+    assert block.call_id == "call_0" and block.name == "read_file"
+    text = block.output
+    assert isinstance(text, str)
+    assert "read_file" in text and "src/mod0.py" in text and "line 0 of file 0" in text
+    assert f"{len(big_output(0))} chars" in text and "60 lines" in text
+    assert pointer.metadata[OFFLOAD_KEY]["kind"] == "cleared"
+
+
+def test_restore_brings_back_originals_byte_identical() -> None:
+    msgs: list[Message] = [SYSTEM, user(0)]
+    for i in range(6):
+        msgs += tool_turn(i, big_output(i, 80))
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) / 0.95), 0)
+    originals = {m.message_id: m.model_dump_json() for m in msgs}
+    state = mgr.trim_context(state_of(msgs))
+    replaced = [m for m in state.context if is_offloaded(m)]
+    assert replaced
+    for m in replaced:
+        back = mgr.restore(m)
+        assert back.model_dump_json() == originals[back.message_id]
+        assert m.model_dump_json() != originals[m.message_id]
+    restored = mgr.restore_context(state)
+    assert [m.model_dump_json() for m in restored] == [originals[m.message_id] for m in state.context]
+    assert any(is_offloaded(m) for m in state.context)  # the state itself is left as it was
+    untouched = state.context[1]
+    assert mgr.restore(untouched) is untouched
+
+
+def test_drops_oldest_whole_units_and_summarizes_them() -> None:
+    seen: list[list[str]] = []
+
+    def summarizer(messages: list[Message], previous: str | None) -> str:
+        seen.append([m.message_id for m in messages])
+        return f"covered {len(messages)} messages"
+
+    msgs: list[Message] = [SYSTEM]
+    for i in range(30):
+        msgs += [user(i, "tell me about item " * 10), answer(i, "item details " * 20)]
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        int(tokens(msgs) / 0.95), 0, summarizer=summarizer, max_summary_tokens=50
+    )
+    state = mgr.trim_context(state_of(msgs, context_summary="Earlier: Sam lives in Berlin."))
+    assert len(seen) == 1
+    kept_ids = [m.message_id for m in state.context]
+    dropped = [m.message_id for m in msgs if m.message_id not in kept_ids]
+    assert seen[0] == dropped
+    assert kept_ids[0] == "sys" and kept_ids[1].startswith("u")
+    # the kept part is the newest suffix, whole user/assistant pairs
+    assert kept_ids[1:] == [m.message_id for m in msgs[len(msgs) - len(kept_ids) + 1 :]]
+    assert state.context_summary == f"Earlier: Sam lives in Berlin.\n\ncovered {len(dropped)} messages"
+    m = mgr.last_metrics
+    assert m is not None and m.summaries_made == 1 and m.tool_results_cleared == 0
+    assert m.tokens_after <= mgr.low_limit
+
+
+def test_failing_summarizer_is_logged_and_units_are_dropped(caplog: pytest.LogCaptureFixture) -> None:
+    def broken(messages: list[Message]) -> str:
+        raise RuntimeError("model unavailable")
+
+    msgs: list[Message] = [SYSTEM]
+    for i in range(20):
+        msgs += [user(i, "words " * 30), answer(i, "more words " * 30)]
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        int(tokens(msgs) / 0.95), 0, summarizer=broken
+    )
+    with caplog.at_level(logging.ERROR, logger="windowkeeper.context.budget"):
+        state = mgr.trim_context(state_of(msgs, context_summary="kept summary"))
+    assert SUMMARY_FAILURE_LOG in caplog.text and "model unavailable" in caplog.text
+    assert state.context_summary == "kept summary"
+    m = mgr.last_metrics
+    assert m is not None and m.summaries_made == 0 and m.tokens_after <= mgr.low_limit
+    assert not validate(state.context, "anthropic")
+
+
+def test_agent_loop_keeps_the_task_message_pinned() -> None:
+    """One user request followed only by tool turns: the request stays so the view still starts with a user."""
+    msgs: list[Message] = [SYSTEM, user(0, "migrate the database")]
+    for i in range(30):
+        msgs += tool_turn(i, "ok " * 40)
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        int(tokens(msgs) / 0.95), 0, clear_min_tokens=10_000
+    )
+    state = mgr.trim_context(state_of(msgs))
+    ids = [m.message_id for m in state.context]
+    assert ids[:3] == ["sys", "u0", ids[2]] and ids[2].startswith("c")
+    assert ids[-2:] == ["c29", "r29"]
+    assert len(ids) < len(msgs)
+    assert not validate(state.context, "anthropic") and not validate(state.context, "openai")
+
+
+def test_pending_tool_call_is_never_dropped() -> None:
+    msgs: list[Message] = [SYSTEM]
+    for i in range(10):
+        msgs += [user(i, "ask " * 40), answer(i, "reply " * 40)]
+    pending = Message(
+        message_id="p",
+        role="assistant",
+        content=[ToolCallBlock(id="call_p1", name="search", args={"q": "x"}), ToolCallBlock(id="call_p2", name="calc")],
+        timestamp=0.0,
+    )
+    partial = Message.tool_message([ToolResultBlock(call_id="call_p1", output="found it")], message_id="pr")
+    msgs += [user(10, "now search"), pending, partial]
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) / 0.95), 0)
+    state = mgr.trim_context(state_of(msgs))
+    assert [m.message_id for m in state.context][-3:] == ["u10", "p", "pr"]
+    assert state.context[-2] is pending and state.context[-1] is partial
+    assert not validate(state.context, "anthropic")
+
+
+def test_unit_larger_than_budget_is_truncated_with_a_marker() -> None:
+    huge = "\n".join(f"row {k}: " + "payload " * 12 for k in range(600))
+    msgs = [SYSTEM, user(0, "dump the table"), *tool_turn(0, huge, name="sql")]
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(3000, 500)
+    state = mgr.trim_context(state_of(msgs))
+    ids = [m.message_id for m in state.context]
+    assert ids == ["sys", "u0", "c0", "r0"]
+    cut = state.context[-1]
+    text = cut.text()
+    assert "[truncated " in text and " tokens] " in text
+    assert text.startswith("row 0: ") and text.rstrip().endswith("payload")
+    assert cut.tool_result_blocks()[0].call_id == "call_0"
+    m = mgr.last_metrics
+    assert m is not None and m.tokens_after <= mgr.budget
+    assert cut.metadata[OFFLOAD_KEY]["kind"] == "truncated"
+    assert mgr.restore(cut).text() == huge
+
+
+def test_system_prompt_and_tools_count_against_the_budget() -> None:
+    tools = [{"name": "search", "description": "find " * 200, "parameters": {"type": "object"}}]
+    plain: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(4000, 0)
+    loaded: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        4000, 0, system_prompt="be brief", tools=tools
+    )
+    msgs = [SYSTEM, user(0), answer(0)]
+    plain.trim_context(state_of(msgs))
+    loaded.trim_context(state_of(msgs))
+    assert plain.last_metrics is not None and loaded.last_metrics is not None
+    assert loaded.last_metrics.tokens_before - plain.last_metrics.tokens_before > 200
+
+
+def test_scratchpad_is_pinned_and_counted() -> None:
+    msgs: list[Message] = [SYSTEM]
+    for i in range(12):
+        msgs += [user(i, "note " * 30), answer(i, "ok " * 30)]
+    pad = "Facts: the deploy key is K-42. " * 20
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) / 0.95), 0)
+    state = mgr.trim_context(state_of(msgs, scratchpad=pad))
+    assert state.scratchpad == pad
+    m = mgr.last_metrics
+    assert m is not None and m.tokens_saved > 0
+    # with the scratchpad counted, more had to go than its absence would need
+    other: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) / 0.95), 0)
+    plain = other.trim_context(state_of(msgs))
+    assert len(state.context) < len(plain.context)
+
+
+# -- incremental work ----------------------------------------------------------------------------------------------
+
+
+class CountingCounter:
+    """The exact counter, recording which messages were priced."""
+
+    def __init__(self) -> None:
+        self.inner = default_counter()
+        self.name = self.inner.name
+        self.priced: list[str | int] = []
+
+    def count_text(self, text: str) -> int:
+        return self.inner.count_text(text)
+
+    def count_message(self, message: Message) -> int:
+        self.priced.append(message.message_id)
+        return self.inner.count_message(message)
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        return sum(self.count_message(m) for m in messages) + self.inner.count_messages([])
+
+
+def test_a_call_prices_only_the_new_messages() -> None:
+    counter = CountingCounter()
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(100_000, 0, counter=counter)
+    state = state_of([SYSTEM, *[user(i) for i in range(50)]])
+    state = mgr.trim_context(state)
+    counter.priced.clear()
+    state.context = add_messages(state.context, [answer(1), user(99)])
+    mgr.trim_context(state)
+    assert counter.priced == ["a1", "u99"]
+
+
+def test_full_history_callers_get_the_same_views_as_graph_callers() -> None:
+    history: list[Message] = [SYSTEM]
+    graph_mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(2500, 0)
+    full_mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(2500, 0)
+    graph_state = AgentState(context=[SYSTEM], execution_meta=ExecMeta(thread_id="g"))
+    for i in range(30):
+        new = [user(i, "q " * 25), *tool_turn(i, big_output(i, 8)), answer(i, "a " * 20)]
+        history += new
+        graph_state.context = add_messages(graph_state.context, new)
+        graph_state = graph_mgr.trim_context(graph_state)
+        full = full_mgr.trim_context(AgentState(context=list(history)))
+        assert [m.model_dump_json() for m in full.context] == [m.model_dump_json() for m in graph_state.context]
+        assert full_mgr.last_metrics == graph_mgr.last_metrics.model_copy(
+            update={"duration_s": full_mgr.last_metrics.duration_s, "messages_before": len(history)}
+        )
+
+
+def test_threads_are_tracked_separately() -> None:
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(8000, 0)
+    a = AgentState(context=[SYSTEM, user(0)], execution_meta=ExecMeta(thread_id="a"))
+    b = AgentState(context=[SYSTEM, user(1, "other")], execution_meta=ExecMeta(thread_id="b"))
+    mgr.trim_context(a)
+    mgr.trim_context(b)
+    a.context = add_messages(a.context, [answer(0)])
+    mgr.trim_context(a)
+    assert mgr.last_metrics is not None and mgr.last_metrics.prefix_stable is True
+
+
+# -- sync and async --------------------------------------------------------------------------------------------------
+
+
+async def test_async_trim_awaits_an_async_summarizer() -> None:
+    calls: list[int] = []
+
+    async def summarizer(messages: list[Message]) -> str:
+        await asyncio.sleep(0)
+        calls.append(len(messages))
+        return "short summary"
+
+    msgs: list[Message] = [SYSTEM]
+    for i in range(20):
+        msgs += [user(i, "alpha " * 30), answer(i, "beta " * 30)]
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        int(tokens(msgs) / 0.95), 0, summarizer=summarizer
+    )
+    state = await mgr.atrim_context(state_of(msgs))
+    assert calls and state.context_summary == "short summary"
+    assert mgr.last_metrics is not None and mgr.last_metrics.summaries_made == 1
+
+
+async def test_sync_trim_inside_a_running_loop() -> None:
+    msgs: list[Message] = [SYSTEM]
+    for i in range(20):
+        msgs += [user(i, "alpha " * 30), answer(i, "beta " * 30)]
+    quiet: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(100_000, 0, summarizer=lambda m: "s")
+    assert quiet.trim_context(state_of(msgs)).context == msgs  # nothing to summarize: fine inside a loop
+    busy: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        int(tokens(msgs) / 0.95), 0, summarizer=lambda m: "s"
+    )
+    state = state_of(msgs)
+    with pytest.raises(RuntimeError, match="atrim_context"):
+        busy.trim_context(state)
+    assert state.context == msgs and state.context_summary is None
+    done = await busy.atrim_context(state)
+    assert done.context_summary == "s"
+
+
+def test_text_blocks_keep_annotations_when_cut() -> None:
+    from windowkeeper.blocks import AnnotationRef
+    from windowkeeper.context.pointers import truncate_message
+
+    msg = Message(
+        message_id="x",
+        role="user",
+        content=[TextBlock(text="word " * 3000, annotations=[AnnotationRef(url="https://example.com")])],
+    )
+    cut = truncate_message(msg, 200, COUNTER)
+    assert cut is not None and COUNTER.count_message(cut) <= 200
+    block = cut.content[0]
+    assert isinstance(block, TextBlock) and block.annotations == msg.content[0].annotations  # type: ignore[union-attr]
+    assert "[truncated " in block.text
