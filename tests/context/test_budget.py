@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -136,7 +137,7 @@ def test_compacts_to_low_watermark_then_leaves_prefix_alone_until_high_again() -
         assert state.context[0] is SYSTEM
     assert len(compactions) >= 3
     # chunks: several calls between two compactions
-    gaps = [b - a for a, b in zip(compactions, compactions[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(compactions)]
     assert min(gaps) >= 3
     total = mgr.metrics_total
     assert total.calls == 40 and total.prefix_stable_calls == 39 - len(compactions)
@@ -151,9 +152,7 @@ def test_old_tool_results_are_cleared_first_and_newest_are_kept() -> None:
         msgs += tool_turn(i, big_output(i))
     msgs.append(answer(99, "done"))
     size = tokens(msgs)
-    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
-        int(size / 0.95), 0, keep_tool_results=3
-    )
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(size / 0.95), 0, keep_tool_results=3)
     state = mgr.trim_context(state_of(msgs))
     m = mgr.last_metrics
     assert m is not None and m.tokens_after <= mgr.low_limit
