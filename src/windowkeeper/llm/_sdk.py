@@ -13,7 +13,7 @@ import importlib
 import logging
 import os
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType
 from typing import Generic, TypeVar
 
@@ -49,22 +49,51 @@ def first_env(*names: str) -> str | None:
 
 
 class PerLoop(Generic[T]):
-    """Lazily build one object per running event loop and hand the same one back on that loop."""
+    """Lazily build one object per running event loop, hand the same one back on that loop, and close it when
+    the loop shuts down.
 
-    def __init__(self, factory: Callable[[], T]) -> None:
+    The close rides on ``loop.shutdown_asyncgens()``, which ``asyncio.run`` and every ``asyncio.Runner`` call
+    before closing the loop: a parked async generator is created with each object, and its ``finally`` block
+    awaits ``closer(obj)``. Without this, SDK clients used through ``asyncio.run`` (sync wrappers) would leave
+    sockets open until garbage collection.
+    """
+
+    def __init__(
+        self,
+        factory: Callable[[], T],
+        closer: Callable[[T], Awaitable[object]] | None = None,
+    ) -> None:
         self._factory = factory
-        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, T] = weakref.WeakKeyDictionary()
+        self._closer = closer
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[T, object]] = (
+            weakref.WeakKeyDictionary()
+        )
         self.created = 0
+        self.closed = 0
 
-    def get(self) -> T:
+    async def _guard(self, value: T) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if self._closer is not None:
+                try:
+                    await self._closer(value)
+                    self.closed += 1
+                except Exception as exc:  # closing is best effort: the loop is going away
+                    logger.debug("closing an SDK client at loop shutdown failed: %r", exc)
+
+    async def get(self) -> T:
         loop = asyncio.get_running_loop()
-        value = self._by_loop.get(loop)
-        if value is None:
+        entry = self._by_loop.get(loop)
+        if entry is None:
             value = self._factory()
-            self._by_loop[loop] = value
+            guard = self._guard(value)
+            await guard.__anext__()
+            entry = (value, guard)
+            self._by_loop[loop] = entry
             self.created += 1
-            logger.debug("created SDK client #%d for loop %r", self.created, id(loop))
-        return value
+            logger.debug("created SDK client #%d for loop %#x", self.created, id(loop))
+        return entry[0]
 
     def current(self) -> T | None:
         """The object for the running loop, if one was built."""
@@ -72,14 +101,20 @@ class PerLoop(Generic[T]):
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return None
-        return self._by_loop.get(loop)
+        entry = self._by_loop.get(loop)
+        return None if entry is None else entry[0]
 
-    def forget_current(self) -> None:
+    async def close_current(self) -> None:
+        """Close and forget the running loop's object now."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        self._by_loop.pop(loop, None)
+        entry = self._by_loop.pop(loop, None)
+        if entry is not None:
+            guard = entry[1]
+            if hasattr(guard, "aclose"):
+                await guard.aclose()
 
 
 __all__ = ["PerLoop", "check_settings", "first_env", "import_sdk"]

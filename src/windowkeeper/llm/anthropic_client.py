@@ -9,7 +9,7 @@ and token calibration compares against the full prompt size.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import ConfigurationError, ProviderError
 from ..messages import TokenUsages
@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
 
 logger = logging.getLogger(__name__)
+
+
+async def _close_sdk_client(client: Any) -> None:
+    await client.close()
 
 
 def _int(value: Any) -> int:
@@ -82,7 +86,7 @@ class AnthropicClient:
         self.max_retries = max_retries
         self.default_max_tokens = default_max_tokens
         self._api_key = api_key
-        self._clients: PerLoop[AsyncAnthropic] = PerLoop(self._make_sdk_client)
+        self._clients: PerLoop[AsyncAnthropic] = PerLoop(self._make_sdk_client, _close_sdk_client)
 
     def __repr__(self) -> str:
         return f"AnthropicClient(model={self.model!r}, base_url={self.base_url!r})"
@@ -103,16 +107,20 @@ class AnthropicClient:
         return client
 
     async def aclose(self) -> None:
-        client = self._clients.current()
-        if client is not None:
-            self._clients.forget_current()
-            await client.close()
+        """Close the SDK client of the running loop now (loops that end close theirs automatically)."""
+        await self._clients.close_current()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def build_kwargs(self, request: LLMRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for a request."""
         from .formats.anthropic import to_anthropic
 
-        embedded_system, wire = to_anthropic(request.messages)
+        embedded_system, wire = to_anthropic(request.messages, reasoning="signed")
         system = "\n\n".join(s for s in (request.system, embedded_system) if s)
         kwargs: dict[str, Any] = {
             "model": self.model,
@@ -128,7 +136,7 @@ class AnthropicClient:
         return kwargs
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
-        client = self._clients.get()
+        client = await self._clients.get()
         kwargs = self.build_kwargs(request)
         try:
             reply = await client.messages.create(**kwargs)

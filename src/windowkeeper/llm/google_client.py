@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import ProviderError
 from ..messages import TokenUsages
@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from google.genai import Client as GenAIClient
 
 logger = logging.getLogger(__name__)
+
+
+async def _close_sdk_client(client: Any) -> None:
+    await client.aio.aclose()
 
 
 def _int(value: Any) -> int:
@@ -90,7 +94,7 @@ class GoogleClient:
         self.max_retries = max_retries
         self.api_version = api_version
         self._api_key = api_key
-        self._clients: PerLoop[GenAIClient] = PerLoop(self._make_sdk_client)
+        self._clients: PerLoop[GenAIClient] = PerLoop(self._make_sdk_client, _close_sdk_client)
 
     def __repr__(self) -> str:
         return f"GoogleClient(model={self.model!r}, base_url={self.base_url!r})"
@@ -113,16 +117,20 @@ class GoogleClient:
         return client
 
     async def aclose(self) -> None:
-        client = self._clients.current()
-        if client is not None:
-            self._clients.forget_current()
-            await client.aio.aclose()
+        """Close the SDK client of the running loop now (loops that end close theirs automatically)."""
+        await self._clients.close_current()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def build_call(self, request: LLMRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """``(contents, config)`` for ``generate_content``; config as a plain dict of GenerateContentConfig fields."""
         from .formats.gemini import to_gemini
 
-        system_instruction, contents = to_gemini(request.messages)
+        system_instruction, contents = to_gemini(request.messages, reasoning="signed")
         system = "\n\n".join(s for s in (request.system, _system_text(system_instruction)) if s)
         config: dict[str, Any] = {}
         if system:
@@ -137,7 +145,7 @@ class GoogleClient:
         return contents, config
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
-        client = self._clients.get()
+        client = await self._clients.get()
         contents, config = self.build_call(request)
         try:
             reply = await client.aio.models.generate_content(

@@ -8,7 +8,7 @@ only understand the old name, so ``chat_max_tokens_field="max_tokens"`` switches
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from ..errors import ConfigurationError, ProviderError
 from ..messages import Message, TokenUsages
@@ -19,6 +19,11 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
 logger = logging.getLogger(__name__)
+
+
+async def _close_sdk_client(client: Any) -> None:
+    await client.close()
+
 
 ChatMaxTokensField = Literal["max_completion_tokens", "max_tokens"]
 
@@ -115,7 +120,7 @@ class OpenAIClient:
         self.max_retries = max_retries
         self.chat_max_tokens_field = chat_max_tokens_field
         self._api_key = api_key
-        self._clients: PerLoop[AsyncOpenAI] = PerLoop(self._make_sdk_client)
+        self._clients: PerLoop[AsyncOpenAI] = PerLoop(self._make_sdk_client, _close_sdk_client)
 
     def __repr__(self) -> str:
         return f"OpenAIClient(model={self.model!r}, api_style={self.api_style!r}, base_url={self.base_url!r})"
@@ -136,14 +141,17 @@ class OpenAIClient:
         return client
 
     async def aclose(self) -> None:
-        """Close the SDK client of the running loop (others close when their loop is collected)."""
-        client = self._clients.current()
-        if client is not None:
-            self._clients.forget_current()
-            await client.close()
+        """Close the SDK client of the running loop now (loops that end close theirs automatically)."""
+        await self._clients.close_current()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
-        client = self._clients.get()
+        client = await self._clients.get()
         try:
             if self.api_style == "responses":
                 raw = await self._call_responses(client, request)
@@ -172,9 +180,11 @@ class OpenAIClient:
     async def _call_responses(self, client: AsyncOpenAI, request: LLMRequest) -> dict[str, Any]:
         from .formats.openai_responses import to_responses_input
 
-        kwargs: dict[str, Any] = {"model": self.model, "input": to_responses_input(request.messages)}
-        if request.system is not None:
-            kwargs["instructions"] = request.system
+        embedded, items = to_responses_input(request.messages, system="instructions", reasoning="signed")
+        kwargs: dict[str, Any] = {"model": self.model, "input": items}
+        instructions = "\n\n".join(s for s in (request.system, embedded) if s)
+        if instructions:
+            kwargs["instructions"] = instructions
         if request.max_output_tokens is not None:
             kwargs["max_output_tokens"] = request.max_output_tokens
         if request.temperature is not None:
@@ -203,7 +213,7 @@ class OpenAIClient:
     async def _call_chat(self, client: AsyncOpenAI, request: LLMRequest) -> dict[str, Any]:
         from .formats.openai_chat import to_openai_chat
 
-        wire = to_openai_chat(request.messages)
+        wire = to_openai_chat(request.messages, include_reasoning=False)
         if request.system is not None:
             wire = [{"role": "system", "content": request.system}, *wire]
         kwargs: dict[str, Any] = {"model": self.model, "messages": wire}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import sys
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -112,7 +113,7 @@ class FakeProviderServer(ABC):
         self._queue: deque[FakeReply] = deque()
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._ids = itertools.count(1)
+        self._ids: dict[str, itertools.count[int]] = {}
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         for reply in replies:
@@ -194,9 +195,7 @@ class FakeProviderServer(ABC):
         if self._httpd is not None:
             return self
         handler = _make_handler(self)
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        httpd.daemon_threads = True
-        httpd.block_on_close = False
+        httpd = _QuietServer(("127.0.0.1", 0), handler)
         self._stop.clear()
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -236,7 +235,10 @@ class FakeProviderServer(ABC):
         self._stop.wait(seconds)
 
     def new_id(self, prefix: str) -> str:
-        return f"{prefix}_{next(self._ids)}"
+        """``prefix_1``, ``prefix_2``, ...: numbered per prefix so tests can predict generated ids."""
+        with self._lock:
+            counter = self._ids.setdefault(prefix, itertools.count(1))
+            return f"{prefix}_{next(counter)}"
 
     def usage_for(self, reply: FakeReply, request: RecordedRequest) -> FakeUsage:
         """The usage to report: the programmed one, else a deterministic size-based estimate."""
@@ -262,9 +264,32 @@ class FakeProviderServer(ABC):
         return [c.id or self.new_id(prefix) for c in reply.tool_calls]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A threaded server whose connection errors are logged in one line, never as a printed traceback.
+
+    Clients that time out or drop keep-alive connections are normal here. Printing their tracebacks from server
+    threads is not just noise: on Python 3.11 traceback formatting calls ``ast.parse``, and doing that in a
+    server thread while the main thread parses (pytest rewriting an import) can crash the interpreter with
+    "AST constructor recursion depth mismatch".
+    """
+
+    daemon_threads = True
+    block_on_close = False
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        logger.debug("fake server connection from %s ended with %r", client_address, sys.exc_info()[1])
+
+
 def _make_handler(owner: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        timeout = 30.0
+
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except (OSError, ValueError) as exc:
+                logger.debug("fake server connection closed: %r", exc)
 
         def log_message(self, format: str, *args: Any) -> None:
             logger.debug("%s: " + format, type(owner).__name__, *args)
