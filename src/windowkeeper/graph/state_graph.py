@@ -227,21 +227,16 @@ class StateGraph:
         resolver = Resolver([self.context_manager, checkpointer, self])
         compiled_nodes: dict[str, CompiledNode] = {}
         for name, action in self.nodes.items():
-            owner = f"node {name!r}"
             if isinstance(action, GraphComponent):
-                action.check_graph(resolver, owner=owner, state_cls=self.state_cls)
                 compiled_nodes[name] = CompiledNode(name, action, (), True, action)
-                continue
-            plans = plan_call(action, owner=owner)
-            check_injectable(plans, resolver, owner=owner)
-            compiled_nodes[name] = CompiledNode(name, action, tuple(plans), _is_async_callable(action), None)
+            else:
+                plans = plan_call(action, owner=f"node {name!r}")
+                compiled_nodes[name] = CompiledNode(name, action, tuple(plans), _is_async_callable(action), None)
         conditions: dict[str, tuple[ConditionalEdge, tuple[ParamPlan, ...], bool]] = {}
         for source, edge in self.conditional.items():
-            owner = f"condition of {source!r}"
-            plans = plan_call(edge.condition, owner=owner)
-            check_injectable(plans, resolver, owner=owner)
+            plans = plan_call(edge.condition, owner=f"condition of {source!r}")
             conditions[source] = (edge, tuple(plans), _is_async_callable(edge.condition))
-        return CompiledGraph(
+        compiled = CompiledGraph(
             builder=self,
             nodes=compiled_nodes,
             edges=dict(self.edges),
@@ -252,6 +247,15 @@ class StateGraph:
             interrupt_after=frozenset(after),
             resolver=resolver,
         )
-
+        # injectables are checked once the compiled graph exists, since it is itself injectable
+        for node in compiled_nodes.values():
+            owner = f"node {node.name!r}"
+            if node.component is not None:
+                node.component.check_graph(resolver, owner=owner, state_cls=self.state_cls)
+            else:
+                check_injectable(node.plans, resolver, owner=owner)
+        for source, (_, condition_plans, _) in conditions.items():
+            check_injectable(condition_plans, resolver, owner=f"condition of {source!r}")
+        return compiled
 
 __all__ = ["CompiledNode", "ConditionalEdge", "NodeAction", "StateGraph"]
