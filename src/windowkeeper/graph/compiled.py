@@ -271,15 +271,15 @@ class CompiledGraph:
                 messages.append(Message.model_validate(item))
             except ValidationError as exc:
                 raise ConfigurationError(f"input['messages'][{index}] is not a valid Message: {exc}") from exc
+        before = {m.message_id for m in state.context}
         fields = {k: v for k, v in input.items() if k != "messages"}
         if fields:
             try:
                 apply_update(state, fields, node="input")
             except GraphError as exc:
                 raise ConfigurationError(str(exc).replace("node 'input'", "input")) from exc
-        before = {m.message_id for m in state.context}
         state.context = add_messages(state.context, messages)
-        return [m for m in messages if m.message_id not in before and not m.delta]
+        return [m for m in state.context if m.message_id not in before]
 
     async def _call(self, fn: Any, plans: tuple[ParamPlan, ...], state: AgentState, cfg: _RunConfig) -> Any:
         args, kwargs = build_arguments(plans, state=state, config=cfg.data, resolver=self.resolver)
