@@ -1,0 +1,123 @@
+"""The five zones: what each holds, what it costs, and how they are rendered for a model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from windowkeeper.blocks import ToolCallBlock, ToolResultBlock
+from windowkeeper.context.zones import (
+    SCRATCHPAD_HEADER,
+    SUMMARY_HEADER,
+    ZONE_NAMES,
+    build_zones,
+    render_zones,
+    scratchpad_message,
+    summary_message,
+    system_prompt_message,
+)
+from windowkeeper.errors import ConfigurationError
+from windowkeeper.messages import Message
+from windowkeeper.state import AgentState
+from windowkeeper.tokens import ApproxCounter, default_counter
+from windowkeeper.units import validate
+
+COUNTER = default_counter()
+TOOLS = [
+    {
+        "name": "search",
+        "description": "Search the web.",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+    }
+]
+
+
+def sample_state() -> AgentState:
+    return AgentState(
+        context=[
+            Message.text_message("Always cite sources.", role="system", message_id="s1"),
+            Message.text_message("Where is Sam?", role="user", message_id="u1"),
+            Message(
+                message_id="c1",
+                role="assistant",
+                content=[ToolCallBlock(id="call_1", name="search", args={"q": "Sam"})],
+            ),
+            Message.tool_message([ToolResultBlock(call_id="call_1", output="Sam is in Berlin.")], message_id="r1"),
+            Message.text_message("Sam is in Berlin.", role="assistant", message_id="a1"),
+        ],
+        context_summary="The user asked about Sam earlier.",
+        scratchpad="- Sam: Berlin",
+    )
+
+
+def test_each_zone_holds_its_part_and_its_exact_cost() -> None:
+    state = sample_state()
+    zones = build_zones(state, system_prompt="You are helpful.", tools=TOOLS, counter=COUNTER, reserve_tokens=1500)
+    assert [m.message_id for m in zones.system][1:] == ["s1"]
+    assert zones.system[0].text() == "You are helpful."
+    assert [m.message_id for m in zones.recent] == ["u1", "c1", "r1", "a1"]
+    assert zones.summary == state.context_summary and zones.scratchpad == state.scratchpad
+    tool_tokens = COUNTER.count_text(json.dumps(TOOLS, separators=(",", ":")))
+    assert zones.tool_tokens == tool_tokens
+    assert zones.system_tokens == (
+        COUNTER.count_message(system_prompt_message("You are helpful."))
+        + COUNTER.count_message(state.context[0])
+        + tool_tokens
+    )
+    assert zones.summary_tokens == COUNTER.count_message(summary_message("The user asked about Sam earlier."))
+    assert zones.recent_tokens == sum(COUNTER.count_message(m) for m in state.context[1:])
+    assert zones.scratchpad_tokens == COUNTER.count_message(scratchpad_message("- Sam: Berlin"))
+    assert zones.reserve_tokens == 1500
+    assert list(zones.breakdown()) == list(ZONE_NAMES)
+    assert sum(zones.breakdown().values()) == zones.total_tokens == zones.input_tokens + 1500
+    # what is sent costs exactly the input tokens (tool schemas travel outside the messages)
+    sent = render_zones(zones)
+    assert COUNTER.count_messages(sent) + tool_tokens == zones.input_tokens
+
+
+def test_render_puts_summary_and_scratchpad_in_the_system_zone() -> None:
+    zones = build_zones(sample_state(), system_prompt="You are helpful.", counter=COUNTER)
+    sent = zones.to_messages()
+    roles = [m.role for m in sent]
+    assert roles == ["system", "system", "system", "system", "user", "assistant", "tool", "assistant"]
+    assert sent[2].text() == f"{SUMMARY_HEADER}\nThe user asked about Sam earlier."
+    assert sent[3].text() == f"{SCRATCHPAD_HEADER}\n- Sam: Berlin"
+    assert [m.message_id for m in sent[4:]] == ["u1", "c1", "r1", "a1"]
+    assert not validate(sent, "anthropic") and not validate(sent, "openai")
+    # no user or assistant turn was invented
+    assert {m.message_id for m in sent if m.role != "system"} == {"u1", "c1", "r1", "a1"}
+
+
+def test_rendering_is_byte_identical_across_calls() -> None:
+    first = render_zones(build_zones(sample_state(), counter=COUNTER))
+    second = render_zones(build_zones(sample_state(), counter=COUNTER))
+    assert [m.message_id for m in first[:3]] == [m.message_id for m in second[:3]]
+    assert [m.fingerprint() for m in first[:3]] == [m.fingerprint() for m in second[:3]]
+    changed = sample_state()
+    changed.scratchpad = "- Sam: Munich"
+    third = render_zones(build_zones(changed, counter=COUNTER))
+    assert third[1].fingerprint() == first[1].fingerprint()  # summary unchanged
+    assert third[2].message_id != first[2].message_id  # scratchpad changed
+
+
+def test_empty_state_has_only_the_reserve_and_priming() -> None:
+    zones = build_zones(AgentState(), counter=COUNTER)
+    assert zones.system == [] and zones.recent == [] and zones.summary is None and zones.scratchpad is None
+    assert (zones.system_tokens, zones.summary_tokens, zones.recent_tokens, zones.scratchpad_tokens) == (0, 0, 0, 0)
+    assert zones.reserve_tokens == 2000
+    assert zones.input_tokens == COUNTER.count_messages([])
+    assert render_zones(zones) == []
+
+
+def test_counter_is_pluggable() -> None:
+    approx = build_zones(sample_state(), counter=ApproxCounter())
+    exact = build_zones(sample_state(), counter=COUNTER)
+    assert approx.recent_tokens > 0 and exact.recent_tokens > 0
+    assert build_zones(sample_state()).recent_tokens == exact.recent_tokens  # exact counter by default
+
+
+@pytest.mark.parametrize("reserve", [-1, 1.5, True])
+def test_bad_reserve_is_rejected(reserve: object) -> None:
+    with pytest.raises(ConfigurationError, match="reserve_tokens"):
+        build_zones(sample_state(), reserve_tokens=reserve)  # type: ignore[arg-type]
