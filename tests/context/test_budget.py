@@ -436,3 +436,34 @@ def test_text_blocks_keep_annotations_when_cut() -> None:
     block = cut.content[0]
     assert isinstance(block, TextBlock) and block.annotations == msg.content[0].annotations  # type: ignore[union-attr]
     assert "[truncated " in block.text
+
+
+# -- in a graph --------------------------------------------------------------------------------------------------------
+
+
+def test_works_as_the_graph_context_manager() -> None:
+    from windowkeeper.graph import END, Agent, InMemoryCheckpointer, StateGraph
+    from windowkeeper.llm import ScriptedClient
+
+    client = ScriptedClient(default=lambda req: "noted: " + "detail " * 40)
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(1200, 200)
+    graph = StateGraph(context_manager=manager)
+    graph.add_node("MAIN", Agent(client=client, trim_context=True))
+    graph.add_edge("MAIN", END)
+    graph.set_entry_point("MAIN")
+    app = graph.compile(checkpointer=InMemoryCheckpointer())
+    for i in range(25):
+        app.invoke({"messages": [user(i, "remember item " * 15)]}, config={"thread_id": "budget"})
+    sent = [req.messages for req in client.requests]
+    assert len(sent) == 25
+    for messages in sent:
+        assert not validate(messages, "anthropic")
+        assert COUNTER.count_messages(messages) <= manager.budget
+    assert sent[-1][-1].message_id == "u24"
+    assert sent[0][0].message_id == "u0" and sent[-1][0].message_id != "u0"  # old turns left the view
+    stable = sum(
+        1
+        for prev, now in itertools.pairwise(sent)
+        if [m.fingerprint() for m in now[: len(prev)]] == [m.fingerprint() for m in prev]
+    )
+    assert stable >= 15
