@@ -122,6 +122,14 @@ class Compaction:
         self.summary = summary
         self.summary_tokens = self._summary_cost(summary)
         self.ns = [i for i, s in enumerate(self.segs) if s.kind != "system"]
+        # for each non-system unit, the nearest user unit before it (kinds never change during a compaction)
+        self.user_before: list[int | None] = []
+        last_user: int | None = None
+        for j, i in enumerate(self.ns):
+            self.user_before.append(last_user)
+            if self.segs[i].kind == "user":
+                last_user = j
+        self.first_user = next((j for j, i in enumerate(self.ns) if self.segs[i].kind == "user"), None)
         self.dropped = 0  # the first `dropped` non-system units are gone, except the pinned one
         self.pin: int | None = None
         self.cleared = 0
@@ -189,10 +197,7 @@ class Compaction:
         """The user unit kept when the first ``k`` units go and unit ``k`` does not start with a user message."""
         if k == 0 or self.segs[self.ns[k]].kind == "user":
             return None
-        for j in range(k - 1, -1, -1):
-            if self.segs[self.ns[j]].kind == "user":
-                return j
-        return None
+        return self.user_before[k]
 
     def _choose(self, reserve: int) -> int:
         """The fewest dropped units that bring the view to the low watermark, with room for a summary.
@@ -202,7 +207,7 @@ class Compaction:
         """
         low = self.limits.low
         pin = self.pin
-        first_user = next((j for j, i in enumerate(self.ns) if self.segs[i].kind == "user"), None)
+        first_user = self.first_user
         removed = 0
         best_k, best_total = self.dropped, self.total
         for k in range(self.dropped, len(self.ns)):

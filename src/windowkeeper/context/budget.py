@@ -355,7 +355,9 @@ class TokenBudgetContextManager(BaseContextManager[S]):
 
         stable: bool | None = None
         if track is not None:
-            stable = summary == previous_summary and _extends(view, track.view)
+            # an extended view that was not compacted is the previous view plus new messages by construction
+            extended = known is track.segments and tokens_before == total and summary == previous_summary
+            stable = extended or (summary == previous_summary and _extends(view, track.view))
         self._record(
             TrimMetrics(
                 tokens_before=tokens_before,
