@@ -18,6 +18,7 @@ import builtins
 import copy
 import json
 import logging
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
@@ -82,6 +83,11 @@ class _SummaryPlan:
     superseded: list[Record]
     summary_record: Record | None = None
     committed: bool = False
+
+
+async def _backoff(attempt: int) -> None:
+    """Sleep a little, growing and jittered, so competing writers stop colliding in lockstep."""
+    await asyncio.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))
 
 
 def _event_id(record: Record) -> str:
@@ -293,7 +299,7 @@ class BaseMemory(Generic[S]):
             cache = self._cache(session_id)
             if not cache.loaded:
                 await self._reload(session_id, cache)
-            for _ in range(self.max_retries + 1):
+            for attempt in range(self.max_retries + 1):
                 record = await self.store.get_record(self.namespace, session_id, key)
                 if record is None or record.doc.get("type") != "event":
                     raise LookupError(f"session {session_id!r} has no event with id {event_id!r}")
@@ -304,6 +310,7 @@ class BaseMemory(Generic[S]):
                 try:
                     await self._commit(session_id, cache, [(key, doc, record.version)])
                 except ConflictError:
+                    await _backoff(attempt)
                     await self._reload(session_id, cache)
                     continue
                 return copy.deepcopy(event)
@@ -393,6 +400,7 @@ class BaseMemory(Generic[S]):
                 report = await self._manage_once(sid, cache)
             except ConflictError as exc:
                 logger.debug("session %r: management write conflicted (%s); re-reading and retrying", sid, exc)
+                await _backoff(attempt)
                 await self._reload(sid, cache)
                 continue
             report.retries = attempt
@@ -622,11 +630,12 @@ class BaseMemory(Generic[S]):
 
     async def _announce_write(self, sid: str, cache: _SessionCache) -> None:
         """Bump the head after an add so other objects notice it; re-read first if someone else wrote."""
-        for _ in range(self.max_retries + 1):
+        for attempt in range(self.max_retries + 1):
             try:
                 await self._commit(sid, cache, [])
                 return
             except ConflictError:
+                await _backoff(attempt)
                 await self._reload(sid, cache)
         logger.warning("session %r: head bump kept conflicting; other writers will see the event on re-read", sid)
 
