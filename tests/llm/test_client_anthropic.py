@@ -96,8 +96,8 @@ async def test_parallel_tool_use_thinking_and_tool_results(server: FakeAnthropic
 
 
 async def test_500_timeout_and_empty_reply_raise_provider_error(server: FakeAnthropicServer) -> None:
-    server.fail(500).sleep(3.0).empty()
-    async with _client(server, timeout=0.3) as client:
+    server.fail(500).sleep(6.0).empty()
+    async with _client(server, timeout=1.5) as client:
         with pytest.raises(ProviderError) as failed:
             await client.acomplete(_request())
         assert failed.value.status_code == 500 and failed.value.provider == "anthropic"

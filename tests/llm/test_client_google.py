@@ -87,8 +87,8 @@ async def test_parallel_function_calls_get_unique_ids(server: FakeGeminiServer) 
 
 
 async def test_500_timeout_and_empty_reply_raise_provider_error(server: FakeGeminiServer) -> None:
-    server.fail(500).sleep(3.0).empty()
-    async with _client(server, timeout=0.5) as client:
+    server.fail(500).sleep(6.0).empty()
+    async with _client(server, timeout=1.5) as client:
         with pytest.raises(ProviderError) as failed:
             await client.acomplete(_request())
         assert failed.value.status_code == 500 and failed.value.provider == "google"

@@ -52,6 +52,7 @@ _RESULT_TAIL = 2000
 _PER_RESULT = 4
 _PER_MESSAGE = 8
 _CACHE_SIZE = 8192
+_TOP_UP_TRIES = 6
 
 _BULLET = re.compile(r"^(\s*)(?:[-*•]|\d+[.)])\s+")
 _NORMALIZE = re.compile(r"[\W_]+")
@@ -129,16 +130,35 @@ class ExtractiveSummarizer:
             raise ConfigurationError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         facts, topics = self._collect(messages, previous_summary)
         if not facts:
-            return ""
+            if not messages:
+                return ""
+            note = f"- {len(messages)} earlier messages held no facts worth keeping (small talk)."
+            return note if self.counter.count_text(note) <= max_tokens else ""
         for fact in facts:
-            fact.cost = self._cost(fact.text) + 1
+            fact.cost = self._cost(("- " if fact.topic else "  - ") + fact.text) + 1
         chosen = self._select(facts, max_tokens)
         text = self._render(chosen, topics)
         while chosen and self.counter.count_text(text) > max_tokens:
             chosen.remove(min(chosen, key=lambda f: (f.priority, -f.seq)))
             text = self._render(chosen, topics)
+        text = self._top_up(facts, chosen, topics, text, max_tokens)
         if not chosen:
             return self._squeeze(max(facts, key=lambda f: (f.priority, -f.seq)), max_tokens)
+        return text
+
+    def _top_up(
+        self, facts: list[_Fact], chosen: list[_Fact], topics: dict[int, int], text: str, max_tokens: int
+    ) -> str:
+        """Try the best left-over facts against the exact count: per-line costs slightly overestimate (a newline
+        can merge with the next line's indent), so a fact the estimate rejected may still fit."""
+        taken = {f.seq for f in chosen}
+        rest = sorted((f for f in facts if f.seq not in taken), key=lambda f: (-f.priority, f.seq))
+        for fact in rest[:_TOP_UP_TRIES]:
+            trial = [*chosen, fact]
+            rendered = self._render(trial, topics)
+            if self.counter.count_text(rendered) <= max_tokens:
+                chosen.append(fact)
+                text = rendered
         return text
 
     # -- candidates ----------------------------------------------------------------------------------------
@@ -248,6 +268,8 @@ class ExtractiveSummarizer:
         if role == "user" and sentences:
             requests = [i for i, sentence in enumerate(sentences) if is_request(sentence)]
             topic_index = requests[0] if requests else max(range(len(found)), key=lambda i: (found[i].score, -i))
+            if found[topic_index].score * factor < MIN_SCORE:
+                topic_index = None  # small talk ("thanks, sounds good") heads no turn
         out: list[_Piece] = []
         for i, sentence in enumerate(sentences):
             value = found[i].score * factor
@@ -296,7 +318,7 @@ class ExtractiveSummarizer:
     def _cost(self, text: str) -> int:
         cost = self._costs.get(text)
         if cost is None:
-            cost = self.counter.count_text("  - " + text)
+            cost = self.counter.count_text(text)
             self._costs[text] = cost
             if len(self._costs) > _CACHE_SIZE:
                 self._costs.popitem(last=False)
@@ -315,9 +337,17 @@ class ExtractiveSummarizer:
             novel = sum(1 for a in fact.anchors if a not in covered) / len(fact.anchors)
             return fact.priority * (0.3 + 0.7 * novel)
 
+        chosen_words: list[frozenset[str]] = []
+
+        def repeats(fact: _Fact) -> bool:
+            words = frozenset(_key(fact.text).split()[1:])
+            if len(words) < 4 or fact.anchors - covered:
+                return False
+            return any(len(words & other) >= 0.8 * max(len(words), len(other)) for other in chosen_words)
+
         heap = [(-f.priority, f.seq, f) for f in facts]
         heapq.heapify(heap)
-        budget = max_tokens
+        budget = max_tokens + 1  # every line pays for a newline except the last
         chosen: list[_Fact] = []
         while heap:
             stored, seq, fact = heapq.heappop(heap)
@@ -327,7 +357,10 @@ class ExtractiveSummarizer:
             if heap and current < -heap[0][0] and current < -stored:
                 heapq.heappush(heap, (-current, seq, fact))
                 continue
+            if repeats(fact):
+                continue
             chosen.append(fact)
+            chosen_words.append(frozenset(_key(fact.text).split()[1:]))
             covered.update(fact.anchors)
             budget -= fact.cost
         return chosen

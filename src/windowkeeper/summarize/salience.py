@@ -96,6 +96,8 @@ WEIGHTS: dict[str, float] = {
 ANCHOR_KINDS: tuple[str, ...] = ("url", "path", "quantity", "datetime", "identifier")
 """Kinds whose matched strings identify a fact; two lines with the same anchors say much the same thing."""
 
+_ZERO_ERRORS = re.compile(r"\b(?:errors?|failures?|failed)\s*[:=]?\s*0\b", re.IGNORECASE)
+"""``errors: 0`` reports the absence of an error; it must not score as one."""
 _ERROR_SIGNATURE = re.compile(r"\b\w*(?:Error|Exception)\b(?::[^\n]{0,80})?")
 _REQUEST = re.compile(
     r"\b(?:please|can you|could you|would you|i need|we need|i want|help me|fix|implement|add|create|write|build|"
@@ -127,6 +129,8 @@ def salience(text: str, kinds: Iterable[str] | None = None) -> Salience:
     The strongest kind counts fully and every further kind at half weight, so a line stuffed with identifiers
     does not automatically beat a plain decision. ``kinds`` restricts the detectors that run (for speed).
     """
+    if _ZERO_ERRORS.search(text):
+        text = _ZERO_ERRORS.sub(" ", text)
     weights: list[float] = []
     found: list[str] = []
     anchors: set[str] = set()

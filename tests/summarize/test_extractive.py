@@ -1,0 +1,131 @@
+"""ExtractiveSummarizer: salient facts kept, exact token bound, determinism, previous summary first."""
+
+from __future__ import annotations
+
+import pytest
+
+from windowkeeper.blocks import ToolCallBlock, ToolResultBlock
+from windowkeeper.errors import ConfigurationError
+from windowkeeper.messages import Message
+from windowkeeper.sessiongen import generate_session
+from windowkeeper.summarize import ExtractiveSummarizer
+from windowkeeper.tokens import ApproxCounter, default_counter
+
+HAND = [
+    Message.text_message("Hi there, hope all is well.", message_id="u0"),
+    Message.text_message("Fine, thanks.", role="assistant", message_id="a0"),
+    Message.text_message(
+        "Please migrate the orders table before 2024-07-01. The dump lives at /var/backups/orders.sql. "
+        "Docs: https://wiki.example.com/migrations. My name is Priya.",
+        message_id="u1",
+    ),
+    Message(
+        role="assistant",
+        message_id="a1",
+        content=[ToolCallBlock(id="c1", name="run_sql", args={"file": "/var/backups/orders.sql"})],
+    ),
+    Message.tool_message(
+        [
+            ToolResultBlock(
+                call_id="c1",
+                name="run_sql",
+                output="loaded 1200 rows in 3.4 s\npsycopg.errors.UniqueViolation: duplicate key order_id=77",
+            )
+        ],
+        message_id="t1",
+    ),
+    Message.text_message(
+        "Nice weather. We decided to drop the legacy_orders index and retry with batches of 500 rows. "
+        "Should we notify the billing team?",
+        role="assistant",
+        message_id="a2",
+    ),
+]
+
+
+async def test_keeps_salient_facts_and_drops_small_talk() -> None:
+    summary = await ExtractiveSummarizer().summarize(HAND, max_tokens=400)
+    for fact in (
+        "/var/backups/orders.sql",
+        "2024-07-01",
+        "https://wiki.example.com/migrations",
+        "My name is Priya",
+        "1200 rows in 3.4 s",
+        "UniqueViolation: duplicate key order_id=77",
+        "decided to drop the legacy_orders index",
+        "Should we notify the billing team?",
+        'run_sql({"file": "/var/backups/orders.sql"})',
+    ):
+        assert fact in summary, fact
+    for noise in ("hope all is well", "Fine, thanks", "Nice weather"):
+        assert noise not in summary
+    lines = summary.splitlines()
+    assert lines[0].startswith("- User: Please migrate the orders table before 2024-07-01.")
+    assert all(line.startswith("  - ") for line in lines[1:]), summary
+
+
+@pytest.mark.parametrize("bound", [1, 6, 25, 80, 200, 600, 1500])
+def test_exact_token_bound_on_a_generated_session(bound: int) -> None:
+    session = generate_session(50, seed=11)
+    summarizer = ExtractiveSummarizer()
+    summary = summarizer.summarize_sync(session.messages[1:], max_tokens=bound)
+    assert default_counter().count_text(summary) <= bound
+    if bound >= 25:
+        assert default_counter().count_text(summary) >= bound * 0.6
+    other = ExtractiveSummarizer(counter=ApproxCounter())
+    approx = other.summarize_sync(session.messages[1:], max_tokens=bound)
+    assert ApproxCounter().count_text(approx) <= bound
+
+
+def test_generated_session_fact_retention_and_determinism() -> None:
+    session = generate_session(40, seed=7)
+    old = session.messages[1:]
+    summary = ExtractiveSummarizer().summarize_sync(old, max_tokens=600)
+    assert summary == ExtractiveSummarizer().summarize_sync(old, max_tokens=600)
+    kept = {kind: sum(f.text in summary for f in session.facts_of(kind)) for kind in ("goal", "file_path", "error")}
+    totals = {kind: len(session.facts_of(kind)) for kind in kept}
+    assert kept["goal"] == totals["goal"]
+    assert kept["file_path"] >= totals["file_path"] * 0.6
+    assert kept["error"] >= totals["error"] * 0.5
+    assert sum(f.text in summary for f in session.facts_of("decision")) >= 2
+    assert sum(f.text in summary for f in session.facts) >= len(session.facts) * 0.5
+
+
+def test_previous_summary_facts_come_first_and_survive() -> None:
+    previous = "- User: Ship release 4.2 on Friday.\n  - Assistant: Decided to freeze main at 16:00."
+    new = [
+        Message.text_message("ok", message_id="n1"),
+        Message.text_message("The cache hit rate is 93% on node-7.", role="assistant", message_id="n2"),
+        Message.text_message("sounds good, thanks", message_id="n3"),
+    ]
+    summarizer = ExtractiveSummarizer()
+    summary = summarizer.summarize_sync(new, previous_summary=previous, max_tokens=200)
+    assert summary.splitlines()[:2] == previous.splitlines()
+    assert "cache hit rate is 93%" in summary
+    prev_cost = default_counter().count_text(previous)
+    tight = summarizer.summarize_sync(new, previous_summary=previous, max_tokens=prev_cost)
+    assert tight == previous
+
+
+def test_resummarizing_a_long_session_keeps_most_earlier_lines() -> None:
+    session = generate_session(80, seed=2)
+    summarizer = ExtractiveSummarizer()
+    first = summarizer.summarize_sync(session.messages[1:60], max_tokens=400)
+    second = summarizer.summarize_sync(session.messages[60:], previous_summary=first, max_tokens=400)
+    earlier = [line.strip() for line in first.splitlines()]
+    now = [line.strip() for line in second.splitlines()]
+    assert default_counter().count_text(second) <= 400
+    assert sum(line in now for line in earlier) >= 0.6 * len(earlier)
+    positions = [now.index(line) for line in earlier if line in now]
+    assert positions == sorted(positions)
+
+
+async def test_edge_cases() -> None:
+    summarizer = ExtractiveSummarizer()
+    assert await summarizer.summarize([]) == ""
+    assert await summarizer.summarize([Message.text_message("ok")], previous_summary="  ") == (
+        "- 1 earlier messages held no facts worth keeping (small talk)."
+    )
+    with pytest.raises(ConfigurationError, match="max_tokens"):
+        await summarizer.summarize(HAND, max_tokens=0)
+    assert "instructions" not in await summarizer.summarize(HAND, instructions="instructions are ignored")
