@@ -44,7 +44,7 @@ def _root(
 @app.command()
 def demo(
     steps: Annotated[int, typer.Option(min=10, help="Model calls in the generated agent session.")] = 400,
-    budget: Annotated[int, typer.Option(min=1000, help="Token budget for the budgeted strategies.")] = 16_000,
+    budget: Annotated[int, typer.Option(min=1000, help="Token budget for the budgeted strategies.")] = 32_000,
     seed: Annotated[int, typer.Option(help="Seed of the session generator.")] = 0,
     chart: Annotated[Path, typer.Option(help="Where to write the PNG chart of tokens per call.")] = Path(
         "windowkeeper-demo.png"

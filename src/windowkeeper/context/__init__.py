@@ -1,19 +1,30 @@
 """Context managers: strategies that shorten ``state.context`` before a model call.
 
 `MessageContextManager` keeps the newest user turns, `SummaryContextManager` replaces old turns by a summary,
+`TokenBudgetContextManager` keeps a token budget with watermark hysteresis so the prompt prefix stays cacheable,
 and `BaseContextManager` is the base for custom strategies. Every built-in manager records `TrimMetrics` per call.
 """
 
 from .base import BaseContextManager
+from .baselines import sliding_window
+from .budget import TokenBudgetContextManager
 from .message import MessageContextManager
 from .metrics import MetricsTotals, TrimMetrics
+from .pointers import OffloadStore
 from .summary import SummaryContextManager, estimate_tokens
+from .zones import ContextZones, build_zones, render_zones
 
 __all__ = [
     "BaseContextManager",
+    "ContextZones",
     "MessageContextManager",
     "MetricsTotals",
+    "OffloadStore",
     "SummaryContextManager",
+    "TokenBudgetContextManager",
     "TrimMetrics",
+    "build_zones",
     "estimate_tokens",
+    "render_zones",
+    "sliding_window",
 ]

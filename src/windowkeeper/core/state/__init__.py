@@ -2,7 +2,12 @@
 
 from ...blocks import *  # noqa: F403
 from ...blocks import __all__ as _blocks_all
-from ...context import BaseContextManager, MessageContextManager, SummaryContextManager
+from ...context import (
+    BaseContextManager,
+    MessageContextManager,
+    SummaryContextManager,
+    TokenBudgetContextManager,
+)
 from ...messages import Message, TokenUsages
 from ...state import AgentState, ExecMeta, ExecutionStatus, ToolResult, add_messages
 
@@ -15,6 +20,7 @@ __all__ = [
     "Message",
     "MessageContextManager",
     "SummaryContextManager",
+    "TokenBudgetContextManager",
     "TokenUsages",
     "ToolResult",
     "add_messages",
