@@ -28,7 +28,7 @@ STRATEGIES = ("budget", "summary", "message", "window")
 
 
 def _fail(exc: Exception) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {exc}")
+    err_console.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
     return typer.Exit(code=2)
 
 

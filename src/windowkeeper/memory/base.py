@@ -270,9 +270,9 @@ class BaseMemory(Generic[S]):
                 out.append(event_to_message(original_event(record.doc["event"])))
         return out
 
-    async def summaries(self, session_id: str = DEFAULT_SESSION, *, include_inactive: bool = False) -> builtins.list[
-        StructuredSummary
-    ]:
+    async def summaries(
+        self, session_id: str = DEFAULT_SESSION, *, include_inactive: bool = False
+    ) -> builtins.list[StructuredSummary]:
         """Summaries in creation order: the active ones, or also superseded ones with ``include_inactive``."""
         wanted = {"active", "superseded"} if include_inactive else {"active"}
         return [
@@ -491,14 +491,16 @@ class BaseMemory(Generic[S]):
         why: str,
     ) -> ContextReport:
         cut = self._summary_cut(structural)
-        cover = [r for r in live[:cut] if r.doc["event"]["message"]["role"] != "system"]
+        pinned = self._turn_opener(structural, cut)
+        cover = [r for i, r in enumerate(live[:cut]) if r.doc["event"]["message"]["role"] != "system" and i != pinned]
         if not cover:
             if docs:
                 await self._commit(sid, cache, [(k, d, cache.records[k].version) for k, d in docs.items()])
             report.compacted_ids = compacted
             report.tokens_after = self._view_tokens(cache)
-            report.reason = f"{why}; but nothing outside the newest {self.thresholds.keep_recent_count} events " \
-                "can be summarized"
+            report.reason = (
+                f"{why}; but nothing outside the newest {self.thresholds.keep_recent_count} events can be summarized"
+            )
             return report
         report.tier = "summarization"
         report.reason = why
@@ -513,8 +515,8 @@ class BaseMemory(Generic[S]):
             report.failure = f"summarizer failed: {type(exc).__name__}: {exc}"
             report.reason = f"{why}; nothing was written"
             return report
-        superseded = [r for r in active if r.key[len(SUMMARY_PREFIX):] in set(summary.supersedes)]
-        summary = summary.model_copy(update={"supersedes": [r.key[len(SUMMARY_PREFIX):] for r in superseded]})
+        superseded = [r for r in active if r.key[len(SUMMARY_PREFIX) :] in set(summary.supersedes)]
+        summary = summary.model_copy(update={"supersedes": [r.key[len(SUMMARY_PREFIX) :] for r in superseded]})
         plan = _SummaryPlan(
             summary=summary,
             docs=docs,
@@ -560,6 +562,18 @@ class BaseMemory(Generic[S]):
             if unit.start < cut < unit.end or (unit.kind == "pending" and unit.start < cut):
                 cut = unit.start
         return cut
+
+    @staticmethod
+    def _turn_opener(messages: builtins.list[Message], cut: int) -> int | None:
+        """Index of the user message to keep live when the events kept after ``cut`` do not start with one.
+
+        Anthropic and Gemini reject a conversation whose first non-system message is not from the user, and no
+        message may be invented, so the user request that opened the current turn stays in the view.
+        """
+        first_kept = next((m for m in messages[cut:] if m.role != "system"), None)
+        if first_kept is None or first_kept.role == "user":
+            return None
+        return next((i for i in range(cut - 1, -1, -1) if messages[i].role == "user"), None)
 
     def _unit_kinds(self, messages: builtins.list[Message]) -> builtins.list[str]:
         kinds = [""] * len(messages)
