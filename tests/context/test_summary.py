@@ -346,3 +346,20 @@ def test_extractive_summarizer_works_offline(kwargs: dict[str, Any], monkeypatch
     assert out.context_summary is not None
     for fact in ("INV-2291", "2024-05-01", "/srv/app/config.yaml"):
         assert fact in out.context_summary
+
+
+def test_appended_summary_skips_lines_the_earlier_summary_already_holds() -> None:
+    calls: list[str | None] = []
+
+    def summarize(messages, previous_summary):  # type: ignore[no-untyped-def]
+        calls.append(previous_summary)
+        carried = previous_summary.splitlines() if previous_summary else []
+        return "\n".join([*carried, f"- batch {len(calls)}: {messages[0].text()}"])
+
+    manager = SummaryContextManager(summarizer=summarize, max_messages=4, keep_recent=2)
+    state = AgentState(context=[Message.text_message(f"q{i}", message_id=f"u{i}") for i in range(6)])
+    state = manager.trim_context(state)
+    state.context = [*state.context, *(Message.text_message(f"r{i}", message_id=f"v{i}") for i in range(4))]
+    state = manager.trim_context(state)
+    assert calls[1] == "- batch 1: q0"
+    assert state.context_summary == "- batch 1: q0\n\n- batch 2: q4"

@@ -61,6 +61,19 @@ def _is_summarizer_like(obj: object) -> bool:
     return callable(getattr(obj, "summarize", None)) or callable(obj)
 
 
+def _append_summary(previous: str | None, summary: str) -> str:
+    """Append ``summary`` after a blank line, without lines the earlier summary already holds word for word.
+
+    Summarizers are shown the earlier summary so they can carry its facts forward, and they often repeat some of
+    it; appending those lines again would make the summary grow with every call without adding anything.
+    """
+    if not previous:
+        return summary
+    known = {line.strip() for line in previous.splitlines() if line.strip()}
+    fresh = "\n".join(line for line in summary.splitlines() if line.strip() not in known).strip()
+    return f"{previous}\n\n{fresh}" if fresh else previous
+
+
 class SummaryContextManager(BaseContextManager[S]):
     """Summarize messages older than the ``keep_recent`` newest ones once the context passes a threshold.
 
@@ -239,7 +252,7 @@ class SummaryContextManager(BaseContextManager[S]):
             previous = state.context_summary or None
             summary = await self._summarize(old, previous)
             if summary is not None:
-                state.context_summary = f"{previous}\n\n{summary}" if previous else summary
+                state.context_summary = _append_summary(previous, summary)
                 state.context = systems + kept
                 made = 1
         self._finish_trim(before, state, summaries_made=made)
