@@ -93,8 +93,8 @@ class SQLiteStore(SessionStore):
         conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
         try:
             if self.path != ":memory:":
-                mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-                if str(mode).lower() != "wal":
+                mode = self._enable_wal(conn)
+                if mode != "wal":
                     logger.warning("SQLite file %s refused WAL journaling (mode %s)", self.path, mode)
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
             self._migrate(conn)
@@ -102,6 +102,24 @@ class SQLiteStore(SessionStore):
             conn.close()
             raise
         return conn
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> str:
+        """Switch the file to WAL once; WAL persists in the file, so later connections only read the mode.
+
+        Changing the journal mode needs a moment of exclusive access and SQLite reports "database is locked" at
+        once instead of waiting on the busy timeout, so a store opening while another writes retries briefly.
+        """
+        mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+        deadline = time.monotonic() + self._timeout
+        while mode != "wal":
+            try:
+                mode = str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+        return mode
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         schema = self._t["schema"]
