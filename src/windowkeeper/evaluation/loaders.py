@@ -149,6 +149,9 @@ def _swe_message(raw: dict[str, Any]) -> dict[str, Any]:
     """SWE-agent history entries carry bookkeeping keys next to the chat fields; keep only the chat fields."""
     keep = {"role", "content", "tool_calls", "tool_call_id", "name"}
     msg = {k: v for k, v in raw.items() if k in keep}
+    ids = raw.get("tool_call_ids")
+    if msg.get("role") == "tool" and not msg.get("tool_call_id") and isinstance(ids, list) and ids:
+        msg["tool_call_id"] = ids[0]  # SWE-agent's function-calling trajectories list the answered call ids
     if msg.get("role") not in ("system", "user", "assistant", "tool"):
         msg["role"] = "user"
     if isinstance(msg.get("content"), list):

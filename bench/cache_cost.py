@@ -1,0 +1,117 @@
+"""Input cost with prompt caching, and prefix stability, on real agent traces extended to hundreds of calls.
+
+tau-bench airline trajectories and SWE-agent trajectories are each chained into one long session
+(`chain_trajectories`) and replayed call by call through the standard line-up of strategies at a few prompt
+budgets (`windowkeeper.evaluation.replay`). For every call the replay compares the prompt with the same strategy's
+previous prompt: the shared leading messages are what a provider's prompt cache serves. Costs use the replay's
+stated prices (cache reads at a tenth of fresh input).
+
+Targets (issue 6): on a 400-call session the budget manager keeps the prefix byte-identical on >= 90% of calls,
+and its input cost with caching is >= 50% below the per-turn sliding window's at the same budget.
+
+    python bench/cache_cost.py [--calls 400] [--budgets 8000 16000 32000] [--sources tau swe] [--no-memory]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from _common import chained, fresh_counter, print_table
+
+from windowkeeper.evaluation.lineup import standard_lineup
+from windowkeeper.evaluation.pricing import Prices
+from windowkeeper.evaluation.replay import ReplayReport, replay
+
+BUDGET_MANAGER = "TokenBudgetContextManager"
+SLIDING = "sliding window"
+TARGET_STABLE = 0.90
+TARGET_SAVING = 0.50
+
+
+def summarize(report: ReplayReport) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for s in report.strategies:
+        rows.append(
+            [
+                s.name,
+                s.tokens_sent,
+                f"{100 * report.saved_share(s):.1f}%",
+                f"${s.cost(report.prices, caching=False):.3f}",
+                f"${s.cost(report.prices, caching=True):.3f}",
+                f"{100 * s.prefix_stable_share:.1f}%",
+                s.invalid_calls,
+                f"{s.seconds:.2f}",
+            ]
+        )
+    return rows
+
+
+def targets(report: ReplayReport) -> dict[str, float]:
+    by_name = {s.name: s for s in report.strategies}
+    ours, sliding = by_name[BUDGET_MANAGER], by_name[SLIDING]
+    ours_cost = ours.cost(report.prices, caching=True)
+    sliding_cost = sliding.cost(report.prices, caching=True)
+    return {
+        "stable": ours.prefix_stable_share,
+        "saving_vs_sliding": 1.0 - ours_cost / sliding_cost if sliding_cost else 0.0,
+        "invalid": float(sum(s.invalid_calls for s in report.strategies)),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=400, help="model calls per session (default 400)")
+    parser.add_argument("--budgets", type=int, nargs="+", default=[8000, 16000, 32000])
+    parser.add_argument("--sources", nargs="+", choices=("tau", "swe"), default=["tau", "swe"])
+    parser.add_argument(
+        "--providers",
+        nargs="+",
+        choices=("openai", "anthropic"),
+        default=["openai"],
+        help="validity rules each prompt is checked against (tau-bench itself repeats call ids, which only "
+        "Anthropic rejects)",
+    )
+    parser.add_argument("--no-memory", action="store_true", help="leave the three-tier memory out of the line-up")
+    args = parser.parse_args(argv)
+    if args.calls < 2:
+        parser.error("--calls must be at least 2")
+
+    prices = Prices()
+    counter = fresh_counter()
+    results: dict[str, Any] = {}
+    for source in args.sources:
+        session = chained(source, args.calls)
+        total = counter.count_messages(session)
+        for budget in args.budgets:
+            lineup = standard_lineup(budget, counter=counter, memory=not args.no_memory)
+            report = asyncio.run(
+                replay(session, lineup, counter=counter, prices=prices, providers=args.providers, max_calls=args.calls)
+            )
+            print_table(
+                ["strategy", "tokens sent", "saved", "cost", "cost cached", "prefix-stable", "invalid", "CPU s"],
+                summarize(report),
+                title=f"\n{source}: {report.calls} calls, {len(session):,} messages, {total:,} tokens; "
+                f"budget {budget:,}; {prices.label}; validity: {', '.join(args.providers)}",
+            )
+            t = targets(report)
+            ok_stable = t["stable"] >= TARGET_STABLE
+            ok_saving = t["saving_vs_sliding"] >= TARGET_SAVING
+            print(
+                f"budget manager: prefix-stable {100 * t['stable']:.1f}% "
+                f"({'meets' if ok_stable else 'BELOW'} {100 * TARGET_STABLE:.0f}%), cached cost "
+                f"{100 * t['saving_vs_sliding']:.1f}% below the sliding window "
+                f"({'meets' if ok_saving else 'BELOW'} {100 * TARGET_SAVING:.0f}%); invalid calls, all strategies: "
+                f"{int(t['invalid'])}"
+            )
+            for s in report.strategies:
+                for problem in s.problems[:2]:
+                    print(f"  invalid in {s.name}: {problem}")
+            results[f"{source}@{budget}"] = t
+    return results
+
+
+if __name__ == "__main__":
+    main()
