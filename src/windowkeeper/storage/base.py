@@ -100,7 +100,6 @@ class SessionStore(ABC):
     async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
         """Append a new record at version 1; `ConflictError` if ``key`` already exists in the session."""
 
-    @abstractmethod
     async def update_record(
         self,
         namespace: str,
@@ -110,7 +109,11 @@ class SessionStore(ABC):
         *,
         expected_version: int | None = None,
     ) -> Record:
-        """Replace a record's doc and bump its version; `ConflictError` when ``expected_version`` is stale."""
+        """Replace a record's doc and bump its version; `ConflictError` when ``expected_version`` is stale.
+
+        A batch of one, so a single update gets exactly the checks and atomicity of `update_records`.
+        """
+        return (await self.update_records(namespace, session_id, [(key, doc, expected_version)]))[0]
 
     @abstractmethod
     async def update_records(
@@ -174,6 +177,11 @@ def check_id(value: object, what: str) -> str:
     return value
 
 
+def check_session(namespace: object, session_id: object) -> None:
+    check_id(namespace, "namespace")
+    check_id(session_id, "session_id")
+
+
 def check_version(expected: object, key: str) -> int | None:
     if expected is None:
         return None
@@ -196,6 +204,43 @@ def check_updates(updates: Sequence[RecordUpdate]) -> list[tuple[str, str, int |
         seen.add(key)
         out.append((key, encode_doc(doc, key=key), check_version(expected, key)))
     return out
+
+
+# -- record outcomes ------------------------------------------------------------------------------------------
+# Every backend reports the same failures in the same words, so callers (and the conformance suite) can rely on
+# them whichever store they run on.
+
+
+def record_exists(namespace: str, session_id: str, key: str) -> ConflictError:
+    return ConflictError(f"record {key!r} already exists in {namespace!r}/{session_id!r}; use update_record", key=key)
+
+
+def record_missing(namespace: str, session_id: str, key: str) -> RecordNotFoundError:
+    return RecordNotFoundError(f"record {key!r} does not exist in {namespace!r}/{session_id!r}; add it first")
+
+
+def version_conflict(namespace: str, session_id: str, key: str, expected: int | None, actual: int) -> ConflictError:
+    return ConflictError(
+        f"record {key!r} in {namespace!r}/{session_id!r} is at version {actual}, "
+        f"expected {expected}; re-read and retry",
+        key=key,
+        expected=expected,
+        actual=actual,
+    )
+
+
+def check_expected(namespace: str, session_id: str, key: str, expected: int | None, version: int | None) -> int:
+    """The optimistic-update rule: the record must exist and, when the caller read a version, still be at it."""
+    if version is None:
+        raise record_missing(namespace, session_id, key)
+    if expected is not None and version != expected:
+        raise version_conflict(namespace, session_id, key, expected, version)
+    return version
+
+
+def make_record(key: str, seq: int | float | str, version: int | float | str, body: str | bytes) -> Record:
+    """A `Record` from stored columns; drivers hand back ints, numeric strings or float scores for the counters."""
+    return Record(key=key, seq=int(seq), version=int(version), doc=decode_doc(body, key=key))
 
 
 # -- JSON codec -----------------------------------------------------------------------------------------------

@@ -14,19 +14,20 @@ from typing import Any
 
 from ..messages import Message
 from .base import (
-    ConflictError,
     Record,
-    RecordNotFoundError,
     RecordUpdate,
     SessionStore,
+    check_expected,
     check_id,
+    check_session,
     check_updates,
     check_version,
-    decode_doc,
     decode_message,
     decode_state,
     encode_doc,
     encode_state,
+    make_record,
+    record_exists,
     unique_new,
 )
 
@@ -110,24 +111,20 @@ class InMemoryStore(SessionStore):
     # -- records --------------------------------------------------------------------------------------------
 
     def _session(self, namespace: str, session_id: str) -> _Session:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         self._check_open()
         return self._sessions.setdefault((namespace, session_id), _Session())
 
     @staticmethod
     def _record(key: str, row: _Row) -> Record:
-        return Record(key=key, seq=row.seq, version=row.version, doc=decode_doc(row.body, key=key))
+        return make_record(key, row.seq, row.version, row.body)
 
     async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
         session = self._session(namespace, session_id)
         check_id(key, "record key")
         body = encode_doc(doc, key=key)
         if key in session.rows:
-            raise ConflictError(
-                f"record {key!r} already exists in {namespace!r}/{session_id!r}; use update_record",
-                key=key,
-            )
+            raise record_exists(namespace, session_id, key)
         row = _Row(seq=session.next_seq, version=1, body=body)
         session.next_seq += 1
         session.rows[key] = row
@@ -135,29 +132,8 @@ class InMemoryStore(SessionStore):
 
     def _check(self, session: _Session, namespace: str, session_id: str, key: str, expected: int | None) -> _Row:
         row = session.rows.get(key)
-        if row is None:
-            raise RecordNotFoundError(f"record {key!r} does not exist in {namespace!r}/{session_id!r}; add it first")
-        if expected is not None and row.version != expected:
-            raise ConflictError(
-                f"record {key!r} in {namespace!r}/{session_id!r} is at version {row.version}, "
-                f"expected {expected}; re-read and retry",
-                key=key,
-                expected=expected,
-                actual=row.version,
-            )
-        return row
-
-    async def update_record(
-        self,
-        namespace: str,
-        session_id: str,
-        key: str,
-        doc: dict[str, Any],
-        *,
-        expected_version: int | None = None,
-    ) -> Record:
-        records = await self.update_records(namespace, session_id, [(key, doc, expected_version)])
-        return records[0]
+        check_expected(namespace, session_id, key, expected, None if row is None else row.version)
+        return session.rows[key]
 
     async def update_records(
         self,

@@ -23,14 +23,17 @@ from .base import (
     RecordNotFoundError,
     RecordUpdate,
     SessionStore,
+    check_expected,
     check_id,
     check_prefix,
+    check_session,
     check_updates,
-    decode_doc,
     decode_message,
     decode_state,
     encode_doc,
     encode_state,
+    make_record,
+    record_exists,
     unique_new,
 )
 from .url import postgres_url
@@ -283,8 +286,7 @@ class PostgresStore(SessionStore):
     # -- memory side ----------------------------------------------------------------------------------------
 
     async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         check_id(key, "record key")
         body = encode_doc(doc, key=key)
         records, sessions = self._t["records"], self._t["sessions"]
@@ -295,9 +297,7 @@ class PostgresStore(SessionStore):
                 (namespace, session_id, key),
             )
             if await cur.fetchone() is not None:
-                raise ConflictError(
-                    f"record {key!r} already exists in {namespace!r}/{session_id!r}; use update_record", key=key,
-                )
+                raise record_exists(namespace, session_id, key)
             cur = await conn.execute(
                 f"INSERT INTO {sessions} (namespace, session_id, last_seq) VALUES (%s, %s, 1) "
                 f"ON CONFLICT (namespace, session_id) DO UPDATE SET last_seq = {sessions}.last_seq + 1 "
@@ -314,18 +314,7 @@ class PostgresStore(SessionStore):
             return int(row[0])
 
         seq = await self._run(op, write=True, risky=True)
-        return Record(key=key, seq=seq, version=1, doc=decode_doc(body, key=key))
-
-    async def update_record(
-        self,
-        namespace: str,
-        session_id: str,
-        key: str,
-        doc: dict[str, Any],
-        *,
-        expected_version: int | None = None,
-    ) -> Record:
-        return (await self.update_records(namespace, session_id, [(key, doc, expected_version)]))[0]
+        return make_record(key, seq, 1, body)
 
     async def update_records(
         self,
@@ -333,8 +322,7 @@ class PostgresStore(SessionStore):
         session_id: str,
         updates: Sequence[RecordUpdate],
     ) -> list[Record]:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         checked = check_updates(updates)
         records = self._t["records"]
 
@@ -347,30 +335,21 @@ class PostgresStore(SessionStore):
                     (namespace, session_id, key),
                 )
                 row = await cur.fetchone()
-                if row is None:
-                    raise RecordNotFoundError(
-                        f"record {key!r} does not exist in {namespace!r}/{session_id!r}; add it first",
-                    )
-                seq, version = int(row[0]), int(row[1])
-                if expected is not None and version != expected:
-                    raise ConflictError(
-                        f"record {key!r} in {namespace!r}/{session_id!r} is at version {version}, "
-                        f"expected {expected}; re-read and retry",
-                        key=key, expected=expected, actual=version,
-                    )
+                version = check_expected(namespace, session_id, key, expected, None if row is None else int(row[1]))
+                assert row is not None  # check_expected raised otherwise
+                seq = int(row[0])
                 await conn.execute(
                     f"UPDATE {records} SET body = %s, version = %s "
                     "WHERE namespace = %s AND session_id = %s AND key = %s",
                     (body, version + 1, namespace, session_id, key),
                 )
-                out.append(Record(key=key, seq=seq, version=version + 1, doc=decode_doc(body, key=key)))
+                out.append(make_record(key, seq, version + 1, body))
             return out
 
         return await self._run(op, write=True, risky=True)
 
     async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         records = self._t["records"]
 
         async def op(conn: AsyncConnection[Any]) -> tuple[Any, ...] | None:
@@ -383,11 +362,10 @@ class PostgresStore(SessionStore):
         row = await self._run(op)
         if row is None:
             return None
-        return Record(key=key, seq=int(row[0]), version=int(row[1]), doc=decode_doc(row[2], key=key))
+        return make_record(key, row[0], row[1], row[2])
 
     async def list_records(self, namespace: str, session_id: str) -> list[Record]:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         records = self._t["records"]
 
         async def op(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
@@ -399,11 +377,10 @@ class PostgresStore(SessionStore):
             return await cur.fetchall()
 
         rows = await self._run(op)
-        return [Record(key=k, seq=int(s), version=int(v), doc=decode_doc(b, key=k)) for k, s, v, b in rows]
+        return [make_record(k, s, v, b) for k, s, v, b in rows]
 
     async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         records = self._t["records"]
 
         async def op(conn: AsyncConnection[Any]) -> int:
@@ -416,8 +393,7 @@ class PostgresStore(SessionStore):
         return bool(await self._run(op, write=True))
 
     async def delete_session(self, namespace: str, session_id: str) -> int:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         records, sessions = self._t["records"], self._t["sessions"]
 
         async def op(conn: AsyncConnection[Any]) -> int:

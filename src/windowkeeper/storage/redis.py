@@ -20,20 +20,22 @@ from ..errors import MissingDependencyError, StorageError
 from ..messages import Message
 from ._loop import LoopThread
 from .base import (
-    ConflictError,
     Record,
-    RecordNotFoundError,
     RecordUpdate,
     SessionStore,
     check_id,
     check_prefix,
+    check_session,
     check_updates,
-    decode_doc,
     decode_message,
     decode_state,
     encode_doc,
     encode_state,
+    make_record,
+    record_exists,
+    record_missing,
     unique_new,
+    version_conflict,
 )
 from .url import redis_url
 
@@ -191,27 +193,13 @@ class RedisStore(SessionStore):
     # -- memory side ----------------------------------------------------------------------------------------
 
     async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         check_id(key, "record key")
         body = encode_doc(doc, key=key)
         seq = int(await self._do(self._script, "add", self._session_keys(namespace, session_id), [key, body]))
         if seq < 0:
-            raise ConflictError(
-                f"record {key!r} already exists in {namespace!r}/{session_id!r}; use update_record", key=key,
-            )
-        return Record(key=key, seq=seq, version=1, doc=decode_doc(body, key=key))
-
-    async def update_record(
-        self,
-        namespace: str,
-        session_id: str,
-        key: str,
-        doc: dict[str, Any],
-        *,
-        expected_version: int | None = None,
-    ) -> Record:
-        return (await self.update_records(namespace, session_id, [(key, doc, expected_version)]))[0]
+            raise record_exists(namespace, session_id, key)
+        return make_record(key, seq, 1, body)
 
     async def update_records(
         self,
@@ -219,8 +207,7 @@ class RedisStore(SessionStore):
         session_id: str,
         updates: Sequence[RecordUpdate],
     ) -> list[Record]:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         checked = check_updates(updates)
         if not checked:
             return []
@@ -230,28 +217,20 @@ class RedisStore(SessionStore):
         reply = await self._do(self._script, "update", self._session_keys(namespace, session_id), args)
         status = reply[0]
         if status == "missing":
-            raise RecordNotFoundError(
-                f"record {reply[1]!r} does not exist in {namespace!r}/{session_id!r}; add it first",
-            )
+            raise record_missing(namespace, session_id, reply[1])
         if status == "conflict":
             key, actual = reply[1], int(reply[2])
             expected = next(exp for k, _, exp in checked if k == key)
-            raise ConflictError(
-                f"record {key!r} in {namespace!r}/{session_id!r} is at version {actual}, "
-                f"expected {expected}; re-read and retry",
-                key=key, expected=expected, actual=actual,
-            )
+            raise version_conflict(namespace, session_id, key, expected, actual)
         bodies = {key: body for key, body, _ in checked}
         out: list[Record] = []
         for i in range(1, len(reply), 3):
             key = reply[i]
-            out.append(Record(key=key, seq=int(float(reply[i + 2])), version=int(reply[i + 1]),
-                              doc=decode_doc(bodies[key], key=key)))
+            out.append(make_record(key, int(float(reply[i + 2])), reply[i + 1], bodies[key]))
         return out
 
     async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         body_k, ver_k, order_k, _ = self._session_keys(namespace, session_id)
 
         async def op() -> list[Any]:
@@ -265,11 +244,10 @@ class RedisStore(SessionStore):
         body, version, seq = await self._do(op)
         if body is None or version is None or seq is None:
             return None
-        return Record(key=key, seq=int(seq), version=int(version), doc=decode_doc(body, key=key))
+        return make_record(key, seq, version, body)
 
     async def list_records(self, namespace: str, session_id: str) -> list[Record]:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         body_k, ver_k, order_k, _ = self._session_keys(namespace, session_id)
 
         async def op() -> list[Any]:
@@ -288,13 +266,11 @@ class RedisStore(SessionStore):
                     f"record {key!r} in {namespace!r}/{session_id!r} is listed but its body or version is missing "
                     "(keys edited outside windowkeeper?)",
                 )
-            doc = decode_doc(bodies[key], key=key)
-            out.append(Record(key=key, seq=int(score), version=int(versions[key]), doc=doc))
+            out.append(make_record(key, score, versions[key], bodies[key]))
         return out
 
     async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         body_k, ver_k, order_k, _ = self._session_keys(namespace, session_id)
 
         async def op() -> list[Any]:
@@ -309,8 +285,7 @@ class RedisStore(SessionStore):
         return bool(removed[0])
 
     async def delete_session(self, namespace: str, session_id: str) -> int:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         keys = self._session_keys(namespace, session_id)
 
         async def op() -> list[Any]:

@@ -21,19 +21,20 @@ from typing import Any, TypeVar
 from ..errors import ConfigurationError, StorageError
 from ..messages import Message
 from .base import (
-    ConflictError,
     Record,
-    RecordNotFoundError,
     RecordUpdate,
     SessionStore,
+    check_expected,
     check_id,
     check_prefix,
+    check_session,
     check_updates,
-    decode_doc,
     decode_message,
     decode_state,
     encode_doc,
     encode_state,
+    make_record,
+    record_exists,
     unique_new,
 )
 
@@ -234,8 +235,7 @@ class SQLiteStore(SessionStore):
     # -- memory side ----------------------------------------------------------------------------------------
 
     async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         check_id(key, "record key")
         body = encode_doc(doc, key=key)
         records, sessions = self._t["records"], self._t["sessions"]
@@ -246,9 +246,7 @@ class SQLiteStore(SessionStore):
                 (namespace, session_id, key),
             ).fetchone()
             if exists:
-                raise ConflictError(
-                    f"record {key!r} already exists in {namespace!r}/{session_id!r}; use update_record", key=key,
-                )
+                raise record_exists(namespace, session_id, key)
             seq = conn.execute(
                 f"INSERT INTO {sessions} (namespace, session_id, last_seq) VALUES (?, ?, 1) "
                 "ON CONFLICT (namespace, session_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq",
@@ -261,18 +259,7 @@ class SQLiteStore(SessionStore):
             return int(seq)
 
         seq = await self._run(op, write=True)
-        return Record(key=key, seq=seq, version=1, doc=decode_doc(body, key=key))
-
-    async def update_record(
-        self,
-        namespace: str,
-        session_id: str,
-        key: str,
-        doc: dict[str, Any],
-        *,
-        expected_version: int | None = None,
-    ) -> Record:
-        return (await self.update_records(namespace, session_id, [(key, doc, expected_version)]))[0]
+        return make_record(key, seq, 1, body)
 
     async def update_records(
         self,
@@ -280,8 +267,7 @@ class SQLiteStore(SessionStore):
         session_id: str,
         updates: Sequence[RecordUpdate],
     ) -> list[Record]:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         checked = check_updates(updates)
         records = self._t["records"]
 
@@ -292,29 +278,19 @@ class SQLiteStore(SessionStore):
                     f"SELECT seq, version FROM {records} WHERE namespace = ? AND session_id = ? AND key = ?",
                     (namespace, session_id, key),
                 ).fetchone()
-                if row is None:
-                    raise RecordNotFoundError(
-                        f"record {key!r} does not exist in {namespace!r}/{session_id!r}; add it first",
-                    )
-                seq, version = int(row[0]), int(row[1])
-                if expected is not None and version != expected:
-                    raise ConflictError(
-                        f"record {key!r} in {namespace!r}/{session_id!r} is at version {version}, "
-                        f"expected {expected}; re-read and retry",
-                        key=key, expected=expected, actual=version,
-                    )
+                version = check_expected(namespace, session_id, key, expected, None if row is None else int(row[1]))
+                seq = int(row[0])
                 conn.execute(
                     f"UPDATE {records} SET body = ?, version = ? WHERE namespace = ? AND session_id = ? AND key = ?",
                     (body, version + 1, namespace, session_id, key),
                 )
-                out.append(Record(key=key, seq=seq, version=version + 1, doc=decode_doc(body, key=key)))
+                out.append(make_record(key, seq, version + 1, body))
             return out
 
         return await self._run(op, write=True)
 
     async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         records = self._t["records"]
         row = await self._run(
             lambda c: c.execute(
@@ -324,11 +300,10 @@ class SQLiteStore(SessionStore):
         )
         if row is None:
             return None
-        return Record(key=key, seq=int(row[0]), version=int(row[1]), doc=decode_doc(row[2], key=key))
+        return make_record(key, row[0], row[1], row[2])
 
     async def list_records(self, namespace: str, session_id: str) -> list[Record]:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         records = self._t["records"]
         rows = await self._run(
             lambda c: c.execute(
@@ -336,11 +311,10 @@ class SQLiteStore(SessionStore):
                 (namespace, session_id),
             ).fetchall(),
         )
-        return [Record(key=k, seq=int(s), version=int(v), doc=decode_doc(b, key=k)) for k, s, v, b in rows]
+        return [make_record(k, s, v, b) for k, s, v, b in rows]
 
     async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         records = self._t["records"]
         count = await self._run(
             lambda c: c.execute(
@@ -352,8 +326,7 @@ class SQLiteStore(SessionStore):
         return bool(count)
 
     async def delete_session(self, namespace: str, session_id: str) -> int:
-        check_id(namespace, "namespace")
-        check_id(session_id, "session_id")
+        check_session(namespace, session_id)
         records, sessions = self._t["records"], self._t["sessions"]
 
         def op(conn: sqlite3.Connection) -> int:
