@@ -1,0 +1,114 @@
+"""Every benchmark script still runs end to end (tiny sizes), so the published numbers stay reproducible.
+
+Only structure and correctness are asserted (views within budget, no invalid prompts, the extrapolation notice):
+timings and ratios depend on the machine and are the scripts' output, not a test condition.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from windowkeeper.evaluation.datasets import data_dir
+
+BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
+DATA = data_dir()
+needs_data = pytest.mark.skipif(
+    not (DATA / "tau_bench").exists() or not (DATA / "longmemeval").exists(),
+    reason=f"benchmark data not found at {DATA} (../shared/data or $WINDOWKEEPER_DATA_DIR); these benches read it",
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def bench_path() -> Iterator[None]:
+    sys.path.insert(0, str(BENCH_DIR))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(BENCH_DIR))
+
+
+def bench(name: str) -> ModuleType:
+    return importlib.import_module(name)
+
+
+def test_overhead_generated_session(capsys: pytest.CaptureFixture[str]) -> None:
+    result = bench("overhead_vs_trim_messages").main(["--turns", "40", "--source", "generated", "--budget", "4000"])
+    out = capsys.readouterr().out
+    assert result["turns"] == 40
+    assert result["extrapolated"] is False
+    assert 0 < result["ours_max_view"] <= 4000
+    assert 0 < result["peer_max_view"] <= 4000
+    assert "ratio trim_messages / ours" in out
+    assert "NOTE" not in out
+
+
+def test_overhead_peer_subset_is_announced(capsys: pytest.CaptureFixture[str]) -> None:
+    result = bench("overhead_vs_trim_messages").main(
+        ["--turns", "20", "--source", "generated", "--budget", "4000", "--peer-stride", "7"]
+    )
+    out = capsys.readouterr().out
+    assert result["extrapolated"] is True
+    assert "NOTE: trim_messages was timed on 3 of 20 turns" in out
+    assert "trim_messages (extrapolated)" in out
+
+
+def test_cold_trim(capsys: pytest.CaptureFixture[str]) -> None:
+    result = bench("cold_trim_100k").main(["--messages", "300", "--budget", "4000"])
+    out = capsys.readouterr().out
+    assert 290 <= result["messages"] <= 300
+    assert result["ours_s"] > 0 and result["peer_s"] > 0
+    assert "TokenBudgetContextManager (cold counter)" in out
+
+
+@needs_data
+def test_overhead_tau(capsys: pytest.CaptureFixture[str]) -> None:
+    result = bench("overhead_vs_trim_messages").main(["--turns", "30", "--budget", "4000"])
+    assert result["turns"] == 30
+    assert result["peer_max_view"] <= 4000
+    assert "session: tau, 30 turns" in capsys.readouterr().out
+
+
+@needs_data
+def test_cache_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    result = bench("cache_cost").main(["--calls", "12", "--budgets", "8000", "--no-memory"])
+    out = capsys.readouterr().out
+    assert set(result) == {"tau@8000", "swe@8000"}
+    for numbers in result.values():
+        assert numbers["invalid"] == 0
+        assert 0.0 <= numbers["stable"] <= 1.0
+    assert "tau: 12 calls" in out and "swe: 12 calls" in out
+    assert "TokenBudgetContextManager" in out and "sliding window" in out
+
+
+@needs_data
+def test_longmemeval_retention(capsys: pytest.CaptureFixture[str]) -> None:
+    module = bench("longmemeval_retention")
+    result = module.main(["--questions", "1", "--budgets", "4000", "--no-memory"])
+    out = capsys.readouterr().out
+    tallies = result["4000"]
+    # with no management the whole history is in view: every evidence turn is kept
+    assert tallies["no management"]["evidence"] == 1.0
+    assert {"sliding window", "TokenBudgetContextManager", "SummaryContextManager"} <= set(tallies)
+    assert "budget 4,000" in out
+
+
+def test_chat_steps_cut_before_each_user_turn() -> None:
+    from windowkeeper.messages import Message
+
+    module = bench("longmemeval_retention")
+    msgs = [
+        Message.text_message("sys", role="system", message_id="s"),
+        Message.text_message("u1", role="user", message_id="u1"),
+        Message.text_message("a1", role="assistant", message_id="a1"),
+        Message.text_message("u2", role="user", message_id="u2"),
+        Message.text_message("a2", role="assistant", message_id="a2"),
+    ]
+    steps = module.chat_steps(msgs)
+    assert [[m.message_id for m in step] for step in steps] == [["s", "u1", "a1"], ["u2", "a2"]]
+    assert module.whole_word("2", "i have 2 cats") and not module.whole_word("2", "in 2023")
