@@ -13,15 +13,17 @@ import importlib
 import logging
 import os
 import weakref
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType
-from typing import Generic, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
-from ..errors import ConfigurationError, MissingDependencyError
+from ..errors import ConfigurationError, MissingDependencyError, ProviderError
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+C = TypeVar("C")
 
 
 def import_sdk(module: str, package: str, extra: str) -> ModuleType:
@@ -46,6 +48,27 @@ def first_env(*names: str) -> str | None:
         if value:
             return value
     return None
+
+
+def as_count(value: Any) -> int:
+    """A token count from a provider's usage payload; absent or non-numeric fields count as 0."""
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def stainless_error(sdk: ModuleType, exc: Exception, *, call: str, provider: str, timeout: float) -> ProviderError:
+    """Map an error of the ``openai``/``anthropic`` SDKs (same generator, same error classes) to `ProviderError`.
+
+    ``call`` names what failed, e.g. ``"Anthropic call for model 'x'"``; HTTP errors keep their status code.
+    """
+    if isinstance(exc, sdk.APIStatusError):
+        return ProviderError(
+            f"{call} failed with HTTP {exc.status_code}: {exc}",
+            provider=provider,
+            status_code=exc.status_code,
+        )
+    if isinstance(exc, sdk.APITimeoutError):
+        return ProviderError(f"{call} timed out after {timeout}s", provider=provider)
+    return ProviderError(f"{call} failed: {exc}", provider=provider)
 
 
 class PerLoop(Generic[T]):
@@ -117,4 +140,62 @@ class PerLoop(Generic[T]):
                 await guard.aclose()
 
 
-__all__ = ["PerLoop", "check_settings", "first_env", "import_sdk"]
+class SDKClient(ABC, Generic[C]):
+    """What every SDK-backed `LLMClient` keeps the same: its settings, the API key lookup and one SDK client per
+    event loop with its closing.
+
+    A subclass imports its SDK before calling ``super().__init__`` (a missing extra is the first error a user
+    should see), sets the class attributes below and builds its SDK client in `_make_sdk_client`.
+    """
+
+    provider: str
+    api_key_env: ClassVar[tuple[str, ...]]
+    """Environment variables searched, in order, when no ``api_key`` is passed."""
+    missing_key_message: ClassVar[str]
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        timeout: float,
+        max_retries: int,
+    ) -> None:
+        check_settings(timeout, max_retries)
+        self.model = model
+        self.base_url = base_url
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self._api_key = api_key
+        self._clients: PerLoop[C] = PerLoop(self._make_sdk_client, self._close_sdk_client)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def _resolve_api_key(self) -> str:
+        api_key = self._api_key or first_env(*self.api_key_env)
+        if api_key is None:
+            raise ProviderError(self.missing_key_message, provider=self.provider)
+        return api_key
+
+    @abstractmethod
+    def _make_sdk_client(self) -> C:
+        """A new SDK client for the running loop, authenticated with `_resolve_api_key`."""
+
+    @staticmethod
+    async def _close_sdk_client(client: Any) -> None:
+        await client.close()
+
+    async def aclose(self) -> None:
+        """Close the SDK client of the running loop now (loops that end close theirs automatically)."""
+        await self._clients.close_current()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+__all__ = ["PerLoop", "SDKClient", "as_count", "check_settings", "first_env", "import_sdk", "stainless_error"]

@@ -9,11 +9,11 @@ and token calibration compares against the full prompt size.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, ProviderError
 from ..messages import TokenUsages
-from ._sdk import PerLoop, check_settings, first_env, import_sdk
+from ._sdk import SDKClient, as_count, import_sdk, stainless_error
 from .client import LLMRequest, LLMResponse, assistant_message, has_answer, merge_reply_messages
 
 if TYPE_CHECKING:
@@ -22,20 +22,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-async def _close_sdk_client(client: Any) -> None:
-    await client.close()
-
-
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) else 0
-
-
 def anthropic_usage(usage: dict[str, Any] | None) -> TokenUsages:
     usage = usage or {}
-    uncached = _int(usage.get("input_tokens"))
-    written = _int(usage.get("cache_creation_input_tokens"))
-    read = _int(usage.get("cache_read_input_tokens"))
-    output = _int(usage.get("output_tokens"))
+    uncached = as_count(usage.get("input_tokens"))
+    written = as_count(usage.get("cache_creation_input_tokens"))
+    read = as_count(usage.get("cache_read_input_tokens"))
+    output = as_count(usage.get("output_tokens"))
     prompt = uncached + written + read
     return TokenUsages(
         prompt_tokens=prompt,
@@ -57,7 +49,7 @@ def anthropic_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-class AnthropicClient:
+class AnthropicClient(SDKClient["AsyncAnthropic"]):
     """`LLMClient` for Anthropic's Messages API.
 
     The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; ``base_url`` falls back to ``ANTHROPIC_BASE_URL``
@@ -65,6 +57,8 @@ class AnthropicClient:
     """
 
     provider = "anthropic"
+    api_key_env = ("ANTHROPIC_API_KEY",)
+    missing_key_message = "no Anthropic API key: pass api_key=... or set ANTHROPIC_API_KEY"
 
     def __init__(
         self,
@@ -77,44 +71,19 @@ class AnthropicClient:
         default_max_tokens: int = 4096,
     ) -> None:
         self._sdk = import_sdk("anthropic", "anthropic", "anthropic")
-        check_settings(timeout, max_retries)
+        super().__init__(model, base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
         if not isinstance(default_max_tokens, int) or default_max_tokens <= 0:
             raise ConfigurationError(f"default_max_tokens must be a positive integer, got {default_max_tokens!r}")
-        self.model = model
-        self.base_url = base_url
-        self.timeout = float(timeout)
-        self.max_retries = max_retries
         self.default_max_tokens = default_max_tokens
-        self._api_key = api_key
-        self._clients: PerLoop[AsyncAnthropic] = PerLoop(self._make_sdk_client, _close_sdk_client)
-
-    def __repr__(self) -> str:
-        return f"AnthropicClient(model={self.model!r}, base_url={self.base_url!r})"
 
     def _make_sdk_client(self) -> AsyncAnthropic:
-        api_key = self._api_key or first_env("ANTHROPIC_API_KEY")
-        if api_key is None:
-            raise ProviderError(
-                "no Anthropic API key: pass api_key=... or set ANTHROPIC_API_KEY",
-                provider=self.provider,
-            )
         client: AsyncAnthropic = self._sdk.AsyncAnthropic(
-            api_key=api_key,
+            api_key=self._resolve_api_key(),
             base_url=self.base_url,
             timeout=self.timeout,
             max_retries=self.max_retries,
         )
         return client
-
-    async def aclose(self) -> None:
-        """Close the SDK client of the running loop now (loops that end close theirs automatically)."""
-        await self._clients.close_current()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     def build_kwargs(self, request: LLMRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for a request."""
@@ -140,21 +109,10 @@ class AnthropicClient:
         kwargs = self.build_kwargs(request)
         try:
             reply = await client.messages.create(**kwargs)
-        except self._sdk.APIStatusError as exc:
-            raise ProviderError(
-                f"Anthropic call for model {self.model!r} failed with HTTP {exc.status_code}: {exc}",
-                provider=self.provider,
-                status_code=exc.status_code,
-            ) from exc
-        except self._sdk.APITimeoutError as exc:
-            raise ProviderError(
-                f"Anthropic call for model {self.model!r} timed out after {self.timeout}s",
-                provider=self.provider,
-            ) from exc
         except (self._sdk.AnthropicError, ValueError) as exc:
-            raise ProviderError(
-                f"Anthropic call for model {self.model!r} failed: {exc}",
-                provider=self.provider,
+            raise stainless_error(
+                self._sdk, exc, call=f"Anthropic call for model {self.model!r}", provider=self.provider,
+                timeout=self.timeout,
             ) from exc
         raw: dict[str, Any] = reply.model_dump(mode="json")
         return self._parse(raw)

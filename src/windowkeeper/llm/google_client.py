@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ProviderError
 from ..messages import TokenUsages
-from ._sdk import PerLoop, check_settings, first_env, import_sdk
+from ._sdk import SDKClient, as_count, import_sdk
 from .client import LLMRequest, LLMResponse, assistant_message, has_answer, merge_reply_messages
 
 if TYPE_CHECKING:
@@ -22,25 +22,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-async def _close_sdk_client(client: Any) -> None:
-    await client.aio.aclose()
-
-
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) else 0
-
-
 def gemini_usage(meta: dict[str, Any] | None) -> TokenUsages:
     meta = meta or {}
-    prompt = _int(meta.get("promptTokenCount")) + _int(meta.get("toolUsePromptTokenCount"))
-    thoughts = _int(meta.get("thoughtsTokenCount"))
-    completion = _int(meta.get("candidatesTokenCount")) + thoughts
+    prompt = as_count(meta.get("promptTokenCount")) + as_count(meta.get("toolUsePromptTokenCount"))
+    thoughts = as_count(meta.get("thoughtsTokenCount"))
+    completion = as_count(meta.get("candidatesTokenCount")) + thoughts
     return TokenUsages(
         prompt_tokens=prompt,
         completion_tokens=completion,
-        total_tokens=_int(meta.get("totalTokenCount")) or prompt + completion,
+        total_tokens=as_count(meta.get("totalTokenCount")) or prompt + completion,
         reasoning_tokens=thoughts,
-        cache_read_input_tokens=_int(meta.get("cachedContentTokenCount")),
+        cache_read_input_tokens=as_count(meta.get("cachedContentTokenCount")),
     )
 
 
@@ -63,7 +55,7 @@ def _system_text(system_instruction: dict[str, Any] | None) -> str | None:
     return "\n\n".join(texts) or None
 
 
-class GoogleClient:
+class GoogleClient(SDKClient["GenAIClient"]):
     """`LLMClient` for the Gemini Developer API.
 
     The key comes from ``api_key``, ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``; ``base_url`` falls back to the
@@ -73,6 +65,8 @@ class GoogleClient:
     """
 
     provider = "google"
+    api_key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    missing_key_message = "no Gemini API key: pass api_key=... or set GEMINI_API_KEY (or GOOGLE_API_KEY)"
 
     def __init__(
         self,
@@ -87,25 +81,15 @@ class GoogleClient:
         self._genai = import_sdk("google.genai", "google-genai", "google")
         self._types = import_sdk("google.genai.types", "google-genai", "google")
         self._errors = import_sdk("google.genai.errors", "google-genai", "google")
-        check_settings(timeout, max_retries)
-        self.model = model
-        self.base_url = base_url
-        self.timeout = float(timeout)
-        self.max_retries = max_retries
+        super().__init__(model, base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
         self.api_version = api_version
-        self._api_key = api_key
-        self._clients: PerLoop[GenAIClient] = PerLoop(self._make_sdk_client, _close_sdk_client)
 
-    def __repr__(self) -> str:
-        return f"GoogleClient(model={self.model!r}, base_url={self.base_url!r})"
+    @staticmethod
+    async def _close_sdk_client(client: Any) -> None:
+        await client.aio.aclose()
 
     def _make_sdk_client(self) -> GenAIClient:
-        api_key = self._api_key or first_env("GEMINI_API_KEY", "GOOGLE_API_KEY")
-        if api_key is None:
-            raise ProviderError(
-                "no Gemini API key: pass api_key=... or set GEMINI_API_KEY (or GOOGLE_API_KEY)",
-                provider=self.provider,
-            )
+        api_key = self._resolve_api_key()
         options: dict[str, Any] = {
             "timeout": max(1, int(self.timeout * 1000)),
             "retry_options": self._types.HttpRetryOptions(attempts=self.max_retries + 1),
@@ -115,16 +99,6 @@ class GoogleClient:
             options["base_url"] = self.base_url
         client: GenAIClient = self._genai.Client(api_key=api_key, http_options=self._types.HttpOptions(**options))
         return client
-
-    async def aclose(self) -> None:
-        """Close the SDK client of the running loop now (loops that end close theirs automatically)."""
-        await self._clients.close_current()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     def build_call(self, request: LLMRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """``(contents, config)`` for ``generate_content``; config as a plain dict of GenerateContentConfig fields."""

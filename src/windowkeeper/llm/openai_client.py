@@ -8,11 +8,11 @@ only understand the old name, so ``chat_max_tokens_field="max_tokens"`` switches
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigurationError, ProviderError
 from ..messages import Message, TokenUsages
-from ._sdk import PerLoop, check_settings, first_env, import_sdk
+from ._sdk import SDKClient, as_count, import_sdk, stainless_error
 from .client import LLMRequest, LLMResponse, assistant_message, check_api_style, has_answer, merge_reply_messages
 
 if TYPE_CHECKING:
@@ -21,26 +21,18 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-async def _close_sdk_client(client: Any) -> None:
-    await client.close()
-
-
 ChatMaxTokensField = Literal["max_completion_tokens", "max_tokens"]
-
-
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) else 0
 
 
 def _usage_responses(usage: dict[str, Any] | None) -> TokenUsages:
     usage = usage or {}
-    cached = _int((usage.get("input_tokens_details") or {}).get("cached_tokens"))
-    reasoning = _int((usage.get("output_tokens_details") or {}).get("reasoning_tokens"))
-    prompt, completion = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
+    cached = as_count((usage.get("input_tokens_details") or {}).get("cached_tokens"))
+    reasoning = as_count((usage.get("output_tokens_details") or {}).get("reasoning_tokens"))
+    prompt, completion = as_count(usage.get("input_tokens")), as_count(usage.get("output_tokens"))
     return TokenUsages(
         prompt_tokens=prompt,
         completion_tokens=completion,
-        total_tokens=_int(usage.get("total_tokens")) or prompt + completion,
+        total_tokens=as_count(usage.get("total_tokens")) or prompt + completion,
         reasoning_tokens=reasoning,
         cache_read_input_tokens=cached,
     )
@@ -50,14 +42,14 @@ def _usage_chat(usage: dict[str, Any] | None) -> TokenUsages:
     usage = usage or {}
     prompt_details = usage.get("prompt_tokens_details") or {}
     completion_details = usage.get("completion_tokens_details") or {}
-    prompt, completion = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+    prompt, completion = as_count(usage.get("prompt_tokens")), as_count(usage.get("completion_tokens"))
     return TokenUsages(
         prompt_tokens=prompt,
         completion_tokens=completion,
-        total_tokens=_int(usage.get("total_tokens")) or prompt + completion,
-        reasoning_tokens=_int(completion_details.get("reasoning_tokens")),
-        cache_read_input_tokens=_int(prompt_details.get("cached_tokens")),
-        audio_tokens=_int(prompt_details.get("audio_tokens")) + _int(completion_details.get("audio_tokens")),
+        total_tokens=as_count(usage.get("total_tokens")) or prompt + completion,
+        reasoning_tokens=as_count(completion_details.get("reasoning_tokens")),
+        cache_read_input_tokens=as_count(prompt_details.get("cached_tokens")),
+        audio_tokens=as_count(prompt_details.get("audio_tokens")) + as_count(completion_details.get("audio_tokens")),
     )
 
 
@@ -87,7 +79,7 @@ def chat_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-class OpenAIClient:
+class OpenAIClient(SDKClient["AsyncOpenAI"]):
     """`LLMClient` for OpenAI and OpenAI-compatible servers.
 
     The API key comes from ``api_key`` or ``OPENAI_API_KEY``; the endpoint from ``base_url`` or
@@ -95,6 +87,8 @@ class OpenAIClient:
     """
 
     provider = "openai"
+    api_key_env = ("OPENAI_API_KEY",)
+    missing_key_message = "no OpenAI API key: pass api_key=... or set OPENAI_API_KEY"
 
     def __init__(
         self,
@@ -108,47 +102,25 @@ class OpenAIClient:
         chat_max_tokens_field: ChatMaxTokensField = "max_completion_tokens",
     ) -> None:
         self._sdk = import_sdk("openai", "openai", "openai")
-        check_settings(timeout, max_retries)
+        super().__init__(model, base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
         if chat_max_tokens_field not in ("max_completion_tokens", "max_tokens"):
             raise ConfigurationError(
                 f"chat_max_tokens_field must be 'max_completion_tokens' or 'max_tokens', got {chat_max_tokens_field!r}",
             )
-        self.model = model
         self.api_style = check_api_style(api_style)
-        self.base_url = base_url
-        self.timeout = float(timeout)
-        self.max_retries = max_retries
         self.chat_max_tokens_field = chat_max_tokens_field
-        self._api_key = api_key
-        self._clients: PerLoop[AsyncOpenAI] = PerLoop(self._make_sdk_client, _close_sdk_client)
 
     def __repr__(self) -> str:
         return f"OpenAIClient(model={self.model!r}, api_style={self.api_style!r}, base_url={self.base_url!r})"
 
     def _make_sdk_client(self) -> AsyncOpenAI:
-        api_key = self._api_key or first_env("OPENAI_API_KEY")
-        if api_key is None:
-            raise ProviderError(
-                "no OpenAI API key: pass api_key=... or set OPENAI_API_KEY",
-                provider=self.provider,
-            )
         client: AsyncOpenAI = self._sdk.AsyncOpenAI(
-            api_key=api_key,
+            api_key=self._resolve_api_key(),
             base_url=self.base_url,
             timeout=self.timeout,
             max_retries=self.max_retries,
         )
         return client
-
-    async def aclose(self) -> None:
-        """Close the SDK client of the running loop now (loops that end close theirs automatically)."""
-        await self._clients.close_current()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
         client = await self._clients.get()
@@ -157,21 +129,10 @@ class OpenAIClient:
                 raw = await self._call_responses(client, request)
             else:
                 raw = await self._call_chat(client, request)
-        except self._sdk.APIStatusError as exc:
-            raise ProviderError(
-                f"OpenAI {self.api_style} call for model {self.model!r} failed with HTTP {exc.status_code}: {exc}",
-                provider=self.provider,
-                status_code=exc.status_code,
-            ) from exc
-        except self._sdk.APITimeoutError as exc:
-            raise ProviderError(
-                f"OpenAI {self.api_style} call for model {self.model!r} timed out after {self.timeout}s",
-                provider=self.provider,
-            ) from exc
         except (self._sdk.OpenAIError, ValueError) as exc:
-            raise ProviderError(
-                f"OpenAI {self.api_style} call for model {self.model!r} failed: {exc}",
-                provider=self.provider,
+            raise stainless_error(
+                self._sdk, exc, call=f"OpenAI {self.api_style} call for model {self.model!r}", provider=self.provider,
+                timeout=self.timeout,
             ) from exc
         return self._parse_responses(raw) if self.api_style == "responses" else self._parse_chat(raw)
 
