@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..storage import InMemoryStore
+from ..storage import InMemoryStore, SessionStore
 from .base import BaseMemory
 
 if TYPE_CHECKING:
     from ..storage import PostgresStore, RedisStore, SQLiteStore  # noqa: F401  (string bases below)
+
+_S = TypeVar("_S", bound=SessionStore)
 
 
 class InMemoryMemory(BaseMemory[InMemoryStore]):
@@ -39,38 +42,44 @@ class SQLiteMemory(BaseMemory["SQLiteStore"]):
         self._owns_store = True
 
 
-class PostgresMemory(BaseMemory["PostgresStore"]):
+class _ServerMemory(BaseMemory[_S], ABC):
+    """Memory on a server store that it opens from ``url`` and ``prefix`` itself, and so also closes."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        *,
+        prefix: str = "wk",
+        **options: Any,
+    ) -> None:
+        super().__init__(config, store=self._open_store(url, prefix), **options)
+        self._owns_store = True
+
+    @staticmethod
+    @abstractmethod
+    def _open_store(url: str | None, prefix: str) -> _S:
+        """The backend's store; imported here so its driver is only needed by those who use it."""
+
+
+class PostgresMemory(_ServerMemory["PostgresStore"]):
     """Memory in PostgreSQL (``url`` defaults to ``WINDOWKEEPER_POSTGRES_URL`` or the local server)."""
 
-    def __init__(
-        self,
-        url: str | None = None,
-        config: Mapping[str, Any] | None = None,
-        *,
-        prefix: str = "wk",
-        **options: Any,
-    ) -> None:
+    @staticmethod
+    def _open_store(url: str | None, prefix: str) -> PostgresStore:
         from ..storage import PostgresStore
 
-        super().__init__(config, store=PostgresStore(url, prefix=prefix), **options)
-        self._owns_store = True
+        return PostgresStore(url, prefix=prefix)
 
 
-class RedisMemory(BaseMemory["RedisStore"]):
+class RedisMemory(_ServerMemory["RedisStore"]):
     """Memory in Redis (``url`` defaults to ``WINDOWKEEPER_REDIS_URL`` or the local server)."""
 
-    def __init__(
-        self,
-        url: str | None = None,
-        config: Mapping[str, Any] | None = None,
-        *,
-        prefix: str = "wk",
-        **options: Any,
-    ) -> None:
+    @staticmethod
+    def _open_store(url: str | None, prefix: str) -> RedisStore:
         from ..storage import RedisStore
 
-        super().__init__(config, store=RedisStore(url, prefix=prefix), **options)
-        self._owns_store = True
+        return RedisStore(url, prefix=prefix)
 
 
 __all__ = ["InMemoryMemory", "PostgresMemory", "RedisMemory", "SQLiteMemory"]
