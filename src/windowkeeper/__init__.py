@@ -6,6 +6,8 @@ Everything public is importable from here; the reference documentation's paths (
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .blocks import (
     AnnotationBlock,
     AnnotationRef,
@@ -90,10 +92,8 @@ from .state import AgentState, ExecMeta, ExecutionStatus, ToolResult, add_messag
 from .storage import (
     ConflictError,
     InMemoryStore,
-    PostgresStore,
     Record,
     RecordNotFoundError,
-    RedisStore,
     SessionStore,
     SQLiteStore,
     open_store,
@@ -116,6 +116,22 @@ from .tokens import (
     default_counter,
 )
 from .units import Problem, Unit, flatten, group_units, is_valid, validate
+
+if TYPE_CHECKING:
+    from .storage import PostgresStore, RedisStore
+
+_OPTIONAL_DRIVER_NAMES = frozenset({"PostgresStore", "RedisStore"})
+
+
+def __getattr__(name: str) -> Any:
+    # The server stores import their drivers (extras "postgres", "redis") when first asked for, so a base install
+    # imports windowkeeper fine and only a missing driver someone actually uses raises, with the pip command.
+    if name in _OPTIONAL_DRIVER_NAMES:
+        from . import storage
+
+        return getattr(storage, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __version__ = "0.1.0"
 
