@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from ...blocks import (
@@ -21,7 +21,9 @@ from ...blocks import (
     ImageBlock,
     MediaRef,
     ReasoningBlock,
+    TextBlock,
     ToolCallBlock,
+    ToolResultBlock,
     VideoBlock,
 )
 from ...errors import FormatError
@@ -268,6 +270,44 @@ def error_text(block: ErrorBlock) -> str:
 def is_dropped(block: ContentBlock) -> bool:
     """Blocks no provider format carries and that a model never reads (citations are metadata)."""
     return isinstance(block, AnnotationBlock)
+
+
+def system_text(message: Message, fmt: str, *, index: int) -> str:
+    """A system message as the one string formats with a separate system slot take (text and error text only)."""
+    parts: list[str] = []
+    for j, block in enumerate(message.content):
+        if isinstance(block, TextBlock):
+            parts.append(block.text)
+        elif isinstance(block, ErrorBlock):
+            parts.append(error_text(block))
+        elif not is_dropped(block):
+            raise unsupported(block, fmt, "system", index=index, key=f"content[{j}]")
+    return "".join(parts)
+
+
+def tool_results(message: Message, *, index: int, hint: str = "") -> Iterator[tuple[int, ToolResultBlock]]:
+    """``(content index, result)`` for each result a tool message carries, in order.
+
+    An `ErrorBlock` answering a call comes out as an error result, so each format writes one kind of result.
+    Lazy on purpose: a converter meets a problem with block ``j`` before any later block is looked at. Any other
+    block a model would read is a `FormatError` (``hint`` is appended to its message), and so is a tool message
+    without a single result.
+    """
+    found = False
+    for j, block in enumerate(message.content):
+        if isinstance(block, ErrorBlock) and block.tool_call_id:
+            block = ToolResultBlock(call_id=block.tool_call_id, output=error_text(block), status="error")
+        if isinstance(block, ToolResultBlock):
+            found = True
+            yield j, block
+        elif not is_dropped(block):
+            raise FormatError(
+                f"a tool message may only hold ToolResultBlocks, found {type(block).__name__}{hint}",
+                index=index,
+                key=f"content[{j}]",
+            )
+    if not found:
+        raise FormatError("tool message has no ToolResultBlock", index=index, key="content")
 
 
 def reasoning_blocks(message: Message) -> list[ReasoningBlock]:

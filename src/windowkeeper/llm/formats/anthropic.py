@@ -43,6 +43,8 @@ from ._common import (
     reasoning_blocks,
     require_str,
     resolve_data_block,
+    system_text,
+    tool_results,
     unsupported,
 )
 
@@ -152,46 +154,16 @@ def _content(message: Message, *, index: int, ids: _IdMap, reasoning: ReasoningM
 
 def _tool_results(message: Message, *, index: int, ids: _IdMap) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for j, block in enumerate(message.content):
-        if isinstance(block, ToolResultBlock):
-            item: dict[str, Any] = {
-                "type": "tool_result",
-                "tool_use_id": ids.result(block.call_id),
-                "content": tool_output_text(block.output),
-            }
-            if block.status == "error":
-                item["is_error"] = True
-            out.append(item)
-        elif isinstance(block, ErrorBlock) and block.tool_call_id:
-            out.append(
-                {
-                    "type": "tool_result",
-                    "tool_use_id": ids.result(block.tool_call_id),
-                    "content": error_text(block),
-                    "is_error": True,
-                }
-            )
-        elif not is_dropped(block):
-            raise FormatError(
-                f"a tool message may only hold ToolResultBlocks, found {type(block).__name__}",
-                index=index,
-                key=f"content[{j}]",
-            )
-    if not out:
-        raise FormatError("tool message has no ToolResultBlock", index=index, key="content")
+    for _, block in tool_results(message, index=index):
+        item: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": ids.result(block.call_id),
+            "content": tool_output_text(block.output),
+        }
+        if block.status == "error":
+            item["is_error"] = True
+        out.append(item)
     return out
-
-
-def _system_text(message: Message, *, index: int) -> str:
-    parts: list[str] = []
-    for j, block in enumerate(message.content):
-        if isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, ErrorBlock):
-            parts.append(error_text(block))
-        elif not is_dropped(block):
-            raise unsupported(block, FORMAT, "system", index=index, key=f"content[{j}]")
-    return "".join(parts)
 
 
 def to_anthropic(
@@ -209,7 +181,7 @@ def to_anthropic(
     tool_turn: list[dict[str, Any]] | None = None
     for i, message in enumerate(messages):
         if message.role == "system":
-            system.append(_system_text(message, index=i))
+            system.append(system_text(message, FORMAT, index=i))
             continue
         if message.role == "tool":
             results = _tool_results(message, index=i, ids=ids)

@@ -47,6 +47,8 @@ from ._common import (
     messages_input,
     openai_tools_calls,
     resolve_data_block,
+    system_text,
+    tool_results,
     unsupported,
 )
 
@@ -187,39 +189,17 @@ def _user_parts(message: Message, *, index: int) -> list[dict[str, Any]]:
 
 def _response_parts(message: Message, names: Mapping[str, str], *, index: int) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
-    for j, block in enumerate(message.content):
-        key = f"content[{j}]"
-        if isinstance(block, ErrorBlock) and block.tool_call_id:
-            block = ToolResultBlock(call_id=block.tool_call_id, output=error_text(block), status="error")
-        if isinstance(block, ToolResultBlock):
-            name = names.get(block.call_id) or block.name
-            if not name:
-                raise FormatError(
-                    f"cannot name the Gemini functionResponse for call id {block.call_id!r}: no earlier tool call "
-                    "has that id and the ToolResultBlock has no name",
-                    index=index,
-                    key=f"{key}.call_id",
-                )
-            parts.append({"functionResponse": {"name": name, "response": _response_payload(block)}})
-        elif not is_dropped(block):
+    for j, block in tool_results(message, index=index):
+        name = names.get(block.call_id) or block.name
+        if not name:
             raise FormatError(
-                f"a tool message may only hold ToolResultBlocks, found {type(block).__name__}", index=index, key=key
+                f"cannot name the Gemini functionResponse for call id {block.call_id!r}: no earlier tool call "
+                "has that id and the ToolResultBlock has no name",
+                index=index,
+                key=f"content[{j}].call_id",
             )
-    if not parts:
-        raise FormatError("tool message has no ToolResultBlock", index=index, key="content")
+        parts.append({"functionResponse": {"name": name, "response": _response_payload(block)}})
     return parts
-
-
-def _system_text(message: Message, *, index: int) -> str:
-    parts: list[str] = []
-    for j, block in enumerate(message.content):
-        if isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, ErrorBlock):
-            parts.append(error_text(block))
-        elif not is_dropped(block):
-            raise unsupported(block, FORMAT, "system", index=index, key=f"content[{j}]")
-    return "".join(parts)
 
 
 def to_gemini(
@@ -233,7 +213,7 @@ def to_gemini(
     responses: list[dict[str, Any]] | None = None
     for i, message in enumerate(messages):
         if message.role == "system":
-            system_parts.append({"text": _system_text(message, index=i)})
+            system_parts.append({"text": system_text(message, FORMAT, index=i)})
             continue
         if message.role == "tool":
             parts = _response_parts(message, names, index=i)

@@ -28,7 +28,15 @@ from ...blocks import (
 )
 from ...errors import FormatError, MissingDependencyError
 from ...messages import Message
-from ._common import error_text, is_dropped, media_from_url, media_kind, openai_tools_calls, resolve_data_block
+from ._common import (
+    error_text,
+    is_dropped,
+    media_from_url,
+    media_kind,
+    openai_tools_calls,
+    resolve_data_block,
+    tool_results,
+)
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -126,28 +134,17 @@ def to_langchain(messages: Sequence[Message]) -> list[BaseMessage]:
         name = message.metadata.get("name") if isinstance(message.metadata.get("name"), str) else None
         if message.role == "tool":
             first = True
-            for j, block in enumerate(message.content):
-                if isinstance(block, ErrorBlock) and block.tool_call_id:
-                    block = ToolResultBlock(call_id=block.tool_call_id, output=error_text(block), status="error")
-                if isinstance(block, ToolResultBlock):
-                    out.append(
-                        lc.ToolMessage(
-                            content=tool_output_text(block.output),
-                            tool_call_id=block.call_id,
-                            name=block.name,
-                            status="error" if block.status == "error" else "success",
-                            id=mid if first else None,
-                        )
+            for _, block in tool_results(message, index=i):
+                out.append(
+                    lc.ToolMessage(
+                        content=tool_output_text(block.output),
+                        tool_call_id=block.call_id,
+                        name=block.name,
+                        status="error" if block.status == "error" else "success",
+                        id=mid if first else None,
                     )
-                    first = False
-                elif not is_dropped(block):
-                    raise FormatError(
-                        f"a tool message may only hold ToolResultBlocks, found {type(block).__name__}",
-                        index=i,
-                        key=f"content[{j}]",
-                    )
-            if first:
-                raise FormatError("tool message has no ToolResultBlock", index=i, key="content")
+                )
+                first = False
             continue
         content = _content(message, index=i)
         if message.role == "system":

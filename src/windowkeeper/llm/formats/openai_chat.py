@@ -44,6 +44,7 @@ from ._common import (
     require_str,
     resolve_data_block,
     split_file_data,
+    tool_results,
     unsupported,
 )
 
@@ -160,27 +161,15 @@ def message_to_openai_chat(message: Message, *, index: int = 0, include_reasonin
             ]
         return [_with_name(out, message)]
     results: list[dict[str, Any]] = []
-    for j, block in enumerate(message.content):
-        if isinstance(block, ToolResultBlock):
-            item: dict[str, Any] = {
-                "role": "tool",
-                "tool_call_id": block.call_id,
-                "content": tool_output_text(block.output),
-            }
-            if block.name:
-                item["name"] = block.name
-            results.append(item)
-        elif isinstance(block, ErrorBlock) and block.tool_call_id:
-            results.append({"role": "tool", "tool_call_id": block.tool_call_id, "content": error_text(block)})
-        elif not is_dropped(block):
-            raise FormatError(
-                f"a tool message may only hold ToolResultBlocks, found {type(block).__name__}; "
-                "put other content in a user message",
-                index=index,
-                key=f"content[{j}]",
-            )
-    if not results:
-        raise FormatError("tool message has no ToolResultBlock", index=index, key="content")
+    for _, block in tool_results(message, index=index, hint="; put other content in a user message"):
+        item: dict[str, Any] = {
+            "role": "tool",
+            "tool_call_id": block.call_id,
+            "content": tool_output_text(block.output),
+        }
+        if block.name:
+            item["name"] = block.name
+        results.append(item)
     return results
 
 

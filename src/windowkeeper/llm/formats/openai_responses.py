@@ -50,6 +50,7 @@ from ._common import (
     require_str,
     resolve_data_block,
     split_file_data,
+    tool_results,
     unsupported,
 )
 
@@ -155,23 +156,10 @@ def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) 
 
 
 def _tool_items(message: Message, *, index: int) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    for j, block in enumerate(message.content):
-        if isinstance(block, ToolResultBlock):
-            items.append(
-                {"type": "function_call_output", "call_id": block.call_id, "output": tool_output_text(block.output)}
-            )
-        elif isinstance(block, ErrorBlock) and block.tool_call_id:
-            items.append({"type": "function_call_output", "call_id": block.tool_call_id, "output": error_text(block)})
-        elif not is_dropped(block):
-            raise FormatError(
-                f"a tool message may only hold ToolResultBlocks, found {type(block).__name__}",
-                index=index,
-                key=f"content[{j}]",
-            )
-    if not items:
-        raise FormatError("tool message has no ToolResultBlock", index=index, key="content")
-    return items
+    return [
+        {"type": "function_call_output", "call_id": block.call_id, "output": tool_output_text(block.output)}
+        for _, block in tool_results(message, index=index)
+    ]
 
 
 def _message_item(message: Message, role: str, *, index: int) -> dict[str, Any]:
