@@ -44,7 +44,10 @@ def test_defaults_and_partial_thresholds() -> None:
     memory = InMemoryMemory(thresholds={"pre_rot_threshold": 100_000})
     th = memory.thresholds
     assert (th.pre_rot_threshold, th.compaction_trigger, th.summarization_trigger, th.keep_recent_count) == (
-        100_000, 0.8, 0.95, 10,
+        100_000,
+        0.8,
+        0.95,
+        10,
     )
     assert th.compaction_limit == 80_000 and th.summarization_limit == 95_000
     assert InMemoryMemory().thresholds.pre_rot_threshold == 150_000
@@ -77,17 +80,27 @@ async def test_manual_mode_and_duplicate_ids() -> None:
 
 
 async def test_messages_round_trip_and_pending_calls_are_never_compacted() -> None:
-    memory = InMemoryMemory(enable_context_management=False, thresholds={
-        "pre_rot_threshold": 120, "compaction_trigger": 0.5, "summarization_trigger": 1.0, "keep_recent_count": 0,
-    })
+    memory = InMemoryMemory(
+        enable_context_management=False,
+        thresholds={
+            "pre_rot_threshold": 120,
+            "compaction_trigger": 0.5,
+            "summarization_trigger": 1.0,
+            "keep_recent_count": 0,
+        },
+    )
     call = ToolCallBlock(id="c1", name="edit_file", args={"path": "src/app/db.py", "new": "pool_size = 50"})
     msgs = [
         Message.text_message("Please fix the timeout in the database layer, it fails after 30 s", message_id="u1"),
         Message(message_id="a1", role="assistant", content=[TextBlock(text="Editing the pool settings now."), call]),
-        Message.tool_message([ToolResultBlock(call_id="c1", output="patched src/app/db.py: 1 line changed")],
-                             message_id="t1"),
-        Message(message_id="a2", role="assistant",
-                content=[ToolCallBlock(id="c2", name="run_tests", args={"path": "tests/test_db.py"})]),
+        Message.tool_message(
+            [ToolResultBlock(call_id="c1", output="patched src/app/db.py: 1 line changed")], message_id="t1"
+        ),
+        Message(
+            message_id="a2",
+            role="assistant",
+            content=[ToolCallBlock(id="c2", name="run_tests", args={"path": "tests/test_db.py"})],
+        ),
     ]
     for m in msgs:
         await memory.add(m, session_id="s")
@@ -107,9 +120,15 @@ async def test_messages_round_trip_and_pending_calls_are_never_compacted() -> No
 
 
 async def test_decompress_restores_and_pins() -> None:
-    memory = InMemoryMemory(enable_context_management=False, thresholds={
-        "pre_rot_threshold": 40, "compaction_trigger": 0.5, "summarization_trigger": 1.0, "keep_recent_count": 1,
-    })
+    memory = InMemoryMemory(
+        enable_context_management=False,
+        thresholds={
+            "pre_rot_threshold": 40,
+            "compaction_trigger": 0.5,
+            "summarization_trigger": 1.0,
+            "keep_recent_count": 1,
+        },
+    )
     text = "I need help implementing a user authentication system with JWT tokens, password hashing and roles"
     await memory.add(event(0, text, userGoal="implement auth"), session_id="s")
     await memory.add(event(1, "ok, starting with the password hashing module and its tests"), session_id="s")
@@ -194,16 +213,36 @@ async def test_subclass_hooks_work_like_the_reference() -> None:
 
 def test_extractive_structured_summary_of_the_reference_session() -> None:
     events = [
-        event(0, "Our production database is timing out after 30 seconds, affecting 1200 users",
-              issue="db_timeout", severity="critical", environment="production"),
-        {"message": {"id": "m1", "role": "assistant", "content": "Decided to increase the pool size from 10 to 50.",
-                     "tool_calls": [{"id": "c1", "function": {"name": "edit_file",
-                                                              "arguments": '{"path": "database.py"}'}}]},
-         "state": {}},
-        {"message": {"id": "m2", "role": "tool", "content": "TimeoutError: connection timeout after 30s",
-                     "tool_call_id": "c1"}, "state": {}},
-        event(3, "I updated user_service.py and added connection retry logic. Let's implement a circuit breaker.",
-              role="assistant"),
+        event(
+            0,
+            "Our production database is timing out after 30 seconds, affecting 1200 users",
+            issue="db_timeout",
+            severity="critical",
+            environment="production",
+        ),
+        {
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "content": "Decided to increase the pool size from 10 to 50.",
+                "tool_calls": [{"id": "c1", "function": {"name": "edit_file", "arguments": '{"path": "database.py"}'}}],
+            },
+            "state": {},
+        },
+        {
+            "message": {
+                "id": "m2",
+                "role": "tool",
+                "content": "TimeoutError: connection timeout after 30s",
+                "tool_call_id": "c1",
+            },
+            "state": {},
+        },
+        event(
+            3,
+            "I updated user_service.py and added connection retry logic. Let's implement a circuit breaker.",
+            role="assistant",
+        ),
     ]
     summary = summarize_structured(events)
     assert summary.count == 4 and summary.covered_ids == ["m0", "m1", "m2", "m3"]
@@ -219,9 +258,11 @@ def test_extractive_structured_summary_of_the_reference_session() -> None:
 
 
 async def test_llm_structured_summarizer_parses_fenced_json() -> None:
-    reply = ('Here you go:\n```json\n{"userGoal": "Fix database timeouts", "last_step": "raised pool size",'
-             ' "key_decisions": ["pool 10 -> 50"], "modified_files": ["database.py"],'
-             ' "critical_context": {"environment": "production"}}\n```')
+    reply = (
+        'Here you go:\n```json\n{"userGoal": "Fix database timeouts", "last_step": "raised pool size",'
+        ' "key_decisions": ["pool 10 -> 50"], "modified_files": ["database.py"],'
+        ' "critical_context": {"environment": "production"}}\n```'
+    )
     client = ScriptedClient([reply])
     summarizer = StructuredLLMSummarizer(client)
     events = [event(0, "db times out after 30 s"), event(1, "raised the pool size", role="assistant")]

@@ -16,7 +16,7 @@ from windowkeeper.tokens import default_counter
 from .conftest import Backend, event
 
 SESSION_MESSAGES = 250
-PRE_ROT = 7_000  # small enough that 250 generated messages (~74k tokens) cross both triggers
+PRE_ROT = 8_000  # small enough that 250 generated messages (~74k tokens) cross both triggers, by both paths
 
 
 async def test_long_debugging_session_reaches_both_tiers(backend: Backend) -> None:
@@ -35,8 +35,16 @@ async def test_long_debugging_session_reaches_both_tiers(backend: Backend) -> No
         assert r.failure is None, (index, r.failure)
         # the view never stays at or above the summarization trigger after an add
         assert r.tokens_after < th.summarization_limit, (index, r.describe())
-        # nothing happens below the compaction trigger, something always happens at or above it
-        assert (r.tier == "none") == (r.tokens_before < th.compaction_limit), (index, r.describe())
+        # nothing happens below the compaction trigger; at or above it something happens, unless everything
+        # outside the protected newest events is already compacted and the only older event is the user
+        # message that opened the current turn (kept so the view still starts with a user message)
+        if r.tokens_before < th.compaction_limit:
+            assert r.tier == "none", (index, r.describe())
+        elif r.tier == "none":
+            assert "nothing outside the newest" in r.reason and r.tokens_before < th.summarization_limit, (
+                index,
+                r.describe(),
+            )
         if r.tier == "summarization":
             post = r.tokens_after_compaction
             assert post >= th.summarization_limit or (
@@ -47,9 +55,9 @@ async def test_long_debugging_session_reaches_both_tiers(backend: Backend) -> No
     assert reports[first_compaction].tier == "compaction"
     assert reports[first_compaction - 1].tokens_after < th.compaction_limit <= reports[first_compaction].tokens_before
     # tier 3 fired at least once because compaction could not keep the view under 95%
-    assert any(
-        r.tier == "summarization" and r.tokens_after_compaction >= th.summarization_limit for r in reports
-    ), [r.describe() for r in reports if r.tier == "summarization"]
+    assert any(r.tier == "summarization" and r.tokens_after_compaction >= th.summarization_limit for r in reports), [
+        r.describe() for r in reports if r.tier == "summarization"
+    ]
     assert first_compaction < next(i for i, r in enumerate(reports) if r.tier == "summarization")
 
     # the view tokens the reports claim are the exact count of what list() returns
@@ -142,8 +150,11 @@ async def test_concurrent_writers_lose_nothing(backend: Backend) -> None:
     async def writer(w: int) -> None:
         for i in range(adds):
             msg = {
-                "message": {"id": f"w{w}-{i}", "role": "user" if i % 2 else "assistant",
-                            "content": f"writer {w} step {i}: measured {i * 3} ms on shard {w}, all checks passed"},
+                "message": {
+                    "id": f"w{w}-{i}",
+                    "role": "user" if i % 2 else "assistant",
+                    "content": f"writer {w} step {i}: measured {i * 3} ms on shard {w}, all checks passed",
+                },
                 "state": {},
             }
             report = await memory.add(msg, session_id=sid)
@@ -169,8 +180,10 @@ async def test_manage_from_another_object_never_overwrites_newer_writes(backend:
     )
     manager = backend.open(thresholds={"pre_rot_threshold": 600, "keep_recent_count": 3})
     sid = backend.session_id
-    texts = {f"m{i}": f"event {i}: the cache for tenant {i} returned nothing, so the batch of {i * 7} rows failed"
-             for i in range(60)}
+    texts = {
+        f"m{i}": f"event {i}: the cache for tenant {i} returned nothing, so the batch of {i * 7} rows failed"
+        for i in range(60)
+    }
 
     async def add_all() -> None:
         for i in range(60):
@@ -199,6 +212,7 @@ async def test_manage_from_another_object_never_overwrites_newer_writes(backend:
 
 def _equal_token_sessions() -> tuple[list[str], list[str]]:
     counter = default_counter()
+
     def prose(language: str) -> list[str]:
         messages = generate_session(20, seed=3, language=language).messages  # type: ignore[arg-type]
         return [m.text() for m in messages if m.role in ("user", "assistant") and m.text()]
@@ -253,7 +267,8 @@ async def test_failing_summarizer_leaves_view_and_store_unchanged(backend: Backe
         raise RuntimeError("model unavailable")
 
     memory = backend.open(
-        summarizer=broken, enable_context_management=False,
+        summarizer=broken,
+        enable_context_management=False,
         thresholds={"pre_rot_threshold": 150, "keep_recent_count": 2},
     )
     sid = backend.session_id

@@ -234,12 +234,7 @@ class BaseMemory(Generic[S]):
                 Message.text_message(s.render(), role="system", message_id=f"summary:{s.id}")
                 for s in self._summaries(cache)
             ]
-            for record in self._live(cache):
-                source = record.doc.get("source")
-                if source is not None and not is_compacted(record.doc["event"]):
-                    out.append(Message.model_validate(source))
-                else:
-                    out.append(event_to_message(record.doc["event"]))
+            out.extend(_view_message(record.doc) for record in self._live(cache))
             return out
 
     async def history(self, session_id: str = DEFAULT_SESSION) -> EventList:
@@ -678,7 +673,8 @@ class BaseMemory(Generic[S]):
         if doc.get("type") == "summary":
             text = StructuredSummary.model_validate(doc["summary"]).render()
             return self.counter.count_message(Message.text_message(text, role="system", timestamp=None))
-        return self.counter.count_message(event_to_message(doc["event"], for_counting=True))
+        # Count exactly what `messages()` sends for this event, so the thresholds judge the real prompt.
+        return self.counter.count_message(_view_message(doc))
 
     def _tokens_of(self, cache: _SessionCache, record: Record) -> int:
         cached = cache.tokens.get(record.key)
@@ -699,6 +695,14 @@ class BaseMemory(Generic[S]):
 
     def _view_tokens(self, cache: _SessionCache) -> int:
         return sum(self._tokens_of(cache, r) for r in cache.records.values())
+
+
+def _view_message(doc: Mapping[str, Any]) -> Message:
+    """The message sent for a stored event: the original `Message` while uncompacted, else the compacted form."""
+    source = doc.get("source")
+    if source is not None and not is_compacted(doc["event"]):
+        return Message.model_validate(source)
+    return event_to_message(doc["event"])
 
 
 def event_json(event: Mapping[str, Any]) -> str:
