@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import ConfigurationError
+from .._validate import check_positive_int
 from ..messages import Message
 from ..tokens import TokenCounter, default_counter
 from ..units import group_units
@@ -19,8 +19,7 @@ from ..units import group_units
 
 def sliding_window(messages: Sequence[Message], budget: int, *, counter: TokenCounter | None = None) -> list[Message]:
     """System messages plus the newest units that fit ``budget`` tokens (the newest unit is always kept)."""
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
-        raise ConfigurationError(f"budget must be a positive integer, got {budget!r}")
+    check_positive_int("budget", budget)
     tc = counter if counter is not None else default_counter()
     units = group_units(messages)
     sizes = [sum(tc.count_message(m) for m in u.messages) for u in units]

@@ -27,6 +27,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._validate import check_int
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..state import AgentState
@@ -71,12 +72,6 @@ def _extends(messages: Sequence[Message], prefix: tuple[Message, ...]) -> bool:
     return True
 
 
-def _check_int(name: str, value: object, *, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ConfigurationError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
 def _check_fraction(name: str, value: object) -> float:
     if not isinstance(value, int | float) or isinstance(value, bool):
         raise ConfigurationError(f"{name} must be a number between 0 and 1, got {value!r}")
@@ -118,8 +113,8 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         summary_timeout: float | None = 120.0,
         summary_mode: Literal["append", "update"] = "append",
     ) -> None:
-        self.max_tokens = _check_int("max_tokens", max_tokens, minimum=1)
-        self.reserve_tokens = _check_int("reserve_tokens", reserve_tokens, minimum=0)
+        self.max_tokens = check_int("max_tokens", max_tokens, minimum=1)
+        self.reserve_tokens = check_int("reserve_tokens", reserve_tokens, minimum=0)
         if max_tokens <= reserve_tokens:
             raise ConfigurationError(
                 f"max_tokens ({max_tokens}) must be larger than reserve_tokens ({reserve_tokens}): the view's budget "
@@ -136,9 +131,9 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             )
         self.high_watermark = high
         self.low_watermark = low
-        self.keep_tool_results = _check_int("keep_tool_results", keep_tool_results, minimum=0)
-        self.clear_min_tokens = _check_int("clear_min_tokens", clear_min_tokens, minimum=0)
-        self.max_summary_tokens = _check_int("max_summary_tokens", max_summary_tokens, minimum=1)
+        self.keep_tool_results = check_int("keep_tool_results", keep_tool_results, minimum=0)
+        self.clear_min_tokens = check_int("clear_min_tokens", clear_min_tokens, minimum=0)
+        self.max_summary_tokens = check_int("max_summary_tokens", max_summary_tokens, minimum=1)
         if summary_timeout is not None and not (isinstance(summary_timeout, int | float) and summary_timeout > 0):
             raise ConfigurationError(
                 f"summary_timeout must be a positive number of seconds or None, got {summary_timeout!r}",
@@ -162,7 +157,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         self.low_limit = int(self.budget * low)
         if summary_budget is None:
             summary_budget = max(min(4 * max_summary_tokens, self.low_limit // 3), 1)
-        self.summary_budget = _check_int("summary_budget", summary_budget, minimum=1)
+        self.summary_budget = check_int("summary_budget", summary_budget, minimum=1)
 
         self.system_prompt = system_prompt
         self.tools = [dict(t) for t in tools] if tools else []

@@ -6,7 +6,7 @@ part has every tool call paired with its results and starts with a user turn, as
 
 from __future__ import annotations
 
-from ..errors import ConfigurationError
+from .._validate import check_int
 from ..messages import Message
 from ._policy import oldest_kept_user, remove_completed_tool_sequences, split_system
 from .base import BaseContextManager, S
@@ -16,9 +16,7 @@ def check_non_negative_int(name: str, value: object, *, allow_none: bool = False
     """Raise `ConfigurationError` naming ``name`` unless ``value`` is an int >= 0 (or None when allowed)."""
     if value is None and allow_none:
         return
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        hint = " or None" if allow_none else ""
-        raise ConfigurationError(f"{name} must be an integer >= 0{hint}, got {value!r}")
+    check_int(name, value, minimum=0, hint=" or None" if allow_none else "")
 
 
 class MessageContextManager(BaseContextManager[S]):

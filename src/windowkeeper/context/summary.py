@@ -17,6 +17,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from .._validate import check_positive_int
 from ..errors import ConfigurationError
 from ..messages import Message
 from ._policy import remove_completed_tool_sequences, split_system, summary_cut
@@ -41,14 +42,6 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
         if calls:
             chars += len(str(calls))
     return chars // 4
-
-
-def _check_positive_int(name: str, value: object, *, allow_none: bool) -> None:
-    if value is None and allow_none:
-        return
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        hint = " or None to disable it" if allow_none else ""
-        raise ConfigurationError(f"{name} must be a positive integer{hint}, got {value!r}")
 
 
 def _is_offline_name(name: str) -> bool:
@@ -111,9 +104,10 @@ class SummaryContextManager(BaseContextManager[S]):
         max_retries: int = 2,
     ) -> None:
         check_non_negative_int("max_messages", max_messages, allow_none=True)
-        _check_positive_int("token_budget", token_budget, allow_none=True)
+        if token_budget is not None:
+            check_positive_int("token_budget", token_budget, hint=" or None to disable it")
         check_non_negative_int("keep_recent", keep_recent)
-        _check_positive_int("max_summary_tokens", max_summary_tokens, allow_none=False)
+        check_positive_int("max_summary_tokens", max_summary_tokens)
         if api_style not in API_STYLES:
             raise ConfigurationError(
                 f"api_style must be 'responses' or 'chat', got {api_style!r}; "

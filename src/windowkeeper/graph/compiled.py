@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._validate import check_positive_int
 from ..constants import END
 from ..errors import ConfigurationError, GraphError, RecursionLimitError
 from ..messages import Message, TokenUsages
@@ -89,8 +90,7 @@ class _RunConfig:
         if not isinstance(thread_id, (str, int)) or str(thread_id) == "":
             raise ConfigurationError(f"config['thread_id'] must be a non-empty string, got {thread_id!r}")
         limit = raw.get("recursion_limit", DEFAULT_RECURSION_LIMIT)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ConfigurationError(f"config['recursion_limit'] must be a positive integer, got {limit!r}")
+        check_positive_int("config['recursion_limit']", limit)
         raw["thread_id"] = str(thread_id)
         raw["recursion_limit"] = limit
         self.thread_id = str(thread_id)

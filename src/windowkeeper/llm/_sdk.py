@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
+from .._validate import check_int
 from ..errors import ConfigurationError, MissingDependencyError, ProviderError
 
 logger = logging.getLogger(__name__)
@@ -37,8 +38,7 @@ def import_sdk(module: str, package: str, extra: str) -> ModuleType:
 def check_settings(timeout: float, max_retries: int) -> None:
     if not isinstance(timeout, int | float) or timeout <= 0:
         raise ConfigurationError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
-        raise ConfigurationError(f"max_retries must be an integer >= 0, got {max_retries!r}")
+    check_int("max_retries", max_retries, minimum=0)
 
 
 def first_env(*names: str) -> str | None:

@@ -27,8 +27,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._validate import check_positive_int
 from ..blocks import DocumentBlock, ErrorBlock, ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock, tool_output_text
-from ..errors import ConfigurationError
 from ..messages import Message
 from .salience import clip, is_request, looks_like_code, salience, split_sentences
 
@@ -126,8 +126,7 @@ class ExtractiveSummarizer:
         max_tokens: int = 600,
     ) -> str:
         """The same summary as `summarize`, for synchronous callers (it never does I/O)."""
-        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens <= 0:
-            raise ConfigurationError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        check_positive_int("max_tokens", max_tokens)
         facts, topics = self._collect(messages, previous_summary)
         if not facts:
             if not messages:
