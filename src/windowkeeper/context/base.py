@@ -10,12 +10,23 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Generic, TypeVar
 
+from ..errors import ConfigurationError
 from ..state import AgentState
 from .metrics import MetricsRecorder, MetricsTotals, TrimMetrics, ViewSnapshot, snapshot
 
 S = TypeVar("S", bound=AgentState)
 
 _REQUIRED = ("trim_context", "atrim_context")
+
+
+def adapt_summarizer(obj: Any) -> Any:
+    """``obj`` as a `Summarizer`, or a `ConfigurationError` raised when the manager is built, not at its first trim."""
+    from ..summarize import as_summarizer
+
+    try:
+        return as_summarizer(obj)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"summarizer cannot be used: {exc}") from exc
 
 
 class BaseContextManager(ABC, Generic[S]):

@@ -33,7 +33,7 @@ from ..messages import Message
 from ..state import AgentState
 from ..tokens import TokenCounter, default_counter
 from ._compaction import Limits, Segment, SummaryRequest, compact, extend_segments
-from .base import BaseContextManager, S
+from .base import BaseContextManager, S, adapt_summarizer
 from .metrics import TrimMetrics, thread_key
 from .pointers import OffloadStore
 from .zones import scratchpad_message, summary_message, system_prompt_message, tool_schema_tokens
@@ -150,7 +150,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                 f"counter must be a TokenCounter (count_text, count_message, count_messages), got {counter!r}",
             )
         self.counter: TokenCounter = counter if counter is not None else default_counter()
-        self.summarizer = self._wrap_summarizer(summarizer) if summarizer is not None else None
+        self.summarizer = adapt_summarizer(summarizer) if summarizer is not None else None
 
         self.budget = max_tokens - reserve_tokens
         self.high_limit = int(self.budget * high)
@@ -178,15 +178,6 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             f"{type(self).__name__}(max_tokens={self.max_tokens}, reserve_tokens={self.reserve_tokens}, "
             f"high_watermark={self.high_watermark}, low_watermark={self.low_watermark})"
         )
-
-    @staticmethod
-    def _wrap_summarizer(obj: Any) -> Any:
-        from ..summarize import as_summarizer
-
-        try:
-            return as_summarizer(obj)
-        except (TypeError, ValueError) as exc:
-            raise ConfigurationError(f"summarizer cannot be used: {exc}") from exc
 
     # -- restoring --------------------------------------------------------------------------------------------
 

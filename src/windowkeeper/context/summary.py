@@ -21,7 +21,7 @@ from .._validate import check_positive_int
 from ..errors import ConfigurationError
 from ..messages import Message
 from ._policy import remove_completed_tool_sequences, split_system, summary_cut
-from .base import BaseContextManager, S
+from .base import BaseContextManager, S, adapt_summarizer
 from .message import check_non_negative_int
 
 logger = logging.getLogger(__name__)
@@ -154,7 +154,7 @@ class SummaryContextManager(BaseContextManager[S]):
         self._summarizer_spec: Any = summarizer
         self._summarizer: Any = None
         if summarizer is not None and not isinstance(summarizer, str):
-            self._summarizer = self._wrap(summarizer)
+            self._summarizer = adapt_summarizer(summarizer)
 
     def __repr__(self) -> str:
         who = self.model if self._summarizer_spec is None else self._summarizer_spec
@@ -164,15 +164,6 @@ class SummaryContextManager(BaseContextManager[S]):
         )
 
     # -- summarizer -----------------------------------------------------------------------------------------
-
-    @staticmethod
-    def _wrap(obj: Any) -> Any:
-        from ..summarize import as_summarizer
-
-        try:
-            return as_summarizer(obj)
-        except (TypeError, ValueError) as exc:
-            raise ConfigurationError(f"summarizer cannot be used: {exc}") from exc
 
     @property
     def summarizer(self) -> Any:
