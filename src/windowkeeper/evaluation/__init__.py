@@ -4,7 +4,8 @@ This sits at the CLI layer: it drives the context managers and the memory like a
 a time, so the CLI and the benchmarks report the same numbers.
 """
 
-from .loaders import load_conversation, load_trajectories
+from .lineup import standard_lineup
+from .loaders import load_conversation, load_state, load_trajectories
 from .pricing import Prices
 from .replay import CallRecord, ReplayReport, StrategyReport, replay
 from .strategies import FullHistory, ManagedStrategy, MemoryStrategy, SlidingWindow, Strategy, View
@@ -21,6 +22,8 @@ __all__ = [
     "StrategyReport",
     "View",
     "load_conversation",
+    "load_state",
     "load_trajectories",
     "replay",
+    "standard_lineup",
 ]

@@ -3,7 +3,8 @@
 A "call" is every point where the recorded agent produced an assistant message: the model was called with the
 history before it. Each strategy is given what is new since its previous call and returns its view; the replay
 counts the view exactly, compares it with the strategy's previous prompt to find the cacheable prefix, prices it,
-validates it for each provider, and at the end checks which ground-truth facts the final view still contains.
+validates it for each provider (a view is invalid when it has a structural problem the recorded history did not
+already have), and at the end checks which ground-truth facts the final view still contains.
 """
 
 from __future__ import annotations
@@ -150,6 +151,9 @@ async def replay(
     reports = [StrategyReport(s.name, facts_total=len(facts)) for s in strategies]
     trackers = [_PromptTracker() for _ in strategies]
     last_views: dict[int, View] = {}
+    # Problems the recorded history itself has at a call (e.g. tool call ids reused across turns) are not
+    # charged to a strategy; only problems its view introduces count as invalid.
+    inherited: dict[int, set[tuple[str, str]]] = {}
     start = 0
     for n, point in enumerate(points):
         new = list(messages[start:point])
@@ -162,6 +166,13 @@ async def replay(
             items = [(m.fingerprint(), counter.count_message(m)) for m in prompt]
             cached, stable = trackers[idx].observe(items)
             problems = [p for prov in providers for p in validate(prompt, prov)]
+            if problems:
+                if n not in inherited:
+                    history = messages[:point]
+                    inherited[n] = {(prov, p.code) for prov in providers for p in validate(history, prov)}
+                problems = [
+                    p for prov in providers for p in validate(prompt, prov) if (prov, p.code) not in inherited[n]
+                ]
             if problems and len(reports[idx].problems) < 5:
                 reports[idx].problems.append(f"call {n}: {problems[0]}")
             reports[idx].calls.append(
