@@ -33,7 +33,10 @@ class Summarizer(Protocol):
     ) -> str: ...
 
 
-def _result_text(value: Any, source: str) -> str:
+async def _result_text(value: Any, source: str) -> str:
+    """What a user's summarizer produced, awaited when it was async; ``None`` means nothing to add."""
+    if inspect.isawaitable(value):
+        value = await value
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -96,10 +99,7 @@ class CallableSummarizer:
             kwargs["max_tokens"] = max_tokens
         if "instructions" in self._keywords:
             kwargs["instructions"] = instructions
-        value = self.fn(*args, **kwargs)
-        if inspect.isawaitable(value):
-            value = await value
-        return _result_text(value, self.name)
+        return await _result_text(self.fn(*args, **kwargs), self.name)
 
 
 class MethodSummarizer:
@@ -122,9 +122,7 @@ class MethodSummarizer:
         value = self.obj.summarize(
             messages, previous_summary=previous_summary, max_tokens=max_tokens, instructions=instructions
         )
-        if inspect.isawaitable(value):
-            value = await value
-        return _result_text(value, f"{type(self.obj).__name__}.summarize")
+        return await _result_text(value, f"{type(self.obj).__name__}.summarize")
 
 
 def as_summarizer(obj: Any) -> Summarizer:
