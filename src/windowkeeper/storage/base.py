@@ -182,6 +182,12 @@ def check_session(namespace: object, session_id: object) -> None:
     check_id(session_id, "session_id")
 
 
+def check_new_record(namespace: object, session_id: object, key: object, doc: object) -> str:
+    """Validate `add_record`'s arguments and encode its doc, so a bad call fails before the backend is touched."""
+    check_session(namespace, session_id)
+    return encode_doc(doc, key=check_id(key, "record key"))
+
+
 def check_version(expected: object, key: str) -> int | None:
     if expected is None:
         return None

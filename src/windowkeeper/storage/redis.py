@@ -24,12 +24,12 @@ from .base import (
     RecordUpdate,
     SessionStore,
     check_id,
+    check_new_record,
     check_prefix,
     check_session,
     check_updates,
     decode_message,
     decode_state,
-    encode_doc,
     encode_state,
     make_record,
     record_exists,
@@ -193,9 +193,7 @@ class RedisStore(SessionStore):
     # -- memory side ----------------------------------------------------------------------------------------
 
     async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
-        check_session(namespace, session_id)
-        check_id(key, "record key")
-        body = encode_doc(doc, key=key)
+        body = check_new_record(namespace, session_id, key, doc)
         seq = int(await self._do(self._script, "add", self._session_keys(namespace, session_id), [key, body]))
         if seq < 0:
             raise record_exists(namespace, session_id, key)

@@ -26,12 +26,12 @@ from .base import (
     SessionStore,
     check_expected,
     check_id,
+    check_new_record,
     check_prefix,
     check_session,
     check_updates,
     decode_message,
     decode_state,
-    encode_doc,
     encode_state,
     make_record,
     record_exists,
@@ -235,9 +235,7 @@ class SQLiteStore(SessionStore):
     # -- memory side ----------------------------------------------------------------------------------------
 
     async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
-        check_session(namespace, session_id)
-        check_id(key, "record key")
-        body = encode_doc(doc, key=key)
+        body = check_new_record(namespace, session_id, key, doc)
         records, sessions = self._t["records"], self._t["sessions"]
 
         def op(conn: sqlite3.Connection) -> int:
