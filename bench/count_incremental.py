@@ -50,8 +50,10 @@ def main() -> None:
     warm = time.perf_counter() - started
 
     ratio = warm / cold
-    print(f"cold count : {cold_total:,} tokens, {len(history) - 1:,} messages, {cold:.3f} s "
-          f"({(len(history) - 1) / cold:,.0f} messages/s)")
+    print(
+        f"cold count : {cold_total:,} tokens, {len(history) - 1:,} messages, {cold:.3f} s "
+        f"({(len(history) - 1) / cold:,.0f} messages/s)"
+    )
     print(f"after append: {warm_total:,} tokens (+{warm_total - cold_total}), {warm * 1000:.1f} ms")
     print(f"ratio append/cold: {ratio:.5f} (expected < 0.01) -> {'OK' if ratio < 0.01 else 'ABOVE TARGET'}")
 
