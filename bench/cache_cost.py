@@ -70,9 +70,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "--providers",
         nargs="+",
         choices=("openai", "anthropic"),
-        default=["openai"],
-        help="validity rules each prompt is checked against (tau-bench itself repeats call ids, which only "
-        "Anthropic rejects)",
+        default=["openai", "anthropic"],
+        help="validity rules each prompt is checked against (problems the recorded history already has, such as "
+        "tau-bench's reused call ids under Anthropic's rules, are not charged to a strategy)",
     )
     parser.add_argument("--no-memory", action="store_true", help="leave the three-tier memory out of the line-up")
     args = parser.parse_args(argv)
