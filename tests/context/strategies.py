@@ -130,7 +130,9 @@ def conversations(
                 b.assistant()
         if system_anywhere and draw(st.integers(0, 9)) == 0:
             b.system()
-    if allow_pending and draw(st.integers(0, 3)) == 0:
+    # a pending call belongs to a user's turn: without a user message the list would start with the assistant
+    has_user = any(m.role == "user" for m in b.messages)
+    if allow_pending and has_user and draw(st.integers(0, 3)) == 0:
         b.tool_call(answered=draw(st.integers(0, 2)))
         # a pending turn must miss at least one result; drop a full answer if the draw gave one
         last_call = max(i for i, m in enumerate(b.messages) if m.role == "assistant")
