@@ -467,3 +467,29 @@ def test_works_as_the_graph_context_manager() -> None:
         if [m.fingerprint() for m in now[: len(prev)]] == [m.fingerprint() for m in prev]
     )
     assert stable >= 15
+
+
+def test_long_chat_replies_are_cleared_to_restorable_pointers_before_user_turns_are_dropped() -> None:
+    reply = " ".join(f"Here is suggestion number {k}, with plenty of general advice attached." for k in range(40))
+    chat: list[Message] = [SYSTEM]
+    for i in range(12):
+        chat.append(user(i, f"My sister Maya turned {20 + i} and I spent {i} hours on question"))
+        chat.append(Message.text_message(f"Great question! {reply}", role="assistant", message_id=f"a{i}"))
+    manager = TokenBudgetContextManager(max_tokens=5000, reserve_tokens=1000, keep_replies=2)
+    original = {m.message_id: m.model_dump_json() for m in chat}
+    state = manager.trim_context(state_of(chat))
+
+    assert validate(state.context, "anthropic") == []
+    assert tokens(state.context, state.context_summary) <= 4000
+    kept_users = [m for m in state.context if m.role == "user"]
+    replies = [m for m in state.context if m.role == "assistant"]
+    cleared = [m for m in replies if is_offloaded(m)]
+    assert cleared, "old long replies should become pointers"
+    assert all("Great question!" in m.text() and "restorable" in m.text() for m in cleared)
+    # the newest replies stay verbatim, and every user statement still in view is verbatim
+    assert [m.message_id for m in replies if not is_offloaded(m)][-2:] == ["a10", "a11"]
+    assert all(m.model_dump_json() == original[m.message_id] for m in kept_users)
+    # clearing replies keeps more user turns than dropping whole turns would
+    assert len(kept_users) > 4
+    for msg in manager.restore_context(state):
+        assert msg.model_dump_json() == original[msg.message_id]

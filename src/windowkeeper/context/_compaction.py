@@ -2,9 +2,9 @@
 
 Works on segments (a unit plus the token count of each of its messages) so that no step recounts or regroups
 the whole view: segments survive from call to call, and only messages appended since the last compaction are
-grouped. Steps, least destructive first: clear old tool results to pointers, summarize and drop the oldest
-units, cut what alone is too large. Summaries are requested by yielding a `SummaryRequest`, which lets one
-implementation serve both the sync and the async manager API.
+grouped. Steps, least destructive first: clear old tool results to pointers, clear old long assistant replies
+to pointers, summarize and drop the oldest units, cut what alone is too large. Summaries are requested by
+yielding a `SummaryRequest`, which lets one implementation serve both the sync and the async manager API.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..messages import Message
 from ..units import UnitKind, group_units
-from .pointers import OffloadStore, _cut_middle, clear_tool_results, offload_info, truncate_message
+from .pointers import OffloadStore, _cut_middle, clear_reply, clear_tool_results, offload_info, truncate_message
 from .zones import summary_message
 
 if TYPE_CHECKING:
@@ -86,6 +86,7 @@ class Outcome:
     cleared: int = 0
     summaries: int = 0
     messages: list[Message] = field(default_factory=list)
+    replies_cleared: int = 0
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,11 @@ class Limits:
     other_tokens: int
     keep_tool_results: int
     clear_min_tokens: int
+    keep_replies: int
+    reply_min_tokens: int | None
     max_summary_tokens: int
     summary_budget: int
+    chat_summary_budget: int
     summary_mode: str
     summary_instructions: str | None
     summarize: bool
@@ -129,10 +133,13 @@ class Compaction:
             self.user_before.append(last_user)
             if self.segs[i].kind == "user":
                 last_user = j
+        agentic = any(s.kind not in ("system", "user", "assistant") for s in self.segs)
+        self.summary_budget = limits.summary_budget if agentic else limits.chat_summary_budget
         self.first_user = next((j for j, i in enumerate(self.ns) if self.segs[i].kind == "user"), None)
         self.dropped = 0  # the first `dropped` non-system units are gone, except the pinned one
         self.pin: int | None = None
         self.cleared = 0
+        self.replies_cleared = 0
         self.summaries = 0
         self.summarizer_failed = False
         self.total = limits.other_tokens + self.summary_tokens + sum(s.tokens for s in self.segs)
@@ -191,6 +198,31 @@ class Compaction:
             seg = self.segs[seg_index]
             self.segs[seg_index] = Segment(seg.kind, seg.messages, seg.counts, True)
 
+    def clear_replies(self) -> None:
+        """Old long assistant replies (no tool call) to pointers, oldest first, until the low watermark.
+
+        In a chat the assistant's replies are most of the text while the user's short statements hold what
+        later turns ask about; clearing the replies keeps many more user turns verbatim before any unit has to
+        be dropped. The newest ``keep_replies`` replies and the last unit stay whole.
+        """
+        lim = self.limits
+        if lim.reply_min_tokens is None or self.total <= lim.low or not self.ns:
+            return
+        replies = [j for j, i in enumerate(self.ns) if self.segs[i].kind == "assistant"]
+        protected = set(replies[len(replies) - lim.keep_replies :]) if lim.keep_replies else set()
+        protected.add(len(self.ns) - 1)
+        for j in replies:
+            if self.total <= lim.low:
+                return
+            seg_index = self.ns[j]
+            seg = self.segs[seg_index]
+            if j in protected or seg.cleared or seg.counts[0] < lim.reply_min_tokens:
+                continue
+            replacement = clear_reply(seg.messages[0], tokens_before=seg.counts[0])
+            if replacement is not None and self.counter.count_message(replacement) < seg.counts[0]:
+                self._replace(seg_index, 0, replacement, cleared=True)
+                self.replies_cleared += 1
+
     # (b, c) summarize and drop the oldest units -----------------------------------------------------------------
 
     def _pin_for(self, k: int) -> int | None:
@@ -240,13 +272,25 @@ class Compaction:
         self.pin = new_pin
         return gone
 
+    def _summary_growth(self, ask: int) -> int:
+        """The most a summary of the units about to go can add to the view, to keep room for it when cutting.
+
+        An appended summary grows by at most ``ask``, and never past the summary budget, because `bound_summary`
+        condenses it back under; an updated summary is replaced by one of at most ``ask``. Reserving only this
+        much keeps more messages than reserving ``ask`` every time.
+        """
+        slack = 16  # framing of the summary message and the separator
+        if self.limits.summary_mode == "update":
+            return max(ask + slack - self.summary_tokens, 0)
+        return max(min(ask, self.summary_budget - self.summary_tokens) + slack, 0)
+
     def drop_oldest(self) -> Generator[SummaryRequest, str | None, None]:
         lim = self.limits
         ask = min(lim.max_summary_tokens, max(lim.low // 4, 32))
         rounds = 0
         while self.total > lim.low and self.dropped < len(self.ns) - 1:
             summarize = lim.summarize and not self.summarizer_failed and rounds < _MAX_SUMMARY_ROUNDS
-            k = self._choose(ask + 16 if summarize else 0)
+            k = self._choose(self._summary_growth(ask) if summarize else 0)
             if k == self.dropped and self._pin_for(k) == self.pin:
                 return
             gone = self._apply_cut(k)
@@ -255,7 +299,7 @@ class Compaction:
             rounds += 1
             update = lim.summary_mode == "update"
             text = yield SummaryRequest(
-                messages=gone,
+                messages=self.store.restore_all(gone),
                 previous=self.summary if update else None,
                 max_tokens=ask,
                 instructions=lim.summary_instructions,
@@ -268,16 +312,18 @@ class Compaction:
             yield from self.bound_summary()
 
     def bound_summary(self) -> Generator[SummaryRequest, str | None, None]:
-        """Keep the summary under ``summary_budget``: condense it with the summarizer, else cut its middle."""
-        budget = self.limits.summary_budget
+        """Keep the summary under ``summary_budget``: condense it with the summarizer, else cut its middle.
+
+        Condensing is a re-summary with nothing new: the running summary goes in as ``previous_summary``, so a
+        summarizer that ranks the lines of its earlier output (`ExtractiveSummarizer`) weighs every line on its
+        own instead of treating the whole summary as one message.
+        """
+        budget = self.summary_budget
         if self.summary is None or self.summary_tokens <= budget:
             return
         if self.limits.summarize and not self.summarizer_failed:
-            document = Message.text_message(
-                self.summary, role="user", message_id="windowkeeper:summary-to-condense", timestamp=None
-            )
             text = yield SummaryRequest(
-                messages=[document], previous=None, max_tokens=budget // 2, instructions=CONSOLIDATE_INSTRUCTIONS
+                messages=[], previous=self.summary, max_tokens=budget * 7 // 8, instructions=CONSOLIDATE_INSTRUCTIONS
             )
             if text is not None and self._summary_cost(text) < self.summary_tokens:
                 self._set_summary(text)
@@ -321,7 +367,7 @@ class Compaction:
         messages: list[Message] = []
         for seg in segs:
             messages.extend(seg.messages)
-        return Outcome(segs, self.summary, self.cleared, self.summaries, messages)
+        return Outcome(segs, self.summary, self.cleared, self.summaries, messages, self.replies_cleared)
 
 
 def compact(
@@ -330,6 +376,7 @@ def compact(
     """Run every step in order; a generator so the caller decides how summaries are awaited."""
     work = Compaction(segs, summary, limits, counter, store)
     work.clear_tool_results()
+    work.clear_replies()
     yield from work.drop_oldest()
     work.truncate_oversized()
     return work.outcome()

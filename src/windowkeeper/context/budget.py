@@ -6,8 +6,9 @@ is below the high watermark: the view it returns is the previous view plus the n
 the view reaches the high watermark it frees a large chunk at once, down to the low watermark, and then leaves the
 prefix alone again. Most calls therefore reuse the whole previous prompt from the cache.
 
-Freeing goes from the least to the most destructive step: old tool results become restorable pointers, then the
-oldest units are summarized (when a summarizer is given) and dropped. Cuts fall only between units, a pending
+Freeing goes from the least to the most destructive step: old tool results become restorable pointers, then old
+long assistant replies do (their first sentence and size stay in view), then the oldest units are summarized (when
+a summarizer is given, from their original text) and dropped. Cuts fall only between units, a pending
 tool call is never touched, and when the oldest kept unit is not a user message the user message that started it
 stays pinned, so the view remains valid for OpenAI and Anthropic without inventing a message. A unit that alone
 exceeds the budget is cut in the middle with a visible marker instead of vanishing.
@@ -41,6 +42,7 @@ from .zones import scratchpad_message, summary_message, system_prompt_message, t
 logger = logging.getLogger(__name__)
 
 SUMMARY_FAILURE_LOG = "summarizer failed; dropping the oldest units without a summary instead"
+CONDENSE_DOCUMENT_ID = "windowkeeper:summary-to-condense"
 _MAX_TRACKED_THREADS = 1024
 
 
@@ -85,13 +87,20 @@ class TokenBudgetContextManager(BaseContextManager[S]):
     counted against the budget is everything sent: ``system_prompt`` and ``tools`` schemas (when the agent adds
     them at call time), system messages, the summary, the scratchpad and the messages. ``keep_tool_results``
     newest tool turns keep their outputs; older outputs of at least ``clear_min_tokens`` tokens are cleared to
-    pointers first. Each summarizer call is asked for at most ``max_summary_tokens``.
+    pointers first. Next, assistant replies without a tool call of at least ``clear_reply_min_tokens`` tokens,
+    except the newest ``keep_replies``, become pointers holding their first sentence (None turns this off): in a
+    chat the long replies would otherwise push the user's own statements out of view. Both kinds of pointer are
+    restorable byte for byte (`restore`, `restore_context`). Each summarizer call is asked for at most
+    ``max_summary_tokens``.
 
     ``summary_mode="append"`` (default) summarizes only the units leaving the view and appends the result to
     ``state.context_summary`` after a blank line, so earlier summaries are never rewritten; once the running summary
     exceeds ``summary_budget`` tokens it is condensed by the summarizer (or, failing that, cut in the middle with a
-    marker). ``"update"`` hands the summarizer the previous summary and replaces it with the result, for
-    summarizers that fold earlier summaries in themselves (`LLMSummarizer`, `ExtractiveSummarizer`).
+    marker). By default ``summary_budget`` is a third of the low watermark (at most ``4 * max_summary_tokens``)
+    while the view holds tool calls, and half the low watermark in a plain chat, where the summary is the only
+    record of everything the user said before the kept turns. ``"update"`` hands the summarizer the previous
+    summary and replaces it with the result, for summarizers that fold earlier summaries in themselves
+    (`LLMSummarizer`, `ExtractiveSummarizer`).
     """
 
     def __init__(
@@ -107,6 +116,8 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         tools: Sequence[dict[str, Any]] | None = None,
         keep_tool_results: int = 3,
         clear_min_tokens: int = 100,
+        keep_replies: int = 3,
+        clear_reply_min_tokens: int | None = 100,
         max_summary_tokens: int = 600,
         summary_budget: int | None = None,
         summary_instructions: str | None = None,
@@ -133,6 +144,12 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         self.low_watermark = low
         self.keep_tool_results = check_int("keep_tool_results", keep_tool_results, minimum=0)
         self.clear_min_tokens = check_int("clear_min_tokens", clear_min_tokens, minimum=0)
+        self.keep_replies = check_int("keep_replies", keep_replies, minimum=0)
+        self.clear_reply_min_tokens = (
+            None
+            if clear_reply_min_tokens is None
+            else check_int("clear_reply_min_tokens", clear_reply_min_tokens, minimum=0)
+        )
         self.max_summary_tokens = check_int("max_summary_tokens", max_summary_tokens, minimum=1)
         if summary_timeout is not None and not (isinstance(summary_timeout, int | float) and summary_timeout > 0):
             raise ConfigurationError(
@@ -156,8 +173,11 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         self.high_limit = int(self.budget * high)
         self.low_limit = int(self.budget * low)
         if summary_budget is None:
-            summary_budget = max(min(4 * max_summary_tokens, self.low_limit // 3), 1)
-        self.summary_budget = check_int("summary_budget", summary_budget, minimum=1)
+            self.summary_budget = max(min(4 * max_summary_tokens, self.low_limit // 3), 1)
+            self.chat_summary_budget = max(self.low_limit // 2, 1)
+        else:
+            self.summary_budget = check_int("summary_budget", summary_budget, minimum=1)
+            self.chat_summary_budget = self.summary_budget
 
         self.system_prompt = system_prompt
         self.tools = [dict(t) for t in tools] if tools else []
@@ -242,10 +262,15 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         summarizer = self.summarizer
         if summarizer is None:
             return None
+        messages, previous = request.messages, request.previous
+        if not messages and previous and not getattr(summarizer, "_pass_previous", True):
+            # a plain fn(messages) never sees previous_summary: hand it the summary to condense as a document
+            messages = [Message.text_message(previous, role="user", message_id=CONDENSE_DOCUMENT_ID, timestamp=None)]
+            previous = None
         try:
             pending = summarizer.summarize(
-                request.messages,
-                previous_summary=request.previous,
+                messages,
+                previous_summary=previous,
                 max_tokens=request.max_tokens,
                 instructions=request.instructions,
             )
@@ -377,8 +402,11 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             other_tokens=self._fixed_tokens + scratch_tokens,
             keep_tool_results=self.keep_tool_results,
             clear_min_tokens=self.clear_min_tokens,
+            keep_replies=self.keep_replies,
+            reply_min_tokens=self.clear_reply_min_tokens,
             max_summary_tokens=self.max_summary_tokens,
             summary_budget=self.summary_budget,
+            chat_summary_budget=self.chat_summary_budget,
             summary_mode=self.summary_mode,
             summary_instructions=self.summary_instructions,
             summarize=self.summarizer is not None,

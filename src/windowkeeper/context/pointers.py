@@ -1,9 +1,10 @@
-"""Reversible body replacements for messages in a view: cleared tool results and middle-cut oversized bodies.
+"""Reversible body replacements for messages in a view: cleared tool results and replies, cut oversized bodies.
 
 A budget manager shrinks a message without removing it: an old tool result becomes a one-line pointer that
-says which call produced it and how big it was, and a message too large for the whole budget is cut in the
-middle with a visible marker. Either way the replacement keeps the message id, the role and every tool call id,
-so the view stays structurally valid, and the original is kept in an `OffloadStore` so it can be put back
+says which call produced it and how big it was, an old long assistant reply becomes a pointer holding its first
+sentence and size, and a message too large for the whole budget is cut in the middle with a visible marker.
+Either way the replacement keeps the message id, the role and every tool call id, so the view stays
+structurally valid, and the original is kept in an `OffloadStore` so it can be put back
 byte-identical (for a restore tool, an audit, or a bigger model).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -28,6 +30,9 @@ OffloadKind = Literal["cleared", "truncated"]
 _ARGS_PREVIEW_CHARS = 200
 _FIRST_LINE_CHARS = 160
 _MAX_CUT_ROUNDS = 8
+_SENTENCE_END = re.compile(r"(?<=[.!?:])\s")
+_MIN_SENTENCE_CHARS = 24
+_REPLY_HEAD_CHARS = 100
 
 
 def offload_info(message: Message) -> dict[str, Any] | None:
@@ -99,6 +104,45 @@ def clear_tool_results(message: Message, calls: Mapping[str, ToolCallBlock], *, 
                 name=result.name or (call.name if call else None),
             )
         )
+    return _replaced(message, blocks, "cleared", tokens_before)
+
+
+def _first_sentence(text: str) -> str:
+    """The opening sentence of ``text`` (its first non-empty line up to the first sentence end), clipped.
+
+    A sentence end closer to the start than `_MIN_SENTENCE_CHARS` (a list number, "Hi!") does not count.
+    """
+    line = _first_line(text)
+    match = _SENTENCE_END.search(line, _MIN_SENTENCE_CHARS)
+    return line[: match.start()] if match else line
+
+
+def reply_pointer_text(text: str) -> str:
+    """The stand-in a model reads instead of a cleared assistant reply: how it began and how long it was."""
+    first = _first_sentence(text)
+    if len(first) > _REPLY_HEAD_CHARS:
+        first = first[: _REPLY_HEAD_CHARS - 1] + "…"
+    began = json.dumps(first, ensure_ascii=False)
+    return f"[earlier assistant reply of {len(text)} chars cleared from context, kept and restorable; it began {began}]"
+
+
+def clear_reply(message: Message, *, tokens_before: int) -> Message | None:
+    """``message`` (an assistant reply without tool calls) with its text replaced by a pointer, or None.
+
+    Only the text blocks go: reasoning, media and any other blocks stay as they are, so nothing a provider
+    checks (signatures, ids) changes. None when the message has no text to clear.
+    """
+    texts = [b.text for b in message.content if isinstance(b, TextBlock)]
+    if not texts or message.tool_call_blocks():
+        return None
+    pointer: TextBlock | None = TextBlock(text=reply_pointer_text("".join(texts)))
+    blocks: list[ContentBlock] = []
+    for block in message.content:
+        if not isinstance(block, TextBlock):
+            blocks.append(block)
+        elif pointer is not None:
+            blocks.append(pointer)
+            pointer = None
     return _replaced(message, blocks, "cleared", tokens_before)
 
 
@@ -217,9 +261,11 @@ __all__ = [
     "OFFLOAD_KEY",
     "OffloadKind",
     "OffloadStore",
+    "clear_reply",
     "clear_tool_results",
     "is_offloaded",
     "offload_info",
     "pointer_text",
+    "reply_pointer_text",
     "truncate_message",
 ]

@@ -6,7 +6,14 @@ input. It scores every sentence (and tool-result line) with `salience`, groups w
 value. The bound is checked with the token counter on the final text, so the summary never exceeds
 ``max_tokens``. When re-summarizing, the previous summary's lines compete with a large bonus: they stay ahead of
 lower-value new facts, yet a more valuable new fact can still displace an old trivial one, so the summary keeps
-learning instead of freezing once full.
+learning instead of freezing once full. Every previous line is its own candidate and keeps the weight of the role
+its label names, so condensing a long summary (no new messages, the summary as ``previous_summary``) ranks its
+lines the way they were ranked when they were first picked.
+
+Who said a sentence changes its worth with the kind of session. In an agent session (tool calls in the batch) the
+assistant's final answers report what was done and decided, so they weigh most. In a plain chat every assistant
+message is an answer, mostly general advice, while the user's own statements (what they have, did, prefer, plan)
+are what later turns come back to; there user sentences weigh more than twice as much as assistant prose.
 
 Output format (bullets, turn facts indented under the request that started the turn)::
 
@@ -44,6 +51,13 @@ TOPIC_BONUS = 2.0
 MIN_SCORE = 1.0
 """Sentences scoring below this (small talk, filler) are never kept."""
 
+AGENT_WEIGHTS: dict[str, float] = {"user": 1.3, "user_other": 1.3, "answer": 1.5, "assistant": 1.0}
+"""Role factors when the batch has tool activity: a final answer (no tool call) reports the outcome."""
+CHAT_WEIGHTS: dict[str, float] = {"user": 2.0, "user_other": 1.0, "answer": 0.8, "assistant": 0.8}
+"""Role factors for a plain chat: the user's statements are the facts, the assistant's replies mostly advice."""
+CHAT_TOPIC_BONUS = 2.0
+_LABEL_ROLES = {"User": "user", "Assistant": "answer"}
+
 _SENTENCE_LIMIT = 280
 _RESULT_LINE_LIMIT = 220
 _CALL_ARGS_LIMIT = 140
@@ -54,6 +68,12 @@ _PER_MESSAGE = 8
 _CACHE_SIZE = 8192
 _TOP_UP_TRIES = 6
 
+_OPENER = re.compile(
+    r"^(?:(?:oh|ok|okay|so|well|also|and|anyway|actually|btw|by the way|speaking of [^,]{1,40}|on that note|"
+    r"in the meantime)[,!]?\s+)+",
+    re.IGNORECASE,
+)
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|us|our)\b", re.IGNORECASE)
 _BULLET = re.compile(r"^(\s*)(?:[-*•]|\d+[.)])\s+")
 _NORMALIZE = re.compile(r"[\W_]+")
 
@@ -66,6 +86,11 @@ class _Piece:
     score: float
     topic: bool
     anchors: frozenset[str] = frozenset()
+    role: str | None = None
+    """Prose speaker (a key of `AGENT_WEIGHTS`) whose factor is applied per batch; None: ``score`` is final."""
+
+    def value(self, weights: dict[str, float]) -> float:
+        return self.score * weights[self.role] if self.role else self.score
 
 
 @dataclass
@@ -81,6 +106,32 @@ class _Fact:
 
 def _key(text: str) -> str:
     return _NORMALIZE.sub(" ", text.lower()).strip()
+
+
+def _drop_opener(sentence: str) -> str:
+    """``sentence`` without leading discourse markers ("By the way, ", "Oh, and "): a summary line pays for every
+    token, and these carry no fact. The rest is kept as written, with its first letter capitalized."""
+    match = _OPENER.match(sentence)
+    if match is None or match.end() >= len(sentence):
+        return sentence
+    rest = sentence[match.end() :]
+    return rest[0].upper() + rest[1:]
+
+
+def _has_tool_activity(messages: Sequence[Message], previous: str | None) -> bool:
+    """Whether the batch comes from an agent that uses tools (else it is treated as a plain chat)."""
+    if any(m.role == "tool" or m.tool_call_blocks() or m.tool_result_blocks() for m in messages):
+        return True
+    if not previous:
+        return False
+    return any(_BULLET.sub("", line, count=1).startswith("Called ") for line in previous.splitlines())
+
+
+def _labelled(body: str) -> tuple[str | None, str]:
+    """The role a summary line's ``User:`` / ``Assistant:`` label names, and the sentence after the label."""
+    label, sep, rest = body.partition(": ")
+    role = _LABEL_ROLES.get(label) if sep else None
+    return role, (rest if role else body)
 
 
 class ExtractiveSummarizer:
@@ -167,6 +218,9 @@ class ExtractiveSummarizer:
         seen: set[str] = set()
         group = -1
         seq = 0
+        agentic = _has_tool_activity(messages, previous)
+        weights = AGENT_WEIGHTS if agentic else CHAT_WEIGHTS
+        topic_bonus = TOPIC_BONUS if agentic else CHAT_TOPIC_BONUS
 
         def add(text: str, priority: float, topic: bool, anchors: frozenset[str]) -> None:
             nonlocal seq
@@ -189,8 +243,12 @@ class ExtractiveSummarizer:
             for j, sentence in enumerate(sentences):
                 if j and not bullet:
                     group += 1
-                found = salience(sentence)
-                add(sentence, found.score + PREVIOUS_BONUS + 1.0, not indented, found.anchors)
+                role, said = _labelled(sentence)
+                if role == "user" and not _FIRST_PERSON.search(said):
+                    role = "user_other"
+                found = salience(said)
+                value = found.score * weights[role] if role else found.score
+                add(sentence, value + PREVIOUS_BONUS + 1.0, not indented, found.anchors)
 
         total = max(1, len(messages))
         for position, message in enumerate(messages):
@@ -198,8 +256,11 @@ class ExtractiveSummarizer:
                 group += 1
             recency = 0.5 * position / total
             for piece in self._message_pieces(message):
-                bonus = recency + (TOPIC_BONUS if piece.topic else 0.0)
-                add(piece.text, piece.score + bonus, piece.topic, piece.anchors)
+                value = piece.value(weights)
+                if value < MIN_SCORE and not piece.topic:
+                    continue
+                bonus = recency + (topic_bonus if piece.topic else 0.0)
+                add(piece.text, value + bonus, piece.topic, piece.anchors)
 
         topics: dict[int, int] = {}
         for fact in facts:
@@ -247,20 +308,23 @@ class ExtractiveSummarizer:
                 args = args[:_CALL_ARGS_LIMIT] + "…"
             found = salience(args)
             out.append(_Piece(f"Called {call.name}({args})", 1.0 + 0.5 * found.score, False, found.anchors))
-        best = sorted(prose + out, key=lambda p: -p.score)[:_PER_MESSAGE]
+        best = sorted(prose + out, key=lambda p: -p.value(AGENT_WEIGHTS))[:_PER_MESSAGE]
         keep = set(map(id, best))
         return [p for p in (*prose, *out) if id(p) in keep]
 
     def _prose_pieces(self, text: str, role: str, *, answer: bool = False) -> list[_Piece]:
         """Salient sentences of prose; a user message's request sentence is marked as its turn's topic.
 
-        User sentences weigh more (they state goals and constraints), and so do an assistant's final answers
-        (no tool call), which report what was done and decided.
+        The role factor is left to the batch (`AGENT_WEIGHTS` or `CHAT_WEIGHTS`), so pieces are kept here when
+        they pass `MIN_SCORE` under the larger of the two; the topic is chosen with the agent factor so a turn's
+        heading does not depend on the batch.
         """
         if not text.strip():
             return []
         label = {"user": "User", "assistant": "Assistant", "system": "System"}.get(role, role.capitalize())
-        factor = 1.3 if role == "user" else 1.5 if answer else 1.0
+        speaker = "user" if role == "user" else ("answer" if answer else "assistant") if role == "assistant" else None
+        factor = AGENT_WEIGHTS[speaker] if speaker else 1.0
+        best_factor = max(AGENT_WEIGHTS[speaker], CHAT_WEIGHTS[speaker]) if speaker else 1.0
         sentences = split_sentences(text)
         found = [salience(sentence) for sentence in sentences]
         topic_index: int | None = None
@@ -271,11 +335,12 @@ class ExtractiveSummarizer:
                 topic_index = None  # small talk ("thanks, sounds good") heads no turn
         out: list[_Piece] = []
         for i, sentence in enumerate(sentences):
-            value = found[i].score * factor
             is_topic = i == topic_index
-            if value < MIN_SCORE and not is_topic:
+            if found[i].score * best_factor < MIN_SCORE and not is_topic:
                 continue
-            out.append(_Piece(f"{label}: {clip(sentence, _SENTENCE_LIMIT)}", value, is_topic, found[i].anchors))
+            text_piece = f"{label}: {clip(_drop_opener(sentence), _SENTENCE_LIMIT)}"
+            said = "user_other" if speaker == "user" and not _FIRST_PERSON.search(sentence) else speaker
+            out.append(_Piece(text_piece, found[i].score, is_topic, found[i].anchors, said))
         return out
 
     def _result_pieces(self, block: ToolResultBlock) -> list[_Piece]:
@@ -388,4 +453,4 @@ class ExtractiveSummarizer:
         return best
 
 
-__all__ = ["MIN_SCORE", "PREVIOUS_BONUS", "TOPIC_BONUS", "ExtractiveSummarizer"]
+__all__ = ["AGENT_WEIGHTS", "CHAT_WEIGHTS", "MIN_SCORE", "PREVIOUS_BONUS", "TOPIC_BONUS", "ExtractiveSummarizer"]

@@ -19,6 +19,19 @@ _UNITS = (
     r"users?|items?|records?|files?|lines?|tests?|errors?|retries|attempts?|workers?|cores?|threads?|x"
 )
 
+_COUNT_WORDS = (
+    r"one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred|"
+    r"a few|a couple of|a couple|several|half an?"
+)
+_SPELLED_UNITS = (
+    r"seconds?|minutes?|hours?|days?|nights?|weeks?|months?|years?|times|miles?|kilometers?|pounds?|dollars?"
+)
+_EVENT_VERBS = (
+    r"got|bought|went|took|spent|saw|made|ran|met|began|did|won|lost|sold|paid|built|wrote|read|found|gave|left|"
+    r"brought|drove|flew|ate|drank|set up|moved|joined|started|finished|tried|visited|watched|booked|ordered"
+)
+"""First-person events ("I just got", "we moved"): in a chat, what the user did is what later turns ask about."""
+
 DETECTORS: dict[str, re.Pattern[str]] = {
     "url": re.compile(r"\bhttps?://[^\s)>\]\"'`]+"),
     "path": re.compile(
@@ -28,7 +41,8 @@ DETECTORS: dict[str, re.Pattern[str]] = {
         r"cpp|hpp|rb|php|html|css|ini|cfg|conf|lock|env|ipynb|parquet|xml|proto)\b",
     ),
     "quantity": re.compile(
-        rf"(?<![\w.])[$€£]?\d+(?:[.,]\d+)*\s?(?:{_UNITS})(?![\w])|[$€£]\d+(?:[.,]\d+)*",
+        rf"(?<![\w.])[$€£]?\d+(?:[.,]\d+)*\s?(?:{_UNITS})(?![\w])|[$€£]\d+(?:[.,]\d+)*"
+        rf"|(?i:\b(?:{_COUNT_WORDS}) (?:{_SPELLED_UNITS})\b)",
     ),
     "datetime": re.compile(
         r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?)?\b"
@@ -37,7 +51,9 @@ DETECTORS: dict[str, re.Pattern[str]] = {
         r"|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:January|February|March|April|May|June|July|August|September|October|"
         r"November|December)\b"
         r"|\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\b"
-        r"|\b(?:today|tomorrow|yesterday|tonight|next (?:week|month)|last (?:week|month)|deadline)\b",
+        r"|\b(?:today|tomorrow|yesterday|tonight|deadline)\b"
+        r"|\b(?:next|last|this|past) (?:week|weekend|month|year|night|summer|winter|spring|fall|autumn)\b"
+        rf"|\b(?:a|an|{_COUNT_WORDS}|\d+) (?:days?|weeks?|months?|years?) ago\b",
         re.IGNORECASE,
     ),
     "identifier": re.compile(
@@ -70,8 +86,16 @@ DETECTORS: dict[str, re.Pattern[str]] = {
         re.IGNORECASE,
     ),
     "personal": re.compile(
-        r"\b(?:remember|my name is|call me|i am|i'm|i prefer|i like|i don't like|my \w+ is|favou?rite)\b",
+        r"\b(?:remember|my name is|call me|i am|i'm|i prefer|i like|i don't like|my (?:\w+ ){1,3}(?:is|are|was|were)|"
+        r"favou?rite)\b",
         re.IGNORECASE,
+    ),
+    "experience": re.compile(
+        r"\b(?:I|I've|I have|I had|[Ww]e|[Ww]e've|[Ww]e have|[Ww]e had)\s+"
+        r"(?:just |recently |finally |already |actually |also |even |first |once )?"
+        rf"(?:{_EVENT_VERBS}|(?!need|feed|seed|speed)[a-z]{{2,}}ed)\b"
+        r"|\b(?:I've|I have|[Ww]e've|[Ww]e have) been [a-z]{2,}ing\b"
+        r"|\b(?:took|cost|gave|sent|told|showed|helped|taught) (?:me|us)\b",
     ),
     "name": re.compile(r"(?<=\s)(?!(?:I|The|This|That|These|Those|It|We|You|He|She|They|A|An)\b)[A-Z][a-z]{1,}\b"),
     "number": re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])"),
@@ -83,6 +107,7 @@ WEIGHTS: dict[str, float] = {
     "error": 3.0,
     "decision": 3.0,
     "personal": 3.0,
+    "experience": 3.0,
     "quantity": 2.5,
     "datetime": 2.5,
     "constraint": 2.5,

@@ -319,9 +319,7 @@ def _merge_previous(summary: StructuredSummary, previous: Sequence[StructuredSum
     )
 
 
-def summarize_structured(
-    events: Sequence[Event], *, previous: Sequence[StructuredSummary] = ()
-) -> StructuredSummary:
+def summarize_structured(events: Sequence[Event], *, previous: Sequence[StructuredSummary] = ()) -> StructuredSummary:
     """Extract a `StructuredSummary` from ``events`` with no model call; same input, same fields.
 
     Goal = the first user request; last step = the last assistant action; decisions = sentences that state a
