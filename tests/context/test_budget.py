@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from windowkeeper.blocks import TextBlock, ToolCallBlock, ToolResultBlock
-from windowkeeper.context.budget import SUMMARY_FAILURE_LOG, TokenBudgetContextManager
-from windowkeeper.context.pointers import OFFLOAD_KEY, is_offloaded
+from windowkeeper.blocks import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from windowkeeper.context.budget import CONDENSE_DOCUMENT_ID, SUMMARY_FAILURE_LOG, TokenBudgetContextManager
+from windowkeeper.context.pointers import OFFLOAD_KEY, clear_reply, is_offloaded
 from windowkeeper.errors import ConfigurationError
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState, ExecMeta, add_messages
@@ -76,6 +76,8 @@ def state_of(messages: list[Message], **fields: Any) -> AgentState:
         ({"max_tokens": 8000, "low_watermark": 0.0}, "low_watermark"),
         ({"max_tokens": 8000, "low_watermark": "0.5"}, "low_watermark"),
         ({"max_tokens": 8000, "keep_tool_results": -1}, "keep_tool_results"),
+        ({"max_tokens": 8000, "keep_replies": -1}, "keep_replies"),
+        ({"max_tokens": 8000, "clear_reply_min_tokens": -5}, "clear_reply_min_tokens"),
         ({"max_tokens": 8000, "summary_mode": "replace"}, "summary_mode"),
         ({"max_tokens": 8000, "summary_timeout": 0}, "summary_timeout"),
         ({"max_tokens": 8000, "counter": object()}, "counter"),
@@ -91,6 +93,10 @@ def test_bad_configuration_names_the_parameter(kwargs: dict[str, Any], name: str
 def test_budget_and_watermarks() -> None:
     mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(10_000, 2000, 0.9, 0.5)
     assert (mgr.budget, mgr.high_limit, mgr.low_limit) == (8000, 7200, 4000)
+    # summary budgets: a third of the low mark (capped by 4 summaries) with tools, half of it in a plain chat
+    assert (mgr.summary_budget, mgr.chat_summary_budget) == (1333, 2000)
+    fixed: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(10_000, 2000, summary_budget=900)
+    assert (fixed.summary_budget, fixed.chat_summary_budget) == (900, 900)
 
 
 # -- hysteresis ----------------------------------------------------------------------------------------------
@@ -493,3 +499,101 @@ def test_long_chat_replies_are_cleared_to_restorable_pointers_before_user_turns_
     assert len(kept_users) > 4
     for msg in manager.restore_context(state):
         assert msg.model_dump_json() == original[msg.message_id]
+
+
+def long_chat(turns: int, reply_words: int = 120) -> list[Message]:
+    chat: list[Message] = [SYSTEM]
+    for i in range(turns):
+        chat.append(user(i, f"I adopted a cat named Tom{i} and paid ${100 + i} at the shelter. Any tips for"))
+        advice = " ".join(f"Tip {k}: brush the coat gently and often." for k in range(reply_words // 8))
+        chat.append(Message.text_message(f"Congratulations on Tom{i}! {advice}", role="assistant", message_id=f"a{i}"))
+    return chat
+
+
+def test_reply_pointer_keeps_first_sentence_size_and_other_blocks() -> None:
+    thinking = ReasoningBlock(text="weighing options", signature="sig-1")
+    reply = Message(
+        role="assistant",
+        message_id="a9",
+        content=[thinking, TextBlock(text="Short answer: yes, it is safe. Here are the details.\nMore lines.")],
+    )
+    cleared = clear_reply(reply, tokens_before=200)
+    assert cleared is not None
+    assert cleared.message_id == "a9" and cleared.content[0] == thinking
+    text = cleared.text()
+    assert '"Short answer: yes, it is safe."' in text and "64 chars" in text and "restorable" in text
+    assert cleared.metadata[OFFLOAD_KEY] == {"kind": "cleared", "tokens_before": 200}
+    tool_call = Message(role="assistant", content=[ToolCallBlock(id="x", name="f")])
+    assert clear_reply(tool_call, tokens_before=50) is None
+
+
+def test_summaries_are_made_from_the_original_text_of_cleared_replies() -> None:
+    seen: list[Message] = []
+
+    def summarizer(messages: list[Message], previous: str | None) -> str:
+        seen.extend(messages)
+        return f"{len(messages)} messages"
+
+    chat = long_chat(30)
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        3000, 0, summarizer=summarizer, keep_replies=1
+    )
+    state = manager.trim_context(state_of(chat))
+    assert any(is_offloaded(m) for m in state.context)
+    gone = [m for m in seen if m.role == "assistant"]
+    assert gone and not any(is_offloaded(m) for m in gone)
+    originals = {m.message_id: m for m in chat}
+    assert all(m is originals[m.message_id] for m in gone)
+
+
+def test_reply_clearing_can_be_turned_off() -> None:
+    chat = long_chat(20)
+    off: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(3000, 0, clear_reply_min_tokens=None)
+    on: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(3000, 0)
+    plain = off.trim_context(state_of(chat)).context
+    cleared = on.trim_context(state_of(chat)).context
+    assert not any(is_offloaded(m) for m in plain)
+    assert sum(m.role == "user" for m in cleared) > sum(m.role == "user" for m in plain)
+    # the newest replies stay whole under the default keep_replies=3
+    assert [m.message_id for m in cleared if m.role == "assistant" and not is_offloaded(m)][-3:] == [
+        "a17",
+        "a18",
+        "a19",
+    ]
+
+
+def test_condensing_passes_the_running_summary_as_previous_summary() -> None:
+    calls: list[tuple[list[str], str | None, int, str | None]] = []
+
+    def summarizer(messages: list[Message], previous: str | None, *, max_tokens: int, instructions: str | None) -> str:
+        calls.append(([m.message_id for m in messages], previous, max_tokens, instructions))
+        return "condensed" if not messages else "more facts " * 40
+
+    chat = long_chat(30)
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        3000, 0, summarizer=summarizer, summary_budget=120
+    )
+    state = manager.trim_context(state_of(chat, context_summary="old fact " * 30))
+    condense = [c for c in calls if not c[0]]
+    assert condense, calls
+    _, previous, max_tokens, instructions = condense[0]
+    assert previous is not None and previous.startswith("old fact") and previous.endswith("more facts")
+    assert max_tokens == 120 * 7 // 8 and instructions is not None and "running summary" in instructions
+    assert state.context_summary == "condensed"
+
+
+def test_a_messages_only_summarizer_condenses_the_summary_as_a_document() -> None:
+    calls: list[list[Message]] = []
+
+    def summarizer(messages: list[Message]) -> str:
+        calls.append(messages)
+        return "short" if messages[0].message_id == CONDENSE_DOCUMENT_ID else "fact " * 60
+
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        3000, 0, summarizer=summarizer, summary_budget=40
+    )
+    state = manager.trim_context(state_of(long_chat(30)))
+    documents = [c for c in calls if c[0].message_id == CONDENSE_DOCUMENT_ID]
+    assert len(documents) >= 1 and len(documents[0]) == 1
+    assert documents[0][0].text().startswith("fact fact")
+    assert state.context_summary == "short"

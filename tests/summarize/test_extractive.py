@@ -129,3 +129,71 @@ async def test_edge_cases() -> None:
     with pytest.raises(ConfigurationError, match="max_tokens"):
         await summarizer.summarize(HAND, max_tokens=0)
     assert "instructions" not in await summarizer.summarize(HAND, instructions="instructions are ignored")
+
+
+CHAT = [
+    Message.text_message("Can you suggest a weekend hike near Denver?", message_id="c0"),
+    Message.text_message(
+        "Sure! Remember to always pack 3 liters of water and check trail conditions at https://trails.example.org. "
+        "Popular choices include Royal Arch, Mount Falcon and Chautauqua Park, all within 45 minutes.",
+        role="assistant",
+        message_id="c1",
+    ),
+    Message.text_message(
+        "By the way, I just bought new boots from REI last weekend. My daily commute is 12 miles, so I walk a lot.",
+        message_id="c2",
+    ),
+    Message.text_message(
+        "Great choice! Always break in boots for 2 weeks before a long hike, and remember blister tape.",
+        role="assistant",
+        message_id="c3",
+    ),
+]
+
+
+def test_chat_ranks_the_users_statements_above_assistant_advice() -> None:
+    summarizer = ExtractiveSummarizer()
+    full = summarizer.summarize_sync(CHAT, max_tokens=400)
+    assert "User: I just bought new boots from REI last weekend." in full  # opener "By the way, " dropped
+    assert "User: My daily commute is 12 miles, so I walk a lot." in full
+    statements = (
+        "- User: I just bought new boots from REI last weekend.\n- User: My daily commute is 12 miles, so I walk a lot."
+    )
+    tight = summarizer.summarize_sync(CHAT, max_tokens=default_counter().count_text(statements) + 2)
+    assert [line.strip() for line in tight.splitlines()] == statements.splitlines()
+
+
+def test_tool_activity_keeps_final_answers_ahead_of_user_prose() -> None:
+    """With tool calls in the batch the agent weights apply: the assistant's closing report outranks chat-like
+    user sentences of similar salience."""
+    agent = [
+        *CHAT[:3],
+        Message(role="assistant", message_id="t0", content=[ToolCallBlock(id="k1", name="weather", args={})]),
+        Message.tool_message([ToolResultBlock(call_id="k1", name="weather", output="sunny")], message_id="t1"),
+        CHAT[3],
+    ]
+    summarizer = ExtractiveSummarizer()
+    chat_first = summarizer.summarize_sync(CHAT, max_tokens=40)
+    agent_first = summarizer.summarize_sync(agent, max_tokens=40)
+    assert "Assistant:" not in chat_first, chat_first
+    assert "Assistant:" in agent_first, agent_first
+
+
+def test_condensing_ranks_every_previous_line_with_its_role() -> None:
+    """A summary condensed with no new messages keeps far more than 8 lines, and user lines beat assistant ones."""
+    places = ["Lisbon", "Porto", "Madrid", "Seville", "Valencia", "Bilbao", "Lyon", "Nantes", "Turin", "Genoa"]
+    things = ["bikes", "lamps", "chairs", "plants", "books", "maps", "cups", "rugs", "kites", "drums"]
+    user_lines = [
+        f"- User: I moved to {places[k % 10]} in {2000 + k} with {k + 2} {things[k // 2]}." for k in range(20)
+    ]
+    topics = ["insurance", "taxes", "visas", "rent", "banks", "schools", "doctors", "phones", "trains", "gyms"]
+    assistant_lines = [f"- Assistant: Compare {topics[k % 10]} offers for {k + 1} days." for k in range(20)]
+    previous = "\n".join(line for pair in zip(assistant_lines, user_lines, strict=True) for line in pair)
+    summarizer = ExtractiveSummarizer()
+    half = default_counter().count_text(previous) // 2
+    condensed = summarizer.summarize_sync([], previous_summary=previous, max_tokens=half)
+    kept = condensed.splitlines()
+    assert default_counter().count_text(condensed) <= half
+    assert len(kept) >= 15
+    assert sum(line.startswith("- User:") for line in kept) >= 0.9 * len(kept)
+    assert [line for line in kept if line in user_lines] == [line for line in user_lines if line in kept]

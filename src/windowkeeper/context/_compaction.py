@@ -86,7 +86,6 @@ class Outcome:
     cleared: int = 0
     summaries: int = 0
     messages: list[Message] = field(default_factory=list)
-    replies_cleared: int = 0
 
 
 @dataclass(frozen=True)
@@ -213,7 +212,7 @@ class Compaction:
         protected.add(len(self.ns) - 1)
         for j in replies:
             if self.total <= lim.low:
-                return
+                break
             seg_index = self.ns[j]
             seg = self.segs[seg_index]
             if j in protected or seg.cleared or seg.counts[0] < lim.reply_min_tokens:
@@ -222,6 +221,8 @@ class Compaction:
             if replacement is not None and self.counter.count_message(replacement) < seg.counts[0]:
                 self._replace(seg_index, 0, replacement, cleared=True)
                 self.replies_cleared += 1
+        if self.replies_cleared:
+            logger.debug("cleared %d old assistant replies to pointers", self.replies_cleared)
 
     # (b, c) summarize and drop the oldest units -----------------------------------------------------------------
 
@@ -367,7 +368,7 @@ class Compaction:
         messages: list[Message] = []
         for seg in segs:
             messages.extend(seg.messages)
-        return Outcome(segs, self.summary, self.cleared, self.summaries, messages, self.replies_cleared)
+        return Outcome(segs, self.summary, self.cleared, self.summaries, messages)
 
 
 def compact(

@@ -51,11 +51,14 @@ TOPIC_BONUS = 2.0
 MIN_SCORE = 1.0
 """Sentences scoring below this (small talk, filler) are never kept."""
 
-AGENT_WEIGHTS: dict[str, float] = {"user": 1.3, "user_other": 1.3, "answer": 1.5, "assistant": 1.0}
-"""Role factors when the batch has tool activity: a final answer (no tool call) reports the outcome."""
-CHAT_WEIGHTS: dict[str, float] = {"user": 2.0, "user_other": 1.0, "answer": 0.8, "assistant": 0.8}
-"""Role factors for a plain chat: the user's statements are the facts, the assistant's replies mostly advice."""
-CHAT_TOPIC_BONUS = 2.0
+AGENT_WEIGHTS: dict[str, float] = {"user": 1.3, "quoted": 1.3, "answer": 1.5, "assistant": 1.0}
+"""Factors per speaker when the batch has tool activity: a final answer (no tool call) reports the outcome.
+
+``user`` is a user sentence in the first person, ``quoted`` one that is not (pasted text, general questions),
+``answer`` an assistant message without tool calls, ``assistant`` one with them."""
+CHAT_WEIGHTS: dict[str, float] = {"user": 2.0, "quoted": 1.0, "answer": 0.8, "assistant": 0.8}
+"""Factors for a plain chat: what users say about themselves is what later turns ask about; pasted text and the
+assistant's replies (mostly general advice) weigh less."""
 _LABEL_ROLES = {"User": "user", "Assistant": "answer"}
 
 _SENTENCE_LIMIT = 280
@@ -218,9 +221,7 @@ class ExtractiveSummarizer:
         seen: set[str] = set()
         group = -1
         seq = 0
-        agentic = _has_tool_activity(messages, previous)
-        weights = AGENT_WEIGHTS if agentic else CHAT_WEIGHTS
-        topic_bonus = TOPIC_BONUS if agentic else CHAT_TOPIC_BONUS
+        weights = AGENT_WEIGHTS if _has_tool_activity(messages, previous) else CHAT_WEIGHTS
 
         def add(text: str, priority: float, topic: bool, anchors: frozenset[str]) -> None:
             nonlocal seq
@@ -245,7 +246,7 @@ class ExtractiveSummarizer:
                     group += 1
                 role, said = _labelled(sentence)
                 if role == "user" and not _FIRST_PERSON.search(said):
-                    role = "user_other"
+                    role = "quoted"
                 found = salience(said)
                 value = found.score * weights[role] if role else found.score
                 add(sentence, value + PREVIOUS_BONUS + 1.0, not indented, found.anchors)
@@ -259,7 +260,7 @@ class ExtractiveSummarizer:
                 value = piece.value(weights)
                 if value < MIN_SCORE and not piece.topic:
                     continue
-                bonus = recency + (topic_bonus if piece.topic else 0.0)
+                bonus = recency + (TOPIC_BONUS if piece.topic else 0.0)
                 add(piece.text, value + bonus, piece.topic, piece.anchors)
 
         topics: dict[int, int] = {}
@@ -339,7 +340,7 @@ class ExtractiveSummarizer:
             if found[i].score * best_factor < MIN_SCORE and not is_topic:
                 continue
             text_piece = f"{label}: {clip(_drop_opener(sentence), _SENTENCE_LIMIT)}"
-            said = "user_other" if speaker == "user" and not _FIRST_PERSON.search(sentence) else speaker
+            said = "quoted" if speaker == "user" and not _FIRST_PERSON.search(sentence) else speaker
             out.append(_Piece(text_piece, found[i].score, is_topic, found[i].anchors, said))
         return out
 
