@@ -5,6 +5,11 @@ the whole view: segments survive from call to call, and only messages appended s
 grouped. Steps, least destructive first: clear old tool results to pointers, clear old long assistant replies
 to pointers, summarize and drop the oldest units, cut what alone is too large. Summaries are requested by
 yielding a `SummaryRequest`, which lets one implementation serve both the sync and the async manager API.
+
+A cold trim (a long history seen for the first time) is planned from the newest end instead: `plan_cold` reads
+messages backwards only until the newest part alone, with its tool results and replies cleared, is certain to
+stay over the low watermark. Everything older is then certain to be dropped, so it is never counted or cleared;
+the compaction runs on the newest part and gives the same view and summary as one run over the whole history.
 """
 
 from __future__ import annotations
@@ -31,6 +36,12 @@ CONSOLIDATE_INSTRUCTIONS = (
 SUMMARY_SEPARATOR = "\n\n"
 _MAX_SUMMARY_ROUNDS = 2
 _MIN_TRUNCATED_TOKENS = 32
+_SUMMARY_SLACK = 16
+"""Tokens of the summary message's framing and separator, on top of what the summarizer is asked for."""
+COLD_PLAN_MIN_MESSAGES = 512
+"""Shorter cold histories are counted whole: that costs little and keeps ``tokens_before`` exact."""
+_CLEARED_ESTIMATE = 80
+"""Rough tokens of a pointer, used only to guess how far back a cold plan must read; the plan is then checked."""
 
 
 @dataclass(frozen=True)
@@ -117,12 +128,18 @@ class Compaction:
         limits: Limits,
         counter: TokenCounter,
         store: OffloadStore,
+        *,
+        agentic: bool | None = None,
+        dropped_unread: Sequence[Message] = (),
     ) -> None:
+        """``agentic`` overrides the tool-activity check of ``segs`` (a cold plan knows it for the whole history);
+        ``dropped_unread`` are messages a cold plan dropped before the segments, summarized with the first cut."""
         self.segs = list(segs)
         self.limits = limits
         self.counter = counter
         self.store = store
         self.summary = summary
+        self.unsummarized = list(dropped_unread) if limits.summarize else []
         self.summary_tokens = self._summary_cost(summary)
         self.ns = [i for i, s in enumerate(self.segs) if s.kind != "system"]
         # for each non-system unit, the nearest user unit before it (kinds never change during a compaction)
@@ -132,7 +149,8 @@ class Compaction:
             self.user_before.append(last_user)
             if self.segs[i].kind == "user":
                 last_user = j
-        agentic = any(s.kind not in ("system", "user", "assistant") for s in self.segs)
+        if agentic is None:
+            agentic = any(s.kind not in ("system", "user", "assistant") for s in self.segs)
         self.summary_budget = limits.summary_budget if agentic else limits.chat_summary_budget
         self.first_user = next((j for j, i in enumerate(self.ns) if self.segs[i].kind == "user"), None)
         self.dropped = 0  # the first `dropped` non-system units are gone, except the pinned one
@@ -280,21 +298,23 @@ class Compaction:
         condenses it back under; an updated summary is replaced by one of at most ``ask``. Reserving only this
         much keeps more messages than reserving ``ask`` every time.
         """
-        slack = 16  # framing of the summary message and the separator
         if self.limits.summary_mode == "update":
-            return max(ask + slack - self.summary_tokens, 0)
-        return max(min(ask, self.summary_budget - self.summary_tokens) + slack, 0)
+            return max(ask + _SUMMARY_SLACK - self.summary_tokens, 0)
+        return max(min(ask, self.summary_budget - self.summary_tokens) + _SUMMARY_SLACK, 0)
 
     def drop_oldest(self) -> Generator[SummaryRequest, str | None, None]:
         lim = self.limits
-        ask = min(lim.max_summary_tokens, max(lim.low // 4, 32))
+        ask = summary_ask(lim)
         rounds = 0
-        while self.total > lim.low and self.dropped < len(self.ns) - 1:
+        while self.total > lim.low and (self.dropped < len(self.ns) - 1 or self.unsummarized):
             summarize = lim.summarize and not self.summarizer_failed and rounds < _MAX_SUMMARY_ROUNDS
+            if not summarize:
+                self.unsummarized = []
             k = self._choose(self._summary_growth(ask) if summarize else 0)
-            if k == self.dropped and self._pin_for(k) == self.pin:
+            if k == self.dropped and self._pin_for(k) == self.pin and not self.unsummarized:
                 return
-            gone = self._apply_cut(k)
+            gone = [*self.unsummarized, *self._apply_cut(k)]
+            self.unsummarized = []
             if not (summarize and gone):
                 continue
             rounds += 1
@@ -371,6 +391,11 @@ class Compaction:
         return Outcome(segs, self.summary, self.cleared, self.summaries, messages)
 
 
+def summary_ask(limits: Limits) -> int:
+    """What each summary of dropped units is asked for: ``max_summary_tokens``, at most a quarter of the low mark."""
+    return min(limits.max_summary_tokens, max(limits.low // 4, 32))
+
+
 def compact(
     segs: list[Segment], summary: str | None, limits: Limits, counter: TokenCounter, store: OffloadStore
 ) -> Generator[SummaryRequest, str | None, Outcome]:
@@ -378,13 +403,95 @@ def compact(
     work = Compaction(segs, summary, limits, counter, store)
     work.clear_tool_results()
     work.clear_replies()
+    return (yield from finish(work))
+
+
+def finish(work: Compaction) -> Generator[SummaryRequest, str | None, Outcome]:
+    """The steps after clearing: summarize and drop the oldest units, then cut what alone is too large."""
     yield from work.drop_oldest()
     work.truncate_oversized()
     return work.outcome()
+
+
+@dataclass
+class ColdPlan:
+    """A compaction set up on the newest part of a cold history (tool results and replies already cleared)."""
+
+    work: Compaction
+    start: int
+    """Index of the first message read; every earlier non-system message is dropped unread."""
+    raw_tokens: int
+    """Exact tokens of the messages read (from ``start``, plus earlier system messages) before clearing."""
+
+
+def _has_tool_activity(messages: Sequence[Message]) -> bool:
+    return any(m.role == "tool" or (m.role == "assistant" and m.tool_call_ids()) for m in messages)
+
+
+def plan_cold(
+    messages: Sequence[Message],
+    summary: str | None,
+    limits: Limits,
+    counter: TokenCounter,
+    store: OffloadStore,
+) -> ColdPlan | None:
+    """Set up the compaction of a long unseen history on its newest part only, or None when nothing is certain.
+
+    The newest part starts at a user message (a unit boundary, so grouping it alone gives the same units) and is
+    taken large enough that, with everything clearable in it cleared, the view is still over the low watermark
+    by more than a summary could add, and its raw size reaches the high watermark. Then the full compaction
+    would clear every clearable result in it too (the view never drops to the low mark while clearing), could
+    cut nowhere before it, and would reach every later decision with the same numbers; so older messages are
+    certainly dropped and need not be read. The guess of how far back to read is checked exactly, and doubled
+    until it holds or the history's start is reached (None: the caller counts everything).
+    """
+    n = len(messages)
+    if n < COLD_PLAN_MIN_MESSAGES:
+        return None
+    count = counter.count_message
+    reserve = summary_ask(limits) + _SUMMARY_SLACK if limits.summarize else 0
+    need = limits.low + reserve
+    clear_from = {"tool": limits.clear_min_tokens, "assistant": limits.reply_min_tokens}
+    estimate = 0
+    target = need
+    start = n
+    while True:
+        while start > 0 and (estimate < target or messages[start].role != "user"):
+            start -= 1
+            msg = messages[start]
+            size = count(msg)
+            threshold = clear_from.get(msg.role)
+            estimate += min(size, _CLEARED_ESTIMATE) if threshold is not None and size >= threshold else size
+        if start == 0:
+            return None
+        earlier = messages[:start]
+        systems = [m for m in earlier if m.role == "system"]
+        segs = segments([*systems, *messages[start:]], counter)
+        dropped = [m for m in earlier if m.role != "system"]
+        agentic = _has_tool_activity(dropped) or any(s.kind not in ("system", "user", "assistant") for s in segs)
+        work = Compaction(segs, summary, limits, counter, store, agentic=agentic, dropped_unread=dropped)
+        raw = sum(s.tokens for s in segs)
+        work.clear_tool_results()
+        work.clear_replies()
+        if work.total > need and limits.other_tokens + work.summary_tokens + raw >= limits.high:
+            return ColdPlan(work, start, raw)
+        target = 2 * max(target, estimate)
 
 
 def message_tokens(segs: Sequence[Segment]) -> int:
     return sum(s.tokens for s in segs)
 
 
-__all__ = ["Compaction", "Limits", "Outcome", "Segment", "SummaryRequest", "compact", "extend_segments"]
+__all__ = [
+    "COLD_PLAN_MIN_MESSAGES",
+    "ColdPlan",
+    "Compaction",
+    "Limits",
+    "Outcome",
+    "Segment",
+    "SummaryRequest",
+    "compact",
+    "extend_segments",
+    "finish",
+    "plan_cold",
+]

@@ -33,7 +33,7 @@ from ..errors import ConfigurationError
 from ..messages import Message
 from ..state import AgentState
 from ..tokens import TokenCounter, default_counter
-from ._compaction import Limits, Segment, SummaryRequest, compact, extend_segments
+from ._compaction import ColdPlan, Limits, Segment, SummaryRequest, compact, extend_segments, finish, plan_cold
 from .base import BaseContextManager, S, adapt_summarizer
 from .metrics import TrimMetrics, thread_key
 from .pointers import OffloadStore
@@ -72,6 +72,23 @@ def _extends(messages: Sequence[Message], prefix: tuple[Message, ...]) -> bool:
         if mine is not theirs and (mine.message_id != theirs.message_id or mine.fingerprint() != theirs.fingerprint()):
             return False
     return True
+
+
+def _unread_tokens(messages: Sequence[Message], plan: ColdPlan) -> int:
+    """Tokens of the messages a cold plan dropped unread, estimated from their characters.
+
+    Reading them exactly is the cost the plan avoids. The rate of tokens per character is the one of the part it
+    did count, so for a history of one kind of content the estimate of ``tokens_before`` stays close.
+    """
+    unread = 0
+    read = 0
+    for msg in messages[: plan.start]:
+        if msg.role == "system":
+            read += len(msg.text())
+        else:
+            unread += len(msg.text())
+    read += sum(len(m.text()) for m in messages[plan.start :])
+    return round(unread * plan.raw_tokens / read) if read else 0
 
 
 def _check_fraction(name: str, value: object) -> float:
@@ -309,6 +326,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         working: list[Message]
         known: list[Segment] = []
         covered = 0
+        plan = None
         if track is not None and _extends(incoming, track.view):
             working = incoming
             message_tokens = track.message_tokens + sum(count(m) for m in incoming[len(track.view) :])
@@ -320,16 +338,24 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             known, covered = track.segments, track.covered
         else:
             working = incoming
-            message_tokens = sum(count(m) for m in incoming)
+            plan = plan_cold(incoming, summary, self._limits(scratch_tokens), self.counter, self._offloaded)
+            if plan is None:
+                message_tokens = sum(count(m) for m in incoming)
+            else:
+                message_tokens = plan.raw_tokens + _unread_tokens(incoming, plan)
         previous_summary = track.summary if track is not None else None
 
         total = self._fixed_tokens + summary_tokens + scratch_tokens + message_tokens
         tokens_before = total
         cleared = 0
         summaries = 0
-        if total >= self.high_limit:
-            segs = extend_segments(known, covered, working, self.counter)
-            outcome = yield from compact(segs, summary, self._limits(scratch_tokens), self.counter, self._offloaded)
+        if plan is not None or total >= self.high_limit:
+            if plan is not None:
+                outcome = yield from finish(plan.work)
+            else:
+                segs = extend_segments(known, covered, working, self.counter)
+                limits = self._limits(scratch_tokens)
+                outcome = yield from compact(segs, summary, limits, self.counter, self._offloaded)
             working, summary = outcome.messages, outcome.summary
             cleared, summaries = outcome.cleared, outcome.summaries
             known, covered = outcome.segments, len(working)
