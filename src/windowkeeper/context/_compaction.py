@@ -152,6 +152,9 @@ class Compaction:
         if agentic is None:
             agentic = any(s.kind not in ("system", "user", "assistant") for s in self.segs)
         self.summary_budget = limits.summary_budget if agentic else limits.chat_summary_budget
+        # condensing goes to half the budget in agent sessions, where a smaller summary leaves room for tool
+        # output and so fewer compactions; in a chat the summary is the memory and keeps most of its budget
+        self.condense_to = self.summary_budget // 2 if agentic else self.summary_budget * 7 // 8
         self.first_user = next((j for j, i in enumerate(self.ns) if self.segs[i].kind == "user"), None)
         self.dropped = 0  # the first `dropped` non-system units are gone, except the pinned one
         self.pin: int | None = None
@@ -291,17 +294,6 @@ class Compaction:
         self.pin = new_pin
         return gone
 
-    def _summary_growth(self, ask: int) -> int:
-        """The most a summary of the units about to go can add to the view, to keep room for it when cutting.
-
-        An appended summary grows by at most ``ask``, and never past the summary budget, because `bound_summary`
-        condenses it back under; an updated summary is replaced by one of at most ``ask``. Reserving only this
-        much keeps more messages than reserving ``ask`` every time.
-        """
-        if self.limits.summary_mode == "update":
-            return max(ask + _SUMMARY_SLACK - self.summary_tokens, 0)
-        return max(min(ask, self.summary_budget - self.summary_tokens) + _SUMMARY_SLACK, 0)
-
     def drop_oldest(self) -> Generator[SummaryRequest, str | None, None]:
         lim = self.limits
         ask = summary_ask(lim)
@@ -310,7 +302,7 @@ class Compaction:
             summarize = lim.summarize and not self.summarizer_failed and rounds < _MAX_SUMMARY_ROUNDS
             if not summarize:
                 self.unsummarized = []
-            k = self._choose(self._summary_growth(ask) if summarize else 0)
+            k = self._choose(ask + _SUMMARY_SLACK if summarize else 0)
             if k == self.dropped and self._pin_for(k) == self.pin and not self.unsummarized:
                 return
             gone = [*self.unsummarized, *self._apply_cut(k)]
@@ -344,7 +336,7 @@ class Compaction:
             return
         if self.limits.summarize and not self.summarizer_failed:
             text = yield SummaryRequest(
-                messages=[], previous=self.summary, max_tokens=budget * 7 // 8, instructions=CONSOLIDATE_INSTRUCTIONS
+                messages=[], previous=self.summary, max_tokens=self.condense_to, instructions=CONSOLIDATE_INSTRUCTIONS
             )
             if text is not None and self._summary_cost(text) < self.summary_tokens:
                 self._set_summary(text)
