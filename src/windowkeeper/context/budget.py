@@ -280,7 +280,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         if summarizer is None:
             return None
         messages, previous = request.messages, request.previous
-        if not messages and previous and not getattr(summarizer, "_pass_previous", True):
+        if not messages and previous and not getattr(summarizer, "takes_previous_summary", True):
             # a plain fn(messages) never sees previous_summary: hand it the summary to condense as a document
             messages = [Message.text_message(previous, role="user", message_id=CONDENSE_DOCUMENT_ID, timestamp=None)]
             previous = None

@@ -55,6 +55,11 @@ class CallableSummarizer:
     def __repr__(self) -> str:
         return f"CallableSummarizer({self.name})"
 
+    @property
+    def takes_previous_summary(self) -> bool:
+        """Whether the wrapped callable accepts the earlier summary (``fn(messages, previous_summary)``)."""
+        return self._pass_previous
+
     @staticmethod
     def _inspect(fn: Callable[..., Any]) -> tuple[bool, frozenset[str]]:
         try:
