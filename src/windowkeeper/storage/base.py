@@ -132,6 +132,19 @@ class SessionStore(ABC):
     async def list_records(self, namespace: str, session_id: str) -> list[Record]:
         """Every record of the session in ``seq`` order."""
 
+    async def list_records_since(self, namespace: str, session_id: str, seq: int) -> list[Record]:
+        """The session's records whose ``seq`` is at least ``seq``, in ``seq`` order.
+
+        The memory layer reloads only its live tail this way. This default filters `list_records` (correct on any
+        backend, but it reads everything); backends override it with an indexed read.
+        """
+        return [r for r in await self.list_records(namespace, session_id) if r.seq >= seq]
+
+    async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
+        """The records named by ``keys`` that exist, in ``seq`` order (one read where the backend allows)."""
+        found = [await self.get_record(namespace, session_id, key) for key in dict.fromkeys(keys)]
+        return sorted((r for r in found if r is not None), key=lambda r: r.seq)
+
     @abstractmethod
     async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
         """Remove one record; ``True`` if it existed."""

@@ -160,6 +160,22 @@ class InMemoryStore(SessionStore):
         session = self._session(namespace, session_id)
         return [self._record(key, row) for key, row in list(session.rows.items())]
 
+    async def list_records_since(self, namespace: str, session_id: str, seq: int) -> list[Record]:
+        session = self._session(namespace, session_id)
+        tail: list[Record] = []
+        for key in reversed(session.rows):  # insertion order is seq order: walk back only over the tail
+            row = session.rows[key]
+            if row.seq < seq:
+                break
+            tail.append(self._record(key, row))
+        tail.reverse()
+        return tail
+
+    async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
+        session = self._session(namespace, session_id)
+        found = [(key, session.rows[key]) for key in dict.fromkeys(keys) if key in session.rows]
+        return [self._record(key, row) for key, row in sorted(found, key=lambda kr: kr[1].seq)]
+
     async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
         session = self._session(namespace, session_id)
         return session.rows.pop(key, None) is not None

@@ -377,6 +377,39 @@ class PostgresStore(SessionStore):
         rows = await self._run(op)
         return [make_record(k, s, v, b) for k, s, v, b in rows]
 
+    async def list_records_since(self, namespace: str, session_id: str, seq: int) -> list[Record]:
+        check_session(namespace, session_id)
+        records = self._t["records"]
+
+        async def op(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(
+                f"SELECT key, seq, version, body FROM {records} WHERE namespace = %s AND session_id = %s "
+                "AND seq >= %s ORDER BY seq",
+                (namespace, session_id, int(seq)),
+            )
+            return await cur.fetchall()
+
+        rows = await self._run(op)
+        return [make_record(k, s, v, b) for k, s, v, b in rows]
+
+    async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
+        check_session(namespace, session_id)
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return []
+        records = self._t["records"]
+
+        async def op(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(
+                f"SELECT key, seq, version, body FROM {records} WHERE namespace = %s AND session_id = %s "
+                "AND key = ANY(%s) ORDER BY seq",
+                (namespace, session_id, wanted),
+            )
+            return await cur.fetchall()
+
+        rows = await self._run(op)
+        return [make_record(k, s, v, b) for k, s, v, b in rows]
+
     async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
         check_session(namespace, session_id)
         records = self._t["records"]

@@ -85,6 +85,18 @@ end
 return out
 """
 
+_RECORDS_SINCE = """
+local keys = redis.call('ZRANGEBYSCORE', KEYS[3], ARGV[1], '+inf', 'WITHSCORES')
+local out = {}
+for i = 1, #keys, 2 do
+  out[#out + 1] = keys[i]
+  out[#out + 1] = keys[i + 1]
+  out[#out + 1] = redis.call('HGET', KEYS[2], keys[i]) or ''
+  out[#out + 1] = redis.call('HGET', KEYS[1], keys[i]) or ''
+end
+return out
+"""
+
 
 def _part(value: str) -> str:
     """Escape a user id for use inside a key: no ':' to split on, no braces to break the hash tag."""
@@ -113,6 +125,7 @@ class RedisStore(SessionStore):
                 "append": client.register_script(_APPEND),
                 "add": client.register_script(_ADD_RECORD),
                 "update": client.register_script(_UPDATE_RECORDS),
+                "since": client.register_script(_RECORDS_SINCE),
             }
             self._client = client
         return self._client
@@ -266,6 +279,45 @@ class RedisStore(SessionStore):
                 )
             out.append(make_record(key, score, versions[key], bodies[key]))
         return out
+
+    async def list_records_since(self, namespace: str, session_id: str, seq: int) -> list[Record]:
+        check_session(namespace, session_id)
+        reply = await self._do(self._script, "since", self._session_keys(namespace, session_id), [int(seq)])
+        out: list[Record] = []
+        for i in range(0, len(reply), 4):
+            key, score, version, body = reply[i : i + 4]
+            if not version or not body:
+                raise StorageError(
+                    f"record {key!r} in {namespace!r}/{session_id!r} is listed but its body or version is missing "
+                    "(keys edited outside windowkeeper?)",
+                )
+            out.append(make_record(key, score, version, body))
+        return out
+
+    async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
+        check_session(namespace, session_id)
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return []
+        body_k, ver_k, order_k, _ = self._session_keys(namespace, session_id)
+
+        async def op() -> list[Any]:
+            async with self._redis().pipeline(transaction=True) as pipe:
+                pipe.hmget(body_k, wanted)
+                pipe.hmget(ver_k, wanted)
+                for key in wanted:
+                    pipe.zscore(order_k, key)
+                result: list[Any] = await pipe.execute()
+                return result
+
+        reply = await self._do(op)
+        bodies, versions, seqs = reply[0], reply[1], reply[2:]
+        found = [
+            make_record(key, seq, version, body)
+            for key, body, version, seq in zip(wanted, bodies, versions, seqs, strict=True)
+            if body is not None and version is not None and seq is not None
+        ]
+        return sorted(found, key=lambda r: r.seq)
 
     async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
         check_session(namespace, session_id)

@@ -311,6 +311,42 @@ class SQLiteStore(SessionStore):
         )
         return [make_record(k, s, v, b) for k, s, v, b in rows]
 
+    async def list_records_since(self, namespace: str, session_id: str, seq: int) -> list[Record]:
+        check_session(namespace, session_id)
+        records = self._t["records"]
+        rows = await self._run(
+            lambda c: c.execute(
+                f"SELECT key, seq, version, body FROM {records} WHERE namespace = ? AND session_id = ? AND seq >= ? "
+                "ORDER BY seq",
+                (namespace, session_id, int(seq)),
+            ).fetchall(),
+        )
+        return [make_record(k, s, v, b) for k, s, v, b in rows]
+
+    async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
+        check_session(namespace, session_id)
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return []
+        records = self._t["records"]
+
+        def op(conn: sqlite3.Connection) -> list[Any]:
+            rows: list[Any] = []
+            for start in range(0, len(wanted), 500):  # stay under SQLite's bound-parameter limit
+                chunk = wanted[start : start + 500]
+                marks = ", ".join("?" * len(chunk))
+                rows.extend(
+                    conn.execute(
+                        f"SELECT key, seq, version, body FROM {records} WHERE namespace = ? AND session_id = ? "
+                        f"AND key IN ({marks})",
+                        (namespace, session_id, *chunk),
+                    ).fetchall()
+                )
+            return rows
+
+        rows = await self._run(op)
+        return sorted((make_record(k, s, v, b) for k, s, v, b in rows), key=lambda r: r.seq)
+
     async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
         check_session(namespace, session_id)
         records = self._t["records"]
