@@ -18,8 +18,8 @@ from windowkeeper.memory import (
     StructuredSummary,
     make_gist,
 )
+from windowkeeper.memory.structured import parse_structured_json, summarize_structured
 from windowkeeper.messages import Message
-from windowkeeper.summarize.structured import parse_structured_json, summarize_structured
 
 from .conftest import event
 

@@ -4,13 +4,13 @@ See `BaseMemory` for the behaviour; `InMemoryMemory`, `SQLiteMemory`, `PostgresM
 to a storage backend.
 """
 
-from ..summarize.structured import StructuredLLMSummarizer, StructuredSummary, TimeRange
 from .backends import InMemoryMemory, PostgresMemory, RedisMemory, SQLiteMemory
 from .base import BaseMemory, EventDict, EventList
 from .compaction import COMPACTED_PREFIX, make_gist
 from .config import DEFAULT_THRESHOLDS, Thresholds, resolve_thresholds
 from .events import COMPACTION_KEY, SUMMARY_MARK
 from .report import ContextReport
+from .structured import StructuredLLMSummarizer, StructuredSummary, TimeRange
 
 IMemoryEvent = EventDict
 """The reference's name for an event dict."""

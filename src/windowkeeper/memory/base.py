@@ -26,13 +26,13 @@ from typing import Any, Generic, TypeVar, cast
 from ..errors import ConfigurationError, StorageError
 from ..messages import Message
 from ..storage import ConflictError, InMemoryStore, Record, RecordUpdate, SessionStore
-from ..summarize.structured import StructuredSummary, as_structured_summarizer, coerce_summary, fit_summary
 from ..tokens import TokenCounter, default_counter
 from ..units import group_units
 from .compaction import compact_in_place, decompress_in_place, is_compacted
 from .config import Thresholds, resolve_thresholds
 from .events import SUMMARY_MARK, event_to_message, normalize_event, original_event
 from .report import ContextReport
+from .structured import StructuredSummary, as_structured_summarizer, coerce_summary, fit_summary
 
 logger = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from ..blocks import (
 )
 from ..errors import FormatError
 from ..messages import ROLES, Message
-from ..summarize.structured import event_tool_calls
+from .structured import event_tool_calls
 
 COMPACTION_KEY = "__compaction__"
 SUMMARY_MARK = "__summarized_by__"

@@ -2,7 +2,7 @@
 
 `Summarizer` is the protocol context managers call; `LLMSummarizer` asks a model, `ExtractiveSummarizer` works
 offline and deterministically, `as_summarizer` adapts user objects and functions, and `get_summarizer` picks one
-from a name. The memory layer's structured summaries live in `windowkeeper.summarize.structured`.
+from a name. The memory layer's structured summaries live in `windowkeeper.memory.structured`.
 """
 
 from .base import CallableSummarizer, MethodSummarizer, Summarizer, as_summarizer

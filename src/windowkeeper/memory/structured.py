@@ -28,6 +28,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from ..blocks import TextBlock, ToolCallBlock, ToolResultBlock
 from ..errors import ConfigurationError, ProviderError
 from ..messages import ROLES, Message
+from ..summarize.salience import DETECTORS
+from ..summarize.transcript import render_transcript
 
 Event = Mapping[str, Any]
 
@@ -174,10 +176,13 @@ def events_to_messages(events: Sequence[Event]) -> list[Message]:
 
 _CJK_STOPS = "\u3002\uff01\uff1f\uff1b"  # ideographic full stop, fullwidth ! ? ;
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[" + _CJK_STOPS + r"])|\n+")
+# One fact vocabulary: the extractive text summarizer's detectors (summarize/salience.py) decide what a decision,
+# an error and a quantity are; the structured summary only adds what its fields need on top (change verbs that
+# make a decision, Chinese forms).
 _DECISION = re.compile(
-    r"\b(?:decided|decide to|decision|we will|we'll|let's|going to|chose|choose|opted|switch(?:ed)? to|"
-    r"instead of|increas(?:e|ed|ing)|decreas(?:e|ed|ing)|reduc(?:e|ed|ing)|rais(?:e|ed)|lower(?:ed)?|"
-    r"add(?:ed)?\s+(?:a|an|the)?\s*\w+\s+(?:logic|check|retry|cache|index|limit|timeout|guard|lock)|"
+    DETECTORS["decision"].pattern
+    + r"|\b(?:we will|going to|opted|increas(?:e|ed|ing)|decreas(?:e|ed|ing)|reduc(?:e|ed|ing)|rais(?:e|ed)|"
+    r"lower(?:ed)?|add(?:ed)?\s+(?:a|an|the)?\s*\w+\s+(?:logic|check|retry|cache|index|limit|timeout|guard|lock)|"
     r"implement(?:ed)?|introduc(?:e|ed)|enabl(?:e|ed)|disabl(?:e|ed)|replac(?:e|ed)|migrat(?:e|ed)|"
     r"pinn?(?:ed)?|set\s+\S+\s+to|use\s+\w+\s+instead)\b"
     r"|\b(?:approach|plan|fix)\s*:"
@@ -201,15 +206,9 @@ _ERROR = re.compile(
 _PROGRESS = re.compile(r"\[\s*\d+%\]")
 _TOOL_LINE = "[tool call "
 _GREETING_WORDS = 3
-_UNITS = (
-    r"ms|milliseconds?|s|secs?|seconds?|minutes?|mins?|hours?|h|days?|KB|MB|GB|TB|KiB|MiB|GiB|%|percent|users?|"
-    r"requests?|connections?|conns?|rps|qps|tokens?|rows?|records?|items?|workers?|threads?|retries|replicas?|"
-    r"nodes?|cores?|x"
-)
 _MEASURE = re.compile(
-    r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:(?:" + _UNITS + r")\b|"
-    r"(?:毫秒|秒|分钟|小时|天|个用户|用户|个请求|次|个连接|连接|行|条|%))",
-    re.IGNORECASE,
+    DETECTORS["quantity"].pattern
+    + r"|(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:毫秒|秒|分钟|小时|天|个用户|用户|个请求|次|个连接|连接|行|条|%)",
 )
 _ENVIRONMENT = re.compile(
     r"\b(production|staging|development|prod|dev|qa|sandbox)\b|(生产环境|测试环境|预发环境|开发环境)", re.IGNORECASE
@@ -523,8 +522,6 @@ class StructuredLLMSummarizer:
         self.max_result_chars = max_result_chars
 
     def _prompt(self, events: Sequence[Event], previous: Sequence[StructuredSummary]) -> str:
-        from . import render_transcript  # type: ignore[attr-defined]  # lazy: the package imports this module
-
         parts: list[str] = []
         if previous:
             folded = [p.model_dump(mode="json", exclude={"covered_ids", "supersedes", "id"}) for p in previous]
