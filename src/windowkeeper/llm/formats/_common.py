@@ -6,6 +6,7 @@ message index and the key path of the offending value instead of letting a ``Key
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -80,6 +81,67 @@ def messages_input(messages: Any, *, what: str) -> list[Any]:
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
         raise FormatError(f"{what} must be a list of messages, got {type(value).__name__}")
     return list(value)
+
+
+# -- stable message ids --------------------------------------------------------------------------------------
+
+STABLE_ID_PREFIX = "wkm_"
+"""Prefix of the ids the ``from_*`` converters derive; tells a derived id from one a provider supplied."""
+
+
+def canonical_json(obj: Any) -> str:
+    """``obj`` (a provider payload, SDK objects dumped) as compact JSON with sorted keys: equal payloads, equal text."""
+
+    def walk(value: Any) -> Any:
+        value = plain(value)
+        if isinstance(value, Mapping):
+            return {str(k): walk(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [walk(v) for v in value]
+        return value
+
+    return json.dumps(walk(obj), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
+def derived_id(payload: str, index: int, part: int, previous: str | None) -> str:
+    """The id of the ``part``-th message read from the provider message at ``index`` with canonical ``payload``.
+
+    The previous message's id is folded in, so equal content at different places (two "ok" replies) gets two
+    ids, while re-reading the same list always gives the same ones: the budget manager then recognizes the
+    history it planned on the previous call and a re-converted list keeps the prompt prefix as stable as kept
+    `Message` objects would.
+    """
+    raw = f"{index}\x1f{part}\x1f{previous or ''}\x1f{payload}"
+    return STABLE_ID_PREFIX + hashlib.blake2b(raw.encode("utf-8"), digest_size=12).hexdigest()
+
+
+class IdChain:
+    """Gives the messages read from a provider list deterministic ids, in list order.
+
+    A provider-supplied id (a Responses item id, a LangChain message id) is kept; several messages read from one
+    provider message get ``{id}#{part}`` after the first. Everything else is `derived_id` of the source payload.
+    """
+
+    def __init__(self) -> None:
+        self.previous: str | None = None
+
+    def assign(self, messages: Sequence[Message], source: Any, index: int, *, provided: str | None = None) -> None:
+        payload: str | None = None
+        for part, message in enumerate(messages):
+            if provided:
+                mid = provided if part == 0 else f"{provided}#{part}"
+            else:
+                if payload is None:
+                    payload = canonical_json(source)
+                mid = derived_id(payload, index, part, self.previous)
+            message.message_id = mid
+            self.previous = mid
+
+
+def provided_id(obj: Mapping[str, Any]) -> str | None:
+    """A non-empty string ``id`` a provider item carries, else None."""
+    value = obj.get("id")
+    return value if isinstance(value, str) and value else None
 
 
 # -- tool-call arguments ------------------------------------------------------------------------------------

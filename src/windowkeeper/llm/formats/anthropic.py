@@ -30,6 +30,7 @@ from ...blocks import (
 from ...errors import FormatError
 from ...messages import Message
 from ._common import (
+    IdChain,
     ReasoningMode,
     as_list,
     as_mapping,
@@ -281,7 +282,13 @@ def _parse_block(block: Any, *, index: int, key: str) -> ContentBlock:
 
 
 def anthropic_blocks_to_message(blocks: Any, role: str = "assistant", *, index: int = 0) -> Message:
-    """A response's ``content`` blocks (dicts or SDK objects) as one assistant message."""
+    """A response's ``content`` blocks (dicts or SDK objects) as one assistant message (id derived from them)."""
+    message = _blocks_to_message(blocks, role, index=index)
+    IdChain().assign([message], {"role": role, "content": blocks}, index)
+    return message
+
+
+def _blocks_to_message(blocks: Any, role: str, *, index: int) -> Message:
     if isinstance(blocks, str):
         content: list[ContentBlock] = [TextBlock(text=blocks)]
     else:
@@ -299,14 +306,20 @@ def anthropic_blocks_to_message(blocks: Any, role: str = "assistant", *, index: 
 
 def anthropic_message_to_messages(d: Any, index: int = 0) -> list[Message]:
     """One Anthropic message as ours: a user message holding tool results splits into one tool message per
-    result, followed by a user message with whatever else it held."""
+    result, followed by a user message with whatever else it held. Ids are derived from content and ``index``."""
+    out = _to_messages(d, index)
+    IdChain().assign(out, d, index)
+    return out
+
+
+def _to_messages(d: Any, index: int) -> list[Message]:
     msg = as_mapping(d, index=index, key="role", what="message")
     role = msg.get("role")
     if role is None:
         raise FormatError("missing required 'role'", index=index, key="role")
     if "content" not in msg:
         raise FormatError("missing required 'content'", index=index, key="content")
-    message = anthropic_blocks_to_message(msg["content"], str(role), index=index)
+    message = _blocks_to_message(msg["content"], str(role), index=index)
     if role != "user":
         return [message]
     results = message.tool_result_blocks()
@@ -334,13 +347,20 @@ def _parse_system(system: Any) -> str | None:
 
 def from_anthropic(system: Any, messages: Any) -> list[Message]:
     """``system`` (string or text blocks, or None) and Anthropic messages (a list, or one response message) as
-    ours; the system prompt becomes one leading system message. Error indexes refer to ``messages``."""
+    ours; the system prompt becomes one leading system message. Error indexes refer to ``messages``.
+
+    Ids are derived from content, position and the previous message's id, so converting the same input again
+    gives the same ids (see `IdChain`)."""
     out: list[Message] = []
+    chain = IdChain()
     text = _parse_system(system)
     if text is not None:
         out.append(Message.text_message(text, role="system"))
+        chain.assign(out, {"system": system}, -1)
     for i, d in enumerate(messages_input(messages, what="Anthropic messages")):
-        out.extend(anthropic_message_to_messages(d, i))
+        converted = _to_messages(d, i)
+        chain.assign(converted, d, i)
+        out.extend(converted)
     return out
 
 

@@ -35,6 +35,7 @@ from ...blocks import (
 from ...errors import FormatError
 from ...messages import Message
 from ._common import (
+    IdChain,
     ReasoningMode,
     as_list,
     as_mapping,
@@ -368,16 +369,25 @@ def gemini_content_to_messages(content: Any, index: int = 0, *, id_prefix: str =
     """One Gemini content (e.g. a reply's ``candidates[0].content``) as ours.
 
     Pass an ``id_prefix`` unique to the reply so ids synthesized for its calls cannot collide with earlier turns.
+    Message ids are derived from the content and ``index``.
     """
-    return _parse_contents_entry(content, index, _Pairing(), id_prefix)
+    out = _parse_contents_entry(content, index, _Pairing(), id_prefix)
+    IdChain().assign(out, content, index)
+    return out
 
 
 def from_gemini(system_instruction: Any, contents: Any, *, id_prefix: str = DEFAULT_ID_PREFIX) -> list[Message]:
-    """``system_instruction`` (content dict, string or None) and ``contents`` as our messages."""
+    """``system_instruction`` (content dict, string or None) and ``contents`` as our messages.
+
+    Ids are derived from content, position and the previous message's id, so converting the same input again
+    gives the same ids (see `IdChain`).
+    """
     out: list[Message] = []
+    chain = IdChain()
     if system_instruction is not None:
         if isinstance(system_instruction, str):
             out.append(Message.text_message(system_instruction, role="system"))
+            chain.assign(out, {"system_instruction": system_instruction}, -1)
         else:
             si = as_mapping(system_instruction, index=0, key="system_instruction", what="system_instruction")
             for j, part in enumerate(
@@ -389,10 +399,14 @@ def from_gemini(system_instruction: Any, contents: Any, *, id_prefix: str = DEFA
                     raise FormatError(
                         "system_instruction parts must be text", index=0, key=f"system_instruction.parts[{j}].text"
                     )
-                out.append(Message.text_message(text, role="system"))
+                system = Message.text_message(text, role="system")
+                chain.assign([system], {"system_instruction": text, "part": j}, -1)
+                out.append(system)
     pairing = _Pairing()
     for i, entry in enumerate(messages_input(contents, what="Gemini contents")):
-        out.extend(_parse_contents_entry(entry, i, pairing, id_prefix))
+        converted = _parse_contents_entry(entry, i, pairing, id_prefix)
+        chain.assign(converted, entry, i)
+        out.extend(converted)
     return out
 
 

@@ -29,6 +29,7 @@ from ...blocks import (
 from ...errors import FormatError, MissingDependencyError
 from ...messages import Message
 from ._common import (
+    IdChain,
     error_text,
     is_dropped,
     media_from_url,
@@ -224,11 +225,20 @@ def _parse_content(content: Any, *, index: int) -> list[ContentBlock]:
 
 
 def langchain_message_to_message(lc_message: Any, index: int = 0) -> Message:
-    """One LangChain message as ours."""
+    """One LangChain message as ours; its LangChain ``id`` is kept, else one is derived from content and index."""
+    message = _to_message(lc_message, index)
+    _assign(IdChain(), message, lc_message, index)
+    return message
+
+
+def _assign(chain: IdChain, message: Message, lc_message: Any, index: int) -> None:
+    lc_id = getattr(lc_message, "id", None)
+    chain.assign([message], lc_message, index, provided=lc_id if isinstance(lc_id, str) and lc_id else None)
+
+
+def _to_message(lc_message: Any, index: int) -> Message:
     lc = _lc()
     fields: dict[str, Any] = {}
-    if getattr(lc_message, "id", None):
-        fields["message_id"] = lc_message.id
     name = getattr(lc_message, "name", None)
     if isinstance(lc_message, lc.ToolMessage):
         output = lc_message.content
@@ -270,8 +280,18 @@ def langchain_message_to_message(lc_message: Any, index: int = 0) -> Message:
 
 
 def from_langchain(messages: Sequence[Any]) -> list[Message]:
-    """LangChain messages as ours, one for one."""
-    return [langchain_message_to_message(m, i) for i, m in enumerate(messages)]
+    """LangChain messages as ours, one for one.
+
+    LangChain ``id``s are kept; a message without one gets an id derived from its content, index and the previous
+    message's id, so converting the same list again gives the same ids.
+    """
+    chain = IdChain()
+    out: list[Message] = []
+    for i, lc_message in enumerate(messages):
+        message = _to_message(lc_message, i)
+        _assign(chain, message, lc_message, i)
+        out.append(message)
+    return out
 
 
 __all__ = ["from_langchain", "langchain_message_to_message", "to_langchain"]

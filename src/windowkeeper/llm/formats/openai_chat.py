@@ -28,6 +28,7 @@ from ...blocks import (
 from ...errors import FormatError
 from ...messages import Message
 from ._common import (
+    IdChain,
     arguments_for,
     as_list,
     as_mapping,
@@ -285,7 +286,16 @@ def _tool_output(d: Mapping[str, Any], *, index: int) -> str:
 
 
 def openai_chat_message_to_message(d: Any, index: int = 0) -> Message:
-    """One Chat Completions message (request dict, reply ``choices[i].message`` dict or SDK object) as ours."""
+    """One Chat Completions message (request dict, reply ``choices[i].message`` dict or SDK object) as ours.
+
+    Its id is derived from its content and ``index`` (the same input always gives the same id).
+    """
+    message = _to_message(d, index)
+    IdChain().assign([message], d, index)
+    return message
+
+
+def _to_message(d: Any, index: int) -> Message:
     msg = as_mapping(d, index=index, key="role", what="message")
     if "role" not in msg:
         raise FormatError("missing required 'role'", index=index, key="role")
@@ -327,9 +337,19 @@ def openai_chat_message_to_message(d: Any, index: int = 0) -> Message:
 
 
 def from_openai_chat(messages: Any) -> list[Message]:
-    """Chat Completions messages (a list, or one reply message) as our messages, one for one."""
+    """Chat Completions messages (a list, or one reply message) as our messages, one for one.
+
+    Ids are derived from each message's content, its index and the previous message's id, so converting the same
+    list again gives the same ids (see `IdChain`).
+    """
     items = messages_input(messages, what="OpenAI chat messages")
-    return [openai_chat_message_to_message(d, i) for i, d in enumerate(items)]
+    chain = IdChain()
+    out: list[Message] = []
+    for i, d in enumerate(items):
+        message = _to_message(d, i)
+        chain.assign([message], d, i)
+        out.append(message)
+    return out
 
 
 __all__ = ["from_openai_chat", "message_to_openai_chat", "openai_chat_message_to_message", "to_openai_chat"]

@@ -31,6 +31,7 @@ from ...blocks import (
 from ...errors import FormatError
 from ...messages import Message
 from ._common import (
+    IdChain,
     ReasoningMode,
     arguments_for,
     as_list,
@@ -47,6 +48,7 @@ from ._common import (
     messages_input,
     original_arguments,
     parse_args,
+    provided_id,
     require_str,
     resolve_data_block,
     split_file_data,
@@ -286,16 +288,28 @@ def from_responses_input(items: Any, instructions: str | None = None) -> list[Me
     """Responses ``input`` (item list or plain string) or a response's ``output`` items as our messages.
 
     ``instructions`` becomes a leading system message. Consecutive reasoning, assistant message and
-    function_call items form one assistant message.
+    function_call items form one assistant message. An item's own ``id`` (the first one, for a merged assistant
+    turn) becomes the message id; otherwise the id is derived from content, position and the previous message's
+    id, so converting the same input again gives the same ids (see `IdChain`).
     """
     out: list[Message] = []
+    chain = IdChain()
     if instructions is not None:
         out.append(Message.text_message(instructions, role="system"))
+        chain.assign(out, {"instructions": instructions}, -1)
     if isinstance(items, str):
-        out.append(Message.text_message(items, role="user"))
+        text = Message.text_message(items, role="user")
+        chain.assign([text], items, 0)
+        out.append(text)
         return out
     turn: list[ContentBlock] | None = None
+    turn_items: list[Mapping[str, Any]] = []
+    turn_index = 0
     arguments: dict[str, str] = {}
+
+    def add(message: Message, source: Any, index: int, provided: str | None) -> None:
+        chain.assign([message], source, index, provided=provided)
+        out.append(message)
 
     def close() -> None:
         nonlocal turn
@@ -309,8 +323,10 @@ def from_responses_input(items: Any, instructions: str | None = None) -> list[Me
                 if calls
                 else None
             )
-            out.append(Message(role="assistant", content=turn, tools_calls=native))
+            provided = next((pid for pid in map(provided_id, turn_items) if pid), None)
+            add(Message(role="assistant", content=turn, tools_calls=native), turn_items, turn_index, provided)
             turn = None
+            turn_items.clear()
             arguments.clear()
 
     for i, raw in enumerate(messages_input(items, what="Responses input items")):
@@ -319,6 +335,8 @@ def from_responses_input(items: Any, instructions: str | None = None) -> list[Me
         if kind in ("reasoning", "function_call") or (kind == "message" and item.get("role") == "assistant"):
             if turn is None:
                 turn = []
+                turn_index = i
+            turn_items.append(item)
             if kind == "reasoning":
                 turn.append(_parse_reasoning(item, index=i))
             elif kind == "function_call":
@@ -342,9 +360,8 @@ def from_responses_input(items: Any, instructions: str | None = None) -> list[Me
                 output = "".join(_texts(output, "output part", index=i, key="output"))
             if not isinstance(output, str):
                 raise FormatError("function_call_output 'output' must be a string", index=i, key="output")
-            out.append(
-                Message.tool_message([ToolResultBlock(call_id=require_str(item, "call_id", index=i), output=output)])
-            )
+            result = ToolResultBlock(call_id=require_str(item, "call_id", index=i), output=output)
+            add(Message.tool_message([result]), item, i, provided_id(item))
         elif kind == "message":
             role = item.get("role")
             if role not in ("user", "system", "developer"):
@@ -353,9 +370,8 @@ def from_responses_input(items: Any, instructions: str | None = None) -> list[Me
                 )
             metadata = {"openai_role": "developer"} if role == "developer" else {}
             api_role = "user" if role == "user" else "system"
-            out.append(
-                Message(role=api_role, content=_parse_message_content(item, api_role, index=i), metadata=metadata)
-            )
+            content = _parse_message_content(item, api_role, index=i)
+            add(Message(role=api_role, content=content, metadata=metadata), item, i, provided_id(item))
         else:
             raise FormatError(
                 f"unsupported item type {kind!r} (expected message, reasoning, function_call or function_call_output)",
