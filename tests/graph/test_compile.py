@@ -57,14 +57,19 @@ def test_entry_point_must_exist() -> None:
         graph.compile()
 
 
-def test_interrupt_on_unknown_node_and_without_checkpointer() -> None:
+def test_interrupt_on_unknown_node_and_interrupts_without_a_checkpointer() -> None:
     graph = StateGraph()
     graph.add_node("A", reply)
     graph.set_entry_point("A")
     with pytest.raises(GraphCompileError, match=r"interrupt on unknown node 'Z'"):
         graph.compile(checkpointer=InMemoryCheckpointer(), interrupt_before=["Z"])
-    with pytest.raises(GraphCompileError, match=r"need a checkpointer"):
-        graph.compile(interrupt_after=["A"])
+    # no checkpointer: the graph keeps its threads in memory, so an interrupt can be resumed
+    app = graph.compile(interrupt_before=["A"])
+    paused = app.invoke({"messages": [Message.text_message("go", message_id="u1")]}, {"thread_id": "t"})
+    assert paused["interrupted"] == "A" and [m.message_id for m in paused["messages"]] == ["u1"]
+    resumed = app.invoke(None, {"thread_id": "t"})
+    assert resumed["interrupted"] is None
+    assert [m.role for m in resumed["state"].context] == ["user", "assistant"]
 
 
 def test_node_parameter_the_graph_cannot_fill() -> None:

@@ -11,7 +11,6 @@ sync graphs and scripts, and refuse to run inside an event loop rather than bloc
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from abc import ABC, abstractmethod
@@ -21,6 +20,7 @@ from typing import Any, TypeVar, overload
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
+from .._bridge import run_sync
 from ..errors import ConfigurationError, StorageError
 from ..messages import Message
 from ..state import AgentState
@@ -85,13 +85,10 @@ class BaseCheckpointer(ABC):
     # -- sync twins -----------------------------------------------------------------------------------------
 
     def _sync(self, method: str, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(make())
-        raise RuntimeError(
-            f"{type(self).__name__}.{method.removeprefix('a')}() was called inside a running event loop; "
-            f"use `await checkpointer.{method}(...)` instead",
+        return run_sync(
+            make,
+            caller=f"{type(self).__name__}.{method.removeprefix('a')}()",
+            instead=f"await checkpointer.{method}(...)",
         )
 
     def put(self, thread_id: str, state: AgentState, new_messages: Sequence[Message] = ()) -> None:

@@ -5,7 +5,9 @@ walks the nodes, and at its end (or on an error, a stop or an interrupt) runs th
 persists the trimmed state together with the messages this run added, each exactly once and in order.
 
 Everything is implemented once, as an async generator of events; `ainvoke` drains it, `invoke`/`stream` drive it
-on a fresh event loop per call, and refuse to run inside a running loop (that would block it).
+on a fresh event loop per call, and refuse to run inside a running loop (that would block it). Synchronous node
+functions and routing conditions run in a worker thread (with the caller's context variables), so a slow one never
+stalls the loop: concurrent runs on other threads of conversation keep going while it works.
 """
 
 from __future__ import annotations
@@ -15,21 +17,19 @@ import inspect
 import logging
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Hashable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._bridge import refuse_in_loop, run_in_worker, run_sync
 from .._validate import check_positive_int
 from ..constants import END
 from ..errors import ConfigurationError, GraphError, RecursionLimitError
 from ..messages import Message, TokenUsages
 from ..state import AgentState, ExecutionStatus, add_messages
 from .injection import ParamPlan, Resolver, build_arguments
-from .runtime import RunContext
+from .runtime import CompiledNode, ConditionalEdge, ContextManagerLike, RunContext
 from .updates import adopt_state, apply_update, output_to_update
-
-if TYPE_CHECKING:
-    from .state_graph import CompiledNode, ConditionalEdge, StateGraph
 
 logger = logging.getLogger(__name__)
 
@@ -55,17 +55,6 @@ class GraphEvent(BaseModel):
     messages: list[Message] = Field(default_factory=list)
     state: AgentState | None = None
     result: dict[str, Any] | None = None
-
-
-def _no_running_loop(method: str, async_method: str) -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    raise RuntimeError(
-        f"CompiledGraph.{method}() was called from inside a running event loop; "
-        f"use `await graph.{async_method}(...)` in async code",
-    )
 
 
 def _total_usage(messages: list[Message]) -> TokenUsages:
@@ -104,7 +93,9 @@ class CompiledGraph:
     def __init__(
         self,
         *,
-        builder: StateGraph,
+        state_cls: type[AgentState],
+        state_template: AgentState | None,
+        context_manager: ContextManagerLike | None,
         nodes: dict[str, CompiledNode],
         edges: dict[str, str],
         conditions: dict[str, tuple[ConditionalEdge, tuple[ParamPlan, ...], bool]],
@@ -114,9 +105,9 @@ class CompiledGraph:
         interrupt_after: frozenset[str],
         resolver: Resolver,
     ) -> None:
-        self.builder = builder
-        self.state_cls = builder.state_cls
-        self.context_manager = builder.context_manager
+        self.state_cls = state_cls
+        self.state_template = state_template
+        self.context_manager = context_manager
         self.checkpointer = checkpointer
         self.nodes = nodes
         self.edges = edges
@@ -142,8 +133,11 @@ class CompiledGraph:
 
     def invoke(self, input: Mapping[str, Any] | None, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Synchronous `ainvoke`; raises RuntimeError inside a running event loop."""
-        _no_running_loop("invoke", "ainvoke")
-        return asyncio.run(self._on_private_loop(self.ainvoke(input, config)))
+        return run_sync(
+            lambda: self._on_private_loop(self.ainvoke(input, config)),
+            caller="CompiledGraph.invoke()",
+            instead="await graph.ainvoke(...)",
+        )
 
     async def astream(
         self,
@@ -168,7 +162,7 @@ class CompiledGraph:
         stream_mode: StreamMode = "events",
     ) -> Iterator[Any]:
         """Synchronous `astream`; raises RuntimeError inside a running event loop."""
-        _no_running_loop("stream", "astream")
+        refuse_in_loop("CompiledGraph.stream()", "async for event in graph.astream(...)")
         agen = cast(AsyncGenerator[Any, None], self.astream(input, config, stream_mode))
 
         async def _next() -> Any:
@@ -188,16 +182,17 @@ class CompiledGraph:
                 runner.run(self._release_loop_resources())
 
     async def aget_state(self, config: Mapping[str, Any]) -> AgentState | None:
-        """The stored state of ``config['thread_id']`` (None without a checkpointer or for a new thread)."""
-        if self.checkpointer is None:
-            return None
+        """The stored state of ``config['thread_id']`` (None for a thread that has never run)."""
         cfg = _RunConfig(config)
         state: AgentState | None = await self.checkpointer.aget_state(cfg.thread_id, self.state_cls)
         return state
 
     def get_state(self, config: Mapping[str, Any]) -> AgentState | None:
-        _no_running_loop("get_state", "aget_state")
-        return asyncio.run(self._on_private_loop(self.aget_state(config)))
+        return run_sync(
+            lambda: self._on_private_loop(self.aget_state(config)),
+            caller="CompiledGraph.get_state()",
+            instead="await graph.aget_state(...)",
+        )
 
     def stop(self, config: Mapping[str, Any]) -> bool:
         """Ask the run on ``config['thread_id']`` to stop after its current node; False when none is running."""
@@ -242,13 +237,12 @@ class CompiledGraph:
         return entry[1]
 
     async def _load(self, thread_id: str) -> AgentState:
-        if self.checkpointer is not None:
-            stored = await self.checkpointer.aget_state(thread_id, self.state_cls)
-            if stored is not None:
-                if not isinstance(stored, self.state_cls):
-                    stored = self.state_cls.model_validate(stored.model_dump())
-                return stored
-        template = self.builder.state_template
+        stored = await self.checkpointer.aget_state(thread_id, self.state_cls)
+        if stored is not None:
+            if not isinstance(stored, self.state_cls):
+                stored = self.state_cls.model_validate(stored.model_dump())
+            return stored
+        template = self.state_template
         if template is not None:
             return template.model_copy(deep=True)
         return self.state_cls()
@@ -281,9 +275,18 @@ class CompiledGraph:
         state.context = add_messages(state.context, messages)
         return [m for m in state.context if m.message_id not in before]
 
-    async def _call(self, fn: Any, plans: tuple[ParamPlan, ...], state: AgentState, cfg: _RunConfig) -> Any:
+    async def _call(
+        self,
+        fn: Any,
+        plans: tuple[ParamPlan, ...],
+        state: AgentState,
+        cfg: _RunConfig,
+        *,
+        is_async: bool,
+    ) -> Any:
+        """Call a node function or condition: awaited when async, in a worker thread when sync."""
         args, kwargs = build_arguments(plans, state=state, config=cfg.data, resolver=self.resolver)
-        out = fn(*args, **kwargs)
+        out = fn(*args, **kwargs) if is_async else await run_in_worker(fn, *args, **kwargs)
         if inspect.isawaitable(out):
             out = await out
         return out
@@ -300,7 +303,7 @@ class CompiledGraph:
             )
             output = await node.component.arun_node(state, run)
         else:
-            output = await self._call(node.action, node.plans, state, cfg)
+            output = await self._call(node.action, node.plans, state, cfg, is_async=node.is_async)
         update = output_to_update(output, node=name)
         if isinstance(update, AgentState):
             return adopt_state(state, update, node=name)
@@ -312,8 +315,8 @@ class CompiledGraph:
         condition = self.conditions.get(name)
         if condition is None:
             return self.edges.get(name, END)
-        edge, plans, _ = condition
-        value = await self._call(edge.condition, plans, state, cfg)
+        edge, plans, is_async = condition
+        value = await self._call(edge.condition, plans, state, cfg, is_async=is_async)
         path_map: dict[Hashable, str] | None = edge.path_map
         if path_map is not None:
             try:
@@ -344,8 +347,7 @@ class CompiledGraph:
             except Exception:
                 logger.exception("thread %s: the context manager failed while persisting; storing untrimmed", thread_id)
         state.execution_meta.thread_id = thread_id
-        if self.checkpointer is not None:
-            await self.checkpointer.aput(thread_id, state, list(new_messages))
+        await self.checkpointer.aput(thread_id, state, list(new_messages))
         return state
 
     def _result(

@@ -1,17 +1,22 @@
-"""What a running node can see of its graph, and the protocol built-in nodes (Agent, ToolNode) implement.
+"""What a running node can see of its graph, the protocol built-in nodes (Agent, ToolNode) implement, and the
+compiled forms of nodes and edges that the builder (`StateGraph`) hands to the runner (`CompiledGraph`).
 
 Plain functions are called through their compiled parameter plan; built-in nodes instead get a `RunContext`, so
-they can reach the graph's context manager and resolver without a global registry.
+they can reach the graph's context manager and resolver without a global registry. The compiled forms live here,
+below both the builder and the runner, so neither of those two modules needs the other's.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ..state import AgentState
-    from .injection import Resolver
+    from .injection import ParamPlan, Resolver
 
 
 @runtime_checkable
@@ -41,4 +46,46 @@ class GraphComponent(Protocol):
     def check_graph(self, resolver: Resolver, *, owner: str, state_cls: type[AgentState]) -> None: ...
 
 
-__all__ = ["ContextManagerLike", "GraphComponent", "RunContext"]
+NodeAction = Callable[..., Any] | GraphComponent
+
+
+def is_async_callable(fn: object) -> bool:
+    """Whether calling ``fn`` returns a coroutine: an ``async def``, a partial of one, or an object whose
+    ``__call__`` is one. Everything else is run in a worker thread by the graph."""
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    if inspect.iscoroutinefunction(target):
+        return True
+    call = getattr(target, "__call__", None)  # noqa: B004 - callable objects with an async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+@dataclass(frozen=True)
+class ConditionalEdge:
+    """A routing function and, optionally, the map from its return values to node names."""
+
+    condition: Callable[..., Any]
+    path_map: dict[Hashable, str] | None
+
+
+@dataclass(frozen=True)
+class CompiledNode:
+    """A node ready to run: either a built-in component or a function with its parameter plan."""
+
+    name: str
+    action: NodeAction
+    plans: tuple[ParamPlan, ...]
+    is_async: bool
+    component: GraphComponent | None
+
+
+__all__ = [
+    "CompiledNode",
+    "ConditionalEdge",
+    "ContextManagerLike",
+    "GraphComponent",
+    "NodeAction",
+    "RunContext",
+    "is_async_callable",
+]

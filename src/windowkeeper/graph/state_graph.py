@@ -6,47 +6,23 @@ interrupt on an unknown node) are reported at compile time with the node names, 
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..constants import END, START
 from ..errors import ConfigurationError, GraphCompileError
 from ..state import AgentState
+from .checkpointer import InMemoryCheckpointer
+from .compiled import CompiledGraph
 from .injection import ParamPlan, Resolver, check_injectable, plan_call
-from .runtime import ContextManagerLike, GraphComponent
-
-if TYPE_CHECKING:
-    from .compiled import CompiledGraph
-
-NodeAction = Callable[..., Any] | GraphComponent
-
-
-@dataclass(frozen=True)
-class ConditionalEdge:
-    """A routing function and, optionally, the map from its return values to node names."""
-
-    condition: Callable[..., Any]
-    path_map: dict[Hashable, str] | None
-
-
-@dataclass(frozen=True)
-class CompiledNode:
-    """A node ready to run: either a built-in component or a function with its parameter plan."""
-
-    name: str
-    action: NodeAction
-    plans: tuple[ParamPlan, ...]
-    is_async: bool
-    component: GraphComponent | None
-
-
-def _is_async_callable(fn: Callable[..., Any]) -> bool:
-    if inspect.iscoroutinefunction(fn):
-        return True
-    call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects with an async __call__
-    return call is not None and inspect.iscoroutinefunction(call)
+from .runtime import (
+    CompiledNode,
+    ConditionalEdge,
+    ContextManagerLike,
+    GraphComponent,
+    NodeAction,
+    is_async_callable,
+)
 
 
 class StateGraph:
@@ -213,17 +189,18 @@ class StateGraph:
         interrupt_before: Sequence[str] | None = None,
         interrupt_after: Sequence[str] | None = None,
     ) -> CompiledGraph:
-        """Check the definition and return a runnable `CompiledGraph`."""
-        from .compiled import CompiledGraph
+        """Check the definition and return a runnable `CompiledGraph`.
 
+        Without a ``checkpointer`` the graph keeps its threads in memory (an `InMemoryCheckpointer` of its own),
+        as the reference's ``compile()`` does: calls with the same ``thread_id`` continue one conversation, so
+        token triggers and summaries work across turns. Pass a durable checkpointer (SQLite, PostgreSQL, Redis)
+        for threads that outlive the process; a ``thread_id`` behaves the same with every one of them.
+        """
         before = list(interrupt_before or [])
         after = list(interrupt_after or [])
         self._check_structure([*before, *after])
-        if (before or after) and checkpointer is None:
-            raise GraphCompileError(
-                f"interrupts on {sorted({*before, *after})} need a checkpointer to resume from; "
-                "pass compile(checkpointer=InMemoryCheckpointer())",
-            )
+        if checkpointer is None:
+            checkpointer = InMemoryCheckpointer()
         resolver = Resolver([self.context_manager, checkpointer, self])
         compiled_nodes: dict[str, CompiledNode] = {}
         for name, action in self.nodes.items():
@@ -231,13 +208,15 @@ class StateGraph:
                 compiled_nodes[name] = CompiledNode(name, action, (), True, action)
             else:
                 plans = plan_call(action, owner=f"node {name!r}")
-                compiled_nodes[name] = CompiledNode(name, action, tuple(plans), _is_async_callable(action), None)
+                compiled_nodes[name] = CompiledNode(name, action, tuple(plans), is_async_callable(action), None)
         conditions: dict[str, tuple[ConditionalEdge, tuple[ParamPlan, ...], bool]] = {}
         for source, edge in self.conditional.items():
             plans = plan_call(edge.condition, owner=f"condition of {source!r}")
-            conditions[source] = (edge, tuple(plans), _is_async_callable(edge.condition))
+            conditions[source] = (edge, tuple(plans), is_async_callable(edge.condition))
         compiled = CompiledGraph(
-            builder=self,
+            state_cls=self.state_cls,
+            state_template=self.state_template,
+            context_manager=self.context_manager,
             nodes=compiled_nodes,
             edges=dict(self.edges),
             conditions=conditions,

@@ -8,8 +8,6 @@ the error text. A provider therefore never sees an unanswered call, and the mode
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -18,12 +16,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .._bridge import run_in_worker
 from ..blocks import ToolCallBlock, ToolResultBlock
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..state import AgentState, ToolResult
 from .injection import ParamPlan, Resolver, build_arguments, check_injectable, plan_call
-from .runtime import RunContext
+from .runtime import RunContext, is_async_callable
 from .tool_schema import ToolSignature, tool_signature
 
 logger = logging.getLogger(__name__)
@@ -37,16 +36,6 @@ class _Tool:
     signature: ToolSignature
     plans: tuple[ParamPlan, ...]
     is_async: bool
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    target: Any = fn
-    while isinstance(target, functools.partial):
-        target = target.func
-    if inspect.iscoroutinefunction(target):
-        return True
-    call = getattr(target, "__call__", None)  # noqa: B004 - callable objects with an async __call__
-    return call is not None and inspect.iscoroutinefunction(call)
 
 
 def _jsonable(value: Any) -> Any:
@@ -72,9 +61,10 @@ def _validation_text(exc: ValidationError) -> str:
 class ToolNode:
     """A graph node that runs the model's tool calls; its `tool_specs` are what an `Agent` advertises.
 
-    Parallel calls run concurrently (``asyncio.gather``); sync tools run in a worker thread so a slow tool does not
-    stall the event loop. A tool may take ``state``, ``config`` and ``tool_call_id`` parameters (filled by the
-    runtime, hidden from the model) and ``Inject[...]`` defaults resolved against the graph it runs in.
+    Parallel calls run concurrently (``asyncio.gather``); sync tools run in a worker thread (with the caller's
+    context variables) so a slow tool does not stall the event loop. A tool may take ``state``, ``config`` and
+    ``tool_call_id`` parameters (filled by the runtime, hidden from the model) and ``Inject[...]`` defaults
+    resolved against the graph it runs in.
     """
 
     def __init__(self, tools: Sequence[Callable[..., Any]]) -> None:
@@ -90,7 +80,7 @@ class ToolNode:
             sig = tool_signature(fn, skip=skip)
             if sig.name in self._tools:
                 raise ConfigurationError(f"ToolNode: two tools are named {sig.name!r}; tool names must be unique")
-            self._tools[sig.name] = _Tool(fn=fn, signature=sig, plans=tuple(plans), is_async=_is_async(fn))
+            self._tools[sig.name] = _Tool(fn=fn, signature=sig, plans=tuple(plans), is_async=is_async_callable(fn))
 
     @property
     def tool_names(self) -> list[str]:
@@ -167,7 +157,7 @@ class ToolNode:
             if tool.is_async:
                 result = await tool.fn(*args, **kwargs)
             else:
-                result = await asyncio.to_thread(tool.fn, *args, **kwargs)
+                result = await run_in_worker(tool.fn, *args, **kwargs)
         except Exception as exc:  # a tool failure is an answer for the model, not a crash of the graph
             logger.warning("tool %r (call %s) raised %s: %s", call.name, call.id, type(exc).__name__, exc)
             return self._error(call, f"{type(exc).__name__}: {exc}"), {}

@@ -7,13 +7,13 @@ and refuses to run inside an event loop (blocking a loop from within would deadl
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .._bridge import run_sync
 from ..blocks import ContentBlock, ReasoningBlock, TextBlock, ToolCallBlock
 from ..errors import ConfigurationError
 from ..messages import Message, TokenUsages
@@ -90,13 +90,7 @@ def complete(client: LLMClient, request: LLMRequest) -> LLMResponse:
     Raises RuntimeError when called from inside a running event loop, because the only ways to block there
     would stall the loop; async callers must ``await client.acomplete(request)`` instead.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(client.acomplete(request))
-    raise RuntimeError(
-        "complete() was called inside a running event loop; use `await client.acomplete(request)` instead",
-    )
+    return run_sync(lambda: client.acomplete(request), caller="complete()", instead="await client.acomplete(request)")
 
 
 def tool_calls_dicts(calls: Sequence[ToolCallBlock]) -> list[dict[str, Any]] | None:

@@ -14,9 +14,9 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._bridge import LoopThread
 from ..errors import MissingDependencyError, StorageError
 from ..messages import Message
-from ._loop import LoopThread
 from .base import (
     ConflictError,
     Record,

@@ -16,9 +16,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from .._bridge import LoopThread
 from ..errors import MissingDependencyError, StorageError
 from ..messages import Message
-from ._loop import LoopThread
 from .base import (
     Record,
     RecordUpdate,

@@ -1,0 +1,169 @@
+"""The one place where synchronous and asynchronous code meet.
+
+Logic is written once, as coroutines; three crossings connect it to code on the other side:
+
+- `run_sync`: a synchronous API (``graph.invoke``, ``manager.trim_context``, ``checkpointer.get_state``) runs its
+  coroutine to completion on a fresh loop, and refuses, with an error naming the async method to await, when it is
+  called from inside a running loop: blocking there would stall every other task on that loop, and nesting loops is
+  not possible.
+- `run_in_worker`: user code that is synchronous (a node function, a tool, a summarizer) runs in a worker thread, so
+  the event loop keeps serving other threads of conversation while it works. The caller's context variables go
+  along (``contextvars.copy_context``), so injected dependencies and request-scoped values stay visible. With
+  ``daemon=True`` the thread is a daemon of its own: a call that never returns can be abandoned by a timeout
+  without keeping the interpreter (or ``asyncio.run``'s executor shutdown) waiting for it.
+- `LoopThread`: a private loop in a daemon thread for async drivers (psycopg, redis.asyncio) whose connections are
+  tied to the loop that opened them, so one store can serve any number of caller loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import contextvars
+import functools
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def in_running_loop() -> bool:
+    """Whether the calling thread is currently running an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def refuse_in_loop(caller: str, instead: str) -> None:
+    """Raise `RuntimeError` when a blocking ``caller`` is used inside a running loop; ``instead`` is what to await."""
+    if in_running_loop():
+        raise RuntimeError(
+            f"{caller} was called from inside a running event loop, where blocking would stall it; "
+            f"use `{instead}` instead",
+        )
+
+
+def run_sync(work: Callable[[], Coroutine[Any, Any, T]], *, caller: str, instead: str) -> T:
+    """Run the coroutine ``work()`` to completion from synchronous code.
+
+    ``work`` is a factory rather than a coroutine so that nothing is created (and left un-awaited) when the call
+    is refused. ``caller`` names the sync API (``"CompiledGraph.invoke()"``) and ``instead`` the awaitable
+    replacement (``"await graph.ainvoke(...)"``) in the error raised inside a running loop.
+    """
+    refuse_in_loop(caller, instead)
+    return asyncio.run(work())
+
+
+async def run_in_worker(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """``fn(*args, **kwargs)`` in a worker thread of the default executor, with the caller's context variables.
+
+    For user code that returns: the executor's threads are reused, so a call costs a thread hop, not a thread.
+    """
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    call = functools.partial(context.run, fn, *args, **kwargs)
+    return await loop.run_in_executor(None, call)
+
+
+async def run_in_daemon(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """``fn(*args, **kwargs)`` in a new daemon thread, with the caller's context variables.
+
+    For user code that may never return (a summarizer stuck on a socket): when the awaiting side gives up
+    (``asyncio.wait_for`` timing out, a cancelled task) the thread is abandoned, its eventual result dropped, and
+    neither the loop's shutdown nor the interpreter's exit waits for it.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not future.done():
+            outcome()
+
+    def main() -> None:
+        try:
+            value = context.run(fn, *args, **kwargs)
+        except BaseException as exc:  # handed to the awaiting side, which decides
+            error = exc
+            _call_soon(loop, settle, lambda: future.set_exception(error))
+        else:
+            _call_soon(loop, settle, lambda: future.set_result(value))
+
+    name = f"windowkeeper-worker-{getattr(fn, '__qualname__', type(fn).__name__)}"
+    threading.Thread(target=main, name=name, daemon=True).start()
+    return await future
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., None], *args: Any) -> None:
+    """Schedule ``fn`` on ``loop`` from another thread; a loop closed meanwhile means nobody waits any more."""
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(fn, *args)
+
+
+class LoopThread:
+    """A private event loop in a daemon thread; `run` awaits a coroutine on it from whatever loop the caller is in.
+
+    Starts lazily, on the first `run`; `stop` ends it and a later `run` starts a new one.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._guard = threading.Lock()
+
+    def _ensure(self) -> asyncio.AbstractEventLoop:
+        with self._guard:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def main() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                thread = threading.Thread(target=main, name=self._name, daemon=True)
+                thread.start()
+                ready.wait()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    @property
+    def started(self) -> bool:
+        return self._loop is not None
+
+    async def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        loop = self._ensure()
+        running = asyncio.get_running_loop()
+        if running is loop:
+            return await coro
+        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(coro, loop)
+        return await asyncio.wrap_future(future)
+
+    def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Block until ``coro`` finished on the owned loop (for shutdown paths outside any loop)."""
+        loop = self._ensure()
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    def stop(self) -> None:
+        """Stop the loop and join the thread; later `run` calls start a new one."""
+        with self._guard:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        if thread is threading.current_thread():
+            loop.call_soon(loop.stop)
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()
+
+
+__all__ = ["LoopThread", "in_running_loop", "refuse_in_loop", "run_in_daemon", "run_in_worker", "run_sync"]
