@@ -3,17 +3,29 @@
 Every block carries a literal ``type`` so that one discriminated union (`ContentBlock`) validates any stored or
 received history and rejects an unknown block type with an error that names it. Blocks are frozen values: a
 change to a message's content is made by replacing blocks, which keeps cached token counts honest.
+
+Every text field goes through `windowkeeper.boundary.clean_text` and every free-form JSON field (tool arguments,
+tool output) through `clean_json`, so a lone surrogate is replaced by U+FFFD here, once, for every caller.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
+
+from .boundary import clean_json, clean_text
+
+Text = Annotated[str, AfterValidator(clean_text)]
+"""A string with lone surrogates replaced (see `windowkeeper.boundary`)."""
+
+
+_CONFIG = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
+"""NaN and Infinity are written as JSON constants, never silently as ``null``: stores then refuse them loudly."""
 
 
 class _Block(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _CONFIG
 
 
 class MediaRef(BaseModel):
@@ -22,16 +34,16 @@ class MediaRef(BaseModel):
     The optional size fields let token counters estimate media cost without decoding anything.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _CONFIG
 
     kind: Literal["url", "file_id", "data"] = "url"
-    url: str | None = None
-    file_id: str | None = None
-    data_base64: str | None = None
-    mime_type: str | None = None
+    url: Text | None = None
+    file_id: Text | None = None
+    data_base64: Text | None = None
+    mime_type: Text | None = None
     size_bytes: int | None = None
-    filename: str | None = None
-    sha256: str | None = None
+    filename: Text | None = None
+    sha256: Text | None = None
     width: int | None = None
     height: int | None = None
     duration_ms: int | None = None
@@ -41,32 +53,32 @@ class MediaRef(BaseModel):
 class AnnotationRef(BaseModel):
     """A citation or reference attached to text (search results, file citations)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = _CONFIG
 
-    url: str | None = None
-    file_id: str | None = None
+    url: Text | None = None
+    file_id: Text | None = None
     page: int | None = None
     index: int | None = None
-    title: str | None = None
+    title: Text | None = None
 
 
 class TextBlock(_Block):
     type: Literal["text"] = "text"
-    text: str
+    text: Text
     annotations: list[AnnotationRef] = Field(default_factory=list)
 
 
 class ImageBlock(_Block):
     type: Literal["image"] = "image"
     media: MediaRef
-    alt_text: str | None = None
+    alt_text: Text | None = None
     bbox: list[float] | None = None
 
 
 class AudioBlock(_Block):
     type: Literal["audio"] = "audio"
     media: MediaRef
-    transcript: str | None = None
+    transcript: Text | None = None
     sample_rate: int | None = None
     channels: int | None = None
 
@@ -80,15 +92,15 @@ class VideoBlock(_Block):
 class DocumentBlock(_Block):
     type: Literal["document"] = "document"
     media: MediaRef | None = None
-    text: str | None = None
+    text: Text | None = None
     pages: list[int] | None = None
-    excerpt: str | None = None
+    excerpt: Text | None = None
 
 
 class DataBlock(_Block):
     type: Literal["data"] = "data"
-    mime_type: str
-    data_base64: str | None = None
+    mime_type: Text
+    data_base64: Text | None = None
     media: MediaRef | None = None
 
 
@@ -96,20 +108,20 @@ class ToolCallBlock(_Block):
     """A tool invocation requested by the model; ``id`` pairs it with its `ToolResultBlock`."""
 
     type: Literal["tool_call"] = "tool_call"
-    id: str
-    name: str
-    args: dict[str, Any] = Field(default_factory=dict)
-    tool_type: str | None = None
+    id: Text
+    name: Text
+    args: Annotated[dict[str, Any], AfterValidator(clean_json)] = Field(default_factory=dict)
+    tool_type: Text | None = None
 
 
 class ToolResultBlock(_Block):
     """The output of one tool call; ``call_id`` equals the `ToolCallBlock.id` it answers."""
 
     type: Literal["tool_result"] = "tool_result"
-    call_id: str
-    output: JsonValue = None
+    call_id: Text
+    output: Annotated[JsonValue, AfterValidator(clean_json)] = None
     status: Literal["completed", "error"] = "completed"
-    name: str | None = None
+    name: Text | None = None
 
 
 class ReasoningBlock(_Block):
@@ -118,17 +130,17 @@ class ReasoningBlock(_Block):
     to accept the reasoning back in a later request."""
 
     type: Literal["reasoning"] = "reasoning"
-    text: str
-    summary: str | None = None
-    id: str | None = None
-    signature: str | None = None
+    text: Text
+    summary: Text | None = None
+    id: Text | None = None
+    signature: Text | None = None
 
 
 class ErrorBlock(_Block):
     type: Literal["error"] = "error"
-    error: str
-    tool_call_id: str | None = None
-    code: str | None = None
+    error: Text
+    tool_call_id: Text | None = None
+    code: Text | None = None
 
 
 class AnnotationBlock(_Block):

@@ -1,8 +1,16 @@
 """`Message` and `TokenUsages`: one conversation turn and what a provider billed for it.
 
 A message's `fingerprint()` is a hash of everything a model would see of it (role, content, tool calls,
-reasoning). It is memoized on the instance and reset whenever a field is assigned, so token counters can cache
-per ``(message_id, fingerprint)`` and re-counting a long history costs only the new or changed messages.
+reasoning). It is memoized on the instance and reset whenever a field is assigned *or the content list is edited
+in place* (``message.content[0] = TextBlock(...)``, ``append``, ``del``...), so token counters can cache per
+``(message_id, fingerprint)``, re-counting a long history costs only the new or changed messages, and an edited
+message is never counted at its old size. ``content`` is a `BlockList`: a ``list`` that validates what is put into
+it and tells the messages holding it that their fingerprint is stale. Blocks themselves are frozen; the dicts
+inside a tool call's ``args`` or a tool result's ``output`` are not tracked, so replace the block to change them.
+
+Text is sanitized at construction (lone surrogates become U+FFFD, see `windowkeeper.boundary`), so a message can
+always be hashed, stored and sent. Non-finite floats (NaN, Infinity) are serialized as the JSON constants rather
+than silently as ``null``, so a store can refuse them with an error instead of changing the data.
 """
 
 from __future__ import annotations
@@ -11,18 +19,28 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import Sequence
-from typing import Any, Literal
+import weakref
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Any, Literal, SupportsIndex, overload
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 
 from .blocks import (
+    MEDIA_BLOCK_TYPES,
+    AnnotationBlock,
     ContentBlock,
+    ErrorBlock,
     ReasoningBlock,
+    Text,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     tool_output_text,
+)
+from .boundary import clean_json
+
+_BLOCK_TYPES = (
+    TextBlock, ToolCallBlock, ToolResultBlock, ReasoningBlock, ErrorBlock, AnnotationBlock, *MEDIA_BLOCK_TYPES,
 )
 
 Role = Literal["user", "assistant", "system", "tool"]
@@ -32,7 +50,7 @@ ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 class TokenUsages(BaseModel):
     """Token accounting a provider reported for one model call."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", ser_json_inf_nan="constants")
 
     completion_tokens: int = 0
     prompt_tokens: int = 0
@@ -62,6 +80,119 @@ def _new_id() -> str:
 
 _FINGERPRINTED = frozenset({"role", "content", "tools_calls", "reasoning"})
 
+_BLOCK_ADAPTER: TypeAdapter[ContentBlock] = TypeAdapter(ContentBlock)
+
+
+def _as_block(item: Any) -> ContentBlock:
+    """A block put into a content list after construction is validated like one given to the constructor."""
+    if isinstance(item, _BLOCK_TYPES):
+        return item  # type: ignore[no-any-return]
+    return _BLOCK_ADAPTER.validate_python(item)
+
+
+class BlockList(list[ContentBlock]):
+    """A message's content: a ``list`` of blocks that reports in-place edits to the messages holding it.
+
+    Token counts are cached per ``(message_id, fingerprint)`` and the fingerprint is memoized, so an edit that
+    bypassed the message (``message.content.append(block)``) used to leave the old count in place: a view of
+    20,000 tokens was reported as 22. Every mutating method here clears the memoized fingerprint of each message
+    that holds this list (weakly referenced; copies made by ``model_copy`` share the list and register too), so
+    reading stays a dictionary lookup and only an edited message is hashed again.
+    """
+
+    __slots__ = ("_owners",)
+
+    def __init__(self, items: Iterable[ContentBlock] = ()) -> None:
+        super().__init__(items)
+        self._owners: list[weakref.ref[Message]] = []
+
+    def _own(self, message: Message) -> None:
+        owners = [ref for ref in self._owners if ref() is not None and ref() is not message]
+        owners.append(weakref.ref(message))
+        self._owners = owners
+
+    def _touch(self) -> None:
+        for ref in self._owners:
+            message = ref()
+            if message is not None:
+                private = message.__pydantic_private__
+                if private is not None:
+                    private["_fingerprint"] = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (BlockList, (list(self),))
+
+    def __copy__(self) -> BlockList:
+        return BlockList(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> BlockList:
+        import copy
+
+        return BlockList(copy.deepcopy(list(self), memo))
+
+    def append(self, item: ContentBlock) -> None:
+        super().append(_as_block(item))
+        self._touch()
+
+    def extend(self, items: Iterable[ContentBlock]) -> None:
+        super().extend([_as_block(item) for item in items])
+        self._touch()
+
+    def insert(self, index: SupportsIndex, item: ContentBlock) -> None:
+        super().insert(index, _as_block(item))
+        self._touch()
+
+    @overload
+    def __setitem__(self, index: SupportsIndex, item: ContentBlock) -> None: ...
+
+    @overload
+    def __setitem__(self, index: slice, item: Iterable[ContentBlock]) -> None: ...
+
+    def __setitem__(self, index: Any, item: Any) -> None:
+        if isinstance(index, slice):
+            super().__setitem__(index, [_as_block(block) for block in item])
+        else:
+            super().__setitem__(index, _as_block(item))
+        self._touch()
+
+    def __delitem__(self, index: SupportsIndex | slice) -> None:
+        super().__delitem__(index)
+        self._touch()
+
+    def __iadd__(self, items: Iterable[ContentBlock]) -> BlockList:  # type: ignore[override,misc]
+        self.extend(items)
+        return self
+
+    def __imul__(self, count: SupportsIndex) -> BlockList:
+        super().__imul__(count)
+        self._touch()
+        return self
+
+    def pop(self, index: SupportsIndex = -1) -> ContentBlock:
+        item = super().pop(index)
+        self._touch()
+        return item
+
+    def remove(self, item: ContentBlock) -> None:
+        super().remove(item)
+        self._touch()
+
+    def clear(self) -> None:
+        super().clear()
+        self._touch()
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        super().sort(*args, **kwargs)
+        self._touch()
+
+    def reverse(self) -> None:
+        super().reverse()
+        self._touch()
+
+
+def _to_block_list(blocks: list[ContentBlock]) -> BlockList:
+    return blocks if type(blocks) is BlockList else BlockList(blocks)
+
 
 class Message(BaseModel):
     """One turn of a conversation: a role and a list of typed content blocks.
@@ -70,25 +201,62 @@ class Message(BaseModel):
     Partial streaming chunks carry ``delta=True`` and are never stored by `add_messages`.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, ser_json_inf_nan="constants")
 
-    message_id: str | int = Field(default_factory=_new_id)
+    message_id: Text | int = Field(default_factory=_new_id)
     role: Role
-    content: list[ContentBlock] = Field(default_factory=list)
+    content: Annotated[list[ContentBlock], AfterValidator(_to_block_list)] = Field(default_factory=BlockList)
     delta: bool = False
-    tools_calls: list[dict[str, Any]] | None = None
-    reasoning: str | None = None
+    tools_calls: Annotated[list[dict[str, Any]] | None, AfterValidator(clean_json)] = None
+    reasoning: Text | None = None
     timestamp: float | None = Field(default_factory=time.time)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Annotated[dict[str, Any], AfterValidator(clean_json)] = Field(default_factory=dict)
     usages: TokenUsages | None = None
-    raw: dict[str, Any] | None = None
+    raw: Annotated[dict[str, Any] | None, AfterValidator(clean_json)] = None
 
     _fingerprint: str | None = PrivateAttr(default=None)
+
+    def model_post_init(self, context: Any, /) -> None:
+        self._adopt_content()
+
+    def _adopt_content(self) -> None:
+        """Make ``content`` a `BlockList` that knows this message holds it (paths that skip validation too)."""
+        content = self.__dict__.get("content")
+        if content is None:
+            return
+        if type(content) is not BlockList:
+            content = BlockList(content)
+            self.__dict__["content"] = content
+        content._own(self)
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
         if name in _FINGERPRINTED:
             self._fingerprint = None
+            if name == "content":
+                self._adopt_content()
+
+    def model_copy(self, *, update: Any = None, deep: bool = False) -> Message:
+        """A copy that shares (or, with ``deep``, copies) the content list and stays told about its edits."""
+        copy = super().model_copy(update=update, deep=deep)
+        copy._adopt_content()
+        if update and not _FINGERPRINTED.isdisjoint(update):
+            copy._fingerprint = None
+        return copy
+
+    def __copy__(self) -> Message:
+        copy = super().__copy__()
+        copy._adopt_content()
+        return copy
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Message:
+        copy = super().__deepcopy__(memo)
+        copy._adopt_content()
+        return copy
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        super().__setstate__(state)
+        self._adopt_content()
 
     # -- constructors -------------------------------------------------------------------------------------
 
@@ -177,7 +345,9 @@ class Message(BaseModel):
                 "z": self.reasoning,
             }
             raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-            fp = hashlib.blake2b(raw.encode("utf-8"), digest_size=16).hexdigest()
+            # constructors replace lone surrogates; "surrogatepass" keeps a value slipped in without validation
+            # (model_construct) hashable instead of crashing every counter that reads it
+            fp = hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
             self._fingerprint = fp
         return fp
 
@@ -189,4 +359,4 @@ class Message(BaseModel):
         return copy
 
 
-__all__ = ["ROLES", "Message", "Role", "TokenUsages"]
+__all__ = ["ROLES", "BlockList", "Message", "Role", "TokenUsages"]

@@ -7,6 +7,14 @@ one small async interface means a new backend is written once and proven once, b
 
 Everything is stored as JSON text produced here, so every backend returns byte-for-byte what another would, and
 corrupt rows surface as a `StorageError` that says which thread or key holds them instead of a bare decode error.
+
+The codec refuses at write time what it could not read back, with the same limits on both sides (see
+`windowkeeper.boundary`): a message nested more than `MAX_JSON_DEPTH` levels (a state snapshot or memory record
+more than `MAX_DOC_DEPTH`), and NaN or Infinity anywhere. Every backend, the checkpointer and the memory share one
+NaN policy: strict JSON, a `StorageError` naming the path of the bad number, nothing written. Storing a thread
+and then finding it unreadable (``get_messages()`` failing for every earlier message too) is therefore
+impossible. Lone surrogates never reach the codec from validated models; in raw documents they are replaced by
+U+FFFD like everywhere else.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
+from ..boundary import MAX_DOC_DEPTH, MAX_JSON_DEPTH, clean_text, json_depth, json_problem
 from ..errors import ConfigurationError, StorageError
 from ..messages import Message
 
@@ -279,12 +288,31 @@ def encode_message(thread_id: str, message: Message) -> str:
             f"thread {thread_id!r}: append_messages accepts Message objects, got {type(message).__name__}",
         )
     try:
-        return message.model_dump_json()
+        body = message.model_dump_json()
     except PydanticSerializationError as exc:
         raise StorageError(
             f"thread {thread_id!r}: message {message.message_id!r} is not JSON-serializable "
             f"(check metadata/raw for non-JSON values): {exc}",
         ) from exc
+    problem = _body_problem(body, MAX_JSON_DEPTH)
+    if problem is not None:
+        raise StorageError(f"thread {thread_id!r}: message {message.message_id!r} cannot be stored: {problem}")
+    return body
+
+
+def _body_problem(body: str, limit: int) -> str | None:
+    """What in an encoded message a read could not give back, checked cheaply first.
+
+    A body with at most ``limit`` brackets cannot nest deeper than ``limit``, and one without the words NaN or
+    Infinity cannot hold those constants, so only bodies that fail a quick count are parsed and walked.
+    """
+    if body.count("{") + body.count("[") <= limit and "NaN" not in body and "Infinity" not in body:
+        return None
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        return f"it nests more than {limit} levels deep (the limit every store can read back); flatten it"
+    return json_problem(value, limit=limit)
 
 
 def decode_message(thread_id: str, body: str | bytes, position: int) -> Message:
@@ -301,17 +329,36 @@ def encode_doc(doc: object, *, key: str, what: str = "record") -> str:
     if not isinstance(doc, dict):
         raise ConfigurationError(f"{what} {key!r}: the document must be a dict, got {type(doc).__name__}")
     try:
-        return json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
+        body = json.dumps(doc, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except RecursionError as exc:
+        raise StorageError(
+            f"{what} {key!r}: the document nests more than {MAX_DOC_DEPTH} levels deep "
+            "(the limit every store can read back); flatten it",
+        ) from exc
+    except ValueError as exc:
+        problem = json_problem(doc, limit=MAX_DOC_DEPTH) or str(exc)
+        raise StorageError(f"{what} {key!r}: the document is not strict JSON: {problem}") from exc
+    except TypeError as exc:
         raise StorageError(
             f"{what} {key!r}: the document is not strict JSON ({exc}); "
             "dump pydantic models with model_dump(mode='json') first",
         ) from exc
+    if (body.count("{") + body.count("[") > MAX_DOC_DEPTH
+            and json_depth(doc, limit=MAX_DOC_DEPTH) > MAX_DOC_DEPTH):
+        raise StorageError(
+            f"{what} {key!r}: the document nests more than {MAX_DOC_DEPTH} levels deep "
+            "(the limit every store can read back); flatten it",
+        )
+    # JSON syntax is ASCII, so a lone surrogate can only sit inside a string: replacing it here is the
+    # boundary rule of windowkeeper.boundary, applied to documents that did not come from a validated model
+    return clean_text(body)
 
 
 def decode_doc(body: str | bytes, *, key: str, what: str = "record") -> dict[str, Any]:
     try:
         value = json.loads(body)
+    except RecursionError as exc:
+        raise StorageError(f"{what} {key!r}: stored data nests too deep to decode") from exc
     except (TypeError, ValueError) as exc:
         raise StorageError(f"{what} {key!r}: stored data is not valid JSON: {exc}") from exc
     if not isinstance(value, dict):
