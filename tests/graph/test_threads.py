@@ -16,6 +16,7 @@ import pytest
 from injectq import Inject
 
 from windowkeeper import AgentState, Message
+from windowkeeper.blocks import ToolCallBlock
 from windowkeeper.context import MessageContextManager
 from windowkeeper.context.base import BaseContextManager
 from windowkeeper.graph import (
@@ -29,7 +30,6 @@ from windowkeeper.graph import (
     ToolNode,
 )
 from windowkeeper.graph.checkpointer import Checkpointer
-from windowkeeper.blocks import ToolCallBlock
 
 
 def _user(text: str, mid: str) -> Message:
