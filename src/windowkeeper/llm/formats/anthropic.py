@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 from ...blocks import (
     AudioBlock,
@@ -167,19 +167,52 @@ def _tool_results(message: Message, *, index: int, ids: _IdMap) -> list[dict[str
     return out
 
 
+MAX_CACHE_BREAKPOINTS = 4
+"""Anthropic rejects a request with more than four ``cache_control`` blocks."""
+CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+
+CacheBreakpoint = int | Literal["system"]
+"""Where `to_anthropic` puts a ``cache_control`` marker: ``"system"`` (the end of the system prompt) or the index
+of one of the input messages (its last markable block; negative indexes count from the end)."""
+
+
+@overload
 def to_anthropic(
-    messages: Sequence[Message], *, reasoning: ReasoningMode = "all"
-) -> tuple[str | None, list[dict[str, Any]]]:
+    messages: Sequence[Message], *, reasoning: ReasoningMode = "all", cache_breakpoints: None = None
+) -> tuple[str | None, list[dict[str, Any]]]: ...
+
+
+@overload
+def to_anthropic(
+    messages: Sequence[Message], *, reasoning: ReasoningMode = "all", cache_breakpoints: Sequence[CacheBreakpoint]
+) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]: ...
+
+
+def to_anthropic(
+    messages: Sequence[Message],
+    *,
+    reasoning: ReasoningMode = "all",
+    cache_breakpoints: Sequence[CacheBreakpoint] | None = None,
+) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
     """Our messages as ``(system, messages)`` for the Anthropic Messages API.
 
     ``reasoning="signed"`` keeps only thinking blocks that carry a signature (the API rejects unsigned ones);
     the default keeps every reasoning block so a stored transcript round-trips.
+
+    ``cache_breakpoints`` marks where the prompt cache should end (at most four, Anthropic's limit): ``"system"``
+    returns the system prompt as one text block carrying ``cache_control`` (the prefix tools + system is cached),
+    an index marks the last block written for that message (thinking blocks and empty text cannot carry a marker,
+    so the last block that can is used; a message with none gets no marker). Without breakpoints the system
+    prompt stays a plain string.
     """
     check_mode(reasoning)
+    marks = _check_breakpoints(cache_breakpoints, len(messages))
     system: list[str] = []
     out: list[dict[str, Any]] = []
     ids = _IdMap()
     tool_turn: list[dict[str, Any]] | None = None
+    written: dict[int, list[dict[str, Any]]] = {}
     for i, message in enumerate(messages):
         if message.role == "system":
             system.append(system_text(message, FORMAT, index=i))
@@ -190,10 +223,56 @@ def to_anthropic(
                 tool_turn = []
                 out.append({"role": "user", "content": tool_turn})
             tool_turn.extend(results)
+            written[i] = results
             continue
         tool_turn = None
-        out.append({"role": message.role, "content": _content(message, index=i, ids=ids, reasoning=reasoning)})
-    return (SYSTEM_SEPARATOR.join(system) if system else None), out
+        content = _content(message, index=i, ids=ids, reasoning=reasoning)
+        out.append({"role": message.role, "content": content})
+        written[i] = content
+    text = SYSTEM_SEPARATOR.join(system) if system else None
+    if cache_breakpoints is None:
+        return text, out
+    for index in sorted(m for m in marks if isinstance(m, int)):
+        block = next(
+            (b for b in reversed(written.get(index, [])) if b.get("type") not in _UNMARKABLE and _has_content(b)), None
+        )
+        if block is None:
+            logger.debug("message %d has no block that can carry cache_control; no breakpoint there", index)
+        else:
+            block["cache_control"] = dict(CACHE_CONTROL)
+    if "system" in marks and text:
+        return [{"type": "text", "text": text, "cache_control": dict(CACHE_CONTROL)}], out
+    return text, out
+
+
+def _has_content(block: Mapping[str, Any]) -> bool:
+    return block.get("type") != "text" or bool(block.get("text"))
+
+
+def _check_breakpoints(breakpoints: Sequence[CacheBreakpoint] | None, n: int) -> set[CacheBreakpoint]:
+    if breakpoints is None:
+        return set()
+    if isinstance(breakpoints, str | int):
+        raise FormatError(
+            f"cache_breakpoints must be a list such as ['system', -1], got {breakpoints!r}", key="cache_breakpoints"
+        )
+    marks: set[CacheBreakpoint] = set()
+    for k, mark in enumerate(breakpoints):
+        if mark == "system":
+            marks.add("system")
+        elif isinstance(mark, int) and not isinstance(mark, bool) and -n <= mark < n:
+            marks.add(mark % n)
+        else:
+            raise FormatError(
+                f"cache breakpoint {mark!r} is neither 'system' nor the index of one of the {n} messages",
+                key=f"cache_breakpoints[{k}]",
+            )
+    if len(marks) > MAX_CACHE_BREAKPOINTS:
+        raise FormatError(
+            f"{len(marks)} cache breakpoints requested; Anthropic allows at most {MAX_CACHE_BREAKPOINTS} per request",
+            key="cache_breakpoints",
+        )
+    return marks
 
 
 # -- Anthropic -> ours ----------------------------------------------------------------------------------------
@@ -365,6 +444,9 @@ def from_anthropic(system: Any, messages: Any) -> list[Message]:
 
 
 __all__ = [
+    "CACHE_CONTROL",
+    "MAX_CACHE_BREAKPOINTS",
+    "CacheBreakpoint",
     "anthropic_blocks_to_message",
     "anthropic_message_to_messages",
     "from_anthropic",
