@@ -22,12 +22,25 @@ import concurrent.futures
 import contextlib
 import contextvars
 import functools
+import inspect
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 T = TypeVar("T")
 P = ParamSpec("P")
+
+
+def is_async_callable(fn: object) -> bool:
+    """Whether calling ``fn`` returns a coroutine: an ``async def``, a partial of one, or an object whose
+    ``__call__`` is one. Everything else is treated as synchronous and run off the loop by its callers."""
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        target = target.func
+    if inspect.iscoroutinefunction(target):
+        return True
+    call = getattr(target, "__call__", None)  # noqa: B004 - callable objects with an async __call__
+    return call is not None and inspect.iscoroutinefunction(call)
 
 
 def in_running_loop() -> bool:
@@ -166,4 +179,12 @@ class LoopThread:
         loop.close()
 
 
-__all__ = ["LoopThread", "in_running_loop", "refuse_in_loop", "run_in_daemon", "run_in_worker", "run_sync"]
+__all__ = [
+    "LoopThread",
+    "in_running_loop",
+    "is_async_callable",
+    "refuse_in_loop",
+    "run_in_daemon",
+    "run_in_worker",
+    "run_sync",
+]

@@ -1,11 +1,12 @@
-"""Integer settings checks shared by every layer, so one setting is rejected the same way wherever it is passed.
+"""Settings checks shared by every layer, so one setting is rejected the same way wherever it is passed.
 
-``bool`` is an ``int`` subclass, and ``True`` slipping through as ``1`` hides a mistaken argument, so both checks
-reject it. The message names the setting and the value it got.
+``bool`` is an ``int`` subclass, and ``True`` slipping through as ``1`` hides a mistaken argument, so every check
+rejects it. The message names the setting and the value it got.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TypeGuard
 
 from .errors import ConfigurationError
@@ -30,4 +31,20 @@ def check_positive_int(name: str, value: object, *, hint: str = "") -> int:
     return value
 
 
-__all__ = ["check_int", "check_positive_int", "is_int"]
+def check_timeout(name: str, value: object) -> float:
+    """``value`` as seconds if it is a finite number > 0.
+
+    ``nan`` compares false with everything, so a naive ``> 0`` check lets it through and every wait then ends at
+    once; ``inf`` is no timeout at all. Both are rejected, like zero, negatives, bools and non-numbers.
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ConfigurationError(f"{name} must be a finite number of seconds > 0, got {value!r}")
+    return float(value)
+
+
+__all__ = ["check_int", "check_positive_int", "check_timeout", "is_int"]

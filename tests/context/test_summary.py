@@ -89,13 +89,14 @@ async def test_count_trigger_summarizes_older_messages_and_keeps_recent() -> Non
     assert mgr.last_metrics.tokens_saved > 0
 
 
-async def test_existing_summary_is_passed_on_and_appended_after_blank_line() -> None:
+async def test_new_summary_is_appended_after_blank_line_and_the_old_one_not_resent() -> None:
+    """Appending and folding in are never both done: the summarizer sees only the messages leaving the context."""
     rec = Recorder("NEW")
     mgr: SummaryContextManager[AgentState] = SummaryContextManager(summarizer=rec, max_messages=4, keep_recent=2)
     state = AgentState(context=conversation(3), context_summary="OLD")
     await mgr.atrim_context(state)
     assert state.context_summary == "OLD\n\nNEW"
-    assert rec.calls[0]["previous"] == "OLD"
+    assert rec.calls[0]["previous"] is None
     assert ids(state.context) == ["sys", "u2", "a2"]
 
 
@@ -272,7 +273,7 @@ def test_sync_and_async_give_identical_results() -> None:
     a = mgr.trim_context(AgentState(context=list(ctx), context_summary="S0"))
     b = asyncio.run(mgr.atrim_context(AgentState(context=list(ctx), context_summary="S0")))
     assert a.model_dump_json() == b.model_dump_json()
-    assert a.context_summary == "S0\n\n12 messages; before: S0"
+    assert a.context_summary == "S0\n\n12 messages; before: None"
     assert ids(a.context) == ["sys", "u6", "a6", "u7", "a7"]
 
 
@@ -353,13 +354,12 @@ def test_appended_summary_skips_lines_the_earlier_summary_already_holds() -> Non
 
     def summarize(messages, previous_summary):  # type: ignore[no-untyped-def]
         calls.append(previous_summary)
-        carried = previous_summary.splitlines() if previous_summary else []
-        return "\n".join([*carried, f"- batch {len(calls)}: {messages[0].text()}"])
+        return "\n".join(["- The user is Sam.", f"- batch {len(calls)}: {messages[0].text()}"])
 
     manager = SummaryContextManager(summarizer=summarize, max_messages=4, keep_recent=2)
     state = AgentState(context=[Message.text_message(f"q{i}", message_id=f"u{i}") for i in range(6)])
     state = manager.trim_context(state)
     state.context = [*state.context, *(Message.text_message(f"r{i}", message_id=f"v{i}") for i in range(4))]
     state = manager.trim_context(state)
-    assert calls[1] == "- batch 1: q0"
-    assert state.context_summary == "- batch 1: q0\n\n- batch 2: q4"
+    assert calls == [None, None]
+    assert state.context_summary == "- The user is Sam.\n- batch 1: q0\n\n- batch 2: q4"

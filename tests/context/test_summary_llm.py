@@ -99,7 +99,7 @@ async def test_responses_request_and_summary(server: FakeOpenAIServer) -> None:
     assert body["max_output_tokens"] == 123
     prompts = texts(body["input"])
     assert len(prompts) == 1
-    assert_prompt(prompts[0], "Earlier: Sam joined.")
+    assert_prompt(prompts[0], None)  # appended, so the earlier summary is not sent to be folded in
     assert state.context_summary == "Earlier: Sam joined.\n\nSam is a returning user; a lookup was run."
     assert [m.message_id for m in state.context] == ["s", "u1", "a1"]
     assert len(server.requests) == 1

@@ -5,21 +5,31 @@ point. That keeps every tool call with its results, and the kept part starts wit
 and Gemini require and which no manager may fake by inventing a message. So the kept part may hold more than
 ``keep_recent`` messages.
 
-Failure is never fatal: a summarizer that raises, times out or returns nothing leaves the state exactly as it was
-(logged as "Summarisation LLM call failed"), because a context that is too long is recoverable and a lost
-history is not.
+The running summary is bounded. Each new summary is appended (the documented behaviour), and the token trigger
+counts the summary along with the messages, since both are sent. Once the summary passes
+``max_running_summary_tokens`` it is condensed: the summarizer rewrites it (a re-summary with nothing new), and if
+that fails or does not bring it under the bound, its middle lines are cut with a marker. A summarizer that echoes
+or pads therefore cannot make the prompt grow without limit. The summarizer is never asked to fold the earlier
+summary into its answer while the manager also appends that answer (the earlier summary would be sent twice): on
+an append it sees only the messages leaving the context; the earlier summary goes in only when condensing, whose
+result replaces it.
+
+Failure is never fatal: every summarizer call goes through `windowkeeper.summarize.failsafe`, so one that raises,
+times out (sync ones too) or returns nothing leaves the state exactly as it was (logged as "Summarisation LLM call
+failed"), because a context that is too long is recoverable and a lost history is not.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from typing import Any
 
-from .._validate import check_positive_int
+from .._bridge import run_sync
+from .._validate import check_positive_int, check_timeout
 from ..errors import ConfigurationError
 from ..messages import Message
+from ..summarize.failsafe import FAILURE_LOG, call_summarizer
 from ._policy import remove_completed_tool_sequences, split_system, summary_cut
 from .base import BaseContextManager, S, adapt_summarizer
 from .message import check_non_negative_int
@@ -27,7 +37,13 @@ from .message import check_non_negative_int
 logger = logging.getLogger(__name__)
 
 API_STYLES = ("responses", "chat")
-FAILURE_LOG = "Summarisation LLM call failed"
+CONDENSE_INSTRUCTIONS = (
+    "The text below is the running summary of an earlier conversation, and it has grown too long. Rewrite it as "
+    "one shorter summary in the third person that keeps every fact: names, numbers with their units, dates, file "
+    "paths, identifiers, tool results, errors, decisions and open questions. Reply with the summary text only."
+)
+CUT_MARKER = "[... earlier summary lines were cut here to keep the summary within its bound ...]"
+CONDENSE_DOCUMENT_ID = "windowkeeper-running-summary"
 
 
 def estimate_tokens(messages: Sequence[Message]) -> int:
@@ -44,6 +60,41 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
     return chars // 4
 
 
+def estimate_text_tokens(text: str | None) -> int:
+    """The same estimate for a plain text (the running summary): one token per four characters."""
+    return len(text) // 4 if text else 0
+
+
+def cut_summary(summary: str, max_tokens: int) -> str:
+    """``summary`` within ``max_tokens`` (estimated) by cutting its middle lines, with one `CUT_MARKER` line.
+
+    Whole lines are kept from both ends: the first lines hold the oldest facts (who the user is, the task), the
+    last ones the newest. Earlier markers are dropped first, so a summary cut many times still holds one marker and
+    no repeated line. A single line longer than its share is shortened by characters.
+    """
+    if estimate_text_tokens(summary) <= max_tokens:
+        return summary
+    lines = [line for line in summary.splitlines() if line.strip() and line.strip() != CUT_MARKER]
+    room = max(max_tokens * 4 - len(CUT_MARKER) - 2, 0)
+    head_room, tail_room = room // 3, room - room // 3
+    head: list[str] = []
+    for line in lines:
+        if len(line) + 1 > head_room:
+            break
+        head.append(line)
+        head_room -= len(line) + 1
+    tail: list[str] = []
+    for line in reversed(lines[len(head) :]):
+        if len(line) + 1 > tail_room:
+            if not tail and tail_room > 1:
+                tail.append(line[len(line) - (tail_room - 1) :])
+            break
+        tail.append(line)
+        tail_room -= len(line) + 1
+    text = "\n".join([*head, CUT_MARKER, *reversed(tail)])
+    return text if estimate_text_tokens(text) <= max_tokens else text[: max_tokens * 4]
+
+
 def _is_offline_name(name: str) -> bool:
     from ..summarize import OFFLINE_NAMES
 
@@ -57,8 +108,8 @@ def _is_summarizer_like(obj: object) -> bool:
 def _append_summary(previous: str | None, summary: str) -> str:
     """Append ``summary`` after a blank line, without lines the earlier summary already holds word for word.
 
-    Summarizers are shown the earlier summary so they can carry its facts forward, and they often repeat some of
-    it; appending those lines again would make the summary grow with every call without adding anything.
+    Summarizers often restate a fact in the same words (a recurring tool result, the user's goal); appending those
+    lines again would make the summary grow with every call without adding anything.
     """
     if not previous:
         return summary
@@ -71,10 +122,15 @@ class SummaryContextManager(BaseContextManager[S]):
     """Summarize messages older than the ``keep_recent`` newest ones once the context passes a threshold.
 
     Triggers (either one): more than ``max_messages`` messages in the context, or an estimated token count (see
-    `estimate_tokens`) above ``token_budget``. Both None disables summarizing. On a trigger, the non-system
-    messages before the cut (see module docs) are summarized together with the existing summary; the new text is
-    appended to ``context_summary`` after a blank line, and ``context`` becomes the system messages followed by
-    the kept messages.
+    `estimate_tokens`) of the context plus the running summary above ``token_budget``. Both None disables
+    summarizing. On a trigger, the non-system messages before the cut (see module docs) are summarized (at most
+    ``max_summary_tokens``); the new text is appended to ``context_summary`` after a blank line, and ``context``
+    becomes the system messages followed by the kept messages.
+
+    ``max_running_summary_tokens`` bounds the running summary (estimated tokens); past it the summary is condensed
+    by the summarizer, or cut in the middle with a marker when that fails. It defaults to
+    ``4 * max_summary_tokens`` and is capped at half of ``token_budget``, so the summary never crowds out the
+    messages it is meant to make room for.
 
     Who summarizes: ``summarizer=`` (an object with an async ``summarize``, a sync/async callable
     ``(messages, previous_summary) -> str``, or the name ``"extractive"``), else ``model``: ``"extractive"`` for the
@@ -95,6 +151,7 @@ class SummaryContextManager(BaseContextManager[S]):
         remove_tool_msgs: bool = False,
         summary_system_prompt: str | None = None,
         max_summary_tokens: int = 600,
+        max_running_summary_tokens: int | None = None,
         api_style: str = "responses",
         summarizer: Any = None,
         provider: str | None = None,
@@ -108,13 +165,14 @@ class SummaryContextManager(BaseContextManager[S]):
             check_positive_int("token_budget", token_budget, hint=" or None to disable it")
         check_non_negative_int("keep_recent", keep_recent)
         check_positive_int("max_summary_tokens", max_summary_tokens)
+        if max_running_summary_tokens is not None:
+            check_positive_int("max_running_summary_tokens", max_running_summary_tokens, hint=" or None")
         if api_style not in API_STYLES:
             raise ConfigurationError(
                 f"api_style must be 'responses' or 'chat', got {api_style!r}; "
                 "use 'chat' for models served only through Chat Completions",
             )
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
-            raise ConfigurationError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        check_timeout("timeout", timeout)
         check_non_negative_int("max_retries", max_retries)
         if summary_system_prompt is not None and not isinstance(summary_system_prompt, str):
             raise ConfigurationError(
@@ -145,6 +203,10 @@ class SummaryContextManager(BaseContextManager[S]):
         self.remove_tool_msgs = bool(remove_tool_msgs)
         self.summary_system_prompt = summary_system_prompt
         self.max_summary_tokens = max_summary_tokens
+        bound = max_running_summary_tokens if max_running_summary_tokens is not None else 4 * max_summary_tokens
+        if token_budget is not None:
+            bound = min(bound, max(token_budget // 2, 1))
+        self.max_running_summary_tokens: int = bound
         self.api_style = api_style
         self.provider = provider
         self.base_url = base_url
@@ -189,16 +251,24 @@ class SummaryContextManager(BaseContextManager[S]):
 
     # -- decision -------------------------------------------------------------------------------------------
 
-    def should_summarize(self, messages: Sequence[Message]) -> bool:
-        """Whether either trigger fires for ``messages`` (after tool-sequence removal when enabled)."""
+    def should_summarize(self, messages: Sequence[Message], summary: str | None = None) -> bool:
+        """Whether either trigger fires for ``messages`` (after tool-sequence removal when enabled) sent along with
+        the running ``summary``."""
         if self.max_messages is not None and len(messages) > self.max_messages:
             return True
-        return self.token_budget is not None and estimate_tokens(messages) > self.token_budget
+        if self.token_budget is None:
+            return False
+        return estimate_tokens(messages) + estimate_text_tokens(summary) > self.token_budget
 
-    def plan(self, context: Sequence[Message]) -> tuple[list[Message], list[Message], list[Message]] | None:
-        """``(system, to_summarize, kept)`` for ``context``, or None when no summary should be made."""
+    def plan(
+        self,
+        context: Sequence[Message],
+        summary: str | None = None,
+    ) -> tuple[list[Message], list[Message], list[Message]] | None:
+        """``(system, to_summarize, kept)`` for ``context`` and the running ``summary``, or None when no summary
+        should be made."""
         working = remove_completed_tool_sequences(context) if self.remove_tool_msgs else list(context)
-        if not self.should_summarize(working):
+        if not self.should_summarize(working, summary):
             return None
         systems, others = split_system(working)
         cut = summary_cut(others, self.keep_recent)
@@ -206,38 +276,68 @@ class SummaryContextManager(BaseContextManager[S]):
             return None
         return systems, others[:cut], others[cut:]
 
-    async def _summarize(self, old: list[Message], previous: str | None) -> str | None:
-        try:
-            summarizer = self.summarizer
-            text = await asyncio.wait_for(
-                summarizer.summarize(
-                    old,
-                    previous_summary=previous,
-                    max_tokens=self.max_summary_tokens,
-                    instructions=self.summary_system_prompt,
-                ),
-                timeout=self.timeout,
+    async def _summarize(self, old: list[Message]) -> str | None:
+        """A summary of ``old`` alone (it is appended, so the earlier summary is not sent), within
+        ``max_summary_tokens``; None on any failure."""
+        text = await call_summarizer(
+            self.summarizer,
+            old,
+            timeout=self.timeout,
+            max_tokens=self.max_summary_tokens,
+            instructions=self.summary_system_prompt,
+            log=logger,
+        )
+        if text is None:
+            return None
+        limit = min(self.max_summary_tokens, self.max_running_summary_tokens)
+        if estimate_text_tokens(text) > limit:
+            logger.info(
+                "the summarizer returned ~%d tokens (max_summary_tokens=%d); cut", estimate_text_tokens(text), limit
             )
-        except Exception:
-            logger.exception(FAILURE_LOG)
-            return None
-        if not isinstance(text, str) or not text.strip():
-            logger.warning("summarizer returned no text; context left unchanged")
-            return None
-        return text.strip()
+            text = cut_summary(text, limit)
+        return text
+
+    async def _bounded(self, summary: str) -> str:
+        """``summary`` if it is within ``max_running_summary_tokens``; else condensed by the summarizer, else cut."""
+        bound = self.max_running_summary_tokens
+        size = estimate_text_tokens(summary)
+        if size <= bound:
+            return summary
+        target = max(bound // 2, 1)
+        summarizer = self.summarizer
+        if getattr(summarizer, "takes_previous_summary", True):
+            messages: list[Message] = []
+            previous: str | None = summary
+        else:  # a plain fn(messages) never sees previous_summary: the summary goes in as the one document to condense
+            messages = [Message.text_message(summary, role="user", message_id=CONDENSE_DOCUMENT_ID, timestamp=None)]
+            previous = None
+        condensed = await call_summarizer(
+            summarizer,
+            messages,
+            timeout=self.timeout,
+            previous_summary=previous,
+            max_tokens=target,
+            instructions=CONDENSE_INSTRUCTIONS,
+            log=logger,
+        )
+        if condensed is not None and estimate_text_tokens(condensed) <= bound:
+            logger.info("running summary condensed from ~%d to ~%d tokens", size, estimate_text_tokens(condensed))
+            return condensed
+        logger.info("running summary of ~%d tokens is over its bound (%d) and was not condensed; cut", size, bound)
+        return cut_summary(summary, target)
 
     # -- API ------------------------------------------------------------------------------------------------
 
     async def atrim_context(self, state: S) -> S:
         before = self._begin_trim(state)
         made = 0
-        planned = self.plan(list(state.context))
+        previous = state.context_summary or None
+        planned = self.plan(list(state.context), previous)
         if planned is not None:
             systems, old, kept = planned
-            previous = state.context_summary or None
-            summary = await self._summarize(old, previous)
+            summary = await self._summarize(old)
             if summary is not None:
-                state.context_summary = _append_summary(previous, summary)
+                state.context_summary = await self._bounded(_append_summary(previous, summary))
                 state.context = systems + kept
                 made = 1
         self._finish_trim(before, state, summaries_made=made)
@@ -245,14 +345,20 @@ class SummaryContextManager(BaseContextManager[S]):
 
     def trim_context(self, state: S) -> S:
         """Run `atrim_context` to completion; refuses inside a running event loop (await it there instead)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.atrim_context(state))
-        raise RuntimeError(
-            "SummaryContextManager.trim_context() was called from inside a running event loop; "
-            "use `await manager.atrim_context(state)` instead",
+        return run_sync(
+            lambda: self.atrim_context(state),
+            caller="SummaryContextManager.trim_context()",
+            instead="await manager.atrim_context(state)",
         )
 
 
-__all__ = ["API_STYLES", "FAILURE_LOG", "SummaryContextManager", "estimate_tokens"]
+__all__ = [
+    "API_STYLES",
+    "CONDENSE_INSTRUCTIONS",
+    "CUT_MARKER",
+    "FAILURE_LOG",
+    "SummaryContextManager",
+    "cut_summary",
+    "estimate_text_tokens",
+    "estimate_tokens",
+]

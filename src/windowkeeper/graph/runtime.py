@@ -8,11 +8,11 @@ below both the builder and the runner, so neither of those two modules needs the
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from .._bridge import is_async_callable
 
 if TYPE_CHECKING:
     from ..state import AgentState
@@ -47,18 +47,6 @@ class GraphComponent(Protocol):
 
 
 NodeAction = Callable[..., Any] | GraphComponent
-
-
-def is_async_callable(fn: object) -> bool:
-    """Whether calling ``fn`` returns a coroutine: an ``async def``, a partial of one, or an object whose
-    ``__call__`` is one. Everything else is run in a worker thread by the graph."""
-    target: Any = fn
-    while isinstance(target, functools.partial):
-        target = target.func
-    if inspect.iscoroutinefunction(target):
-        return True
-    call = getattr(target, "__call__", None)  # noqa: B004 - callable objects with an async __call__
-    return call is not None and inspect.iscoroutinefunction(call)
 
 
 @dataclass(frozen=True)

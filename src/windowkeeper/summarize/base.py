@@ -4,6 +4,9 @@ Context managers only ever ``await summarizer.summarize(...)``. Users may bring 
 method (sync or async) or a plain function: ``fn(messages)`` or ``fn(messages, previous_summary)``, sync or
 async, optionally also taking ``max_tokens`` / ``instructions`` by keyword. The adapter inspects the signature
 once, at construction, so a bad argument fails when the manager is built rather than at the first trim.
+
+Synchronous user code runs in a daemon worker thread (`run_in_daemon`), never on the event loop: a slow one does
+not stall other work, and a hung one can be abandoned by the caller's timeout (see `windowkeeper.summarize.failsafe`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from .._bridge import is_async_callable, run_in_daemon
 from ..errors import ConfigurationError
 from ..messages import Message
 
@@ -51,6 +55,7 @@ class CallableSummarizer:
         self.fn = fn
         self.name = getattr(fn, "__qualname__", None) or type(fn).__name__
         self._pass_previous, self._keywords = self._inspect(fn)
+        self._is_async = is_async_callable(fn)
 
     def __repr__(self) -> str:
         return f"CallableSummarizer({self.name})"
@@ -104,11 +109,12 @@ class CallableSummarizer:
             kwargs["max_tokens"] = max_tokens
         if "instructions" in self._keywords:
             kwargs["instructions"] = instructions
-        return await _result_text(self.fn(*args, **kwargs), self.name)
+        value = self.fn(*args, **kwargs) if self._is_async else await run_in_daemon(self.fn, *args, **kwargs)
+        return await _result_text(value, self.name)
 
 
 class MethodSummarizer:
-    """Adapts an object whose ``summarize`` method is synchronous."""
+    """Adapts an object whose ``summarize`` method is synchronous; the method runs in a worker thread."""
 
     def __init__(self, obj: Any) -> None:
         self.obj = obj
@@ -124,8 +130,12 @@ class MethodSummarizer:
         max_tokens: int = 600,
         instructions: str | None = None,
     ) -> str:
-        value = self.obj.summarize(
-            messages, previous_summary=previous_summary, max_tokens=max_tokens, instructions=instructions
+        value = await run_in_daemon(
+            self.obj.summarize,
+            messages,
+            previous_summary=previous_summary,
+            max_tokens=max_tokens,
+            instructions=instructions,
         )
         return await _result_text(value, f"{type(self.obj).__name__}.summarize")
 
