@@ -70,7 +70,10 @@ async def test_manual_mode_and_duplicate_ids() -> None:
     for i in range(6):
         text = f"a fairly long message number {i} about the flaky retry loop"
         assert await memory.add(event(i, text), session_id="s") is None
-    assert await memory.add(event(0, "different"), session_id="s") is None  # same id: ignored
+    same = event(0, "a fairly long message number 0 about the flaky retry loop")
+    assert await memory.add(same, session_id="s") is None  # the same event again (a retry): ignored
+    with pytest.raises(FormatError, match="already holds a different event with id 'm0'"):
+        await memory.add(event(0, "different"), session_id="s")  # a different event: never silently dropped
     view = await memory.list("s")
     assert [e["message"]["id"] for e in view] == [f"m{i}" for i in range(6)]
     assert all(COMPACTION_KEY not in e["state"] for e in view)
@@ -86,7 +89,7 @@ async def test_messages_round_trip_and_pending_calls_are_never_compacted() -> No
             "pre_rot_threshold": 120,
             "compaction_trigger": 0.5,
             "summarization_trigger": 1.0,
-            "keep_recent_count": 0,
+            "keep_recent_count": 1,
         },
     )
     call = ToolCallBlock(id="c1", name="edit_file", args={"path": "src/app/db.py", "new": "pool_size = 50"})
@@ -99,8 +102,13 @@ async def test_messages_round_trip_and_pending_calls_are_never_compacted() -> No
         Message(
             message_id="a2",
             role="assistant",
-            content=[ToolCallBlock(id="c2", name="run_tests", args={"path": "tests/test_db.py"})],
+            content=[
+                ToolCallBlock(id="c2", name="run_tests", args={"path": "tests/test_db.py"}),
+                ToolCallBlock(id="c3", name="run_tests", args={"path": "tests/test_pool.py"}),
+            ],
         ),
+        # one of two parallel calls answered: the unit is still pending, and only this result is "recent"
+        Message.tool_message([ToolResultBlock(call_id="c2", output="4 passed")], message_id="t2"),
     ]
     for m in msgs:
         await memory.add(m, session_id="s")
@@ -114,9 +122,9 @@ async def test_messages_round_trip_and_pending_calls_are_never_compacted() -> No
     restored = await memory.history_messages("s")
     assert [m.model_dump() for m in restored] == [m.model_dump() for m in msgs]
     live = await memory.messages("s")
-    assert live[-1] == msgs[-1]
+    assert live[-1].model_dump() == msgs[-1].model_dump()
     kept = [m.message_id for m in live if not str(m.message_id).startswith("summary:")]
-    assert kept == [i for i in ["u1", "a1", "t1", "a2"] if i not in report.summarized_ids]
+    assert kept == [i for i in ["u1", "a1", "t1", "a2", "t2"] if i not in report.summarized_ids]
 
 
 async def test_decompress_restores_and_pins() -> None:

@@ -7,13 +7,20 @@ itself is a single atomic write, so a reader sees the previous checkpoint or the
 
 Every checkpointer is `Checkpointer` over a store; the named classes only choose the store. Sync methods exist for
 sync graphs and scripts, and refuse to run inside an event loop rather than block or nest it.
+
+A step costs what it adds, not the history: the snapshot refers to the logged messages of the view by position
+(see `checkpoint_format`), so a step writes its new messages once and a few bytes of references. Loading reads
+only the log positions the view holds; and a process that wrote a checkpoint hands its own message objects back
+when it reloads that same checkpoint, so a context manager recognises its view at once instead of re-reading it.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import uuid
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar, overload
 
@@ -24,15 +31,19 @@ from .._bridge import run_sync
 from ..errors import ConfigurationError, StorageError
 from ..messages import Message
 from ..state import AgentState
-from ..storage.base import SessionStore, check_id
+from ..storage.base import SessionStore, check_id, message_key
 from ..storage.memory import InMemoryStore
 from ..storage.sqlite import SQLiteStore
 from ..storage.url import open_store
+from .checkpoint_format import FORMAT_KEY, FORMAT_VERSION, LogIndex, encode_context, is_envelope, parse_run, run_matches
 
 logger = logging.getLogger(__name__)
 
 S = TypeVar("S", bound=AgentState)
 T = TypeVar("T")
+
+_MAX_CACHED_THREADS = 256
+"""Threads whose log index and newest view a checkpointer keeps in memory (least recently used out first)."""
 
 
 class BaseCheckpointer(ABC):
@@ -128,6 +139,8 @@ class Checkpointer(BaseCheckpointer):
             raise ConfigurationError(f"Checkpointer needs a SessionStore, got {type(store).__name__}")
         self.store = store
         self._owns_store = owns_store
+        self._logs: OrderedDict[str, LogIndex] = OrderedDict()
+        self._views: OrderedDict[str, tuple[str, list[Message], list[str]]] = OrderedDict()
 
     @classmethod
     def from_url(cls, url_or_path: str | os.PathLike[str], *, prefix: str | None = None) -> Checkpointer:
@@ -143,21 +156,143 @@ class Checkpointer(BaseCheckpointer):
         if isinstance(new_messages, Message):
             new_messages = [new_messages]
         try:
-            snapshot = state.model_dump(mode="json")
+            fields = state.model_dump(mode="json", exclude={"context"})
         except PydanticSerializationError as exc:
             raise StorageError(
                 f"thread {thread_id!r}: the {type(state).__name__} cannot be stored as JSON "
                 f"(a custom field holds a non-JSON value): {exc}",
             ) from exc
+        index = await self._index(thread_id)
         complete = [m for m in new_messages if not m.delta]
         if complete:
-            added = await self.store.append_messages(thread_id, complete)
-            logger.debug("thread %s: %d of %d messages new in the log", thread_id, added, len(complete))
-        await self.store.put_state(thread_id, snapshot)
+            await self._append(thread_id, index, complete)
+        context = list(state.context)
+        try:
+            encoded = encode_context(context, index)
+        except PydanticSerializationError as exc:
+            raise StorageError(f"thread {thread_id!r}: a message of the view cannot be stored as JSON: {exc}") from exc
+        checkpoint = uuid.uuid4().hex
+        envelope = {FORMAT_KEY: FORMAT_VERSION, "id": checkpoint, "state": fields, "context": encoded}
+        await self.store.put_state(thread_id, envelope)
+        self._remember(thread_id, index, checkpoint, context)
+
+    async def _index(self, thread_id: str) -> LogIndex:
+        cached = self._logs.get(thread_id)
+        if cached is None:
+            cached = LogIndex(await self.store.count_messages(thread_id))
+        return cached
+
+    async def _append(self, thread_id: str, index: LogIndex, messages: list[Message]) -> None:
+        """Append to the log and record where the new messages landed, when that is certain."""
+        fresh: list[Message] = []
+        seen: set[str] = set()
+        for message in messages:
+            key = message_key(message.message_id)
+            if key not in seen and key not in index.where:
+                seen.add(key)
+                fresh.append(message)
+        added = await self.store.append_messages(thread_id, messages)
+        logger.debug("thread %s: %d of %d messages new in the log", thread_id, added, len(messages))
+        if not added:
+            return
+        length = await self.store.count_messages(thread_id)
+        if added == len(fresh) and length == index.length + added:
+            # the log grew by exactly these messages, so they sit at the positions after the known length
+            index.record(fresh, index.length)
+        else:
+            # some ids were logged before this process knew of them, or another writer appended in between:
+            # positions are uncertain, so these messages are stored inline in the snapshot instead
+            logger.debug("thread %s: log positions of %d new messages uncertain; storing them inline", thread_id, added)
+        index.length = length
+
+    def _remember(self, thread_id: str, index: LogIndex, checkpoint: str, context: list[Message]) -> None:
+        self._logs[thread_id] = index
+        self._logs.move_to_end(thread_id)
+        self._views[thread_id] = (checkpoint, context, [m.fingerprint() for m in context])
+        self._views.move_to_end(thread_id)
+        while len(self._logs) > _MAX_CACHED_THREADS:
+            self._logs.popitem(last=False)
+        while len(self._views) > _MAX_CACHED_THREADS:
+            self._views.popitem(last=False)
+
+    async def _context(self, thread_id: str, raw: dict[str, Any]) -> list[Message]:
+        """The view of a stored checkpoint: this process's own objects when it wrote it, else read from the log."""
+        checkpoint = raw.get("id")
+        view = self._views.get(thread_id)
+        if view is not None and view[0] == checkpoint:
+            _, context, fingerprints = view
+            # a message edited in place since it was stored is no longer the stored one: read it back instead
+            if all(m.fingerprint() == fp for m, fp in zip(context, fingerprints, strict=True)):
+                return list(context)
+        index = self._logs.get(thread_id) or LogIndex(await self.store.count_messages(thread_id))
+        context = []
+        for entry in raw["context"]:
+            if isinstance(entry, dict):
+                context.append(self._inline(thread_id, entry))
+                continue
+            start, count, first, last = parse_run(thread_id, entry)
+            run = await self.store.load_messages_range(thread_id, start, start + count)
+            if not (run and run_matches(run, count, first, last)):
+                run = await self._find_run(thread_id, count, first, last)
+                start = -1
+            if start >= 0:
+                index.record(run, start)
+            context.extend(run)
+        if isinstance(checkpoint, str):
+            self._remember(thread_id, index, checkpoint, context)
+        return context
+
+    @staticmethod
+    def _inline(thread_id: str, entry: dict[str, Any]) -> Message:
+        try:
+            return Message.model_validate(entry.get("m"))
+        except ValidationError as exc:
+            raise StorageError(f"thread {thread_id!r}: a message stored in the checkpoint does not validate: {exc}") from exc
+
+    async def _find_run(self, thread_id: str, count: int, first: str, last: str) -> list[Message]:
+        """A run whose positions moved (another writer appended in between): found by its keys in the full log."""
+        log = await self.store.load_messages(thread_id)
+        for position, message in enumerate(log):
+            if message_key(message.message_id) == first:
+                run = log[position : position + count]
+                if run_matches(run, count, first, last):
+                    logger.info("thread %s: checkpoint run found at log position %d by its keys", thread_id, position)
+                    return run
+                break
+        raise StorageError(
+            f"thread {thread_id!r}: the checkpoint refers to {count} logged messages from {first} to {last} that "
+            "the message log no longer holds in that order (was the log edited outside windowkeeper?)",
+        )
 
     async def aload_state(self, thread_id: str) -> dict[str, Any] | None:
         check_id(thread_id, "thread_id")
-        return await self.store.get_state(thread_id)
+        raw = await self.store.get_state(thread_id)
+        if raw is None or not is_envelope(raw):
+            return raw
+        context = await self._context(thread_id, raw)
+        return {**raw["state"], "context": [m.model_dump(mode="json") for m in context]}
+
+    async def aget_state(self, thread_id: str, state_cls: type[AgentState] = AgentState) -> AgentState | None:  # type: ignore[override]
+        """The stored snapshot validated into ``state_cls``; a checkpoint this process wrote keeps its objects."""
+        if not (isinstance(state_cls, type) and issubclass(state_cls, AgentState)):
+            raise ConfigurationError(f"state_cls must be AgentState or a subclass of it, got {state_cls!r}")
+        check_id(thread_id, "thread_id")
+        raw = await self.store.get_state(thread_id)
+        if raw is None:
+            return None
+        if not is_envelope(raw):
+            return await super().aget_state(thread_id, state_cls)
+        context = await self._context(thread_id, raw)
+        fields = raw.get("state")
+        try:
+            state = state_cls.model_validate({**(fields if isinstance(fields, dict) else {}), "context": []})
+        except ValidationError as exc:
+            raise StorageError(
+                f"thread {thread_id!r}: the stored state does not validate as {state_cls.__name__} "
+                f"(was it written by a different state class?): {exc}",
+            ) from exc
+        state.context = context
+        return state
 
     async def aget_messages(self, thread_id: str) -> list[Message]:
         check_id(thread_id, "thread_id")
@@ -165,6 +300,8 @@ class Checkpointer(BaseCheckpointer):
 
     async def adelete(self, thread_id: str) -> None:
         check_id(thread_id, "thread_id")
+        self._logs.pop(thread_id, None)
+        self._views.pop(thread_id, None)
         await self.store.delete_thread(thread_id)
 
     async def aclose(self) -> None:

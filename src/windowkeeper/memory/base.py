@@ -5,44 +5,50 @@ add (or on `manage_context`) the view is measured with the exact token counter a
 are compacted reversibly (tier 2) and then summarized into a `StructuredSummary` (tier 3). Nothing is deleted:
 compacted text lives in the event's state, summarized events stay in the store marked with the summary's id.
 
+Cost. The view (`LiveView`) is maintained incrementally: an add is one write, its token count is computed once,
+and below the compaction trigger nothing else happens. A compaction pass frees down to ``compaction_target``
+(60% by default), so the view then grows untouched, its prompt prefix byte-identical, until the trigger is hit
+again. Reopening a session reads only the live records: the ``head`` record names where they start.
+
 Consistency. Inside one memory object a per-session asyncio lock serializes add and management. Across objects
-(several processes on one durable store) every write also bumps a per-session ``head`` record with an expected
-version. A writer whose head version is stale gets `ConflictError`, re-reads the session and retries, so a
-newer write is never overwritten and each object's cached view notices other writers' events.
+(several processes on one durable store) every management write also bumps a per-session ``head`` record with an
+expected version; a writer whose head version is stale gets `ConflictError`, re-reads the live records and
+retries, so a newer write is never overwritten. Adds by other objects are picked up by ``seq`` on the next add or
+read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import copy
 import json
 import logging
+import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
-from ..errors import ConfigurationError, StorageError
+from ..errors import ConfigurationError, FormatError, ProviderError, StorageError
 from ..messages import Message
 from ..storage import ConflictError, InMemoryStore, Record, RecordUpdate, SessionStore
 from ..tokens import TokenCounter, default_counter
 from ..units import group_units
 from .compaction import compact_in_place, decompress_in_place, is_compacted
 from .config import Thresholds, resolve_thresholds
-from .events import SUMMARY_MARK, event_to_message, normalize_event, original_event
+from .events import SUMMARY_MARK, event_to_message, normalize_event, original_event, same_event
 from .report import ContextReport
 from .structured import StructuredSummary, as_structured_summarizer, coerce_summary, fit_summary
+from .view import EVENT_PREFIX, HEAD_KEY, SUMMARY_PREFIX, Entry, LiveView, is_visible, view_message
 
 logger = logging.getLogger(__name__)
 
 S = TypeVar("S", bound=SessionStore)
 
-HEAD_KEY = "head"
-EVENT_PREFIX = "e:"
-SUMMARY_PREFIX = "s:"
 DEFAULT_NAMESPACE = "memory"
 DEFAULT_SESSION = "default"
+DEFAULT_SUMMARY_TIMEOUT = 120.0
+"""Seconds a summarizer may take inside `add` before the pass is reported failed and the view left as it was."""
 
 EventDict = dict[str, Any]
 EventList = list[EventDict]
@@ -56,20 +62,10 @@ _CONFIG_KEYS = (
     "namespace",
     "max_retries",
     "summary_max_tokens",
+    "summary_timeout",
 )
 SUMMARY_SHARE = 0.25
 """Default summary budget as a share of the compaction limit: a summary must leave room for live events."""
-
-
-@dataclass
-class _SessionCache:
-    """What this object knows of a session: live events and active summaries, as of ``head_version``."""
-
-    loaded: bool = False
-    head_version: int = 0
-    records: dict[str, Record] = field(default_factory=dict)
-    tokens: dict[str, tuple[int, int]] = field(default_factory=dict)
-    messages: dict[str, tuple[int, Message]] = field(default_factory=dict)
 
 
 @dataclass
@@ -94,6 +90,15 @@ def _event_id(record: Record) -> str:
     return str(record.doc["event"]["message"]["id"])
 
 
+def _copy_json(value: Any) -> Any:
+    """A private copy of JSON data (dicts, lists, scalars): what `list` hands out, so callers cannot edit the view."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    return value
+
+
 def _summary_event(summary: StructuredSummary, text: str) -> EventDict:
     return {
         "message": {
@@ -106,12 +111,19 @@ def _summary_event(summary: StructuredSummary, text: str) -> EventDict:
     }
 
 
+def _positive_seconds(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise ConfigurationError(f"{name}={value!r} must be a finite number of seconds > 0, e.g. 60")
+    return float(value)
+
+
 class BaseMemory(Generic[S]):
     """Session memory with automatic reversible compaction and structured summarization.
 
     ``config`` may hold the same keys as the keyword arguments (the reference passes one dict); keywords win.
-    ``summarizer`` is a callable ``(events) -> StructuredSummary | dict`` (sync or async), a
-    `StructuredLLMSummarizer`, or a text `Summarizer`; by default an offline extractive one is used.
+    ``summarizer`` is a callable ``(events) -> StructuredSummary | dict`` (sync or async; a sync one runs in a
+    worker thread), a `StructuredLLMSummarizer`, or a text `Summarizer`; by default an offline extractive one is
+    used. ``summary_timeout`` bounds each summarizer call (seconds).
     """
 
     def __init__(
@@ -126,6 +138,7 @@ class BaseMemory(Generic[S]):
         namespace: str | None = None,
         max_retries: int | None = None,
         summary_max_tokens: int | None = None,
+        summary_timeout: float | None = None,
     ) -> None:
         options = dict(config or {})
         unknown = sorted(set(options) - set(_CONFIG_KEYS))
@@ -140,6 +153,7 @@ class BaseMemory(Generic[S]):
             "namespace": namespace,
             "max_retries": max_retries,
             "summary_max_tokens": summary_max_tokens,
+            "summary_timeout": summary_timeout,
         }
         options.update({k: v for k, v in given.items() if v is not None})
         chosen_store = options.get("store")
@@ -162,7 +176,9 @@ class BaseMemory(Generic[S]):
         if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
             raise ConfigurationError(f"summary_max_tokens={budget!r} must be a positive int (tokens)")
         self.summary_max_tokens = budget
-        self._caches: dict[str, _SessionCache] = {}
+        timeout = options.get("summary_timeout", DEFAULT_SUMMARY_TIMEOUT)
+        self.summary_timeout = _positive_seconds(timeout, "summary_timeout")
+        self._views: dict[str, LiveView] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._plans: dict[str, _SummaryPlan] = {}
         self._last_reports: dict[str, ContextReport] = {}
@@ -170,36 +186,39 @@ class BaseMemory(Generic[S]):
     # -- public API -------------------------------------------------------------------------------------------
 
     async def add(self, event: Mapping[str, Any] | Message, *, session_id: str | None = None) -> ContextReport | None:
-        """Store one event, then (unless management is off) bring the view back under the triggers.
+        """Store one event (one write), then (unless management is off) bring the view back under the triggers.
 
-        Re-adding an id already in the session is a no-op, so a retried add cannot duplicate history. Returns the
-        management report, or ``None`` when management is disabled or the event was a duplicate.
+        Ids are compared as strings (``1`` and ``"1"`` are the same id). Re-adding an event already in the session
+        is a no-op, so a retried add cannot duplicate history; a *different* event under a used id raises
+        `FormatError` instead of being dropped. Returns the management report, or ``None`` when management is
+        disabled or the event was a repeat.
         """
         normalized, source = normalize_event(event)
         sid = self._session_id(session_id, normalized)
-        key = EVENT_PREFIX + normalized["message"]["id"]
+        event_id = normalized["message"]["id"]
+        key = EVENT_PREFIX + event_id
         doc = {"type": "event", "event": normalized, "summary_id": None, "pinned": False, "source": source}
         async with self._lock(sid):
-            cache = self._cache(sid)
-            if not cache.loaded:
-                await self._reload(sid, cache)
+            view = self._view(sid)
+            if not view.loaded:
+                await self._reload(sid, view)
             try:
                 record = await self.store.add_record(self.namespace, sid, key, doc)
             except ConflictError:
-                logger.debug("session %r already holds event %r; add ignored", sid, normalized["message"]["id"])
+                await self._check_repeat(sid, key, normalized, source)
                 return None
-            self._put(cache, record)
-            await self._announce_write(sid, cache)
+            if not view.wrote(record):  # someone else added in between: read their events too
+                view.catch_up(await self.store.list_records_since(self.namespace, sid, view.max_seq + 1))
             if not self.enable_context_management:
                 return None
-            return await self._manage_locked(sid, cache)
+            return await self._manage_locked(sid, view)
 
     async def manage_context(self, session_id: str = DEFAULT_SESSION) -> ContextReport:
         """Apply the tiers to the session now (re-reading it if another writer changed it) and report."""
         async with self._lock(session_id):
-            cache = self._cache(session_id)
-            await self._refresh(session_id, cache)
-            return await self._manage_locked(session_id, cache)
+            view = self._view(session_id)
+            await self._refresh(session_id, view)
+            return await self._manage_locked(session_id, view)
 
     _manage_context = manage_context
 
@@ -208,34 +227,31 @@ class BaseMemory(Generic[S]):
     ) -> EventList:
         """The working view: active summaries (as system events) first, then live events, oldest first.
 
-        ``limit`` keeps only the newest ``limit`` live events.
+        ``limit`` keeps only the newest ``limit`` live events. The events are the caller's own copies.
         """
         async with self._lock(session_id):
-            cache = self._cache(session_id)
-            await self._refresh(session_id, cache)
-            events = [copy.deepcopy(r.doc["event"]) for r in self._live(cache)]
+            view = self._view(session_id)
+            await self._refresh(session_id, view)
+            entries = view.events
             if limit is not None:
-                events = events[-limit:] if limit > 0 else []
+                entries = entries[-limit:] if limit > 0 else []
+            events = [_copy_json(e.record.doc["event"]) for e in entries]
             if not include_summaries:
                 return events
-            heads = [_summary_event(s, s.render()) for s in self._summaries(cache)]
+            heads = [_summary_event(s, s.render()) for s in view.summary_models()]
             return heads + events
 
     async def messages(self, session_id: str = DEFAULT_SESSION) -> builtins.list[Message]:
         """The working view as `Message` objects, ready for a model call.
 
         Summaries become system messages; events added as a `Message` come back as that exact object unless
-        they are compacted, in which case the compacted text is sent with tool pairing kept.
+        they are compacted, in which case the compacted text is sent with tool pairing kept. The messages are
+        shared with the memory's view (built once per event version): treat them as read-only.
         """
         async with self._lock(session_id):
-            cache = self._cache(session_id)
-            await self._refresh(session_id, cache)
-            out = [
-                Message.text_message(s.render(), role="system", message_id=f"summary:{s.id}")
-                for s in self._summaries(cache)
-            ]
-            out.extend(_view_message(record.doc) for record in self._live(cache))
-            return out
+            view = self._view(session_id)
+            await self._refresh(session_id, view)
+            return view.messages()
 
     async def history(self, session_id: str = DEFAULT_SESSION) -> EventList:
         """Every event ever added, in add order, with original content.
@@ -269,19 +285,23 @@ class BaseMemory(Generic[S]):
         self, session_id: str = DEFAULT_SESSION, *, include_inactive: bool = False
     ) -> builtins.list[StructuredSummary]:
         """Summaries in creation order: the active ones, or also superseded ones with ``include_inactive``."""
-        wanted = {"active", "superseded"} if include_inactive else {"active"}
+        if not include_inactive:
+            async with self._lock(session_id):
+                view = self._view(session_id)
+                await self._refresh(session_id, view)
+                return view.summary_models()
         return [
             StructuredSummary.model_validate(r.doc["summary"])
             for r in await self.store.list_records(self.namespace, session_id)
-            if r.doc.get("type") == "summary" and r.doc.get("status") in wanted
+            if r.doc.get("type") == "summary" and r.doc.get("status") in ("active", "superseded")
         ]
 
     async def tokens(self, session_id: str = DEFAULT_SESSION) -> int:
         """Exact token count of the working view (summaries included)."""
         async with self._lock(session_id):
-            cache = self._cache(session_id)
-            await self._refresh(session_id, cache)
-            return self._view_tokens(cache)
+            view = self._view(session_id)
+            await self._refresh(session_id, view)
+            return view.total
 
     async def decompress(self, event_id: str | int, *, session_id: str = DEFAULT_SESSION) -> EventDict:
         """Undo the compaction of one event in the store and return it with its original content.
@@ -291,24 +311,24 @@ class BaseMemory(Generic[S]):
         """
         key = EVENT_PREFIX + str(event_id)
         async with self._lock(session_id):
-            cache = self._cache(session_id)
-            if not cache.loaded:
-                await self._reload(session_id, cache)
+            view = self._view(session_id)
+            if not view.loaded:
+                await self._reload(session_id, view)
             for attempt in range(self.max_retries + 1):
                 record = await self.store.get_record(self.namespace, session_id, key)
                 if record is None or record.doc.get("type") != "event":
                     raise LookupError(f"session {session_id!r} has no event with id {event_id!r}")
-                event = copy.deepcopy(record.doc["event"])
+                event = _copy_json(record.doc["event"])
                 if not decompress_in_place(event):
                     return cast(EventDict, event)
                 doc = {**record.doc, "event": event, "pinned": True}
                 try:
-                    await self._commit(session_id, cache, [(key, doc, record.version)])
+                    await self._commit(session_id, view, [(key, doc, record.version)])
                 except ConflictError:
                     await _backoff(attempt)
-                    await self._reload(session_id, cache)
+                    await self._reload(session_id, view)
                     continue
-                return copy.deepcopy(event)
+                return cast(EventDict, _copy_json(event))
         raise StorageError(
             f"could not restore event {event_id!r} of session {session_id!r}: {self.max_retries + 1} conflicting "
             "writes in a row; retry later",
@@ -323,7 +343,7 @@ class BaseMemory(Generic[S]):
     async def clear(self, session_id: str = DEFAULT_SESSION) -> int:
         """Delete the session from the store (events, summaries, bookkeeping); return how many records went."""
         async with self._lock(session_id):
-            self._caches.pop(session_id, None)
+            self._views.pop(session_id, None)
             return await self.store.delete_session(self.namespace, session_id)
 
     async def close(self) -> None:
@@ -359,8 +379,9 @@ class BaseMemory(Generic[S]):
         if plan is not None and plan.summary.id == summary.id:
             plan.summary_record = record
             return
-        cache = self._cache(session_id)
-        await self._commit(session_id, cache, [(record.key, {**doc, "status": "active"}, record.version)])
+        view = self._view(session_id)
+        view.wrote(record)
+        await self._commit(session_id, view, [(record.key, {**doc, "status": "active"}, record.version)])
 
     async def _clear_summarized_events(self, session_id: str, keep_recent_count: int) -> None:
         """Take the summarized events out of the view (all but the newest ``keep_recent_count``, cut at a unit
@@ -373,9 +394,8 @@ class BaseMemory(Generic[S]):
             logger.debug("keep_recent_count=%d differs from the plan's; the plan's cut is used", keep_recent_count)
         updates: dict[str, dict[str, Any]] = dict(plan.docs)
         for record in plan.cover:
-            doc = updates.get(record.key) or copy.deepcopy(record.doc)
-            doc["summary_id"] = plan.summary.id
-            updates[record.key] = doc
+            base = updates.get(record.key) or record.doc
+            updates[record.key] = {**base, "summary_id": plan.summary.id}
         batch: builtins.list[RecordUpdate] = [(k, d, plan.versions[k]) for k, d in updates.items()]
         if plan.summary_record is not None:
             batch.append(
@@ -383,26 +403,34 @@ class BaseMemory(Generic[S]):
             )
         for old in plan.superseded:
             batch.append((old.key, {**old.doc, "status": "superseded", "superseded_by": plan.summary.id}, old.version))
-        await self._commit(session_id, self._cache(session_id), batch)
+        view = self._view(session_id)
+        if plan.summary_record is not None:
+            view.wrote(plan.summary_record)  # pending: invisible, but read as far as max_seq goes
+        live_from = max([view.live_from, *(r.seq + 1 for r in plan.cover)])
+        await self._commit(session_id, view, batch, live_from=live_from)
         plan.committed = True
 
     # -- management -------------------------------------------------------------------------------------------
 
-    async def _manage_locked(self, sid: str, cache: _SessionCache) -> ContextReport:
+    async def _manage_locked(self, sid: str, view: LiveView) -> ContextReport:
+        if view.total < self.thresholds.compaction_limit:  # the common case: nothing to look at
+            report = self._new_report(sid, view.total)
+            report.reason = "below the compaction trigger"
+            self._last_reports[sid] = report
+            return report
         report: ContextReport | None = None
         for attempt in range(self.max_retries + 1):
             try:
-                report = await self._manage_once(sid, cache)
+                report = await self._manage_once(sid, view)
             except ConflictError as exc:
                 logger.debug("session %r: management write conflicted (%s); re-reading and retrying", sid, exc)
                 await _backoff(attempt)
-                await self._reload(sid, cache)
+                await self._reload(sid, view)
                 continue
             report.retries = attempt
             break
         if report is None:
-            tokens = self._view_tokens(cache)
-            report = self._new_report(sid, tokens)
+            report = self._new_report(sid, view.total)
             report.failure = f"gave up after {self.max_retries + 1} conflicting writes by other memory objects"
             report.retries = self.max_retries + 1
         self._last_reports[sid] = report
@@ -423,39 +451,46 @@ class BaseMemory(Generic[S]):
             summarization_limit=self.thresholds.summarization_limit,
         )
 
-    async def _manage_once(self, sid: str, cache: _SessionCache) -> ContextReport:
+    def _exempt(self, entry: Entry) -> bool:
+        """Events compaction never touches: system events, pinned (restored) ones, already compacted ones."""
+        event = entry.record.doc["event"]
+        return event["message"]["role"] == "system" or bool(entry.record.doc.get("pinned")) or is_compacted(event)
+
+    async def _manage_once(self, sid: str, view: LiveView) -> ContextReport:
         th = self.thresholds
-        before = self._view_tokens(cache)
+        before = view.total
         report = self._new_report(sid, before)
         if before < th.compaction_limit:
             report.reason = "below the compaction trigger"
             return report
-        live = self._live(cache)
-        structural = [self._message_of(cache, r) for r in live]
-        unit_of = self._unit_kinds(structural)
+        events = view.events
+        protected_from = max(0, len(events) - th.keep_recent_count)
+        pending_from = self._pending_start(events, view.settled)
         docs: dict[str, dict[str, Any]] = {}
         now = before
         compacted: builtins.list[str] = []
-        for index, record in enumerate(live[: max(0, len(live) - th.keep_recent_count)]):
-            if now < th.compaction_limit:
+        settling = True
+        for index in range(view.settled, min(protected_from, pending_from)):
+            if now <= th.compaction_goal:
                 break
-            event = record.doc["event"]
-            if (
-                event["message"]["role"] == "system"
-                or unit_of[index] == "pending"
-                or record.doc.get("pinned")
-                or is_compacted(event)
-            ):
+            entry = events[index]
+            record = entry.record
+            if self._exempt(entry) or view.declined.get(record.key) == record.version:
+                if settling:
+                    view.settled = index + 1
                 continue
-            doc = copy.deepcopy(record.doc)
-            await self._compact_event(doc["event"])
-            if not is_compacted(doc["event"]):
+            event = _copy_json(record.doc["event"])
+            await self._compact_event(event)
+            new_doc = {**record.doc, "event": event}
+            saved = entry.tokens - self.counter.count_message(view_message(new_doc)) if is_compacted(event) else 0
+            if saved <= 0:
+                view.declined[record.key] = record.version
+                if settling:
+                    view.settled = index + 1
                 continue
-            old_tokens, new_tokens = self._tokens_of(cache, record), self._doc_tokens(doc)
-            if new_tokens >= old_tokens:
-                continue
-            docs[record.key] = doc
-            now -= old_tokens - new_tokens
+            settling = False
+            docs[record.key] = new_doc
+            now -= saved
             compacted.append(_event_id(record))
         freed = before - now
         report.tokens_after_compaction = now
@@ -467,32 +502,40 @@ class BaseMemory(Generic[S]):
             why = f"compaction freed {freed} tokens (< min gain {th.min_compaction_gain}) and the view is still over"
         else:
             if docs:
-                await self._commit(sid, cache, [(k, d, cache.records[k].version) for k, d in docs.items()])
+                await self._commit(sid, view, [(k, d, view.by_key[k].record.version) for k, d in docs.items()])
             report.compacted_ids = compacted
-            report.tokens_after = self._view_tokens(cache)
+            report.tokens_after = view.total
             report.reason = f"compacted {len(compacted)} events" if compacted else "nothing compactable"
             return report
-        return await self._summarize_session(sid, cache, report, live, structural, docs, compacted, why)
+        return await self._summarize_session(sid, view, report, docs, compacted, why)
+
+    @staticmethod
+    def _pending_start(events: builtins.list[Entry], start: int) -> int:
+        """Index where the trailing pending tool unit starts (``len(events)`` when there is none)."""
+        units = group_units([e.message for e in events[start:]])
+        if units and units[-1].kind == "pending":
+            return start + units[-1].start
+        return len(events)
 
     async def _summarize_session(
         self,
         sid: str,
-        cache: _SessionCache,
+        view: LiveView,
         report: ContextReport,
-        live: builtins.list[Record],
-        structural: builtins.list[Message],
         docs: dict[str, dict[str, Any]],
         compacted: builtins.list[str],
         why: str,
     ) -> ContextReport:
-        cut = self._summary_cut(structural)
-        pinned = self._turn_opener(structural, cut)
-        cover = [r for i, r in enumerate(live[:cut]) if r.doc["event"]["message"]["role"] != "system" and i != pinned]
+        live = [e.record for e in view.events]
+        messages = [e.message for e in view.events]
+        cut = self._summary_cut(messages)
+        opener = self._turn_opener(messages, cut)
+        cover = [r for i, r in enumerate(live[:cut]) if r.doc["event"]["message"]["role"] != "system" and i != opener]
         if not cover:
             if docs:
-                await self._commit(sid, cache, [(k, d, cache.records[k].version) for k, d in docs.items()])
+                await self._commit(sid, view, [(k, d, view.by_key[k].record.version) for k, d in docs.items()])
             report.compacted_ids = compacted
-            report.tokens_after = self._view_tokens(cache)
+            report.tokens_after = view.total
             report.reason = (
                 f"{why}; but nothing outside the newest {self.thresholds.keep_recent_count} events can be summarized"
             )
@@ -500,13 +543,11 @@ class BaseMemory(Generic[S]):
         report.tier = "summarization"
         report.reason = why
         originals = [original_event(docs.get(r.key, r.doc)["event"]) for r in cover]
-        active = self._summary_records(cache)
+        active = [e.record for e in view.summaries]
         previous = [StructuredSummary.model_validate(r.doc["summary"]) for r in active]
         try:
-            raw = await self._summarize(originals, previous)
-            summary = fit_summary(coerce_summary(raw, originals), self.counter.count_text, self.summary_max_tokens)
+            summary = await self._summary_of(originals, previous)
         except Exception as exc:  # any summarizer failure must leave the session untouched
-            report.tier = "summarization"
             report.failure = f"summarizer failed: {type(exc).__name__}: {exc}"
             report.reason = f"{why}; nothing was written"
             return report
@@ -532,11 +573,29 @@ class BaseMemory(Generic[S]):
             return report
         finally:
             self._plans.pop(sid, None)
-        report.compacted_ids = [c for c in compacted if EVENT_PREFIX + c not in {r.key for r in cover}]
+        covered = {r.key for r in cover}
+        report.compacted_ids = [c for c in compacted if EVENT_PREFIX + c not in covered]
         report.summarized_ids = [_event_id(r) for r in cover]
         report.summary_id = summary.id
-        report.tokens_after = self._view_tokens(cache)
+        report.tokens_after = view.total
         return report
+
+    async def _summary_of(
+        self, originals: builtins.list[EventDict], previous: Sequence[StructuredSummary]
+    ) -> StructuredSummary:
+        """The one place the memory calls its summarizer: bounded by ``summary_timeout``, an empty reply rejected,
+        the result fitted to ``summary_max_tokens``. Any exception means "leave the session as it is"."""
+        try:
+            raw = await asyncio.wait_for(self._summarize(originals, previous), timeout=self.summary_timeout)
+        except TimeoutError as exc:
+            raise ProviderError(f"summarizer gave no answer within summary_timeout={self.summary_timeout:g}s") from exc
+        summary = coerce_summary(raw, originals)
+        if summary.is_empty():
+            raise ProviderError(
+                "summarizer returned an empty structured summary (no goal, step, decision, file or context); "
+                "the events stay in the view instead of vanishing",
+            )
+        return fit_summary(summary, self.counter.count_text, self.summary_max_tokens)
 
     async def _abandon(self, sid: str, plan: _SummaryPlan) -> None:
         """Mark a summary that never became active, so readers can tell it apart from a live one."""
@@ -562,22 +621,30 @@ class BaseMemory(Generic[S]):
     def _turn_opener(messages: builtins.list[Message], cut: int) -> int | None:
         """Index of the user message to keep live when the events kept after ``cut`` do not start with one.
 
-        Anthropic and Gemini reject a conversation whose first non-system message is not from the user, and no
-        message may be invented, so the user request that opened the current turn stays in the view.
+        Anthropic and Gemini reject a conversation whose first non-system message is not from the user (or that
+        has no user message at all), and no message may be invented, so the user request that opened the current
+        turn stays in the view, also when only system notes follow it.
         """
         first_kept = next((m for m in messages[cut:] if m.role != "system"), None)
-        if first_kept is None or first_kept.role == "user":
+        if first_kept is not None and first_kept.role == "user":
             return None
         return next((i for i in range(cut - 1, -1, -1) if messages[i].role == "user"), None)
 
-    def _unit_kinds(self, messages: builtins.list[Message]) -> builtins.list[str]:
-        kinds = [""] * len(messages)
-        for unit in group_units(messages):
-            for i in range(unit.start, unit.end):
-                kinds[i] = unit.kind
-        return kinds
+    # -- view and store plumbing ------------------------------------------------------------------------------
 
-    # -- cache and store plumbing -----------------------------------------------------------------------------
+    async def _check_repeat(self, sid: str, key: str, event: EventDict, source: dict[str, Any] | None) -> None:
+        """An add whose id is taken: fine when it is the same event again (a retry), an error when it is not."""
+        stored = await self.store.get_record(self.namespace, sid, key)
+        if stored is None or stored.doc.get("type") != "event":
+            raise StorageError(f"session {sid!r}: key {key!r} is taken by a record that is not an event")
+        if same_event(original_event(stored.doc["event"]), event, stored.doc.get("source"), source):
+            logger.debug("session %r already holds event %r; add ignored", sid, event["message"]["id"])
+            return
+        raise FormatError(
+            f"session {sid!r} already holds a different event with id {event['message']['id']!r}; ids are compared "
+            "as strings (1 and '1' are the same id): give the new event its own id",
+            key="message.id",
+        )
 
     def _session_id(self, session_id: str | None, event: Mapping[str, Any]) -> str:
         sid = session_id if session_id is not None else event.get("state", {}).get("session_id", DEFAULT_SESSION)
@@ -591,118 +658,63 @@ class BaseMemory(Generic[S]):
             lock = self._locks[sid] = asyncio.Lock()
         return lock
 
-    def _cache(self, sid: str) -> _SessionCache:
-        cache = self._caches.get(sid)
-        if cache is None:
-            cache = self._caches[sid] = _SessionCache()
-        return cache
+    def _view(self, sid: str) -> LiveView:
+        view = self._views.get(sid)
+        if view is None:
+            view = self._views[sid] = LiveView(self.counter)
+        return view
 
-    async def _reload(self, sid: str, cache: _SessionCache) -> None:
+    async def _reload(self, sid: str, view: LiveView) -> None:
+        """Read the session's live records only: from the head's ``live_from`` on, plus the older ones it names."""
         for _ in range(self.max_retries + 1):
-            records = await self.store.list_records(self.namespace, sid)
-            cache.records = {}
-            head: Record | None = None
-            for record in records:
-                if record.key == HEAD_KEY:
-                    head = record
-                else:
-                    self._put(cache, record)
+            head = await self.store.get_record(self.namespace, sid, HEAD_KEY)
             if head is None:
                 try:
-                    head = await self.store.add_record(self.namespace, sid, HEAD_KEY, {"type": "head"})
+                    head = await self.store.add_record(self.namespace, sid, HEAD_KEY, {"type": "head", "live_from": 1})
                 except ConflictError:
                     continue
-            cache.head_version = head.version
-            cache.loaded = True
-            cache.tokens = {k: v for k, v in cache.tokens.items() if k in cache.records}
-            cache.messages = {k: v for k, v in cache.messages.items() if k in cache.records}
+            live_from = int(head.doc.get("live_from", 1))
+            records = await self.store.list_records_since(self.namespace, sid, live_from)
+            older = [str(k) for k in head.doc.get("keep", ())]
+            if older:
+                records = [*await self.store.get_records(self.namespace, sid, older), *records]
+            view.rebuild(records)
+            view.head_version = head.version
+            view.live_from = live_from
+            view.loaded = True
             return
         raise StorageError(f"session {sid!r}: could not create its head record; the store keeps refusing it")
 
-    async def _refresh(self, sid: str, cache: _SessionCache) -> None:
-        """Re-read the session if it was never read or another writer moved its head since."""
-        if not cache.loaded:
-            await self._reload(sid, cache)
+    async def _refresh(self, sid: str, view: LiveView) -> None:
+        """Catch up with other writers: re-read the live records if the head moved, else read new adds only."""
+        if not view.loaded:
+            await self._reload(sid, view)
             return
         head = await self.store.get_record(self.namespace, sid, HEAD_KEY)
-        if head is None or head.version != cache.head_version:
-            await self._reload(sid, cache)
+        if head is None or head.version != view.head_version:
+            await self._reload(sid, view)
+            return
+        view.catch_up(await self.store.list_records_since(self.namespace, sid, view.max_seq + 1))
 
-    async def _commit(self, sid: str, cache: _SessionCache, updates: Sequence[RecordUpdate]) -> None:
-        """Write ``updates`` and bump the head atomically; `ConflictError` if anyone wrote since we read."""
-        batch = [*updates, (HEAD_KEY, {"type": "head"}, cache.head_version)]
-        for record in await self.store.update_records(self.namespace, sid, batch):
+    async def _commit(
+        self, sid: str, view: LiveView, updates: Sequence[RecordUpdate], *, live_from: int | None = None
+    ) -> None:
+        """Write ``updates`` and bump the head atomically; `ConflictError` if anyone wrote since we read.
+
+        The head also records where the live records start (``live_from``) and the older ones still live
+        (``keep``), so the next reload reads only those.
+        """
+        start = view.live_from if live_from is None else live_from
+        leaving = {key for key, doc, _ in updates if not is_visible(doc)}
+        keep = [k for k in view.keep_keys(start) if k not in leaving]
+        head_doc = {"type": "head", "live_from": start, "keep": keep}
+        batch = [*updates, (HEAD_KEY, head_doc, view.head_version)]
+        written = await self.store.update_records(self.namespace, sid, batch)
+        for record in written:
             if record.key == HEAD_KEY:
-                cache.head_version = record.version
-            else:
-                self._put(cache, record)
-
-    async def _announce_write(self, sid: str, cache: _SessionCache) -> None:
-        """Bump the head after an add so other objects notice it; re-read first if someone else wrote."""
-        for attempt in range(self.max_retries + 1):
-            try:
-                await self._commit(sid, cache, [])
-                return
-            except ConflictError:
-                await _backoff(attempt)
-                await self._reload(sid, cache)
-        logger.warning("session %r: head bump kept conflicting; other writers will see the event on re-read", sid)
-
-    def _put(self, cache: _SessionCache, record: Record) -> None:
-        kind = record.doc.get("type")
-        visible = (kind == "event" and not record.doc.get("summary_id")) or (
-            kind == "summary" and record.doc.get("status") == "active"
-        )
-        if visible:
-            cache.records[record.key] = record
-        else:
-            cache.records.pop(record.key, None)
-            cache.tokens.pop(record.key, None)
-            cache.messages.pop(record.key, None)
-
-    def _live(self, cache: _SessionCache) -> builtins.list[Record]:
-        return sorted((r for r in cache.records.values() if r.doc.get("type") == "event"), key=lambda r: r.seq)
-
-    def _summary_records(self, cache: _SessionCache) -> builtins.list[Record]:
-        return sorted((r for r in cache.records.values() if r.doc.get("type") == "summary"), key=lambda r: r.seq)
-
-    def _summaries(self, cache: _SessionCache) -> builtins.list[StructuredSummary]:
-        return [StructuredSummary.model_validate(r.doc["summary"]) for r in self._summary_records(cache)]
-
-    def _doc_tokens(self, doc: Mapping[str, Any]) -> int:
-        if doc.get("type") == "summary":
-            text = StructuredSummary.model_validate(doc["summary"]).render()
-            return self.counter.count_message(Message.text_message(text, role="system", timestamp=None))
-        # Count exactly what `messages()` sends for this event, so the thresholds judge the real prompt.
-        return self.counter.count_message(_view_message(doc))
-
-    def _tokens_of(self, cache: _SessionCache, record: Record) -> int:
-        cached = cache.tokens.get(record.key)
-        if cached is not None and cached[0] == record.version:
-            return cached[1]
-        count = self._doc_tokens(record.doc)
-        cache.tokens[record.key] = (record.version, count)
-        return count
-
-    def _message_of(self, cache: _SessionCache, record: Record) -> Message:
-        """The event's structural message (for tool-unit grouping), cached per record version."""
-        cached = cache.messages.get(record.key)
-        if cached is not None and cached[0] == record.version:
-            return cached[1]
-        message = event_to_message(record.doc["event"])
-        cache.messages[record.key] = (record.version, message)
-        return message
-
-    def _view_tokens(self, cache: _SessionCache) -> int:
-        return sum(self._tokens_of(cache, r) for r in cache.records.values())
-
-
-def _view_message(doc: Mapping[str, Any]) -> Message:
-    """The message sent for a stored event: the original `Message` while uncompacted, else the compacted form."""
-    source = doc.get("source")
-    if source is not None and not is_compacted(doc["event"]):
-        return Message.model_validate(source)
-    return event_to_message(doc["event"])
+                view.head_version = record.version
+        view.live_from = start
+        view.apply(r for r in written if r.key != HEAD_KEY)
 
 
 def event_json(event: Mapping[str, Any]) -> str:
@@ -710,4 +722,12 @@ def event_json(event: Mapping[str, Any]) -> str:
     return json.dumps(event, ensure_ascii=False, sort_keys=True)
 
 
-__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_SESSION", "BaseMemory", "EventDict", "EventList", "event_json"]
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_SESSION",
+    "DEFAULT_SUMMARY_TIMEOUT",
+    "BaseMemory",
+    "EventDict",
+    "EventList",
+    "event_json",
+]

@@ -2,7 +2,9 @@
 
 Triggers are fractions of ``pre_rot_threshold`` (the token count past which a model's answers start to degrade),
 so one number scales the whole policy; the checks run once at construction so a typo fails loudly instead of
-silently disabling a tier.
+silently disabling a tier. ``compaction_target`` is where a compaction pass stops: a pass that started at the
+trigger frees down to the lower target, so the view then grows untouched (its prompt prefix byte-identical, which
+is what provider prompt caches bill less for) until it reaches the trigger again.
 """
 
 from __future__ import annotations
@@ -20,12 +22,17 @@ DEFAULT_THRESHOLDS: dict[str, Any] = {
     "summarization_trigger": 0.95,
     "keep_recent_count": 10,
 }
-_KNOWN = (*DEFAULT_THRESHOLDS, "min_compaction_gain")
+DEFAULT_COMPACTION_TARGET = 0.6
+TARGET_SHARE = 0.75
+"""When ``compaction_trigger`` is at or below the default target, the target defaults to this share of it."""
+_KNOWN = (*DEFAULT_THRESHOLDS, "compaction_target", "min_compaction_gain")
 
 
 @dataclass(frozen=True)
 class Thresholds:
     """Resolved thresholds; ``min_compaction_gain`` is in tokens (default 0.1% of ``pre_rot_threshold``).
+
+    ``compaction_target`` (default 0.6, below ``compaction_trigger``) is the level a compaction pass frees down to.
 
     A compaction pass that leaves the view at or above the compaction trigger and freed fewer tokens than
     ``min_compaction_gain`` is not counted as relief: management moves on to summarization instead of nibbling
@@ -37,10 +44,16 @@ class Thresholds:
     summarization_trigger: float
     keep_recent_count: int
     min_compaction_gain: int
+    compaction_target: float = DEFAULT_COMPACTION_TARGET
 
     @property
     def compaction_limit(self) -> float:
         return self.pre_rot_threshold * self.compaction_trigger
+
+    @property
+    def compaction_goal(self) -> float:
+        """Tokens a compaction pass frees down to (``pre_rot_threshold * compaction_target``)."""
+        return self.pre_rot_threshold * self.compaction_target
 
     @property
     def summarization_limit(self) -> float:
@@ -52,6 +65,7 @@ class Thresholds:
             "compaction_trigger": self.compaction_trigger,
             "summarization_trigger": self.summarization_trigger,
             "keep_recent_count": self.keep_recent_count,
+            "compaction_target": self.compaction_target,
             "min_compaction_gain": self.min_compaction_gain,
         }
 
@@ -67,7 +81,7 @@ def _count(values: Mapping[str, Any], key: str, *, positive: bool) -> int:
     value = values[key]
     low = 1 if positive else 0
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        kind = "a positive int" if positive else "an int >= 0"
+        kind = "a positive int (at least 1)" if positive else "an int >= 0"
         raise ConfigurationError(f"thresholds[{key!r}]={value!r} must be {kind} (tokens or events)")
     return value
 
@@ -91,10 +105,20 @@ def resolve_thresholds(thresholds: Mapping[str, Any] | Thresholds | None) -> Thr
             f"thresholds['compaction_trigger']={compaction} must be below "
             f"thresholds['summarization_trigger']={summarization}: compaction is the earlier, gentler tier",
         )
-    keep = _count(values, "keep_recent_count", positive=False)
+    if "compaction_target" not in given:
+        default = DEFAULT_COMPACTION_TARGET
+        values["compaction_target"] = default if default < compaction else round(compaction * TARGET_SHARE, 6)
+    target = _ratio(values, "compaction_target")
+    if target >= compaction:
+        raise ConfigurationError(
+            f"thresholds['compaction_target']={target} must be below thresholds['compaction_trigger']={compaction}: "
+            "a compaction pass starts at the trigger and frees down to the target",
+        )
+    # 0 newest events kept would let a summary swallow the user's current question (and the pending tool call)
+    keep = _count(values, "keep_recent_count", positive=True)
     values.setdefault("min_compaction_gain", max(1, math.ceil(pre_rot / 1000)))
     gain = _count(values, "min_compaction_gain", positive=False)
-    return Thresholds(pre_rot, compaction, summarization, keep, gain)
+    return Thresholds(pre_rot, compaction, summarization, keep, gain, target)
 
 
-__all__ = ["DEFAULT_THRESHOLDS", "Thresholds", "resolve_thresholds"]
+__all__ = ["DEFAULT_COMPACTION_TARGET", "DEFAULT_THRESHOLDS", "Thresholds", "resolve_thresholds"]

@@ -25,12 +25,18 @@ from ..blocks import (
     VideoBlock,
     tool_output_text,
 )
+from ..boundary import clean_id, clean_json
 from ..errors import FormatError
 from ..messages import ROLES, Message
 from .structured import event_tool_calls
 
 COMPACTION_KEY = "__compaction__"
 SUMMARY_MARK = "__summarized_by__"
+SUMMARY_STATE_KEY = "__summary__"
+RESERVED_STATE_KEYS = frozenset({COMPACTION_KEY, SUMMARY_MARK, SUMMARY_STATE_KEY})
+"""State keys only the memory writes; caller input carrying one is rejected, never trusted."""
+_INTERNAL_MESSAGE_KEYS = ("calls_in_content",)
+"""Message flags the memory sets for events made from a `Message`; dropped from caller dicts."""
 
 
 def _now_iso() -> datetime:
@@ -99,7 +105,10 @@ def normalize_event(event: Mapping[str, Any] | Message) -> tuple[dict[str, Any],
     if not isinstance(event, Mapping):
         raise FormatError(f"an event must be a dict or a Message, got {type(event).__name__}")
     try:
-        copy = json.loads(json.dumps(dict(event), default=_json_default, ensure_ascii=False))
+        # clean_json: the text rule of windowkeeper.boundary (lone surrogates become U+FFFD) for dict events too
+        copy = clean_json(json.loads(json.dumps(dict(event), default=_json_default, ensure_ascii=False)))
+    except RecursionError as exc:
+        raise FormatError("event nests too deep to store; flatten message/state", key="event") from exc
     except (TypeError, ValueError) as exc:
         raise FormatError(
             f"event is not JSON-serializable ({exc}); store plain values in message/state", key="event"
@@ -121,13 +130,44 @@ def normalize_event(event: Mapping[str, Any] | Message) -> tuple[dict[str, Any],
     if message.get("id") in (None, ""):
         message["id"] = uuid.uuid4().hex
     else:
-        message["id"] = str(message["id"])
+        # the id as given, before clean_json: clean_id keeps two different lone surrogates two different ids
+        given = event.get("message")
+        given_id = given.get("id") if isinstance(given, Mapping) else None
+        message["id"] = clean_id(str(given_id if isinstance(given_id, str) else message["id"]))
     if message.get("timestamp") is None:
         message["timestamp"] = _now_iso().isoformat()
     state = copy.setdefault("state", {})
     if not isinstance(state, dict):
         raise FormatError(f"state must be a dict, got {type(state).__name__}", key="state")
+    reserved = sorted(RESERVED_STATE_KEYS.intersection(state))
+    if reserved:
+        raise FormatError(
+            f"state key(s) {reserved} are reserved for the memory's own bookkeeping (compaction, summaries); "
+            "rename them, or add the original event rather than one read back from list()",
+            key=f"state.{reserved[0]}",
+        )
+    for internal in _INTERNAL_MESSAGE_KEYS:
+        message.pop(internal, None)
     return copy, None
+
+
+def same_event(
+    stored: Mapping[str, Any], new: Mapping[str, Any], stored_source: Any = None, new_source: Any = None
+) -> bool:
+    """Whether ``new`` repeats ``stored`` (a retried add): same role, content, tool calls and state.
+
+    Timestamps are ignored, since an add without one is stamped with the time of the call.
+    """
+    if stored_source is not None or new_source is not None:
+        if stored_source is None or new_source is None:
+            return False
+        return {k: v for k, v in stored_source.items() if k != "timestamp"} == {
+            k: v for k, v in new_source.items() if k != "timestamp"
+        }
+    a, b = dict(stored["message"]), dict(new["message"])
+    for msg in (a, b):
+        msg.pop("timestamp", None)
+    return a == b and dict(stored.get("state") or {}) == dict(new.get("state") or {})
 
 
 def result_ids(event: Mapping[str, Any]) -> list[str]:
@@ -169,7 +209,10 @@ def original_event(event: Mapping[str, Any]) -> dict[str, Any]:
 
 __all__ = [
     "COMPACTION_KEY",
+    "RESERVED_STATE_KEYS",
     "SUMMARY_MARK",
+    "SUMMARY_STATE_KEY",
+    "same_event",
     "event_to_message",
     "message_to_event",
     "normalize_event",

@@ -15,6 +15,7 @@ Events use the memory layer's dict shape: ``{"message": {"id", "role", "content"
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
@@ -85,6 +86,19 @@ class StructuredSummary(BaseModel):
     )
     covered_ids: list[str] = Field(default_factory=list, validation_alias=AliasChoices("covered_ids", "coveredIds"))
     supersedes: list[str] = Field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        """True when the summary says nothing: no goal, step, decision, file or context entry.
+
+        Such a summary must never replace events, since they would leave the view with nothing in their place.
+        """
+        return not (
+            (self.user_goal or "").strip()
+            or (self.last_step or "").strip()
+            or any(str(d).strip() for d in self.key_decisions)
+            or any(str(f).strip() for f in self.modified_files)
+            or self.critical_context
+        )
 
     def render(self) -> str:
         """The text a model reads in place of the covered events: short labelled lines, empty fields left out."""
@@ -368,6 +382,10 @@ def summarize_structured(events: Sequence[Event], *, previous: Sequence[Structur
             env = _ENVIRONMENT.search(text)
             if env:
                 environment = (env.group(1) or env.group(2)).lower()
+    if goal is None and last_step is None and not decisions and not files:
+        # nothing matched a pattern: keep the newest text verbatim-ish rather than an empty summary
+        texts = [str(_message(e).get("content") or "").strip() for e in events]
+        last_step = next((_clip(t, 200) for t in reversed(texts) if t), None)
     context: dict[str, Any] = {}
     if errors:
         context["errors"] = errors
@@ -389,37 +407,86 @@ def summarize_structured(events: Sequence[Event], *, previous: Sequence[Structur
     return _merge_previous(summary, previous)
 
 
+def _removal_order(summary: StructuredSummary) -> list[tuple[str, Any]]:
+    """What `fit_summary` gives up first: oldest measurements and errors, older decisions and files (one of each
+    kept), the other context entries, then the last decision and file."""
+    order: list[tuple[str, Any]] = []
+    for key in ("measurements", "errors"):
+        value = summary.critical_context.get(key)
+        if isinstance(value, list):
+            order.extend(("item", (key, i)) for i in range(len(value)))
+    order.extend(("decision", i) for i in range(len(summary.key_decisions) - 1))
+    order.extend(("file", i) for i in range(len(summary.modified_files) - 1))
+    order.extend(("context", key) for key in summary.critical_context if key not in ("measurements", "errors"))
+    if summary.key_decisions:
+        order.append(("decision", len(summary.key_decisions) - 1))
+    if summary.modified_files:
+        order.append(("file", len(summary.modified_files) - 1))
+    return order
+
+
+def _item_text(summary: StructuredSummary, step: tuple[str, Any]) -> str:
+    kind, ref = step
+    if kind == "item":
+        return str(summary.critical_context[ref[0]][ref[1]])
+    if kind == "decision":
+        return f"- {summary.key_decisions[ref]}"
+    if kind == "file":
+        return str(summary.modified_files[ref])
+    value = summary.critical_context[ref]
+    return f"{ref}: {'; '.join(map(str, value)) if isinstance(value, list) else value}"
+
+
+def _without(summary: StructuredSummary, dropped: Sequence[tuple[str, Any]]) -> StructuredSummary:
+    gone = set(map(repr, dropped))
+    context: dict[str, Any] = {}
+    for key, value in summary.critical_context.items():
+        if repr(("context", key)) in gone:
+            continue
+        if isinstance(value, list) and key in ("measurements", "errors"):
+            value = [v for i, v in enumerate(value) if repr(("item", (key, i))) not in gone]
+            if not value:
+                continue
+        context[key] = value
+    return summary.model_copy(
+        update={
+            "key_decisions": [d for i, d in enumerate(summary.key_decisions) if repr(("decision", i)) not in gone],
+            "modified_files": [f for i, f in enumerate(summary.modified_files) if repr(("file", i)) not in gone],
+            "critical_context": context,
+        }
+    )
+
+
 def fit_summary(summary: StructuredSummary, count_text: Callable[[str], int], max_tokens: int) -> StructuredSummary:
     """Shrink ``summary`` until its rendering fits ``max_tokens``: oldest measurements, errors, decisions, then
-    files go first, and long texts are clipped last. A summary bigger than what it replaced would defeat tier 3."""
-    if count_text(summary.render()) <= max_tokens:
+    files go first, and long texts are clipped last. A summary bigger than what it replaced would defeat tier 3.
+
+    Linear in the summary's size: each item is counted once and dropped against a running estimate, and the
+    real count is re-checked only a logarithmic number of times, so a 10,000-item reply fits in well under a
+    second instead of re-rendering after every dropped item.
+    """
+    total = count_text(summary.render())
+    if total <= max_tokens:
         return summary
-    fitted = summary.model_copy(deep=True)
-    context = fitted.critical_context
-    while count_text(fitted.render()) > max_tokens:
-        for key in ("measurements", "errors"):
-            value = context.get(key)
-            if isinstance(value, list) and value:
-                value.pop(0)
-                if not value:
-                    del context[key]
+    order = _removal_order(summary)
+    costs = [count_text(_item_text(summary, step)) + 1 for step in order]
+    cut = 0
+    estimate = total
+    while cut < len(order) and estimate > max_tokens:
+        estimate -= costs[cut]
+        cut += 1
+    fitted = _without(summary, order[:cut])
+    step = 1
+    while cut < len(order) and count_text(fitted.render()) > max_tokens:
+        cut = min(len(order), cut + step)  # the estimate was optimistic: give up more, doubling each time
+        step *= 2
+        fitted = _without(summary, order[:cut])
+    for field in ("user_goal", "last_step"):
+        while count_text(fitted.render()) > max_tokens:
+            text = getattr(fitted, field) or ""
+            if len(text) <= 40:
                 break
-        else:
-            if len(fitted.key_decisions) > 1:
-                fitted.key_decisions.pop(0)
-            elif len(fitted.modified_files) > 1:
-                fitted.modified_files.pop(0)
-            elif context:
-                context.pop(next(iter(context)))
-            elif fitted.key_decisions or fitted.modified_files:
-                fitted.key_decisions = fitted.key_decisions[:0]
-                fitted.modified_files = fitted.modified_files[:0]
-            elif (fitted.user_goal or "") and len(fitted.user_goal or "") > 40:
-                fitted.user_goal = _clip(fitted.user_goal or "", max(40, len(fitted.user_goal or "") // 2))
-            elif (fitted.last_step or "") and len(fitted.last_step or "") > 40:
-                fitted.last_step = _clip(fitted.last_step or "", max(40, len(fitted.last_step or "") // 2))
-            else:
-                break
+            fitted = fitted.model_copy(update={field: _clip(text, max(40, len(text) // 2))})
     return fitted
 
 
@@ -563,7 +630,12 @@ class _CallableSummarizer:
     async def summarize_structured(
         self, events: Sequence[Event], *, previous: Sequence[StructuredSummary] = ()
     ) -> StructuredSummary:
-        result = self.fn([dict(e) for e in events])
+        payload = [dict(e) for e in events]
+        if inspect.iscoroutinefunction(self.fn):
+            result = await self.fn(payload)
+        else:
+            # a blocking summarizer must not stall the event loop (nor escape the caller's timeout)
+            result = await asyncio.to_thread(self.fn, payload)
         if inspect.isawaitable(result):
             result = await result
         return coerce_summary(result, events)

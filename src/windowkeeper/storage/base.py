@@ -103,6 +103,18 @@ class SessionStore(ABC):
     async def get_state(self, thread_id: str) -> dict[str, Any] | None:
         """The newest snapshot, or ``None`` when the thread has none."""
 
+    async def count_messages(self, thread_id: str) -> int:
+        """How many messages the thread's log holds (backends override this with a count that reads no bodies)."""
+        return len(await self.load_messages(thread_id))
+
+    async def load_messages_range(self, thread_id: str, start: int, stop: int) -> list[Message]:
+        """Log positions ``start`` to ``stop - 1`` in append order (fewer at the end of the log).
+
+        Checkpoints point into the log by position, so resuming a thread reads only the part its view holds;
+        backends override this with a query that reads only those rows.
+        """
+        return (await self.load_messages(thread_id))[max(start, 0) : max(stop, 0)]
+
     # -- memory side ----------------------------------------------------------------------------------------
 
     @abstractmethod

@@ -89,6 +89,21 @@ class InMemoryStore(SessionStore):
             return []
         return [decode_message(thread_id, body, i) for i, body in enumerate(list(thread.log))]
 
+    async def count_messages(self, thread_id: str) -> int:
+        check_id(thread_id, "thread_id")
+        self._check_open()
+        thread = self._threads.get(thread_id)
+        return 0 if thread is None else len(thread.log)
+
+    async def load_messages_range(self, thread_id: str, start: int, stop: int) -> list[Message]:
+        check_id(thread_id, "thread_id")
+        self._check_open()
+        thread = self._threads.get(thread_id)
+        if thread is None:
+            return []
+        start, stop = max(start, 0), max(stop, 0)
+        return [decode_message(thread_id, body, start + i) for i, body in enumerate(thread.log[start:stop])]
+
     async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
         check_id(thread_id, "thread_id")
         self._check_open()

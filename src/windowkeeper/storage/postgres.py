@@ -303,6 +303,34 @@ class PostgresStore(SessionStore):
                 (namespace, session_id),
             )
             row = await cur.fetchone()
+    async def count_messages(self, thread_id: str) -> int:
+        check_id(thread_id, "thread_id")
+        table = self._t["messages"]
+
+        async def op(conn: AsyncConnection[Any]) -> tuple[Any, ...] | None:
+            cur = await conn.execute(f"SELECT COUNT(*) FROM {table} WHERE thread_id = %s", (thread_id,))
+            return await cur.fetchone()
+
+        row = await self._run(op)
+        return 0 if row is None else int(row[0])
+
+    async def load_messages_range(self, thread_id: str, start: int, stop: int) -> list[Message]:
+        check_id(thread_id, "thread_id")
+        start, stop = max(start, 0), max(stop, 0)
+        if stop <= start:
+            return []
+        table = self._t["messages"]
+
+        async def op(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(
+                f"SELECT body FROM {table} WHERE thread_id = %s ORDER BY seq LIMIT %s OFFSET %s",
+                (thread_id, stop - start, start),
+            )
+            return await cur.fetchall()
+
+        rows = await self._run(op)
+        return [decode_message(thread_id, row[0], start + i) for i, row in enumerate(rows)]
+
             assert row is not None
             await conn.execute(
                 f"INSERT INTO {records} (namespace, session_id, key, seq, version, body) "

@@ -201,6 +201,28 @@ class RedisStore(SessionStore):
         async def op() -> None:
             await self._redis().delete(*keys)
 
+    async def count_messages(self, thread_id: str) -> int:
+        check_id(thread_id, "thread_id")
+        _, log, _ = self._thread_keys(thread_id)
+
+        async def op() -> int:
+            return int(await self._redis().llen(log))  # type: ignore[misc]
+
+        return int(await self._do(op))
+
+    async def load_messages_range(self, thread_id: str, start: int, stop: int) -> list[Message]:
+        check_id(thread_id, "thread_id")
+        start, stop = max(start, 0), max(stop, 0)
+        if stop <= start:
+            return []
+        _, log, _ = self._thread_keys(thread_id)
+
+        async def op() -> list[str]:
+            return cast(list[str], await self._redis().lrange(log, start, stop - 1))  # type: ignore[misc]
+
+        bodies: list[str] = await self._do(op)
+        return [decode_message(thread_id, body, start + i) for i, body in enumerate(bodies)]
+
         await self._do(op)
 
     # -- memory side ----------------------------------------------------------------------------------------

@@ -200,6 +200,28 @@ class SQLiteStore(SessionStore):
         )
         return [decode_message(thread_id, body, i) for i, (body,) in enumerate(rows)]
 
+    async def count_messages(self, thread_id: str) -> int:
+        check_id(thread_id, "thread_id")
+        table = self._t["messages"]
+        row = await self._run(
+            lambda c: c.execute(f"SELECT COUNT(*) FROM {table} WHERE thread_id = ?", (thread_id,)).fetchone(),
+        )
+        return int(row[0])
+
+    async def load_messages_range(self, thread_id: str, start: int, stop: int) -> list[Message]:
+        check_id(thread_id, "thread_id")
+        start, stop = max(start, 0), max(stop, 0)
+        if stop <= start:
+            return []
+        table = self._t["messages"]
+        rows = await self._run(
+            lambda c: c.execute(
+                f"SELECT body FROM {table} WHERE thread_id = ? ORDER BY seq LIMIT ? OFFSET ?",
+                (thread_id, stop - start, start),
+            ).fetchall(),
+        )
+        return [decode_message(thread_id, body, start + i) for i, (body,) in enumerate(rows)]
+
     async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
         check_id(thread_id, "thread_id")
         body = encode_state(thread_id, state)

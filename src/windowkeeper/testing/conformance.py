@@ -434,6 +434,67 @@ async def spec_idempotent_append(backend: Backend) -> None:
     await backend.release(store)
 
 
+@conformance_spec()
+async def spec_log_ranges_and_delta_checkpoints(backend: Backend) -> None:
+    """Log counts and position ranges; checkpoints refer to logged messages and load back in any process.
+
+    A step writes only its new messages and references; a message whose body differs from its logged copy (a
+    pointer) is stored inline; a writer that appended in between does not corrupt the reference; a snapshot in
+    the format older versions wrote still loads.
+    """
+    store = backend.open()
+    t = "ranges"
+    assert await store.count_messages(t) == 0
+    assert await store.load_messages_range(t, 0, 5) == []
+    await store.append_messages(t, [_text(f"g{i}") for i in range(5)])
+    assert await store.count_messages(t) == 5
+    assert [m.message_id for m in await store.load_messages_range(t, 1, 3)] == ["g1", "g2"]
+    assert [m.message_id for m in await store.load_messages_range(t, 3, 99)] == ["g3", "g4"]
+    assert await store.load_messages_range(t, 4, 4) == []
+
+    writer = Checkpointer(store, owns_store=False)
+    state = _CustomState(context=[_text("d0"), _text("d1")], counter=1)
+    await writer.aput("delta", state, state.context)
+    for step in range(2, 5):
+        new = _text(f"d{step}")
+        state.context = [*state.context, new]
+        state.counter = step
+        await writer.aput("delta", state, [new])
+    raw = await store.get_state("delta")
+    assert raw is not None and raw["context"] == [[0, 5, '"d0"', '"d4"']]
+    assert "context" not in raw["state"]
+
+    pointer = Message.text_message("[cleared]", message_id="d1", timestamp=1.0)
+    state.context = [state.context[0], pointer, *state.context[2:]]
+    await writer.aput("delta", state, [])
+    raw = await store.get_state("delta")
+    assert raw is not None and len(raw["context"]) == 3 and raw["context"][1]["m"]["message_id"] == "d1"
+    other = backend.open()
+    await other.append_messages("delta", [_text("x0")])  # another writer appends in between
+    state.context = [*state.context, _text("d5")]
+    await writer.aput("delta", state, state.context[-1:])
+    raw = await store.get_state("delta")
+    assert raw is not None and raw["context"][-1]["m"]["message_id"] == "d5"  # its position was uncertain
+    reader = Checkpointer(backend.open())
+    loaded = await reader.aget_state("delta", _CustomState)
+    assert loaded is not None and loaded.counter == 4
+    assert [m.text() for m in loaded.context] == [m.text() for m in state.context]
+    assert (await reader.aload_state("delta") or {})["context"][1]["content"][0]["text"] == "[cleared]"
+    loaded.context.append(_text("d6"))
+    await reader.aput("delta", loaded, loaded.context[-1:])
+    again = await Checkpointer(backend.open()).aget_state("delta")
+    assert again is not None and [m.message_id for m in again.context][-3:] == ["d4", "d5", "d6"]
+    assert [m.message_id for m in await reader.aget_messages("delta")][-3:] == ["x0", "d5", "d6"]
+
+    legacy = AgentState(context=[_text("l0"), _text("l1")]).model_dump(mode="json")
+    await store.put_state("legacy", legacy)
+    old = await reader.aget_state("legacy")
+    assert old is not None and [m.message_id for m in old.context] == ["l0", "l1"]
+    await backend.release(other)
+    await backend.release(reader.store)
+    await backend.release(store)
+
+
 @conformance_spec("durable")
 async def spec_resume_after_reopen(backend: Backend) -> None:
     """A new connection sees exactly what a closed one committed, and can continue the thread."""

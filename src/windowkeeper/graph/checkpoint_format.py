@@ -1,0 +1,105 @@
+"""The stored form of a checkpoint: the state with its view as references into the thread's message log.
+
+The log already holds every message once, so a snapshot need not repeat them. A snapshot (format 2) is
+
+    {"windowkeeper_checkpoint": 2, "id": "<hex>", "state": {...every field but context...},
+     "context": [[start, count, first_key, last_key], {"m": {...a message...}}, ...]}
+
+where a list entry is a run of ``count`` consecutive log positions from ``start`` (its first and last message keys
+let a reader check that the log still holds those messages there) and an ``{"m": ...}`` entry is a message the log
+does not hold as it is in the view (a pointer, a cut body, a summary). Without a context manager the view is the
+log, so a step writes one run and the messages it added; with one, the view's messages are mostly runs too.
+
+Snapshots written before this format are plain state dicts; `is_envelope` tells them apart, and they load as
+they always did (the first write after an upgrade stores the new form).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import StorageError
+from ..messages import Message
+from ..storage.base import message_key
+
+FORMAT_KEY = "windowkeeper_checkpoint"
+FORMAT_VERSION = 2
+
+
+@dataclass
+class LogIndex:
+    """Where this process knows a thread's logged messages are: key to (position, fingerprint of that copy)."""
+
+    length: int
+    where: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+    def record(self, messages: Sequence[Message], start: int) -> None:
+        for offset, message in enumerate(messages):
+            self.where[message_key(message.message_id)] = (start + offset, message.fingerprint())
+
+
+def is_envelope(raw: dict[str, Any]) -> bool:
+    return raw.get(FORMAT_KEY) == FORMAT_VERSION and isinstance(raw.get("context"), list)
+
+
+def encode_context(context: Sequence[Message], index: LogIndex) -> list[Any]:
+    """Runs of log positions for the messages the log holds unchanged, the other messages inline."""
+    out: list[Any] = []
+    run: list[Any] | None = None
+    for message in context:
+        key = message_key(message.message_id)
+        logged = index.where.get(key)
+        if logged is not None and logged[1] == message.fingerprint():
+            position = logged[0]
+            if run is not None and run[0] + run[1] == position:
+                run[1] += 1
+                run[3] = key
+                continue
+            run = [position, 1, key, key]
+            out.append(run)
+            continue
+        run = None
+        out.append({"m": message.model_dump(mode="json")})
+    return out
+
+
+def parse_run(thread_id: str, entry: object) -> tuple[int, int, str, str]:
+    if (
+        isinstance(entry, list)
+        and len(entry) == 4
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in entry[:2])
+        and all(isinstance(v, str) for v in entry[2:])
+        and entry[0] >= 0
+        and entry[1] >= 1
+    ):
+        return entry[0], entry[1], entry[2], entry[3]
+    raise StorageError(
+        f"thread {thread_id!r}: the stored checkpoint has a malformed context entry {entry!r} "
+        "(expected [start, count, first_key, last_key] or {'m': message})",
+    )
+
+
+def run_matches(messages: Sequence[Message], count: int, first: str, last: str) -> bool:
+    """Whether a run read from the log is the one written: the right length and the same messages at both ends.
+
+    Log keys are unique per thread and the log only grows, so equal ends at the recorded positions mean the
+    positions between hold what they held when the checkpoint was written.
+    """
+    return (
+        len(messages) == count
+        and message_key(messages[0].message_id) == first
+        and message_key(messages[-1].message_id) == last
+    )
+
+
+__all__ = [
+    "FORMAT_KEY",
+    "FORMAT_VERSION",
+    "LogIndex",
+    "encode_context",
+    "is_envelope",
+    "parse_run",
+    "run_matches",
+]

@@ -1,0 +1,202 @@
+"""The live view of one session, maintained incrementally so an add costs what it adds.
+
+`LiveView` holds the records that are in the working view (live events and active summaries) in ``seq`` order,
+each with what a model call needs from it (its `Message` and exact token count) computed once per record
+version, plus the running token total. Records are never mutated in place: compaction and summarization write
+new docs, and the view swaps in the records the store returns, so readers can share them without copying.
+
+It also remembers what management learned cheaply: which event versions declined compaction, and up to which
+position every event is already compacted or exempt, so a pass does not re-examine them on every add.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..messages import Message
+from ..storage import Record
+from ..tokens import TokenCounter
+from .compaction import is_compacted
+from .events import event_to_message
+from .structured import StructuredSummary
+
+HEAD_KEY = "head"
+EVENT_PREFIX = "e:"
+SUMMARY_PREFIX = "s:"
+
+
+def is_visible(doc: Mapping[str, Any]) -> bool:
+    """Whether a stored doc belongs in the working view: an uncovered event or an active summary."""
+    kind = doc.get("type")
+    if kind == "event":
+        return not doc.get("summary_id")
+    return kind == "summary" and doc.get("status") == "active"
+
+
+def view_message(doc: Mapping[str, Any]) -> Message:
+    """The message sent for a stored doc: the original `Message` while uncompacted, else the compacted form;
+    a summary becomes a system message."""
+    if doc.get("type") == "summary":
+        summary = StructuredSummary.model_validate(doc["summary"])
+        return Message.text_message(summary.render(), role="system", message_id=f"summary:{summary.id}", timestamp=None)
+    source = doc.get("source")
+    if source is not None and not is_compacted(doc["event"]):
+        return Message.model_validate(source)
+    return event_to_message(doc["event"])
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One visible record with its view message and token count (valid for exactly this record version)."""
+
+    record: Record
+    message: Message
+    tokens: int
+
+    @property
+    def key(self) -> str:
+        return self.record.key
+
+    @property
+    def seq(self) -> int:
+        return self.record.seq
+
+    @property
+    def is_summary(self) -> bool:
+        return self.record.doc.get("type") == "summary"
+
+
+@dataclass
+class LiveView:
+    """Visible records of one session in ``seq`` order, their token total, and the store position read so far.
+
+    ``live_from`` / ``keep`` mirror the head record: every visible record has ``seq >= live_from`` or is named in
+    ``keep``, which is what lets a reload read only the live records.
+    """
+
+    counter: TokenCounter
+    loaded: bool = False
+    head_version: int = 0
+    live_from: int = 1
+    max_seq: int = 0
+    """Every record with ``seq <= max_seq`` has been read (reads only move it: a write may skip others' adds)."""
+    events: list[Entry] = field(default_factory=list)
+    summaries: list[Entry] = field(default_factory=list)
+    by_key: dict[str, Entry] = field(default_factory=dict)
+    total: int = 0
+    declined: dict[str, int] = field(default_factory=dict)
+    """Event key -> version whose compaction was declined (gist not shorter): not retried until it changes."""
+    settled: int = 0
+    """Number of leading events already compacted, exempt or declined: a pass starts looking after them."""
+
+    def entry(self, record: Record, known: Mapping[str, Entry] | None = None) -> Entry:
+        """The entry of ``record``, reusing the known one when the version did not change."""
+        current = (self.by_key if known is None else known).get(record.key)
+        if current is not None and current.record.version == record.version:
+            return current
+        message = view_message(record.doc)
+        return Entry(record, message, self.counter.count_message(message))
+
+    def rebuild(self, records: Iterable[Record]) -> None:
+        """Replace the view by ``records`` (a fresh read of the live ones), reusing entries of unchanged versions."""
+        known = self.by_key
+        newest: dict[str, Record] = {}
+        for record in records:
+            self.max_seq = max(self.max_seq, record.seq)
+            seen = newest.get(record.key)
+            if record.key != HEAD_KEY and (seen is None or seen.version < record.version):
+                newest[record.key] = record
+        self.events, self.summaries, self.by_key, self.total, self.settled = [], [], {}, 0, 0
+        for record in sorted(newest.values(), key=lambda r: r.seq):
+            if not is_visible(record.doc):
+                continue
+            new = self.entry(record, known)
+            self.by_key[record.key] = new
+            self.total += new.tokens
+            (self.summaries if new.is_summary else self.events).append(new)
+        self.loaded = True
+
+    def catch_up(self, records: Sequence[Record]) -> None:
+        """Apply a read of every record after ``max_seq``; afterwards ``max_seq`` covers them too."""
+        self.apply(records)
+        if records:
+            self.max_seq = max(self.max_seq, max(r.seq for r in records))
+
+    def wrote(self, record: Record) -> bool:
+        """Apply a record this object just added; ``False`` when others added records since our last read (the
+        caller then reads them with `catch_up`), because ``max_seq`` means "everything up to here was read"."""
+        self.apply([record])
+        if record.seq == self.max_seq + 1:
+            self.max_seq = record.seq
+            return True
+        return False
+
+    def apply(self, records: Iterable[Record]) -> None:
+        """Bring the view up to date with ``records`` (new or newer versions); invisible ones leave the view.
+
+        Appends (the common case) cost O(1); replacements and removals are gathered and merged in one pass.
+        """
+        changed = False
+        for record in records:
+            if record.key == HEAD_KEY:
+                continue
+            old = self.by_key.get(record.key)
+            if old is not None and old.record.version > record.version:
+                continue  # an older read racing a newer write: keep what we have
+            if not is_visible(record.doc):
+                if old is not None:
+                    self.total -= old.tokens
+                    del self.by_key[record.key]
+                    changed = True
+                continue
+            new = self.entry(record)
+            if new is old:
+                continue
+            self.by_key[record.key] = new
+            self.total += new.tokens - (old.tokens if old is not None else 0)
+            if old is not None:
+                changed = True
+                continue
+            target = self.summaries if new.is_summary else self.events
+            if not target or target[-1].seq < new.seq:
+                target.append(new)
+            else:  # a record older than our newest (another writer's, read late): rare, so a plain insert
+                index = bisect.bisect_left([e.seq for e in target], new.seq)
+                target.insert(index, new)
+                if not new.is_summary:
+                    self.settled = min(self.settled, index)
+        if changed:
+            self._merge()
+
+    def _merge(self) -> None:
+        """Swap replaced entries in and drop removed ones, keeping order; re-derive how many lead events are
+        settled (a decompressed event may be compacted again later, so settling stops before it)."""
+        events: list[Entry] = []
+        settled: int | None = None
+        for index, old in enumerate(self.events):
+            current = self.by_key.get(old.key)
+            if current is None:
+                continue
+            reopened = current is not old and not is_compacted(current.record.doc["event"])
+            if settled is None and (index >= self.settled or reopened):
+                settled = len(events)
+            events.append(current)
+        self.events = events
+        self.settled = len(events) if settled is None else settled
+        self.summaries = [self.by_key[e.key] for e in self.summaries if e.key in self.by_key]
+
+    def messages(self) -> list[Message]:
+        return [e.message for e in self.summaries] + [e.message for e in self.events]
+
+    def summary_models(self) -> list[StructuredSummary]:
+        return [StructuredSummary.model_validate(e.record.doc["summary"]) for e in self.summaries]
+
+    def keep_keys(self, live_from: int) -> list[str]:
+        """Visible records older than ``live_from`` (system events, a kept turn opener, summaries)."""
+        return [e.key for e in (*self.summaries, *self.events) if e.seq < live_from]
+
+
+__all__ = ["EVENT_PREFIX", "HEAD_KEY", "SUMMARY_PREFIX", "Entry", "LiveView", "is_visible", "view_message"]
