@@ -55,9 +55,11 @@ def _agent_requests(server: FakeOpenAIServer) -> list[dict[str, Any]]:
 
 
 def test_summary_agent_example_summarizes_across_turns_on_one_thread(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    with ModelAwareServer() as server:
+    server = ModelAwareServer()
+    with server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test-key")
         example = runpy.run_path(str(EXAMPLE), run_name="__main__")

@@ -158,9 +158,12 @@ async def test_sync_node_and_condition_run_off_the_loop_with_context_and_injecti
     request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")
     loop_thread = threading.get_ident()
     seen: dict[str, Any] = {}
-    manager = MessageContextManager(max_messages=50)
+    manager: MessageContextManager[AgentState] = MessageContextManager(max_messages=50)
 
-    def node(state: AgentState, ctx_mgr: BaseContextManager[Any] | None = Inject[BaseContextManager]) -> Message:
+    def node(
+        state: AgentState,
+        ctx_mgr: BaseContextManager[Any] | None = Inject[BaseContextManager],  # type: ignore[assignment,type-arg]
+    ) -> Message:
         seen["node_thread"] = threading.get_ident()
         seen["node_request"] = request_id.get()
         seen["manager"] = ctx_mgr
@@ -186,10 +189,13 @@ async def test_a_sync_node_can_call_a_sync_api_that_refuses_to_run_inside_the_lo
     """In the worker thread no loop is running, so the sync trim of a manager works from a sync node."""
     from windowkeeper.context import SummaryContextManager
 
-    manager = SummaryContextManager(summarizer="extractive", max_messages=2, keep_recent=1)
+    manager: SummaryContextManager[AgentState] = SummaryContextManager(
+        summarizer="extractive", max_messages=2, keep_recent=1
+    )
 
     def node(state: AgentState) -> AgentState:
-        return manager.trim_context(state)
+        trimmed: AgentState = manager.trim_context(state)
+        return trimmed
 
     graph = StateGraph()
     graph.add_node("trim", node)

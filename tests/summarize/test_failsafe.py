@@ -122,7 +122,9 @@ async def test_summary_manager_with_a_hanging_sync_summarizer_returns_within_its
         gate.wait(60)
         return "too late"
 
-    manager = SummaryContextManager(summarizer=hangs, max_messages=2, keep_recent=2, timeout=TIMEOUT)
+    manager: SummaryContextManager[AgentState] = SummaryContextManager(
+        summarizer=hangs, max_messages=2, keep_recent=2, timeout=TIMEOUT
+    )
     state = AgentState(context=_turns(4))
     before = list(state.context)
     started = time.perf_counter()
@@ -138,7 +140,9 @@ def test_sync_trim_with_a_hanging_sync_summarizer_returns_too(gate: threading.Ev
         gate.wait(60)
         return "too late"
 
-    manager = SummaryContextManager(summarizer=hangs, max_messages=2, keep_recent=2, timeout=TIMEOUT)
+    manager: SummaryContextManager[AgentState] = SummaryContextManager(
+        summarizer=hangs, max_messages=2, keep_recent=2, timeout=TIMEOUT
+    )
     started = time.perf_counter()
     state = manager.trim_context(AgentState(context=_turns(4)))
     assert time.perf_counter() - started < TIMEOUT + SLACK
@@ -152,7 +156,9 @@ async def test_budget_manager_with_a_hanging_sync_summarizer_returns_within_its_
         gate.wait(60)
         return "too late"
 
-    manager = TokenBudgetContextManager(max_tokens=400, reserve_tokens=0, summarizer=hangs, summary_timeout=TIMEOUT)
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        max_tokens=400, reserve_tokens=0, summarizer=hangs, summary_timeout=TIMEOUT
+    )
     long_turns = [
         Message.text_message(f"question {i}: " + "words " * 40, role="user" if i % 2 == 0 else "assistant")
         for i in range(12)
@@ -187,6 +193,7 @@ async def test_guarded_call_runs_sync_code_in_a_worker_with_the_callers_context(
 
     attempt = await guarded_call(where, "<", suffix=">", timeout=1.0)
     assert attempt.ok
+    assert attempt.value is not None
     value, thread = attempt.value
     assert value == "<acme>" and thread != loop_thread
 

@@ -42,7 +42,7 @@ CONDENSE_INSTRUCTIONS = (
     "one shorter summary in the third person that keeps every fact: names, numbers with their units, dates, file "
     "paths, identifiers, tool results, errors, decisions and open questions. Reply with the summary text only."
 )
-CUT_MARKER = "[... earlier summary lines were cut here to keep the summary within its bound ...]"
+CUT_MARKER = "[... summary lines cut to stay within its bound ...]"
 CONDENSE_DOCUMENT_ID = "windowkeeper-running-summary"
 
 
@@ -80,6 +80,8 @@ def cut_summary(summary: str, max_tokens: int) -> str:
     head: list[str] = []
     for line in lines:
         if len(line) + 1 > head_room:
+            if not head and head_room > 1:
+                head.append(line[: head_room - 1])
             break
         head.append(line)
         head_room -= len(line) + 1
@@ -106,16 +108,23 @@ def _is_summarizer_like(obj: object) -> bool:
 
 
 def _append_summary(previous: str | None, summary: str) -> str:
-    """Append ``summary`` after a blank line, without lines the earlier summary already holds word for word.
+    """Append ``summary`` after a blank line, without the lines the summary so far already holds word for word.
 
-    Summarizers often restate a fact in the same words (a recurring tool result, the user's goal); appending those
-    lines again would make the summary grow with every call without adding anything.
+    Summarizers often restate a fact in the same words (a recurring tool result, the user's goal), within one answer
+    or across answers; appending those lines again would make the summary grow without adding anything.
     """
+    known = {line.strip() for line in (previous or "").splitlines() if line.strip()}
+    fresh: list[str] = []
+    for line in summary.splitlines():
+        key = line.strip()
+        if key and key in known:
+            continue
+        known.add(key)
+        fresh.append(line)
+    text = "\n".join(fresh).strip()
     if not previous:
-        return summary
-    known = {line.strip() for line in previous.splitlines() if line.strip()}
-    fresh = "\n".join(line for line in summary.splitlines() if line.strip() not in known).strip()
-    return f"{previous}\n\n{fresh}" if fresh else previous
+        return text
+    return f"{previous}\n\n{text}" if text else previous
 
 
 class SummaryContextManager(BaseContextManager[S]):
@@ -289,7 +298,7 @@ class SummaryContextManager(BaseContextManager[S]):
         )
         if text is None:
             return None
-        limit = min(self.max_summary_tokens, self.max_running_summary_tokens)
+        limit = self.max_summary_tokens
         if estimate_text_tokens(text) > limit:
             logger.info(
                 "the summarizer returned ~%d tokens (max_summary_tokens=%d); cut", estimate_text_tokens(text), limit
