@@ -14,10 +14,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 
-from .boundary import clean_json, clean_text
+from .boundary import clean_id, clean_json, clean_text
 
 Text = Annotated[str, AfterValidator(clean_text)]
 """A string with lone surrogates replaced (see `windowkeeper.boundary`)."""
+
+Id = Annotated[str, AfterValidator(clean_id)]
+"""An identifier with lone surrogates escaped, so two different ids never become one."""
 
 
 _CONFIG = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
@@ -108,7 +111,7 @@ class ToolCallBlock(_Block):
     """A tool invocation requested by the model; ``id`` pairs it with its `ToolResultBlock`."""
 
     type: Literal["tool_call"] = "tool_call"
-    id: Text
+    id: Id
     name: Text
     args: Annotated[dict[str, Any], AfterValidator(clean_json)] = Field(default_factory=dict)
     tool_type: Text | None = None
@@ -118,7 +121,7 @@ class ToolResultBlock(_Block):
     """The output of one tool call; ``call_id`` equals the `ToolCallBlock.id` it answers."""
 
     type: Literal["tool_result"] = "tool_result"
-    call_id: Text
+    call_id: Id
     output: Annotated[JsonValue, AfterValidator(clean_json)] = None
     status: Literal["completed", "error"] = "completed"
     name: Text | None = None
@@ -139,7 +142,7 @@ class ReasoningBlock(_Block):
 class ErrorBlock(_Block):
     type: Literal["error"] = "error"
     error: Text
-    tool_call_id: Text | None = None
+    tool_call_id: Id | None = None
     code: Text | None = None
 
 

@@ -12,6 +12,12 @@ the same bytes and what a provider would have received anyway. The rule is appli
 constructors (`Message` and every content block validate their text through `clean_text` and their JSON-valued
 fields through `clean_json`), so every reader, manager, memory, store and the CLI inherits it.
 
+Identifiers are the one exception to the replacement character: two different lone surrogates must not become
+the same id (the second message would be dropped as a duplicate), so `clean_id` writes each as its ``\\uXXXX``
+escape instead. The addresses a store is called with (thread, namespace, session, record key) are refused with
+`ConfigurationError` rather than changed, because silently rewriting an address could point one caller at
+another's data.
+
 **JSON limits are the same on write and read.** `MAX_JSON_DEPTH` bounds the nesting of a stored document and
 `json_problem` finds what a store would refuse (too deep, NaN or Infinity): the stores check it before writing,
 so what a store accepts it can always read back, and a reader of provider payloads reports it as `FormatError`.
@@ -52,6 +58,34 @@ def clean_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
+
+
+def clean_id(identifier: str) -> str:
+    """An identifier with each lone surrogate written as its ``\\uXXXX`` escape; the same object if clean.
+
+    Ids (message ids, tool call ids) are compared, not read: replacing two different lone surrogates by the same
+    U+FFFD would merge two distinct ids (and silently drop the second message as a duplicate), so an id keeps
+    them apart with an escape instead. Valid pairs are joined first, as in `clean_text`.
+    """
+    if identifier.isascii():
+        return identifier
+    try:
+        identifier.encode("utf-8")
+    except UnicodeEncodeError:
+        joined = identifier.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        return joined.encode("utf-8", "backslashreplace").decode("utf-8")
+    return identifier
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a code point no UTF-8 encoder accepts (a lone surrogate)."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def clean_json(value: Any, *, _depth: int = 0) -> Any:
@@ -141,8 +175,10 @@ __all__ = [
     "MAX_DOC_DEPTH",
     "MAX_JSON_DEPTH",
     "REPLACEMENT_CHARACTER",
+    "clean_id",
     "clean_json",
     "clean_text",
+    "has_lone_surrogate",
     "json_depth",
     "json_problem",
 ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 import uuid
 import weakref
@@ -30,6 +31,7 @@ from .blocks import (
     AnnotationBlock,
     ContentBlock,
     ErrorBlock,
+    Id,
     ReasoningBlock,
     Text,
     TextBlock,
@@ -82,6 +84,33 @@ _FINGERPRINTED = frozenset({"role", "content", "tools_calls", "reasoning"})
 
 _BLOCK_ADAPTER: TypeAdapter[ContentBlock] = TypeAdapter(ContentBlock)
 
+_edit_lock = threading.Lock()
+_edits = 0
+
+
+def edit_epoch() -> int:
+    """How many in-place edits of messages this process has seen (content, role, tool calls, reasoning).
+
+    A cache that remembers a list of messages by identity stores the epoch with it: while the epoch is unchanged
+    no message anywhere was edited, so identity still means "same content" and checking costs nothing. When it
+    moved, `edited_since` tells which of its messages changed.
+    """
+    return _edits
+
+
+def edited_since(message: Message, epoch: int) -> bool:
+    """Whether ``message`` was edited in place after `edit_epoch` returned ``epoch``."""
+    private = message.__pydantic_private__
+    return private is not None and private.get("_edited", 0) > epoch
+
+
+def _mark_edited(private: dict[str, Any]) -> None:
+    global _edits
+    with _edit_lock:
+        _edits += 1
+        private["_edited"] = _edits
+    private["_fingerprint"] = None
+
 
 def _as_block(item: Any) -> ContentBlock:
     """A block put into a content list after construction is validated like one given to the constructor."""
@@ -117,7 +146,7 @@ class BlockList(list[ContentBlock]):
             if message is not None:
                 private = message.__pydantic_private__
                 if private is not None:
-                    private["_fingerprint"] = None
+                    _mark_edited(private)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (BlockList, (list(self),))
@@ -203,7 +232,7 @@ class Message(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, ser_json_inf_nan="constants")
 
-    message_id: Text | int = Field(default_factory=_new_id)
+    message_id: Id | int = Field(default_factory=_new_id)
     role: Role
     content: Annotated[list[ContentBlock], AfterValidator(_to_block_list)] = Field(default_factory=BlockList)
     delta: bool = False
@@ -215,6 +244,7 @@ class Message(BaseModel):
     raw: Annotated[dict[str, Any] | None, AfterValidator(clean_json)] = None
 
     _fingerprint: str | None = PrivateAttr(default=None)
+    _edited: int = PrivateAttr(default=0)
 
     def model_post_init(self, context: Any, /) -> None:
         self._adopt_content()
@@ -232,7 +262,9 @@ class Message(BaseModel):
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
         if name in _FINGERPRINTED:
-            self._fingerprint = None
+            private = self.__pydantic_private__
+            if private is not None:
+                _mark_edited(private)
             if name == "content":
                 self._adopt_content()
 
@@ -359,4 +391,4 @@ class Message(BaseModel):
         return copy
 
 
-__all__ = ["ROLES", "BlockList", "Message", "Role", "TokenUsages"]
+__all__ = ["ROLES", "BlockList", "Message", "Role", "TokenUsages", "edit_epoch", "edited_since"]

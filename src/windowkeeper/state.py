@@ -66,7 +66,8 @@ class AgentState(BaseModel):
     budget managers keep pinned.
     """
 
-    model_config = ConfigDict(validate_assignment=False, arbitrary_types_allowed=True)
+    # NaN/Infinity stay numbers when dumped, so a store refuses them loudly instead of persisting null
+    model_config = ConfigDict(validate_assignment=False, arbitrary_types_allowed=True, ser_json_inf_nan="constants")
 
     context: Annotated[list[Message], add_messages] = Field(default_factory=list)
     context_summary: str | None = None

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from ..boundary import MAX_DOC_DEPTH, MAX_JSON_DEPTH, clean_text, json_depth, json_problem
+from ..boundary import MAX_DOC_DEPTH, MAX_JSON_DEPTH, clean_text, has_lone_surrogate, json_depth, json_problem
 from ..errors import ConfigurationError, StorageError
 from ..messages import Message
 
@@ -206,8 +206,17 @@ def check_prefix(prefix: str) -> str:
 
 
 def check_id(value: object, what: str) -> str:
+    """A store address must be a non-empty string a driver can encode.
+
+    A lone surrogate is refused rather than replaced: rewriting an address could merge two callers' data.
+    """
     if not isinstance(value, str) or not value:
         raise ConfigurationError(f"{what} must be a non-empty string, got {value!r}")
+    if has_lone_surrogate(value):
+        raise ConfigurationError(
+            f"{what} {value!r} holds a lone surrogate, which no store can encode; "
+            "pass windowkeeper.boundary.clean_id(value) to keep it distinct and storable",
+        )
     return value
 
 
@@ -302,6 +311,11 @@ def encode_message(thread_id: str, message: Message) -> str:
     try:
         body = message.model_dump_json()
     except PydanticSerializationError as exc:
+        if "depth exceeded" in str(exc):  # pydantic's serializer stops at about 255 levels
+            raise StorageError(
+                f"thread {thread_id!r}: message {message.message_id!r} cannot be stored: it nests more than "
+                f"{MAX_JSON_DEPTH} levels deep (the limit every store can read back); flatten it",
+            ) from exc
         raise StorageError(
             f"thread {thread_id!r}: message {message.message_id!r} is not JSON-serializable "
             f"(check metadata/raw for non-JSON values): {exc}",
