@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from .messages import Message
+from .providers import PROVIDERS, ProviderName, normalize_provider
 
 UnitKind = Literal["system", "user", "assistant", "tool_turn", "pending", "incomplete", "orphan"]
-Provider = Literal["openai", "anthropic", "gemini"]
-PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "gemini")
+Provider = ProviderName
 
 
 @dataclass(frozen=True)
@@ -103,16 +103,17 @@ class Problem:
         return f"[{self.index}] {self.code}: {self.message}"
 
 
-def validate(messages: Sequence[Message], provider: Provider | str = "openai") -> list[Problem]:
+def validate(messages: Sequence[Message], provider: ProviderName | str = "openai") -> list[Problem]:
     """Every structural problem that would make ``provider`` reject ``messages``, in index order.
 
     Checked for all providers: tool results with no preceding call, tool calls left unanswered (other than the
     trailing pending turn), parallel calls answered only in part, tool messages without results. For Anthropic
     call ids must be unique across the conversation, and for Anthropic and Gemini the first non-system message
-    must come from the user.
+    must come from the user. ``provider`` is any name of `windowkeeper.providers` (``"gemini"`` and ``"google"``
+    alike); an unknown one raises `ConfigurationError`.
     """
-    if provider not in PROVIDERS:
-        raise ValueError(f"provider={provider!r} is not supported; use one of {', '.join(PROVIDERS)}")
+    name = provider
+    provider = normalize_provider(provider)
     problems: list[Problem] = []
     seen_calls: dict[str, int] = {}
     units = group_units(messages)
@@ -151,7 +152,7 @@ def validate(messages: Sequence[Message], provider: Provider | str = "openai") -
                 problems.append(
                     Problem(unit.start, code, f"{what}: missing results for {', '.join(map(repr, missing))}")
                 )
-    if provider in ("anthropic", "gemini"):
+    if provider in ("anthropic", "google"):
         for index, msg in enumerate(messages):
             if msg.role == "system":
                 continue
@@ -161,7 +162,7 @@ def validate(messages: Sequence[Message], provider: Provider | str = "openai") -
                         index,
                         "first_message_not_user",
                         f"first non-system message has role {msg.role!r}; "
-                        f"{provider} requires the conversation to start with a user message",
+                        f"{name} requires the conversation to start with a user message",
                     )
                 )
             break
@@ -169,7 +170,7 @@ def validate(messages: Sequence[Message], provider: Provider | str = "openai") -
     return problems
 
 
-def is_valid(messages: Sequence[Message], provider: Provider | str = "openai") -> bool:
+def is_valid(messages: Sequence[Message], provider: ProviderName | str = "openai") -> bool:
     return not validate(messages, provider)
 
 

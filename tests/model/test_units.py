@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from windowkeeper import Message, ToolCallBlock, ToolResultBlock
+from windowkeeper import ConfigurationError, Message, ToolCallBlock, ToolResultBlock
 from windowkeeper.units import flatten, group_units, is_valid, validate
 
 
@@ -59,5 +59,5 @@ def test_duplicate_call_ids_are_reported() -> None:
 
 
 def test_unknown_provider_is_rejected() -> None:
-    with pytest.raises(ValueError, match="provider='bedrock'"):
+    with pytest.raises(ConfigurationError, match="unknown provider 'bedrock'"):
         validate([], "bedrock")

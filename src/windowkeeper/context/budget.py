@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from .._validate import check_int
 from ..errors import ConfigurationError
-from ..messages import Message
+from ..messages import Message, edit_epoch, edited_since
 from ..state import AgentState
 from ..tokens import TokenCounter, default_counter
 from ._compaction import ColdPlan, Limits, Segment, SummaryRequest, compact, extend_segments, finish, plan_cold
@@ -59,6 +59,21 @@ class _Track:
     summary_tokens: int
     scratchpad: str | None
     scratchpad_tokens: int
+    epoch: int = 0
+    """`edit_epoch` when this call began: while it is unchanged no message was edited in place since."""
+
+
+def _edited(track: _Track) -> bool:
+    """Whether a message this track remembers by identity was edited in place after the track was made.
+
+    Costs nothing unless some message in the process was edited; then one lookup per remembered message.
+    """
+    if track.epoch == edit_epoch():
+        return False
+    epoch = track.epoch
+    return any(edited_since(m, epoch) for m in track.view) or (
+        track.source is not track.view and any(edited_since(m, epoch) for m in track.source)
+    )
 
 
 def _extends(messages: Sequence[Message], prefix: tuple[Message, ...]) -> bool:
@@ -317,7 +332,12 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         started = time.perf_counter()
         key = thread_key(state)
         incoming = state.context
+        epoch = edit_epoch()
         track = self._tracks.get(key)
+        if track is not None and _edited(track):
+            # an edited message's count and segments are stale: plan this call from scratch
+            logger.debug("thread %s: a message of the previous view was edited in place; recounting", key)
+            track = None
         count = self.counter.count_message
         summary = state.context_summary or None
         scratchpad = state.scratchpad or None
@@ -385,6 +405,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             summary_tokens=summary_tokens,
             scratchpad=scratchpad,
             scratchpad_tokens=scratch_tokens,
+            epoch=epoch,
         )
         self._tracks.move_to_end(key)
         while len(self._tracks) > _MAX_TRACKED_THREADS:

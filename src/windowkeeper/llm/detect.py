@@ -2,7 +2,8 @@
 
 Users pass one string (``"gpt-4o-mini"``, ``"claude-3-5-haiku-latest"``, ``"gemini/gemini-2.0-flash"``); the
 provider is read from an explicit prefix first, then from well-known name families. Unknown names go to OpenAI
-because most self-hosted and proxy servers speak its wire format.
+because most self-hosted and proxy servers speak its wire format. Provider names and aliases are the project-wide
+vocabulary of `windowkeeper.providers`.
 """
 
 from __future__ import annotations
@@ -10,21 +11,9 @@ from __future__ import annotations
 import logging
 
 from ..errors import ConfigurationError
+from ..providers import PROVIDER_ALIASES, PROVIDERS, normalize_provider
 
 logger = logging.getLogger(__name__)
-
-PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "google")
-
-_ALIASES: dict[str, str] = {
-    "openai": "openai",
-    "azure": "openai",
-    "anthropic": "anthropic",
-    "claude": "anthropic",
-    "google": "google",
-    "gemini": "google",
-    "genai": "google",
-    "vertex": "google",
-}
 
 _FAMILIES: tuple[tuple[str, str], ...] = (
     ("gemini-", "google"),
@@ -38,16 +27,6 @@ _FAMILIES: tuple[tuple[str, str], ...] = (
 )
 
 
-def normalize_provider(provider: str) -> str:
-    """Map a provider name or alias (``"gemini"``, ``"claude"``) to one of `PROVIDERS`."""
-    key = provider.strip().lower()
-    if key not in _ALIASES:
-        raise ConfigurationError(
-            f"unknown provider {provider!r}; use one of {', '.join(PROVIDERS)} (aliases: gemini, claude)",
-        )
-    return _ALIASES[key]
-
-
 def detect_provider(model: str, provider: str | None = None) -> tuple[str, str]:
     """Return ``(provider, bare_model)`` for a model name.
 
@@ -59,8 +38,8 @@ def detect_provider(model: str, provider: str | None = None) -> tuple[str, str]:
         raise ConfigurationError(f"model must be a non-empty string such as 'gpt-4o-mini', got {model!r}")
     name = model.strip()
     prefix, sep, rest = name.partition("/")
-    if sep and prefix.lower() in _ALIASES and rest:
-        prefixed = _ALIASES[prefix.lower()]
+    if sep and prefix.lower() in PROVIDER_ALIASES and rest:
+        prefixed = PROVIDER_ALIASES[prefix.lower()]
         if provider is not None and normalize_provider(provider) != prefixed:
             raise ConfigurationError(
                 f"model {model!r} names provider {prefixed!r} but provider={provider!r} was given; drop one",

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._bridge import LoopThread
-from ..errors import MissingDependencyError, StorageError
+from ..errors import ConfigurationError, MissingDependencyError, StorageError
 from ..messages import Message
 from .base import (
     ConflictError,
@@ -75,10 +77,26 @@ _PendingWrite = tuple[Callable[["AsyncConnection[Any]"], Awaitable[Any]], bool, 
 class PostgresStore(SessionStore):
     """A `SessionStore` in PostgreSQL tables named ``<prefix>_messages``, ``<prefix>_states`` and so on."""
 
-    def __init__(self, url: str | None = None, *, prefix: str = "wk", connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        prefix: str = "wk",
+        connect_timeout: float = 10.0,
+        statement_timeout: float | None = 5.0,
+    ) -> None:
         self.url = url or postgres_url()
         self.prefix = check_prefix(prefix).lower()
         self._connect_timeout = connect_timeout
+        if statement_timeout is not None and not (
+            isinstance(statement_timeout, int | float) and not isinstance(statement_timeout, bool)
+            and math.isfinite(statement_timeout) and statement_timeout > 0
+        ):
+            raise ConfigurationError(
+                f"statement_timeout must be a positive, finite number of seconds or None, got {statement_timeout!r}",
+            )
+        self.statement_timeout = statement_timeout
+        self._pid = os.getpid()
         self._io = LoopThread(f"windowkeeper-postgres-{self.prefix}")
         self._conn: AsyncConnection[Any] | None = None
         self._lock: asyncio.Lock | None = None
@@ -95,7 +113,7 @@ class PostgresStore(SessionStore):
         if self._conn is not None:
             await self._conn.close()
         conn = await psycopg.AsyncConnection.connect(
-            self.url, autocommit=True, connect_timeout=max(1, int(self._connect_timeout)),
+            self.url, autocommit=True, connect_timeout=max(1, int(self._connect_timeout)), **self._session_options(),
         )
         try:
             await self._migrate(conn)
@@ -104,6 +122,42 @@ class PostgresStore(SessionStore):
             raise
         self._conn = conn
         return conn
+
+    def _session_options(self) -> dict[str, str]:
+        """Server-side limits of every connection: ``statement_timeout`` and ``lock_timeout``.
+
+        The store serializes its statements, so one statement blocked on a row lock held elsewhere stalled every
+        other thread of the store (19.5 s in a test) until it ended. With the timeouts the blocked statement
+        fails with a `StorageError` after ``statement_timeout`` seconds and the queue moves on; a lock wait gives
+        up at the same limit.
+        """
+        if self.statement_timeout is None:
+            return {}
+        ms = max(1, int(self.statement_timeout * 1000))
+        return {"options": f"-c statement_timeout={ms} -c lock_timeout={ms}"}
+
+    def _check_fork(self) -> None:
+        """After ``os.fork()`` start afresh: the parent's loop thread does not exist here and its socket is shared.
+
+        A store used before a fork used to hang forever in the child, waiting on a loop nobody runs. The child gets
+        a new loop thread and opens its own connection; the inherited connection is neither used nor closed with
+        a goodbye to the server (that would end the parent's session): its descriptor is pointed at /dev/null
+        and the object is kept alive until exit.
+        """
+        pid = os.getpid()
+        if pid == self._pid:
+            return
+        logger.debug("PostgresStore (prefix %r): used in a forked child (pid %d); reconnecting", self.prefix, pid)
+        self._pid = pid
+        inherited = self._conn
+        if inherited is not None:
+            _detach_socket(inherited)
+        _ABANDONED.append((inherited, self._io))
+        self._io = LoopThread(f"windowkeeper-postgres-{self.prefix}")
+        self._conn = None
+        self._lock = None
+        self._pending = []
+        self._flusher = None
 
     async def _migrate(self, conn: AsyncConnection[Any]) -> None:
         schema = self._t["schema"]
@@ -206,6 +260,7 @@ class PostgresStore(SessionStore):
     async def _run(
         self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]], *, write: bool = False, risky: bool = False,
     ) -> T:
+        self._check_fork()
         try:
             return await self._io.run(self._write(fn, risky=risky) if write else self._in_tx(fn))
         except pg_errors.UniqueViolation as exc:
@@ -247,6 +302,34 @@ class PostgresStore(SessionStore):
 
         rows = await self._run(op)
         return [decode_message(thread_id, row[0], i) for i, row in enumerate(rows)]
+
+    async def count_messages(self, thread_id: str) -> int:
+        check_id(thread_id, "thread_id")
+        table = self._t["messages"]
+
+        async def op(conn: AsyncConnection[Any]) -> tuple[Any, ...] | None:
+            cur = await conn.execute(f"SELECT COUNT(*) FROM {table} WHERE thread_id = %s", (thread_id,))
+            return await cur.fetchone()
+
+        row = await self._run(op)
+        return 0 if row is None else int(row[0])
+
+    async def load_messages_range(self, thread_id: str, start: int, stop: int) -> list[Message]:
+        check_id(thread_id, "thread_id")
+        start, stop = max(start, 0), max(stop, 0)
+        if stop <= start:
+            return []
+        table = self._t["messages"]
+
+        async def op(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(
+                f"SELECT body FROM {table} WHERE thread_id = %s ORDER BY seq LIMIT %s OFFSET %s",
+                (thread_id, stop - start, start),
+            )
+            return await cur.fetchall()
+
+        rows = await self._run(op)
+        return [decode_message(thread_id, row[0], start + i) for i, row in enumerate(rows)]
 
     async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
         check_id(thread_id, "thread_id")
@@ -303,34 +386,6 @@ class PostgresStore(SessionStore):
                 (namespace, session_id),
             )
             row = await cur.fetchone()
-    async def count_messages(self, thread_id: str) -> int:
-        check_id(thread_id, "thread_id")
-        table = self._t["messages"]
-
-        async def op(conn: AsyncConnection[Any]) -> tuple[Any, ...] | None:
-            cur = await conn.execute(f"SELECT COUNT(*) FROM {table} WHERE thread_id = %s", (thread_id,))
-            return await cur.fetchone()
-
-        row = await self._run(op)
-        return 0 if row is None else int(row[0])
-
-    async def load_messages_range(self, thread_id: str, start: int, stop: int) -> list[Message]:
-        check_id(thread_id, "thread_id")
-        start, stop = max(start, 0), max(stop, 0)
-        if stop <= start:
-            return []
-        table = self._t["messages"]
-
-        async def op(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
-            cur = await conn.execute(
-                f"SELECT body FROM {table} WHERE thread_id = %s ORDER BY seq LIMIT %s OFFSET %s",
-                (thread_id, stop - start, start),
-            )
-            return await cur.fetchall()
-
-        rows = await self._run(op)
-        return [decode_message(thread_id, row[0], start + i) for i, row in enumerate(rows)]
-
             assert row is not None
             await conn.execute(
                 f"INSERT INTO {records} (namespace, session_id, key, seq, version, body) "
@@ -490,10 +545,28 @@ class PostgresStore(SessionStore):
     async def close(self) -> None:
         if self._closed:
             return
+        self._check_fork()
         self._closed = True
         if self._io.started:
             await self._io.run(self._forget_connection())
             await asyncio.to_thread(self._io.stop)
+
+
+_ABANDONED: list[tuple[Any, LoopThread]] = []
+"""Connections and loop threads inherited across a fork: kept alive so no finalizer runs on the parent's socket."""
+
+
+def _detach_socket(conn: Any) -> None:
+    """Point an inherited connection's descriptor at /dev/null, so nothing this process does reaches the server."""
+    try:
+        fd = conn.fileno()
+    except Exception:  # an already closed or broken connection has no socket to detach
+        return
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 def _safe_url(url: str) -> str:

@@ -13,6 +13,8 @@ Key layout under ``<prefix>:``: ``t:{thread}:log`` (list), ``t:{thread}:ids`` (s
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -103,12 +105,19 @@ def _part(value: str) -> str:
     return value.replace("%", "%25").replace(":", "%3A").replace("{", "%7B").replace("}", "%7D")
 
 
+logger = logging.getLogger(__name__)
+
+_ABANDONED: list[tuple[Any, LoopThread]] = []
+"""Clients and loop threads inherited across a fork: kept alive so no finalizer touches the parent's sockets."""
+
+
 class RedisStore(SessionStore):
     """A `SessionStore` in Redis keys under ``<prefix>:``."""
 
     def __init__(self, url: str | None = None, *, prefix: str = "wk") -> None:
         self.url = url or redis_url()
         self.prefix = check_prefix(prefix)
+        self._pid = os.getpid()
         self._io = LoopThread(f"windowkeeper-redis-{self.prefix}")
         self._client: aredis.Redis | None = None
         self._scripts: dict[str, AsyncScript] = {}
@@ -134,7 +143,25 @@ class RedisStore(SessionStore):
         self._redis()
         return await self._scripts[name](keys=keys, args=args)
 
+    def _check_fork(self) -> None:
+        """After ``os.fork()`` start afresh with a new loop thread and client (the parent's loop is not running here).
+
+        A store used before a fork used to hang forever in the child. The inherited client is kept alive, never
+        used: its sockets belong to the parent's connections, and its finalizers would need the parent's loop.
+        """
+        pid = os.getpid()
+        if pid == self._pid:
+            return
+        logger.debug("RedisStore (prefix %r): used in a forked child (pid %d); reconnecting", self.prefix, pid)
+        self._pid = pid
+        _ABANDONED.append((self._client, self._io))
+        self._io = LoopThread(f"windowkeeper-redis-{self.prefix}")
+        self._client = None
+        self._scripts = {}
+
     async def _do(self, coro_fn: Any, *args: Any) -> Any:
+        self._check_fork()
+
         async def call() -> Any:
             return await coro_fn(*args)
 
@@ -396,6 +423,7 @@ class RedisStore(SessionStore):
     async def close(self) -> None:
         if self._closed:
             return
+        self._check_fork()
         self._closed = True
         if self._io.started:
             await self._io.run(self._aclose_client())

@@ -755,6 +755,143 @@ async def spec_rejects_bad_data(backend: Backend) -> None:
     await backend.release(store)
 
 
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for i in range(depth):
+        value = [value] if i % 2 else {"k": value}
+    return value
+
+
+@conformance_spec()
+async def spec_codec_limits(backend: Backend) -> None:
+    """What a store accepts it reads back: the codec's limits are checked at write time, with one NaN policy.
+
+    Deep tool arguments and output (200+ levels) used to be stored and then made the whole thread unreadable;
+    NaN became ``null`` in the checkpointer while records refused it. Now every over-deep or non-finite value is
+    a `StorageError` at write time naming the message or key, nothing of the batch is written, and the thread's
+    earlier messages stay readable. Lone surrogates arrive already replaced by U+FFFD (`windowkeeper.boundary`).
+    """
+    from ..boundary import MAX_JSON_DEPTH
+
+    store = backend.open()
+    thread = "codec"
+    assert await store.append_messages(thread, [_text("before")]) == 1
+    deepest_ok = MAX_JSON_DEPTH - 4  # message envelope: object > content list > block object > args object
+    fine = Message(
+        role="assistant",
+        message_id="deep-ok",
+        content=[ToolCallBlock(id="c-ok", name="f", args={"a": _nested(deepest_ok - 1)})],
+    )
+    assert await store.append_messages(thread, [fine]) == 1
+    for depth in (MAX_JSON_DEPTH, 200, 260, 600):
+        calls = Message(
+            role="assistant", message_id=f"deep-call-{depth}",
+            content=[ToolCallBlock(id=f"c{depth}", name="f", args={"a": _nested(depth)})],
+        )
+        try:
+            await store.append_messages(thread, [_text(f"ok-{depth}"), calls])
+        except StorageError as exc:
+            assert f"deep-call-{depth}" in str(exc) and "levels deep" in str(exc), str(exc)
+        else:
+            raise AssertionError(f"tool arguments nested {depth} levels must be refused at write time")
+    # built without validation, as a caller editing a block's output in place could
+    deep_output = Message.tool_message(
+        [ToolResultBlock.model_construct(call_id="c-out", output=_nested(200))], message_id="deep-out",
+    )
+    try:
+        await store.append_messages(thread, [deep_output])
+    except StorageError as exc:
+        assert "deep-out" in str(exc)
+    else:
+        raise AssertionError("tool output nested 200 levels must be refused at write time")
+    for bad in (
+        Message.text_message("nan", message_id="nan-meta", metadata={"score": float("nan")}),
+        Message.tool_message([ToolResultBlock(call_id="c", output={"x": [float("inf")]})], message_id="nan-out"),
+        Message.text_message("nan", message_id="nan-time", timestamp=float("nan")),
+    ):
+        try:
+            await store.append_messages(thread, [bad])
+        except StorageError as exc:
+            assert str(bad.message_id) in str(exc) and "NaN or Infinity" in str(exc), str(exc)
+        else:
+            raise AssertionError(f"{bad.message_id}: NaN/Infinity must be refused, not stored as null")
+    assert [m.message_id for m in await store.load_messages(thread)] == ["before", "deep-ok"]
+    restored = (await store.load_messages(thread))[1]
+    assert restored.model_dump(mode="json") == fine.model_dump(mode="json")
+
+    for doc in ({"a": _nested(400)}, {"a": _nested(2_000)}):
+        try:
+            await store.add_record("ns", "codec", "deep", doc)
+        except StorageError as exc:
+            assert "deep" in str(exc) and "levels deep" in str(exc), str(exc)
+        else:
+            raise AssertionError("a record nested beyond the limit must be refused at write time")
+    assert await store.get_record("ns", "codec", "deep") is None
+
+    class Scored(AgentState):
+        score: float = 0.0
+
+    cp = Checkpointer(store, owns_store=False)
+    await cp.aput("nan-state", Scored(context=[_text("s1")], score=1.5))
+    try:
+        await cp.aput("nan-state", Scored(context=[_text("s1")], score=float("nan")))
+    except StorageError as exc:
+        assert "nan-state" in str(exc) and "NaN or Infinity" in str(exc), str(exc)
+    else:
+        raise AssertionError("the checkpointer must refuse NaN like the memory does, not store it as null")
+    kept = await cp.aget_state("nan-state", Scored)
+    assert kept is not None and kept.score == 1.5
+
+    surrogate = Message.text_message("half \ud83d emoji", message_id="sur")
+    await store.append_messages("surrogates", [surrogate])
+    assert [m.text() for m in await store.load_messages("surrogates")] == ["half \ufffd emoji"]
+    await backend.release(store)
+
+
+@conformance_spec("multiprocess")
+async def spec_fork_safe(backend: Backend) -> None:
+    """A store used before ``os.fork()`` works in the child (it reconnects) and in the parent afterwards."""
+    if not hasattr(os, "fork"):
+        return
+    store = backend.open()
+    await store.append_messages("fork", [_text("parent-1")])
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child, which reports through the pipe
+        status = 1
+        try:
+            os.close(read)
+            signal.alarm(20)  # a hang must end the child, not the suite
+
+            async def child() -> str:
+                added = await store.append_messages("fork", [_text("child-1")])
+                ids = [m.message_id for m in await store.load_messages("fork")]
+                return json.dumps({"added": added, "ids": ids})
+
+            os.write(write, asyncio.run(child()).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    deadline = time.monotonic() + 30
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise AssertionError("a store used before fork() hung in the child")
+        await asyncio.sleep(0.05)
+    with os.fdopen(read, "rb") as pipe:
+        report = pipe.read().decode()
+    assert os.waitstatus_to_exitcode(status) == 0 and report, f"child failed (status {status}): {report!r}"
+    assert json.loads(report) == {"added": 1, "ids": ["parent-1", "child-1"]}
+    await store.append_messages("fork", [_text("parent-2")])
+    assert [m.message_id for m in await store.load_messages("fork")] == ["parent-1", "child-1", "parent-2"]
+    await backend.release(store)
+
+
 # -- child-process programs -----------------------------------------------------------------------------------
 
 
