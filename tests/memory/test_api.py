@@ -135,6 +135,7 @@ async def test_decompress_restores_and_pins() -> None:
             "compaction_trigger": 0.5,
             "summarization_trigger": 1.0,
             "keep_recent_count": 1,
+            "min_compaction_gain": 1,
         },
     )
     text = "I need help implementing a user authentication system with JWT tokens, password hashing and roles"

@@ -9,9 +9,10 @@ import sys
 import textwrap
 from typing import Any
 
+from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.memory import COMPACTION_KEY, SUMMARY_MARK, ContextReport
-from windowkeeper.sessiongen import generate_session
 from windowkeeper.tokens import default_counter
+from windowkeeper.units import validate
 
 from .conftest import Backend, event
 
@@ -25,10 +26,15 @@ async def test_long_debugging_session_reaches_both_tiers(backend: Backend) -> No
     memory = backend.open(thresholds={"pre_rot_threshold": PRE_ROT})
     sid = backend.session_id
     reports: list[ContextReport] = []
+    views: list[list[str]] = []
     for message in messages:
         report = await memory.add(message, session_id=sid)
         assert report is not None
         reports.append(report)
+        view = await memory.messages(sid)
+        for provider in ("openai", "anthropic"):
+            assert validate(view, provider) == [], (len(reports), provider, validate(view, provider))
+        views.append([m.model_dump_json() for m in view])
 
     th = memory.thresholds
     for index, r in enumerate(reports):
@@ -46,18 +52,26 @@ async def test_long_debugging_session_reaches_both_tiers(backend: Backend) -> No
                 r.describe(),
             )
         if r.tier == "summarization":
+            # tier 3 only at the summarization trigger, or when compaction could not free a meaningful amount
             post = r.tokens_after_compaction
-            assert post >= th.summarization_limit or (
-                post >= th.compaction_limit and r.tokens_before - post < th.min_compaction_gain
-            ), (index, r.describe())
+            assert post >= th.summarization_limit or r.tokens_before - post < th.min_compaction_gain, (
+                index,
+                r.describe(),
+            )
+        if r.tier == "compaction":
+            # a compaction pass frees a real chunk (down to the target when there is enough to compact)
+            assert r.tokens_before - r.tokens_after >= th.min_compaction_gain, (index, r.describe())
+        if r.tier == "none" and index:
+            # between passes the view only grows: what was sent before is a byte-identical prefix
+            assert views[index][: len(views[index - 1])] == views[index - 1], index
 
     first_compaction = next(i for i, r in enumerate(reports) if r.tier != "none")
     assert reports[first_compaction].tier == "compaction"
     assert reports[first_compaction - 1].tokens_after < th.compaction_limit <= reports[first_compaction].tokens_before
-    # tier 3 fired at least once because compaction could not keep the view under 95%
-    assert any(r.tier == "summarization" and r.tokens_after_compaction >= th.summarization_limit for r in reports), [
-        r.describe() for r in reports if r.tier == "summarization"
-    ]
+    # tier 3 fired once compaction could no longer make room (the 95% path is tested on its own below)
+    assert any(r.tier == "summarization" for r in reports)
+    # far fewer passes than adds: the view is left alone between passes
+    assert sum(r.tier != "none" for r in reports) * 5 < len(reports)
     assert first_compaction < next(i for i, r in enumerate(reports) if r.tier == "summarization")
 
     # the view tokens the reports claim are the exact count of what list() returns

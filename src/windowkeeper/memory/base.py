@@ -471,9 +471,9 @@ class BaseMemory(Generic[S]):
         compacted: builtins.list[str] = []
         settling = True
         for index in range(view.settled, min(protected_from, pending_from)):
-            if now <= th.compaction_goal:
-                break
             entry = events[index]
+            if now <= th.compaction_goal and (entry.message.role == "user" or not compacted):
+                break  # at the target: finish the turn in progress, so the next pass starts at a turn boundary
             record = entry.record
             if self._exempt(entry) or view.declined.get(record.key) == record.version:
                 if settling:
@@ -498,8 +498,11 @@ class BaseMemory(Generic[S]):
             report.tier = "compaction"
         if now >= th.summarization_limit:
             why = f"{now} tokens after compaction is at or above the summarization trigger ({th.summarization_limit:g})"
-        elif now >= th.compaction_limit and freed < th.min_compaction_gain:
-            why = f"compaction freed {freed} tokens (< min gain {th.min_compaction_gain}) and the view is still over"
+        elif freed < th.min_compaction_gain:
+            why = (
+                f"compaction could free only {freed} tokens (< min_compaction_gain {th.min_compaction_gain}); "
+                "summarizing instead of nibbling"
+            )
         else:
             if docs:
                 await self._commit(sid, view, [(k, d, view.by_key[k].record.version) for k, d in docs.items()])

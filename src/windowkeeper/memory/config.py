@@ -30,13 +30,14 @@ _KNOWN = (*DEFAULT_THRESHOLDS, "compaction_target", "min_compaction_gain")
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Resolved thresholds; ``min_compaction_gain`` is in tokens (default 0.1% of ``pre_rot_threshold``).
+    """Resolved thresholds.
 
     ``compaction_target`` (default 0.6, below ``compaction_trigger``) is the level a compaction pass frees down to.
 
-    A compaction pass that leaves the view at or above the compaction trigger and freed fewer tokens than
-    ``min_compaction_gain`` is not counted as relief: management moves on to summarization instead of nibbling
-    at the same band on every add.
+    ``min_compaction_gain`` is in tokens (default half the band between target and trigger). A compaction
+    pass that frees fewer tokens is not counted as relief: management moves on to summarization instead of
+    nibbling at the same band on every add, since each nibble would change the prompt prefix (and so miss the
+    provider's prompt cache) for almost nothing.
     """
 
     pre_rot_threshold: int
@@ -116,7 +117,7 @@ def resolve_thresholds(thresholds: Mapping[str, Any] | Thresholds | None) -> Thr
         )
     # 0 newest events kept would let a summary swallow the user's current question (and the pending tool call)
     keep = _count(values, "keep_recent_count", positive=True)
-    values.setdefault("min_compaction_gain", max(1, math.ceil(pre_rot / 1000)))
+    values.setdefault("min_compaction_gain", max(1, math.ceil(pre_rot * (compaction - target) / 2)))
     gain = _count(values, "min_compaction_gain", positive=False)
     return Thresholds(pre_rot, compaction, summarization, keep, gain, target)
 
