@@ -20,9 +20,9 @@ from typing import Any
 from _common import CpuClock, fresh_counter, lc_exact_counter, print_table
 
 from windowkeeper.context.budget import TokenBudgetContextManager
+from windowkeeper.evaluation.sessiongen import iter_steps
 from windowkeeper.llm.formats import to_langchain
 from windowkeeper.messages import Message
-from windowkeeper.sessiongen import iter_steps
 from windowkeeper.state import AgentState
 from windowkeeper.units import group_units
 

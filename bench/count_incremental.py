@@ -14,7 +14,7 @@ import argparse
 import time
 
 from windowkeeper import Message
-from windowkeeper.sessiongen import iter_steps
+from windowkeeper.evaluation.sessiongen import iter_steps
 from windowkeeper.tokens import TiktokenCounter
 
 

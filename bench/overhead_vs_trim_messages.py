@@ -25,9 +25,9 @@ from typing import Any
 from _common import CpuClock, call_chunks, chained, fresh_counter, lc_exact_counter, print_table
 
 from windowkeeper.context.budget import TokenBudgetContextManager
+from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.llm.formats import to_langchain
 from windowkeeper.messages import Message
-from windowkeeper.sessiongen import generate_session
 from windowkeeper.state import AgentState, add_messages
 from windowkeeper.summarize import ExtractiveSummarizer
 

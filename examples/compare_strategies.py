@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from windowkeeper import generate_session
 from windowkeeper.evaluation import Prices, replay
 from windowkeeper.evaluation.lineup import standard_lineup
+from windowkeeper.evaluation.sessiongen import generate_session
 
 
 async def main(steps: int, budget: int) -> None:

@@ -16,7 +16,8 @@ import asyncio
 import tempfile
 from pathlib import Path
 
-from windowkeeper import ContextReport, SQLiteMemory, generate_session
+from windowkeeper import ContextReport, SQLiteMemory
+from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.memory import COMPACTION_KEY
 from windowkeeper.memory.events import message_to_event
 

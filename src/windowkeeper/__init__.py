@@ -87,7 +87,6 @@ from .memory import (
     Thresholds,
 )
 from .messages import Message, TokenUsages
-from .sessiongen import Fact, GeneratedSession, generate_session, generate_session_for_tokens
 from .state import AgentState, ExecMeta, ExecutionStatus, ToolResult, add_messages
 from .storage import (
     ConflictError,
@@ -161,9 +160,7 @@ __all__ = [
     "ExecMeta",
     "ExecutionStatus",
     "ExtractiveSummarizer",
-    "Fact",
     "FormatError",
-    "GeneratedSession",
     "GraphCompileError",
     "GraphError",
     "GraphEvent",
@@ -233,8 +230,6 @@ __all__ = [
     "from_langchain",
     "from_openai_chat",
     "from_responses_input",
-    "generate_session",
-    "generate_session_for_tokens",
     "get_summarizer",
     "group_units",
     "is_valid",

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from windowkeeper.cli.app import app
 from windowkeeper.evaluation.datasets import data_dir
+from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.llm.formats import to_openai_chat
-from windowkeeper.sessiongen import generate_session
 
 runner = CliRunner()
 TAU = data_dir() / "tau_bench" / "gpt-4o-airline.json"

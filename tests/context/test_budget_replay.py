@@ -14,8 +14,8 @@ import pytest
 from windowkeeper.context.baselines import sliding_window
 from windowkeeper.context.budget import TokenBudgetContextManager
 from windowkeeper.context.zones import summary_message
+from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.messages import Message
-from windowkeeper.sessiongen import generate_session
 from windowkeeper.state import AgentState, add_messages
 from windowkeeper.summarize import ExtractiveSummarizer
 from windowkeeper.tokens import default_counter

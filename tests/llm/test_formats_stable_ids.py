@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import AgentState, ExtractiveSummarizer, TokenBudgetContextManager, generate_session
+from windowkeeper import AgentState, ExtractiveSummarizer, TokenBudgetContextManager
+from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.llm.formats import (
     from_anthropic,
     from_gemini,

@@ -6,8 +6,8 @@ import pytest
 
 from windowkeeper.blocks import ToolCallBlock, ToolResultBlock
 from windowkeeper.errors import ConfigurationError
+from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.messages import Message
-from windowkeeper.sessiongen import generate_session
 from windowkeeper.summarize import ExtractiveSummarizer
 from windowkeeper.tokens import ApproxCounter, default_counter
 

@@ -23,7 +23,7 @@ from windowkeeper import (
     ToolResultBlock,
     VideoBlock,
 )
-from windowkeeper.sessiongen import generate_session
+from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.tokens import (
     ApproxCounter,
     TiktokenCounter,

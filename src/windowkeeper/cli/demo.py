@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..evaluation.lineup import standard_lineup
 from ..evaluation.replay import replay
-from ..sessiongen import generate_session
+from ..evaluation.sessiongen import generate_session
 from .report import report_table, write_chart
 
 

@@ -22,12 +22,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .blocks import ContentBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
-from .errors import ConfigurationError
-from .messages import Message
+from ..blocks import ContentBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from ..errors import ConfigurationError
+from ..messages import Message
 
 if TYPE_CHECKING:
-    from .tokens import TokenCounter
+    from ..tokens import TokenCounter
 
 Language = Literal["en", "zh"]
 FactKind = Literal["goal", "constraint", "file_path", "decision", "error", "number"]
@@ -756,7 +756,7 @@ def generate_session_for_tokens(
     if target_tokens <= 0:
         raise ConfigurationError(f"target_tokens must be positive, got {target_tokens!r}")
     if counter is None:
-        from .tokens import default_counter
+        from ..tokens import default_counter
 
         counter = default_counter()
     writer = _start(seed, language, output_scale, start_time)
