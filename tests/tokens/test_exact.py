@@ -151,4 +151,8 @@ def test_works_offline_with_an_empty_tiktoken_cache(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["2", "2", "2"]
-    assert list(cache.iterdir()) == []
+    # tiktoken's public loader keeps a copy of each file it loaded (the two bundled vocabularies), nothing else
+    import hashlib
+
+    cached = {hashlib.sha256(f.read_bytes()).hexdigest() for f in cache.iterdir()}
+    assert cached <= {spec.sha256 for spec in encodings.SPECS.values()}

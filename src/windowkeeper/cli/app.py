@@ -1,18 +1,30 @@
 """The ``windowkeeper`` command line: demo, inspect, compact, simulate.
 
+Scriptable by contract (docs/cli.md): ``--json`` prints one JSON document on stdout, human status goes to stderr,
+``-o -`` writes to stdout, and the exit code is 0 ok, 1 the check found problems, 2 usage or input error.
 Commands import their machinery lazily so ``windowkeeper --help`` stays instant.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
+from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+import click
 import typer
-from rich.console import Console
+from rich.markup import escape
 
-from ..errors import WindowkeeperError
+from ..errors import MissingDependencyError, WindowkeeperError
+from ..io import DEFAULT_MAX_BYTES, InputFormat
+from .compact_cmd import OutFormat, Strategy
+from .files import check_target, write_bytes
+from .output import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, CliError, Output
+
+logger = logging.getLogger(__name__)
 
 app = typer.Typer(
     name="windowkeeper",
@@ -20,101 +32,433 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
-console = Console(width=None if Console().is_terminal else 150)
-err_console = Console(stderr=True)
-
-STRATEGIES = ("budget", "summary", "message", "window")
 
 
-def _fail(exc: Exception) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
-    return typer.Exit(code=2)
+class Provider(StrEnum):
+    """Whose structural rules ``inspect`` checks (``auto``: the file's own provider, or all three)."""
+
+    AUTO = "auto"
+    ALL = "all"
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+    GEMINI = "gemini"
+
+
+def at_least(minimum: int) -> Callable[[int | None], int | None]:
+    """A range check whose message names the rejected value and the bound (click's own omits the value)."""
+
+    def check(value: int | None) -> int | None:
+        if value is not None and value < minimum:
+            raise typer.BadParameter(f"{value} is out of range; use a value >= {minimum:,}")
+        return value
+
+    return check
+
+
+def at_most(maximum: int, minimum: int) -> Callable[[int | None], int | None]:
+    low = at_least(minimum)
+
+    def check(value: int | None) -> int | None:
+        if value is not None and value > maximum:
+            raise typer.BadParameter(f"{value} is out of range; use a value <= {maximum:,}")
+        return low(value)
+
+    return check
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (see docs/cli.md).")]
+MaxBytesOption = Annotated[
+    int,
+    typer.Option(
+        "--max-bytes", callback=at_least(1), help="Refuse inputs larger than this many bytes.", show_default=True
+    ),
+]
+ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
+FormatOption = Annotated[
+    InputFormat, typer.Option("--format", case_sensitive=False, help="Input format; auto detects it.")
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("windowkeeper")
+        except PackageNotFoundError:
+            from .. import __version__ as number
+        typer.echo(f"windowkeeper {number}")
+        raise typer.Exit(EXIT_OK)
 
 
 @app.callback()
 def _root(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what the managers do.")] = False,
+    _show_version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
     )
 
 
-@app.command()
-def demo(
-    steps: Annotated[int, typer.Option(min=10, help="Model calls in the generated agent session.")] = 400,
-    budget: Annotated[int, typer.Option(min=1000, help="Token budget for the budgeted strategies.")] = 32_000,
-    seed: Annotated[int, typer.Option(help="Seed of the session generator.")] = 0,
-    chart: Annotated[Path, typer.Option(help="Where to write the PNG chart of tokens per call.")] = Path(
-        "windowkeeper-demo.png"
-    ),
-) -> None:
-    """Replay a generated coding-agent session through every strategy and compare them (offline)."""
-    from .demo import run_demo
-
+def _guarded(output: Output, body: Callable[[], int]) -> None:
+    """Run a command body; map input errors to one line and exit 2, and use the body's exit code otherwise."""
     try:
-        run_demo(console, steps=steps, budget=budget, seed=seed, chart=chart)
+        code = body()
+    except CliError as exc:
+        output.error(exc)
+        raise typer.Exit(EXIT_USAGE) from None
+    except MissingDependencyError as exc:
+        output.error(CliError(str(exc)))
+        raise typer.Exit(EXIT_USAGE) from None
     except WindowkeeperError as exc:
-        raise _fail(exc) from exc
+        output.error(CliError(str(exc), getattr(exc, "problems", None)))
+        raise typer.Exit(EXIT_USAGE) from None
+    except (OSError, UnicodeError, RecursionError, MemoryError) as exc:
+        output.error(CliError(f"{type(exc).__name__}: {exc}"))
+        raise typer.Exit(EXIT_USAGE) from None
+    raise typer.Exit(code)
+
+
+def _load_one(file: str, fmt: InputFormat, index: int | None, max_bytes: int) -> Any:
+    from ..io import read_conversation
+
+    return read_conversation(file, fmt=fmt.value, index=index, max_bytes=max_bytes)
 
 
 @app.command()
 def inspect(
-    file: Annotated[Path, typer.Argument(help="A conversation: OpenAI chat list, Anthropic request, or our JSON.")],
-    fmt: Annotated[str, typer.Option("--format", help="auto, openai, anthropic or windowkeeper.")] = "auto",
-    reserve: Annotated[int, typer.Option(help="Response reserve shown as its own zone.")] = 2000,
+    file: Annotated[str, typer.Argument(help="A conversation file (any supported format), or - for stdin.")],
+    fmt: FormatOption = InputFormat.AUTO,
+    index: Annotated[
+        int | None, typer.Option(callback=at_least(0), help="Only this conversation of a collection (0-based).")
+    ] = None,
+    reserve: Annotated[int, typer.Option(callback=at_least(0), help="Response reserve shown as its own zone.")] = 2000,
+    provider: Annotated[
+        Provider, typer.Option(case_sensitive=False, help="Check the structural rules of this provider.")
+    ] = Provider.AUTO,
+    max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+    json_out: JsonOption = False,
 ) -> None:
-    """Token breakdown of a conversation by zone and by role (exact o200k counts)."""
-    from .inspect_cmd import run_inspect
+    """Token breakdown by zone and role (exact o200k counts) and every structural problem.
 
-    try:
-        run_inspect(console, file, fmt=fmt, reserve=reserve)
-    except WindowkeeperError as exc:
-        raise _fail(exc) from exc
+    Exit 1 when a provider would reject the conversation (each problem is listed with its message index).
+    """
+    output = Output(json_mode=json_out, command="inspect")
+
+    def body() -> int:
+        from ..io import read_conversations
+        from .inspect_cmd import (
+            PROVIDERS,
+            conversation_report,
+            print_collection,
+            print_conversation,
+            problem_count,
+        )
+
+        own = {
+            "openai": "openai",
+            "responses": "openai",
+            "tau-bench": "openai",
+            "swe-agent": "openai",
+            "anthropic": "anthropic",
+            "gemini": "gemini",
+        }
+        if index is not None:
+            conversations = [_load_one(file, fmt, index, max_bytes)]
+        else:
+            conversations = read_conversations(file, fmt=fmt.value, max_bytes=max_bytes)
+
+        def providers(fmt_name: str) -> tuple[str, ...]:
+            if provider is Provider.ALL or (provider is Provider.AUTO and fmt_name not in own):
+                return PROVIDERS
+            return (own[fmt_name],) if provider is Provider.AUTO else (provider.value,)
+
+        reports = [conversation_report(c, reserve=reserve, providers=providers(c.format)) for c in conversations]
+        problems = sum(problem_count(r) for r in reports)
+        if json_out:
+            output.document(
+                {
+                    "ok": problems == 0,
+                    "file": file,
+                    "encoding": "o200k_base",
+                    "conversations": reports,
+                    "totals": {
+                        "conversations": len(reports),
+                        "messages": sum(r["messages"] for r in reports),
+                        "input_tokens": sum(r["tokens"]["input"] for r in reports),
+                        "problems": problems,
+                    },
+                }
+            )
+        elif len(reports) == 1:
+            print_conversation(output, reports[0])
+        else:
+            print_collection(output, reports, source=file)
+        return EXIT_PROBLEMS if problems else EXIT_OK
+
+    _guarded(output, body)
 
 
 @app.command()
 def compact(
-    file: Annotated[Path, typer.Argument(help="The conversation to compact.")],
-    strategy: Annotated[str, typer.Option(help=f"One of: {', '.join(STRATEGIES)}.")] = "budget",
-    budget: Annotated[int, typer.Option(min=500, help="Target token budget of the result.")] = 8000,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Where to write the compacted conversation.")] = Path(
-        "compacted.json"
-    ),
-    fmt: Annotated[
-        str, typer.Option("--format", help="Input format: auto, openai, anthropic or windowkeeper.")
-    ] = "auto",
-    out_format: Annotated[str, typer.Option(help="Output format: windowkeeper, openai or anthropic.")] = "windowkeeper",
+    file: Annotated[str, typer.Argument(help="The conversation to compact (any supported format), or - for stdin.")],
+    out: Annotated[
+        str, typer.Option("-o", "--out", help="Where to write the compacted conversation; - for stdout.")
+    ] = "compacted.json",
+    strategy: Annotated[Strategy, typer.Option(case_sensitive=False, help="What to apply.")] = Strategy.BUDGET,
+    budget: Annotated[int, typer.Option(callback=at_least(500), help="Target token budget of the result.")] = 8000,
+    fmt: FormatOption = InputFormat.AUTO,
+    out_format: Annotated[
+        OutFormat, typer.Option(case_sensitive=False, help="Output format.")
+    ] = OutFormat.WINDOWKEEPER,
+    index: Annotated[
+        int | None, typer.Option(callback=at_least(0), help="Which conversation of a collection to compact (0-based).")
+    ] = None,
+    force: ForceOption = False,
+    max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+    json_out: JsonOption = False,
 ) -> None:
-    """Apply one strategy to a conversation file and write the view that would be sent."""
-    from .compact_cmd import run_compact
+    """Apply one strategy to a conversation file and write the view that would be sent.
 
-    if strategy not in STRATEGIES:
-        raise _fail(ValueError(f"--strategy {strategy!r} is unknown; use one of {', '.join(STRATEGIES)}"))
+    Exit 1 when the result is still over the budget or not a valid sequence. Never overwrites the input, and
+    an existing output only with --force.
+    """
+    output = Output(json_mode=json_out, command="compact")
+
+    def body() -> int:
+        from .compact_cmd import encode_payload, run_compact
+
+        if json_out and out == "-":
+            raise CliError("--json and -o - both write to stdout; write the conversation to a file or drop --json")
+        target = check_target(out, inputs=[file], force=force)
+        conversation = _load_one(file, fmt, index, max_bytes)
+        result = run_compact(conversation, strategy=strategy, budget=budget, out_format=out_format)
+        written = write_bytes(target, encode_payload(result.payload))
+        s = result.summary
+        if json_out:
+            output.document({"ok": result.ok, "file": file, "output": written, **s})
+        saved = 100 * s["saved_share"]
+        output.status(
+            f"{s['strategy']}: {s['messages_before']} -> {s['messages_after']} messages, "
+            f"{s['tokens_before']:,} -> {s['tokens_after']:,} tokens ({saved:.1f}% saved)"
+            f"{' + summary' if s['summary'] else ''}; wrote {escape(written)} ({s['out_format']})"
+        )
+        if s["over_budget"]:
+            output.status(f"[red]still over budget: {s['tokens_after']:,} > {budget:,} tokens[/]")
+        for problem in s["problems"]:
+            output.status(f"[red]invalid sequence:[/] {escape(problem)}")
+        return EXIT_OK if result.ok else EXIT_PROBLEMS
+
+    _guarded(output, body)
+
+
+def _chart_target(chart: str, no_chart: bool, inputs: list[str], force: bool) -> Path | None:
+    if no_chart:
+        return None
+    if chart == "-":
+        raise CliError("--chart -: a chart is a PNG file; give a file name or pass --no-chart")
+    target = check_target(chart, inputs=inputs, force=force, option="--chart", replaceable_png=True)
+    if target is not None and target.suffix.lower() != ".png":
+        raise CliError(f"--chart {chart}: the chart is a PNG; use a name ending in .png")
+    return target
+
+
+def _write_chart(output: Output, target: Path | None, report: Any, *, title: str, budget: int) -> str | None:
+    if target is None:
+        return None
     try:
-        run_compact(console, file, strategy=strategy, budget=budget, out=out, fmt=fmt, out_format=out_format)
-    except WindowkeeperError as exc:
-        raise _fail(exc) from exc
+        from .report import chart_png
+    except ImportError as exc:  # pragma: no cover - matplotlib ships with the cli extra
+        raise MissingDependencyError("matplotlib", "cli") from exc
+    written = write_bytes(target, chart_png(report, title=title, budget=budget), option="--chart")
+    output.status(f"chart written to {escape(written)}")
+    return written
+
+
+@app.command()
+def demo(
+    steps: Annotated[
+        int, typer.Option(callback=at_most(100_000, 10), help="Model calls in the generated agent session.")
+    ] = 400,
+    budget: Annotated[
+        int, typer.Option(callback=at_least(1000), help="Token budget for the budgeted strategies.")
+    ] = 32_000,
+    seed: Annotated[int, typer.Option(callback=at_least(0), help="Seed of the session generator.")] = 0,
+    chart: Annotated[str, typer.Option(help="Where to write the PNG chart of tokens per call.")] = (
+        "windowkeeper-demo.png"
+    ),
+    no_chart: Annotated[bool, typer.Option("--no-chart", help="Write no chart.")] = False,
+    force: ForceOption = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Replay a generated coding-agent session through every strategy and compare them (offline).
+
+    Exit 1 when a strategy produced a sequence a provider would reject.
+    """
+    output = Output(json_mode=json_out, command="demo")
+
+    def body() -> int:
+        import time
+
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from .demo import run_demo
+        from .report import report_json, report_table
+
+        target = _chart_target(chart, no_chart, [], force)
+        started = time.perf_counter()
+        with Progress(
+            TextColumn("replaying"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=output.err,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("calls", total=None)
+
+            def on_call(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+
+            report, n_messages, n_facts = run_demo(steps=steps, budget=budget, seed=seed, on_call=on_call)
+        title = f"{report.calls} model calls of a generated coding-agent session, budget {budget:,} tokens"
+        written = _write_chart(output, target, report, title=title, budget=budget)
+        invalid = sum(r.invalid_calls for r in report.strategies)
+        if json_out:
+            output.document(
+                {
+                    "ok": invalid == 0,
+                    "steps": steps,
+                    "seed": seed,
+                    "budget": budget,
+                    "messages": n_messages,
+                    "facts": n_facts,
+                    "calls": report.calls,
+                    "chart": written,
+                    "strategies": report_json(report, budget=budget),
+                }
+            )
+        else:
+            output.status(
+                f"Generated a coding-agent session: {n_messages} messages, {report.calls} model calls, "
+                f"{n_facts} ground-truth facts (seed {seed})."
+            )
+            output.out.print(report_table(report, title=title))
+        status = "every sequence valid for OpenAI and Anthropic" if not invalid else f"{invalid} invalid sequences"
+        output.status(f"{status}; {time.perf_counter() - started:.1f}s")
+        for r in report.strategies:
+            for problem in r.problems:
+                output.status(f"  {r.name}: {problem}", markup=False)
+        return EXIT_PROBLEMS if invalid else EXIT_OK
+
+    _guarded(output, body)
 
 
 @app.command()
 def simulate(
-    path: Annotated[Path, typer.Argument(help="Trajectories: a tau-bench JSON, SWE-agent .traj files, or a folder.")],
-    budget: Annotated[int, typer.Option(min=500, help="Token budget for the budgeted strategies.")] = 4000,
-    limit: Annotated[int | None, typer.Option(help="Replay at most this many trajectories.")] = None,
+    path: Annotated[
+        str, typer.Argument(help="Trajectories: a tau-bench JSON, SWE-agent .traj files, JSONL, or a folder.")
+    ],
+    budget: Annotated[
+        int, typer.Option(callback=at_least(500), help="Token budget for the budgeted strategies.")
+    ] = 4000,
+    limit: Annotated[
+        int | None, typer.Option(callback=at_least(1), help="Replay at most this many trajectories.")
+    ] = None,
+    chart: Annotated[str, typer.Option(help="Where to write the PNG chart of tokens per call.")] = (
+        "windowkeeper-simulate.png"
+    ),
+    no_chart: Annotated[bool, typer.Option("--no-chart", help="Write no chart.")] = False,
+    force: ForceOption = False,
+    max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+    json_out: JsonOption = False,
 ) -> None:
-    """Like demo, on real recorded trajectories, aggregated over all of them."""
-    from .simulate_cmd import run_simulate
+    """Like demo, on recorded trajectories, aggregated over all of them.
 
+    Exit 1 when there is nothing to simulate (no model call found) or a strategy produced an invalid sequence.
+    """
+    output = Output(json_mode=json_out, command="simulate")
+
+    def body() -> int:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        from ..io import read_collection
+        from .report import report_json, report_table
+        from .simulate_cmd import run_simulate
+
+        target = _chart_target(chart, no_chart, [path], force)
+        conversations = read_collection(path, limit=limit, max_bytes=max_bytes)
+        output.status(f"Loaded {len(conversations)} trajectories from {path}.", markup=False)
+        with Progress(
+            TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), console=output.err, transient=True
+        ) as progress:
+            task = progress.add_task("trajectories", total=len(conversations))
+
+            def on_done(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+
+            report = run_simulate(conversations, budget=budget, on_done=on_done)
+        if report is None:
+            message = f"nothing to simulate: {path} holds no trajectory with a model call"
+            if json_out:
+                output.document(
+                    {
+                        "ok": False,
+                        "path": path,
+                        "trajectories": len(conversations),
+                        "calls": 0,
+                        "budget": budget,
+                        "chart": None,
+                        "strategies": [],
+                        "error": message,
+                    }
+                )
+            output.status(f"[red]{escape(message)}[/]")
+            return EXIT_PROBLEMS
+        title = f"{len(conversations)} trajectories, {report.calls} model calls, budget {budget:,}"
+        written = _write_chart(output, target, report, title=title, budget=budget)
+        invalid = sum(r.invalid_calls for r in report.strategies)
+        if json_out:
+            output.document(
+                {
+                    "ok": invalid == 0,
+                    "path": path,
+                    "trajectories": len(conversations),
+                    "calls": report.calls,
+                    "budget": budget,
+                    "chart": written,
+                    "strategies": report_json(report, budget=budget),
+                }
+            )
+        else:
+            output.out.print(report_table(report, title=title))
+        if invalid:
+            output.status(f"[red]{invalid} invalid sequences[/]")
+        return EXIT_PROBLEMS if invalid else EXIT_OK
+
+    _guarded(output, body)
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Entry point: typer with click's exit codes (usage errors are 2), and no traceback for a broken pipe."""
     try:
-        run_simulate(console, path, budget=budget, limit=limit)
-    except WindowkeeperError as exc:
-        raise _fail(exc) from exc
+        app(args=argv, prog_name="windowkeeper")
+    except BrokenPipeError:  # e.g. `windowkeeper inspect x --json | head -1`
+        sys.stderr.close()
+        raise SystemExit(EXIT_OK) from None
+    except click.exceptions.Abort:
+        raise SystemExit(EXIT_USAGE) from None
 
 
 def main() -> None:
-    app()
+    run()
 
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "run"]

@@ -1,13 +1,12 @@
-"""``windowkeeper compact``: apply one strategy to a conversation file and write the resulting view."""
+"""``windowkeeper compact``: apply one strategy to a conversation and produce the view that would be sent."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
-
-from rich.console import Console
 
 from ..context.base import BaseContextManager
 from ..context.baselines import sliding_window
@@ -15,61 +14,107 @@ from ..context.budget import TokenBudgetContextManager
 from ..context.message import MessageContextManager
 from ..context.summary import SummaryContextManager
 from ..context.zones import build_zones, render_zones
-from ..errors import ConfigurationError
-from ..evaluation.loaders import load_conversation
-from ..llm.formats import to_anthropic, to_openai_chat
+from ..io import Conversation
+from ..llm.formats import to_anthropic, to_gemini, to_openai_chat, to_responses_input
 from ..state import AgentState
 from ..summarize import ExtractiveSummarizer
 from ..tokens import default_counter
+from ..units import validate
 
-OUT_FORMATS = ("windowkeeper", "openai", "anthropic")
+
+class Strategy(StrEnum):
+    """What ``compact --strategy`` applies."""
+
+    BUDGET = "budget"
+    SUMMARY = "summary"
+    MESSAGE = "message"
+    WINDOW = "window"
 
 
-def _manager(strategy: str, budget: int) -> BaseContextManager[AgentState] | None:
+class OutFormat(StrEnum):
+    """The shape ``compact`` writes."""
+
+    WINDOWKEEPER = "windowkeeper"
+    OPENAI = "openai"
+    RESPONSES = "responses"
+    ANTHROPIC = "anthropic"
+    GEMINI = "gemini"
+
+
+def _manager(strategy: Strategy, budget: int) -> BaseContextManager[AgentState] | None:
     counter = default_counter()
-    if strategy == "budget":
-        # A one-shot compaction should land well inside the budget, so cut straight to the low watermark.
+    if strategy is Strategy.BUDGET:
         return TokenBudgetContextManager(
             max_tokens=budget, reserve_tokens=0, counter=counter, summarizer=ExtractiveSummarizer(counter=counter)
         )
-    if strategy == "summary":
+    if strategy is Strategy.SUMMARY:
         return SummaryContextManager(model="extractive", max_messages=None, token_budget=budget, keep_recent=8)
-    if strategy == "message":
+    if strategy is Strategy.MESSAGE:
         return MessageContextManager(max_messages=max(1, budget // 1000))
     return None
 
 
-def run_compact(
-    console: Console, file: Path, *, strategy: str, budget: int, out: Path, fmt: str, out_format: str
-) -> None:
-    if out_format not in OUT_FORMATS:
-        raise ConfigurationError(f"--out-format {out_format!r} is unknown; use one of {', '.join(OUT_FORMATS)}")
-    messages = load_conversation(file, fmt=fmt)
+@dataclass
+class Compacted:
+    """The result of one compaction: the payload to write and the numbers the JSON document reports."""
+
+    payload: Any
+    summary: dict[str, Any]
+
+    @property
+    def ok(self) -> bool:
+        return not self.summary["over_budget"] and not self.summary["problems"]
+
+
+def run_compact(conversation: Conversation, *, strategy: Strategy, budget: int, out_format: OutFormat) -> Compacted:
     counter = default_counter()
-    state = AgentState(context=list(messages))
-    before = build_zones(state, counter=counter, reserve_tokens=0).input_tokens
+    state = conversation.state()
+    tools = conversation.tools
+    before = build_zones(state, tools=tools, counter=counter, reserve_tokens=0).input_tokens
     manager = _manager(strategy, budget)
     if manager is None:
-        state.context = sliding_window(messages, budget, counter=counter)
+        state.context = sliding_window(state.context, budget, counter=counter)
     else:
         state = asyncio.run(manager.atrim_context(state))
-    zones = build_zones(state, counter=counter, reserve_tokens=0)
+    zones = build_zones(state, tools=tools, counter=counter, reserve_tokens=0)
+    rendered = render_zones(zones)
     payload: Any
-    if out_format == "windowkeeper":
-        payload = state.model_dump(mode="json", include={"context", "context_summary"})
-    elif out_format == "openai":
-        payload = to_openai_chat(render_zones(zones))
+    if out_format is OutFormat.WINDOWKEEPER:
+        payload = state.model_dump(mode="json", include={"context", "context_summary", "scratchpad"})
+        if tools:
+            payload["tools"] = tools
+    elif out_format is OutFormat.OPENAI:
+        payload = {"messages": to_openai_chat(rendered), **({"tools": tools} if tools else {})}
+    elif out_format is OutFormat.RESPONSES:
+        instructions, items = to_responses_input(rendered)
+        payload = {"instructions": instructions, "input": items, **({"tools": tools} if tools else {})}
+    elif out_format is OutFormat.ANTHROPIC:
+        system, msgs = to_anthropic(rendered)
+        payload = {"system": system, "messages": msgs, **({"tools": tools} if tools else {})}
     else:
-        system, msgs = to_anthropic(render_zones(zones))
-        payload = {"system": system, "messages": msgs}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(payload, ensure_ascii=False, indent=1), encoding="utf-8")
+        system_instruction, contents = to_gemini(rendered)
+        payload = {"system_instruction": system_instruction, "contents": contents}
     after = zones.input_tokens
-    saved = 100 * (1 - after / before) if before else 0.0
-    console.print(
-        f"{strategy}: {len(messages)} -> {len(state.context)} messages, {before:,} -> {after:,} tokens "
-        f"({saved:.1f}% saved){' + summary' if state.context_summary else ''}; wrote {out} ({out_format})"
-    )
+    problems = [str(p) for p in validate(rendered, "anthropic" if out_format is OutFormat.ANTHROPIC else "openai")]
+    summary = {
+        "conversation": conversation.name,
+        "strategy": strategy.value,
+        "budget": budget,
+        "out_format": out_format.value,
+        "messages_before": len(conversation.messages),
+        "messages_after": len(state.context),
+        "tokens_before": before,
+        "tokens_after": after,
+        "saved_share": round(1 - after / before, 6) if before else 0.0,
+        "summary": bool(state.context_summary),
+        "over_budget": after > budget,
+        "problems": problems,
+    }
+    return Compacted(payload, summary)
 
 
-__all__ = ["OUT_FORMATS", "run_compact"]
+def encode_payload(payload: Any) -> bytes:
+    return (json.dumps(payload, ensure_ascii=False, indent=1, allow_nan=False) + "\n").encode("utf-8")
+
+
+__all__ = ["Compacted", "OutFormat", "Strategy", "encode_payload", "run_compact"]

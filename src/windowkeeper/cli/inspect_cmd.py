@@ -1,62 +1,125 @@
-"""``windowkeeper inspect``: where the tokens of a conversation go, by zone and by role."""
+"""``windowkeeper inspect``: where the tokens of a conversation go (by zone and role) and what a provider would
+reject. Exit 1 when a structural problem is found."""
 
 from __future__ import annotations
 
-from collections import Counter
-from pathlib import Path
+from typing import Any
 
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..context.zones import build_zones
-from ..evaluation.loaders import load_state
+from ..io import Conversation
 from ..tokens import default_counter
 from ..units import validate
+from .output import Output
+
+PROVIDERS = ("openai", "anthropic", "gemini")
 
 
-def run_inspect(console: Console, file: Path, *, fmt: str, reserve: int) -> None:
-    state = load_state(file, fmt=fmt)
-    messages = state.context
+def conversation_report(conversation: Conversation, *, reserve: int, providers: tuple[str, ...]) -> dict[str, Any]:
+    """The JSON object describing one conversation (see docs/cli.md for the field list)."""
     counter = default_counter()
-    zones = build_zones(state, counter=counter, reserve_tokens=reserve)
-    total = zones.total_tokens or 1
+    messages = conversation.messages
+    zones = build_zones(conversation.state(), tools=conversation.tools, counter=counter, reserve_tokens=reserve)
+    counts = [counter.count_message(m) for m in messages]
+    roles: dict[str, dict[str, int]] = {}
+    for msg, tokens in zip(messages, counts, strict=True):
+        entry = roles.setdefault(msg.role, {"messages": 0, "tokens": 0})
+        entry["messages"] += 1
+        entry["tokens"] += tokens
+    largest = sorted(range(len(messages)), key=lambda i: counts[i], reverse=True)[:5]
+    breakdown = zones.breakdown()
+    return {
+        "name": conversation.name,
+        "format": conversation.format,
+        "messages": len(messages),
+        "tool_calls": sum(len(m.tool_call_blocks()) for m in messages),
+        "tool_schemas": len(conversation.tools),
+        "tokens": {
+            "input": zones.input_tokens,
+            "total": zones.total_tokens,
+            "tool_schemas": zones.tool_tokens,
+            "zones": breakdown,
+        },
+        "roles": roles,
+        "largest": [{"index": i, "role": messages[i].role, "tokens": counts[i]} for i in largest],
+        "problems": {
+            provider: [{"index": p.index, "code": p.code, "message": p.message} for p in validate(messages, provider)]
+            for provider in providers
+        },
+    }
 
-    by_zone = Table(title=f"{file.name}: {len(messages)} messages, {zones.input_tokens:,} input tokens (o200k_base)")
+
+def problem_count(report: dict[str, Any]) -> int:
+    return sum(len(found) for found in report["problems"].values())
+
+
+def print_conversation(output: Output, report: dict[str, Any]) -> None:
+    tokens = report["tokens"]
+    total = tokens["total"] or 1
+    title = (
+        f"{escape(report['name'])} ({report['format']}): {report['messages']} messages, "
+        f"{tokens['input']:,} input tokens"
+    )
+    by_zone = Table(title=title + " (o200k_base)", title_justify="left")
     by_zone.add_column("zone", style="bold")
     by_zone.add_column("tokens", justify="right")
     by_zone.add_column("share", justify="right")
-    for zone, tokens in zones.breakdown().items():
-        by_zone.add_row(zone, f"{tokens:,}", f"{100 * tokens / total:.1f}%")
-    console.print(by_zone)
-
-    role_tokens: Counter[str] = Counter()
-    role_count: Counter[str] = Counter()
-    tool_calls = 0
-    for msg in messages:
-        role_tokens[msg.role] += counter.count_message(msg)
-        role_count[msg.role] += 1
-        tool_calls += len(msg.tool_call_blocks())
-    by_role = Table(title="by role")
+    for zone, count in tokens["zones"].items():
+        label = (
+            f"{zone} (incl. {tokens['tool_schemas']:,} of tool schemas)"
+            if zone == "system" and tokens["tool_schemas"]
+            else zone
+        )
+        by_zone.add_row(label, f"{count:,}", f"{100 * count / total:.1f}%")
+    output.out.print(by_zone)
+    by_role = Table(title="by role", title_justify="left")
     by_role.add_column("role", style="bold")
     by_role.add_column("messages", justify="right")
     by_role.add_column("tokens", justify="right")
-    by_role.add_column("share of input", justify="right")
-    input_total = sum(role_tokens.values()) or 1
+    by_role.add_column("share of messages", justify="right")
+    role_total = sum(r["tokens"] for r in report["roles"].values()) or 1
     for role in ("system", "user", "assistant", "tool"):
-        if role_count[role]:
-            share = f"{100 * role_tokens[role] / input_total:.1f}%"
-            by_role.add_row(role, str(role_count[role]), f"{role_tokens[role]:,}", share)
-    console.print(by_role)
-
-    largest = sorted(range(len(messages)), key=lambda i: counter.count_message(messages[i]), reverse=True)[:5]
-    console.print(
-        f"{tool_calls} tool calls. Largest messages: "
-        + ", ".join(f"#{i} {messages[i].role} {counter.count_message(messages[i]):,}" for i in largest)
-    )
-    for provider in ("openai", "anthropic", "gemini"):
-        problems = validate(messages, provider)
-        if problems:
-            console.print(f"[yellow]{provider}: {len(problems)} structural problem(s); first: {problems[0]}[/]")
+        entry = report["roles"].get(role)
+        if entry:
+            share = f"{100 * entry['tokens'] / role_total:.1f}%"
+            by_role.add_row(role, str(entry["messages"]), f"{entry['tokens']:,}", share)
+    output.out.print(by_role)
+    largest = ", ".join(f"#{e['index']} {e['role']} {e['tokens']:,}" for e in report["largest"])
+    output.out.print(f"{report['tool_calls']} tool calls. Largest messages: {largest}", markup=False)
+    print_problems(output, report)
 
 
-__all__ = ["run_inspect"]
+def print_problems(output: Output, report: dict[str, Any]) -> None:
+    for provider, found in report["problems"].items():
+        if found:
+            output.out.print(
+                f"[yellow]{provider}: {len(found)} structural problem(s) in {escape(report['name'])}[/]", soft_wrap=True
+            )
+            for p in found:
+                output.out.print(f"  [{p['index']}] {p['code']}: {p['message']}", markup=False, soft_wrap=True)
+
+
+def print_collection(output: Output, reports: list[dict[str, Any]], *, source: str) -> None:
+    table = Table(title=f"{escape(source)}: {len(reports)} conversations", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("conversation", style="bold")
+    table.add_column("messages", justify="right")
+    table.add_column("input tokens", justify="right")
+    table.add_column("problems", justify="right")
+    for i, r in enumerate(reports):
+        problems = problem_count(r)
+        table.add_row(
+            str(i),
+            escape(r["name"]),
+            str(r["messages"]),
+            f"{r['tokens']['input']:,}",
+            f"[red]{problems}[/]" if problems else "0",
+        )
+    output.out.print(table)
+    for r in reports:
+        print_problems(output, r)
+
+
+__all__ = ["PROVIDERS", "conversation_report", "print_collection", "print_conversation", "problem_count"]

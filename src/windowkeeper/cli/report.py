@@ -1,12 +1,16 @@
-"""Rendering replay reports: a rich table for the terminal and a PNG chart of tokens per call."""
+"""Rendering replay reports: a rich table, a stable JSON form, and a PNG chart of tokens per call with the budget."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import io
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from ..evaluation.replay import ReplayReport
+from ..evaluation.replay import ReplayReport, StrategyReport
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def report_table(report: ReplayReport, *, title: str) -> Table:
@@ -37,8 +41,38 @@ def report_table(report: ReplayReport, *, title: str) -> Table:
     return table
 
 
-def write_chart(report: ReplayReport, path: Path, *, title: str) -> Path:
-    """Tokens sent per call, one line per strategy (log scale so the budgeted lines stay readable)."""
+def _over_budget(r: StrategyReport, budget: int) -> int:
+    return sum(1 for c in r.calls if c.tokens > budget)
+
+
+def report_json(report: ReplayReport, *, budget: int) -> list[dict[str, Any]]:
+    """One object per strategy (the ``strategies`` array of the demo and simulate JSON documents)."""
+    prices = report.prices
+    return [
+        {
+            "name": r.name,
+            "calls": len(r.calls),
+            "tokens_sent": r.tokens_sent,
+            "saved_share": round(report.saved_share(r), 6),
+            "prefix_stable_share": round(r.prefix_stable_share, 6),
+            "cost_no_cache_usd": round(r.cost(prices, caching=False), 6),
+            "cost_with_cache_usd": round(r.cost(prices, caching=True), 6),
+            "invalid_calls": r.invalid_calls,
+            "calls_over_budget": _over_budget(r, budget),
+            "max_call_tokens": max((c.tokens for c in r.calls), default=0),
+            "facts_retained": r.facts_retained,
+            "facts_total": r.facts_total,
+            "seconds": round(r.seconds, 4),
+            "problems": list(r.problems),
+        }
+        for r in report.strategies
+    ]
+
+
+def chart_figure(report: ReplayReport, *, title: str, budget: int) -> Figure:
+    """Tokens sent per call, one line per strategy, and the prompt budget as a dashed line (log scale, so the
+    budgeted lines stay readable next to the unmanaged one). A strategy above the dashed line missed its budget.
+    The caller closes the figure (``matplotlib.pyplot.close``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -46,7 +80,8 @@ def write_chart(report: ReplayReport, path: Path, *, title: str) -> Path:
 
     fig, ax = plt.subplots(figsize=(10, 5.5), dpi=110)
     for r in report.strategies:
-        ax.plot(range(1, len(r.calls) + 1), [c.tokens for c in r.calls], label=r.name, linewidth=1.4)
+        ax.plot(range(1, len(r.calls) + 1), [max(1, c.tokens) for c in r.calls], label=r.name, linewidth=1.4)
+    ax.axhline(budget, color="black", linestyle="--", linewidth=1.2, label=f"budget ({budget:,} tokens)")
     ax.set_yscale("log")
     ax.set_xlabel("model call")
     ax.set_ylabel("input tokens sent (log scale)")
@@ -54,10 +89,20 @@ def write_chart(report: ReplayReport, path: Path, *, title: str) -> Path:
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return fig
 
 
-__all__ = ["report_table", "write_chart"]
+def chart_png(report: ReplayReport, *, title: str, budget: int) -> bytes:
+    """`chart_figure` rendered as PNG bytes."""
+    import matplotlib.pyplot as plt
+
+    fig = chart_figure(report, title=title, budget=budget)
+    try:
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+    finally:
+        plt.close(fig)
+    return buffer.getvalue()
+
+
+__all__ = ["chart_figure", "chart_png", "report_json", "report_table"]

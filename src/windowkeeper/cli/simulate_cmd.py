@@ -1,17 +1,13 @@
-"""``windowkeeper simulate``: the demo's comparison on real recorded trajectories."""
+"""``windowkeeper simulate``: the demo's comparison on recorded trajectories, aggregated over all of them."""
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
-
-from rich.console import Console
-from rich.progress import track
+from collections.abc import Callable
 
 from ..evaluation.lineup import standard_lineup
-from ..evaluation.loaders import load_trajectories
 from ..evaluation.replay import ReplayReport, StrategyReport, replay
-from .report import report_table
+from ..io import Conversation
 
 
 def _merge(into: list[StrategyReport] | None, report: ReplayReport) -> list[StrategyReport]:
@@ -24,24 +20,24 @@ def _merge(into: list[StrategyReport] | None, report: ReplayReport) -> list[Stra
     return into
 
 
-def run_simulate(console: Console, path: Path, *, budget: int, limit: int | None) -> None:
-    trajectories = load_trajectories(path, limit=limit)
-    console.print(f"Loaded [bold]{len(trajectories)}[/] trajectories from {path}.")
+def run_simulate(
+    conversations: list[Conversation], *, budget: int, on_done: Callable[[int, int], None] | None = None
+) -> ReplayReport | None:
+    """Replay every conversation through the standard lineup; None when there was nothing to replay."""
     totals: list[StrategyReport] | None = None
     calls = 0
     prices = None
-    for _name, messages in track(trajectories, description="replaying", console=console, transient=True):
-        report = asyncio.run(replay(messages, standard_lineup(budget)))
-        totals = _merge(totals, report)
-        calls += report.calls
-        prices = report.prices
+    for done, conversation in enumerate(conversations, start=1):
+        report = asyncio.run(replay(conversation.messages, standard_lineup(budget)))
+        if report.calls:
+            totals = _merge(totals, report)
+            calls += report.calls
+            prices = report.prices
+        if on_done is not None:
+            on_done(done, len(conversations))
     if totals is None or prices is None:
-        console.print("No trajectories found.")
-        return
-    merged = ReplayReport(totals, calls, prices)
-    console.print(
-        report_table(merged, title=f"{len(trajectories)} trajectories, {calls} model calls, budget {budget:,}")
-    )
+        return None
+    return ReplayReport(totals, calls, prices)
 
 
 __all__ = ["run_simulate"]

@@ -38,3 +38,12 @@ __all__ = [
     "parse_docstring",
     "tool_signature",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``Inject`` is injectq's marker, importable from here; injectq is optional (``pip install "windowkeeper[di]"``)."""
+    if name == "Inject":
+        from .injection import require_injectq
+
+        return require_injectq()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

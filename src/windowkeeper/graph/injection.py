@@ -6,27 +6,48 @@ resolve markers ourselves, against the objects a single compiled graph owns, and
 
 Inspecting an ``Inject`` proxy is delicate: its ``__class__`` and ``isinstance`` hooks resolve the dependency from
 the global container. We only look at it through ``type()`` and ``object.__getattribute__``, which bypass those hooks.
+
+injectq is optional (the ``di`` extra). A default can only be an ``Inject`` marker if the caller imported injectq to
+create it, so we look the class up in ``sys.modules`` and never import injectq ourselves: graphs without markers run
+on a base install.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import NoneType, UnionType
 from typing import Any, Literal
 
-from injectq import Inject as _InjectType
-
-from ..errors import GraphCompileError
+from ..errors import GraphCompileError, MissingDependencyError
 
 ParamKind = Literal["state", "config", "inject", "tool_call_id"]
 
 
+def inject_marker_type() -> type | None:
+    """injectq's ``Inject`` class if the process has imported injectq (only then can a marker exist), else None."""
+    module = sys.modules.get("injectq")
+    marker = getattr(module, "Inject", None) if module is not None else None
+    return marker if isinstance(marker, type) else None
+
+
+def require_injectq() -> type:
+    """injectq's ``Inject`` class, importing it; a `MissingDependencyError` naming the ``di`` extra if absent."""
+    try:
+        from injectq import Inject
+    except ImportError as exc:
+        raise MissingDependencyError("injectq", "di") from exc
+    marker: type = Inject
+    return marker
+
+
 def inject_service(default: object) -> object | None:
     """The service type of an ``Inject[T]`` marker, or None when ``default`` is not a marker."""
-    if type(default) is not _InjectType:
+    marker = inject_marker_type()
+    if marker is None or type(default) is not marker:
         return None
     service: object = object.__getattribute__(default, "service_type")
     return service
@@ -181,4 +202,13 @@ def build_arguments(
     return args, kwargs
 
 
-__all__ = ["ParamPlan", "Resolver", "build_arguments", "check_injectable", "inject_service", "plan_call"]
+__all__ = [
+    "ParamPlan",
+    "Resolver",
+    "build_arguments",
+    "check_injectable",
+    "inject_marker_type",
+    "inject_service",
+    "plan_call",
+    "require_injectq",
+]

