@@ -240,3 +240,66 @@ async def test_a_summarizer_that_cannot_be_adapted_is_a_logged_failure(caplog: p
     with caplog.at_level(logging.ERROR):
         assert await call_summarizer(object(), _turns(1), timeout=1.0) is None
     assert FAILURE_LOG in [r.getMessage() for r in caplog.records]
+
+
+# -- the memory's summarizer call goes through the same fail-safe call -------------------------------------------
+
+
+def _memory_event(i: int) -> dict[str, Any]:
+    text = f"step {i}: retry the flaky payment webhook with a longer timeout of {i} s"
+    return {"message": {"id": f"m{i}", "role": "user", "content": text, "timestamp": 1_718_000_000 + i}, "state": {}}
+
+
+async def test_memory_add_with_a_hanging_sync_summarizer_returns_within_the_timeout(
+    gate: threading.Event, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 12 item 4: ``add()`` used to hang (> 25 s) on a summarizer that never answered."""
+    from windowkeeper.memory import InMemoryMemory
+
+    def hangs(events: list[dict[str, Any]]) -> dict[str, Any]:
+        gate.wait(60)
+        return {"user_goal": "too late"}
+
+    memory = InMemoryMemory(
+        summarizer=hangs,
+        summary_timeout=TIMEOUT,
+        thresholds={"pre_rot_threshold": 150, "keep_recent_count": 2},
+    )
+    memory.counter.count_text("warm the tokenizer up, so only the summarizer's time is measured")
+    reports = []
+    with caplog.at_level(logging.ERROR, logger="windowkeeper.memory.base"):
+        for i in range(20):
+            started = time.perf_counter()
+            reports.append(await memory.add(_memory_event(i)))
+            assert time.perf_counter() - started < TIMEOUT + SLACK, f"add #{i} waited on the hung summarizer"
+    failed = [r for r in reports if r is not None and r.failure]
+    assert failed and all("SummarizerTimeoutError" in (r.failure or "") for r in failed)
+    assert FAILURE_LOG in [r.getMessage() for r in caplog.records if r.name == "windowkeeper.memory.base"]
+    assert len(await memory.history()) == 20  # nothing the user added was lost
+
+
+def test_memory_rejects_a_nan_summary_timeout() -> None:
+    from windowkeeper.memory import InMemoryMemory
+
+    with pytest.raises(ConfigurationError, match="summary_timeout"):
+        InMemoryMemory(summary_timeout=math.nan)
+
+
+def test_memory_add_under_asyncio_run_is_not_held_by_the_abandoned_thread(gate: threading.Event) -> None:
+    """``asyncio.run`` joins its default executor at shutdown; a hung summarizer must not be running in it."""
+    from windowkeeper.memory import InMemoryMemory
+
+    def hangs(events: list[dict[str, Any]]) -> dict[str, Any]:
+        gate.wait(60)
+        return {"user_goal": "too late"}
+
+    async def session() -> None:
+        memory = InMemoryMemory(
+            summarizer=hangs, summary_timeout=TIMEOUT, thresholds={"pre_rot_threshold": 150, "keep_recent_count": 2}
+        )
+        for i in range(12):
+            await memory.add(_memory_event(i))
+
+    started = time.perf_counter()
+    asyncio.run(session())
+    assert time.perf_counter() - started < 12 * (TIMEOUT + SLACK)

@@ -32,6 +32,7 @@ from typing import Any, Generic, TypeVar, cast
 from ..errors import ConfigurationError, FormatError, ProviderError, StorageError
 from ..messages import Message
 from ..storage import ConflictError, InMemoryStore, Record, RecordUpdate, SessionStore
+from ..summarize.failsafe import guarded_call
 from ..tokens import TokenCounter, default_counter
 from ..units import group_units
 from .compaction import compact_in_place, decompress_in_place, is_compacted
@@ -588,10 +589,11 @@ class BaseMemory(Generic[S]):
     ) -> StructuredSummary:
         """The one place the memory calls its summarizer: bounded by ``summary_timeout``, an empty reply rejected,
         the result fitted to ``summary_max_tokens``. Any exception means "leave the session as it is"."""
-        try:
-            raw = await asyncio.wait_for(self._summarize(originals, previous), timeout=self.summary_timeout)
-        except TimeoutError as exc:
-            raise ProviderError(f"summarizer gave no answer within summary_timeout={self.summary_timeout:g}s") from exc
+        # the library-wide fail-safe call: a real timeout (sync summarizers run in a daemon thread), logged failures
+        attempt = await guarded_call(self._summarize, originals, previous, timeout=self.summary_timeout, log=logger)
+        if not attempt.ok:
+            raise ProviderError(f"{attempt.error} (summary_timeout={self.summary_timeout:g}s)")
+        raw = attempt.value
         summary = coerce_summary(raw, originals)
         if summary.is_empty():
             raise ProviderError(

@@ -15,7 +15,6 @@ Events use the memory layer's dict shape: ``{"message": {"id", "role", "content"
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import re
@@ -26,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from .._bridge import run_in_daemon
 from ..blocks import TextBlock, ToolCallBlock, ToolResultBlock
 from ..errors import ConfigurationError, ProviderError
 from ..messages import ROLES, Message
@@ -634,8 +634,9 @@ class _CallableSummarizer:
         if inspect.iscoroutinefunction(self.fn):
             result = await self.fn(payload)
         else:
-            # a blocking summarizer must not stall the event loop (nor escape the caller's timeout)
-            result = await asyncio.to_thread(self.fn, payload)
+            # a blocking summarizer must not stall the event loop (nor escape the caller's timeout, nor keep the
+            # loop's shutdown waiting when it hangs): a daemon worker thread
+            result = await run_in_daemon(self.fn, payload)
         if inspect.isawaitable(result):
             result = await result
         return coerce_summary(result, events)
