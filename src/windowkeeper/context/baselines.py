@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from .._validate import check_positive_int
 from ..messages import Message
 from ..tokens import TokenCounter, default_counter
-from ..units import group_units
+from ..units import Unit, group_units
 
 
 def sliding_window(messages: Sequence[Message], budget: int, *, counter: TokenCounter | None = None) -> list[Message]:
@@ -26,6 +26,13 @@ def sliding_window(messages: Sequence[Message], budget: int, *, counter: TokenCo
     total = sum(sizes) + tc.count_messages([])
     if total <= budget:
         return list(messages)
+    return window_of(units, sizes, total, budget)[0]
+
+
+def window_of(units: Sequence[Unit], sizes: Sequence[int], total: int, budget: int) -> tuple[list[Message], int]:
+    """The window of ``units`` (of ``total`` tokens, over ``budget``) and the index of the newest user unit at or
+    before its first fitting unit: no later call on a longer history keeps anything before that unit, except
+    system messages (`windowkeeper.evaluation.strategies.SlidingWindow` restarts from it)."""
     others = [i for i, u in enumerate(units) if u.kind != "system"]
     used = total - sum(sizes[i] for i in others)
     first = len(others)
@@ -45,11 +52,12 @@ def sliding_window(messages: Sequence[Message], budget: int, *, counter: TokenCo
                     continue
                 keep.discard(i)
                 used -= sizes[i]
+    anchor = next((others[j] for j in range(first, -1, -1) if j < len(others) and units[others[j]].kind == "user"), 0)
     out: list[Message] = []
     for i, unit in enumerate(units):
         if unit.kind == "system" or i in keep:
             out.extend(unit.messages)
-    return out
+    return out, anchor
 
 
-__all__ = ["sliding_window"]
+__all__ = ["sliding_window", "window_of"]

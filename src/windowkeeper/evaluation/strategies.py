@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..context.base import BaseContextManager
-from ..context.baselines import sliding_window
+from ..context.baselines import window_of
 from ..memory.base import BaseMemory
 from ..messages import Message
 from ..state import AgentState, add_messages
-from ..tokens import TokenCounter
+from ..tokens import TokenCounter, default_counter
+from ..units import group_units
 
 
 @dataclass(frozen=True)
@@ -47,16 +48,36 @@ class FullHistory:
 
 @dataclass
 class SlidingWindow:
-    """The per-turn sliding window most agents use: the newest units that fit, recomputed before every call."""
+    """The per-turn sliding window most agents use: the newest units that fit, recomputed before every call.
+
+    The view is the one `sliding_window` gives for the whole history, but computed from the newest user unit at
+    or before the previous window's start (plus the system messages before it): a longer history never keeps
+    anything older, so the replay of a long session stays linear while the view is unchanged.
+    """
 
     budget: int
     counter: TokenCounter | None = None
     name: str = "sliding window"
     _history: list[Message] = field(default_factory=list)
+    _systems: list[Message] = field(default_factory=list)
+    _start: int = 0
+    _tokens: int = 0
 
     async def step(self, new_messages: Sequence[Message]) -> View:
+        tc = self.counter if self.counter is not None else default_counter()
         self._history.extend(new_messages)
-        return View(sliding_window(self._history, self.budget, counter=self.counter))
+        self._tokens += sum(tc.count_message(m) for m in new_messages)
+        if self._tokens + tc.count_messages([]) <= self.budget:
+            return View(list(self._history))
+        part = [*self._systems, *self._history[self._start :]]
+        units = group_units(part)
+        sizes = [sum(tc.count_message(m) for m in u.messages) for u in units]
+        view, anchor = window_of(units, sizes, sum(sizes) + tc.count_messages([]), self.budget)
+        moved = units[anchor].start - len(self._systems) if units else 0
+        if moved > 0:
+            self._systems.extend(m for m in self._history[self._start : self._start + moved] if m.role == "system")
+            self._start += moved
+        return View(view)
 
 
 class ManagedStrategy:
