@@ -322,14 +322,16 @@ class InMemoryCheckpointer(Checkpointer):
 class SQLiteCheckpointer(Checkpointer):
     """Checkpoints in one SQLite file: the embedded default for persistence."""
 
-    def __init__(self, path: str | os.PathLike[str], *, prefix: str = "wk") -> None:
+    def __init__(self, path: str | os.PathLike[str], *, prefix: str | None = None) -> None:
+        """``path`` is a file path or a ``sqlite:///`` URL (``?prefix=``, ``?mode=ro`` honoured)."""
         super().__init__(SQLiteStore(path, prefix=prefix))
 
 
 class PostgresCheckpointer(Checkpointer):
     """Checkpoints in PostgreSQL; ``url`` defaults to ``$WINDOWKEEPER_POSTGRES_URL``."""
 
-    def __init__(self, url: str | None = None, *, prefix: str = "wk") -> None:
+    def __init__(self, url: str | None = None, *, prefix: str | None = None) -> None:
+        """``url``: ``postgresql://`` (or ``postgresql+psycopg://``) with libpq options and ``?prefix=``."""
         from ..storage.postgres import PostgresStore
 
         super().__init__(PostgresStore(url, prefix=prefix))
@@ -338,7 +340,8 @@ class PostgresCheckpointer(Checkpointer):
 class RedisCheckpointer(Checkpointer):
     """Checkpoints in Redis; ``url`` defaults to ``$WINDOWKEEPER_REDIS_URL``."""
 
-    def __init__(self, url: str | None = None, *, prefix: str = "wk") -> None:
+    def __init__(self, url: str | None = None, *, prefix: str | None = None) -> None:
+        """``url``: ``redis://`` with redis-py options (``socket_timeout=``...) and ``?prefix=``."""
         from ..storage.redis import RedisStore
 
         super().__init__(RedisStore(url, prefix=prefix))

@@ -33,7 +33,7 @@ class SQLiteMemory(BaseMemory["SQLiteStore"]):
         path: str | os.PathLike[str],
         config: Mapping[str, Any] | None = None,
         *,
-        prefix: str = "wk",
+        prefix: str | None = None,
         **options: Any,
     ) -> None:
         from ..storage import SQLiteStore
@@ -50,15 +50,16 @@ class _ServerMemory(BaseMemory[_S], ABC):
         url: str | None = None,
         config: Mapping[str, Any] | None = None,
         *,
-        prefix: str = "wk",
+        prefix: str | None = None,
         **options: Any,
     ) -> None:
+        # prefix=None: the URL's ?prefix=, else "wk" (the store parses the URL with its driver's parser)
         super().__init__(config, store=self._open_store(url, prefix), **options)
         self._owns_store = True
 
     @staticmethod
     @abstractmethod
-    def _open_store(url: str | None, prefix: str) -> _S:
+    def _open_store(url: str | None, prefix: str | None) -> _S:
         """The backend's store; imported here so its driver is only needed by those who use it."""
 
 
@@ -66,7 +67,7 @@ class PostgresMemory(_ServerMemory["PostgresStore"]):
     """Memory in PostgreSQL (``url`` defaults to ``WINDOWKEEPER_POSTGRES_URL`` or the local server)."""
 
     @staticmethod
-    def _open_store(url: str | None, prefix: str) -> PostgresStore:
+    def _open_store(url: str | None, prefix: str | None) -> PostgresStore:
         from ..storage import PostgresStore
 
         return PostgresStore(url, prefix=prefix)
@@ -76,7 +77,7 @@ class RedisMemory(_ServerMemory["RedisStore"]):
     """Memory in Redis (``url`` defaults to ``WINDOWKEEPER_REDIS_URL`` or the local server)."""
 
     @staticmethod
-    def _open_store(url: str | None, prefix: str) -> RedisStore:
+    def _open_store(url: str | None, prefix: str | None) -> RedisStore:
         from ..storage import RedisStore
 
         return RedisStore(url, prefix=prefix)

@@ -1,7 +1,8 @@
 """`PostgresStore`: the shared-server backend on psycopg 3 (async).
 
-One connection guarded by a lock (psycopg_pool is an extra this package does not require), living on the store's
-own loop thread so the store works from any event loop. Every operation is one transaction; versioned updates
+Connections come from a ``psycopg_pool`` pool living on the store's own loop thread, so the store works from any
+event loop and reads run in parallel on their own connections; writes are group-committed by one writer at a time
+(one transaction per batch, see `_write`). Every operation is one transaction; versioned updates
 lock their rows (``FOR UPDATE``) so they stay correct when several processes share the tables. Tables are
 created on first use from an append-only migration list, under an advisory lock so two processes starting at
 once do not race.
@@ -13,6 +14,7 @@ import asyncio
 import logging
 import math
 import os
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,11 +40,12 @@ from .base import (
     record_exists,
     unique_new,
 )
-from .url import postgres_url
+from .url import postgres_target, resolve_prefix
 
 try:
     import psycopg
     from psycopg import errors as pg_errors
+    from psycopg_pool import AsyncConnectionPool
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("psycopg", "postgres") from exc
 
@@ -81,12 +84,14 @@ class PostgresStore(SessionStore):
         self,
         url: str | None = None,
         *,
-        prefix: str = "wk",
+        prefix: str | None = None,
         connect_timeout: float = 10.0,
         statement_timeout: float | None = 5.0,
+        max_connections: int = 8,
     ) -> None:
-        self.url = url or postgres_url()
-        self.prefix = check_prefix(prefix).lower()
+        # psycopg's parser checks the URL; ?prefix= is ours (the argument wins only if they agree), the rest is libpq's
+        self.url, url_prefix = postgres_target(url)
+        self.prefix = check_prefix(resolve_prefix(url_prefix, prefix, url=self.url)).lower()
         self._connect_timeout = connect_timeout
         if statement_timeout is not None and not (
             isinstance(statement_timeout, int | float) and not isinstance(statement_timeout, bool)
@@ -96,9 +101,14 @@ class PostgresStore(SessionStore):
                 f"statement_timeout must be a positive, finite number of seconds or None, got {statement_timeout!r}",
             )
         self.statement_timeout = statement_timeout
+        if not isinstance(max_connections, int) or isinstance(max_connections, bool) or max_connections < 1:
+            raise ConfigurationError(f"max_connections must be a positive integer, got {max_connections!r}")
+        self.max_connections = max_connections
         self._pid = os.getpid()
         self._io = LoopThread(f"windowkeeper-postgres-{self.prefix}")
-        self._conn: AsyncConnection[Any] | None = None
+        self._pool: AsyncConnectionPool[AsyncConnection[Any]] | None = None
+        self._pool_lock: asyncio.Lock | None = None
+        self._opened: weakref.WeakSet[AsyncConnection[Any]] = weakref.WeakSet()
         self._lock: asyncio.Lock | None = None
         self._pending: list[_PendingWrite] = []
         self._flusher: asyncio.Future[None] | None = None
@@ -107,21 +117,42 @@ class PostgresStore(SessionStore):
 
     # -- connection (all of this runs on the store's loop) ----------------------------------------------------
 
-    async def _connection(self) -> AsyncConnection[Any]:
-        if self._conn is not None and not self._conn.closed and not self._conn.broken:
-            return self._conn
-        if self._conn is not None:
-            await self._conn.close()
-        conn = await psycopg.AsyncConnection.connect(
-            self.url, autocommit=True, connect_timeout=max(1, int(self._connect_timeout)), **self._session_options(),
-        )
-        try:
-            await self._migrate(conn)
-        except BaseException:
-            await conn.close()
-            raise
-        self._conn = conn
-        return conn
+    async def _connections(self) -> AsyncConnectionPool[AsyncConnection[Any]]:
+        """The pool, opened (and the schema migrated) on first use; a broken connection is replaced by the pool."""
+        if self._pool is not None:
+            return self._pool
+        if self._pool_lock is None:
+            self._pool_lock = asyncio.Lock()
+        async with self._pool_lock:
+            if self._pool is not None:
+                return self._pool
+            pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
+                self.url,
+                min_size=1,
+                max_size=self.max_connections,
+                open=False,
+                kwargs={
+                    "autocommit": True,
+                    "connect_timeout": max(1, int(self._connect_timeout)),
+                    **self._session_options(),
+                },
+                configure=self._track,
+                timeout=self._connect_timeout,
+                name=f"windowkeeper-{self.prefix}",
+            )
+            try:
+                await pool.open(wait=True, timeout=self._connect_timeout)
+                async with pool.connection() as conn:
+                    await self._migrate(conn)
+            except BaseException:
+                await pool.close()
+                raise
+            self._pool = pool
+            return pool
+
+    async def _track(self, conn: AsyncConnection[Any]) -> None:
+        """Pool ``configure`` hook: remember every connection opened, so a forked child can detach them all."""
+        self._opened.add(conn)
 
     def _session_options(self) -> dict[str, str]:
         """Server-side limits of every connection: ``statement_timeout`` and ``lock_timeout``.
@@ -149,12 +180,14 @@ class PostgresStore(SessionStore):
             return
         logger.debug("PostgresStore (prefix %r): used in a forked child (pid %d); reconnecting", self.prefix, pid)
         self._pid = pid
-        inherited = self._conn
-        if inherited is not None:
-            _detach_socket(inherited)
-        _ABANDONED.append((inherited, self._io))
+        inherited = list(self._opened)
+        for conn in inherited:
+            _detach_socket(conn)
+        _ABANDONED.append(((self._pool, inherited), self._io))
         self._io = LoopThread(f"windowkeeper-postgres-{self.prefix}")
-        self._conn = None
+        self._pool = None
+        self._pool_lock = None
+        self._opened = weakref.WeakSet()
         self._lock = None
         self._pending = []
         self._flusher = None
@@ -182,10 +215,11 @@ class PostgresStore(SessionStore):
                 await conn.execute(f"UPDATE {schema} SET version = %s", (len(MIGRATIONS),))
 
     async def _in_tx(self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
-        async with self._guard():
-            conn = await self._connection()
-            async with conn.transaction():
-                return await fn(conn)
+        """A read (or a one-off statement) in its own transaction on a pooled connection, beside other reads."""
+        self._guard()
+        pool = await self._connections()
+        async with pool.connection() as conn, conn.transaction():
+            return await fn(conn)
 
     def _guard(self) -> asyncio.Lock:
         if self._closed:
@@ -244,8 +278,8 @@ class PostgresStore(SessionStore):
 
     async def _commit_batch(self, batch: list[_PendingWrite]) -> list[tuple[bool, Any]]:
         outcomes: list[tuple[bool, Any]] = []
-        conn = await self._connection()
-        async with conn.transaction():
+        pool = await self._connections()
+        async with pool.connection() as conn, conn.transaction():
             for fn, risky, _ in batch:
                 if not risky or len(batch) == 1:
                     outcomes.append((True, await fn(conn)))
@@ -538,9 +572,9 @@ class PostgresStore(SessionStore):
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:  # let an in-flight group commit finish first
-            if self._conn is not None:
-                await self._conn.close()
-                self._conn = None
+            if self._pool is not None:
+                pool, self._pool = self._pool, None
+                await pool.close()
 
     async def close(self) -> None:
         if self._closed:

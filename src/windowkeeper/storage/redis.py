@@ -39,7 +39,7 @@ from .base import (
     unique_new,
     version_conflict,
 )
-from .url import redis_url
+from .url import redis_target, resolve_prefix
 
 try:
     import redis.asyncio as aredis
@@ -114,9 +114,10 @@ _ABANDONED: list[tuple[Any, LoopThread]] = []
 class RedisStore(SessionStore):
     """A `SessionStore` in Redis keys under ``<prefix>:``."""
 
-    def __init__(self, url: str | None = None, *, prefix: str = "wk") -> None:
-        self.url = url or redis_url()
-        self.prefix = check_prefix(prefix)
+    def __init__(self, url: str | None = None, *, prefix: str | None = None) -> None:
+        # redis-py's parse_url checks the URL and its driver options; ?prefix= is ours (the argument must agree)
+        self.url, url_prefix = redis_target(url)
+        self.prefix = check_prefix(resolve_prefix(url_prefix, prefix, url=self.url))
         self._pid = os.getpid()
         self._io = LoopThread(f"windowkeeper-redis-{self.prefix}")
         self._client: aredis.Redis | None = None
@@ -201,6 +202,28 @@ class RedisStore(SessionStore):
         bodies: list[str] = await self._do(op)
         return [decode_message(thread_id, body, i) for i, body in enumerate(bodies)]
 
+    async def count_messages(self, thread_id: str) -> int:
+        check_id(thread_id, "thread_id")
+        _, log, _ = self._thread_keys(thread_id)
+
+        async def op() -> int:
+            return int(await self._redis().llen(log))  # type: ignore[misc]
+
+        return int(await self._do(op))
+
+    async def load_messages_range(self, thread_id: str, start: int, stop: int) -> list[Message]:
+        check_id(thread_id, "thread_id")
+        start, stop = max(start, 0), max(stop, 0)
+        if stop <= start:
+            return []
+        _, log, _ = self._thread_keys(thread_id)
+
+        async def op() -> list[str]:
+            return cast(list[str], await self._redis().lrange(log, start, stop - 1))  # type: ignore[misc]
+
+        bodies: list[str] = await self._do(op)
+        return [decode_message(thread_id, body, start + i) for i, body in enumerate(bodies)]
+
     async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
         check_id(thread_id, "thread_id")
         body = encode_state(thread_id, state)
@@ -227,28 +250,6 @@ class RedisStore(SessionStore):
 
         async def op() -> None:
             await self._redis().delete(*keys)
-
-    async def count_messages(self, thread_id: str) -> int:
-        check_id(thread_id, "thread_id")
-        _, log, _ = self._thread_keys(thread_id)
-
-        async def op() -> int:
-            return int(await self._redis().llen(log))  # type: ignore[misc]
-
-        return int(await self._do(op))
-
-    async def load_messages_range(self, thread_id: str, start: int, stop: int) -> list[Message]:
-        check_id(thread_id, "thread_id")
-        start, stop = max(start, 0), max(stop, 0)
-        if stop <= start:
-            return []
-        _, log, _ = self._thread_keys(thread_id)
-
-        async def op() -> list[str]:
-            return cast(list[str], await self._redis().lrange(log, start, stop - 1))  # type: ignore[misc]
-
-        bodies: list[str] = await self._do(op)
-        return [decode_message(thread_id, body, start + i) for i, body in enumerate(bodies)]
 
         await self._do(op)
 

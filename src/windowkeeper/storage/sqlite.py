@@ -37,6 +37,7 @@ from .base import (
     record_exists,
     unique_new,
 )
+from .url import resolve_prefix, sqlite_target
 
 logger = logging.getLogger(__name__)
 
@@ -69,14 +70,15 @@ class SQLiteStore(SessionStore):
         self,
         path: str | os.PathLike[str],
         *,
-        prefix: str = "wk",
+        prefix: str | None = None,
         synchronous: str = "NORMAL",
         timeout: float = 30.0,
     ) -> None:
-        self.path = os.fspath(path)
-        if not self.path:
+        if not os.fspath(path):
             raise ConfigurationError("SQLiteStore needs a file path (or ':memory:')")
-        self.prefix = check_prefix(prefix)
+        # a path, or a sqlite:/// URL whose ?prefix= is ours and other parameters (mode=ro...) SQLite's
+        self.path, url_prefix, self._uri = sqlite_target(path)
+        self.prefix = check_prefix(resolve_prefix(url_prefix, prefix, url=self.path))
         if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ConfigurationError(f"synchronous={synchronous!r}; use 'NORMAL', 'FULL', 'EXTRA' or 'OFF'")
         self._synchronous = synchronous.upper()
@@ -89,9 +91,11 @@ class SQLiteStore(SessionStore):
     # -- connection -----------------------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        if self.path != ":memory:":
+        if self.path != ":memory:" and not self._uri:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(
+            self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False, uri=self._uri
+        )
         try:
             if self.path != ":memory:":
                 mode = self._enable_wal(conn)
