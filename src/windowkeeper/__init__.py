@@ -87,6 +87,7 @@ from .memory import (
     Thresholds,
 )
 from .messages import Message, TokenUsages
+from .prompt import SCRATCHPAD_HEADER, SUMMARY_HEADER, AssembledPrompt, assemble, count_request, is_recall
 from .state import AgentState, ExecMeta, ExecutionStatus, ToolResult, add_messages
 from .storage import (
     ConflictError,
@@ -136,11 +137,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "END",
+    "SCRATCHPAD_HEADER",
     "START",
+    "SUMMARY_HEADER",
     "Agent",
     "AgentState",
     "AnnotationBlock",
     "AnnotationRef",
+    "AssembledPrompt",
     "ApproxCounter",
     "AudioBlock",
     "BaseCheckpointer",
@@ -219,7 +223,9 @@ __all__ = [
     "__version__",
     "add_messages",
     "as_summarizer",
+    "assemble",
     "build_zones",
+    "count_request",
     "counter_for_model",
     "create_client",
     "default_counter",
@@ -232,6 +238,7 @@ __all__ = [
     "from_responses_input",
     "get_summarizer",
     "group_units",
+    "is_recall",
     "is_valid",
     "open_store",
     "render_transcript",

@@ -6,6 +6,7 @@ import pytest
 
 from windowkeeper.context import BaseContextManager, MessageContextManager, MetricsTotals, TrimMetrics
 from windowkeeper.messages import Message
+from windowkeeper.prompt import summary_section, system_message
 from windowkeeper.state import AgentState, ExecMeta
 from windowkeeper.tokens import default_counter
 
@@ -103,9 +104,11 @@ def test_prefix_tracking_is_per_thread_and_summary_counts_as_system_message() ->
     b = AgentState(context=_msgs(("user", "other")))
     b.execution_meta.thread_id = "B"
     mgr.trim_context(a)
-    summary_msg = Message.text_message("Sam lives in Berlin.", role="system")
+    # the summary is sent under its header in the one system text the prompt assembly builds
+    summary_msg = system_message(summary_section("Sam lives in Berlin.") or "")
     assert mgr.last_metrics is not None
     assert mgr.last_metrics.tokens_before == counter.count_messages([summary_msg, *a.context])
+    assert mgr.last_metrics.zones["summary"] == counter.count_message(summary_msg)
     mgr.trim_context(b)
     assert mgr.last_metrics is not None and mgr.last_metrics.prefix_stable is None
     mgr.trim_context(a)

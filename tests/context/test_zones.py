@@ -15,10 +15,10 @@ from windowkeeper.context.zones import (
     render_zones,
     scratchpad_message,
     summary_message,
-    system_prompt_message,
 )
 from windowkeeper.errors import ConfigurationError
 from windowkeeper.messages import Message
+from windowkeeper.prompt import system_message
 from windowkeeper.state import AgentState
 from windowkeeper.tokens import ApproxCounter, default_counter
 from windowkeeper.units import validate
@@ -60,14 +60,14 @@ def test_each_zone_holds_its_part_and_its_exact_cost() -> None:
     assert zones.summary == state.context_summary and zones.scratchpad == state.scratchpad
     tool_tokens = COUNTER.count_text(json.dumps(TOOLS, separators=(",", ":")))
     assert zones.tool_tokens == tool_tokens
-    assert zones.system_tokens == (
-        COUNTER.count_message(system_prompt_message("You are helpful."))
-        + COUNTER.count_message(state.context[0])
-        + tool_tokens
-    )
-    assert zones.summary_tokens == COUNTER.count_message(summary_message("The user asked about Sam earlier."))
+    # the system zone is one text: each section costs what it adds to that text (the first one the framing too)
+    prompt_and_rules = system_message("You are helpful.\n\nAlways cite sources.")
+    with_summary = system_message(f"{prompt_and_rules.text()}\n\n{summary_message(state.context_summary or '').text()}")
+    full = system_message(f"{with_summary.text()}\n\n{scratchpad_message('- Sam: Berlin').text()}")
+    assert zones.system_tokens == COUNTER.count_message(prompt_and_rules) + tool_tokens
+    assert zones.summary_tokens == COUNTER.count_message(with_summary) - COUNTER.count_message(prompt_and_rules)
     assert zones.recent_tokens == sum(COUNTER.count_message(m) for m in state.context[1:])
-    assert zones.scratchpad_tokens == COUNTER.count_message(scratchpad_message("- Sam: Berlin"))
+    assert zones.scratchpad_tokens == COUNTER.count_message(full) - COUNTER.count_message(with_summary)
     assert zones.reserve_tokens == 1500
     assert list(zones.breakdown()) == list(ZONE_NAMES)
     assert sum(zones.breakdown().values()) == zones.total_tokens == zones.input_tokens + 1500
@@ -80,10 +80,12 @@ def test_render_puts_summary_and_scratchpad_in_the_system_zone() -> None:
     zones = build_zones(sample_state(), system_prompt="You are helpful.", counter=COUNTER)
     sent = zones.to_messages()
     roles = [m.role for m in sent]
-    assert roles == ["system", "system", "system", "system", "user", "assistant", "tool", "assistant"]
-    assert sent[2].text() == f"{SUMMARY_HEADER}\nThe user asked about Sam earlier."
-    assert sent[3].text() == f"{SCRATCHPAD_HEADER}\n- Sam: Berlin"
-    assert [m.message_id for m in sent[4:]] == ["u1", "c1", "r1", "a1"]
+    assert roles == ["system", "user", "assistant", "tool", "assistant"]
+    assert sent[0].text() == (
+        "You are helpful.\n\nAlways cite sources.\n\n"
+        f"{SUMMARY_HEADER}\nThe user asked about Sam earlier.\n\n{SCRATCHPAD_HEADER}\n- Sam: Berlin"
+    )
+    assert [m.message_id for m in sent[1:]] == ["u1", "c1", "r1", "a1"]
     assert not validate(sent, "anthropic") and not validate(sent, "openai")
     # no user or assistant turn was invented
     assert {m.message_id for m in sent if m.role != "system"} == {"u1", "c1", "r1", "a1"}
@@ -92,13 +94,15 @@ def test_render_puts_summary_and_scratchpad_in_the_system_zone() -> None:
 def test_rendering_is_byte_identical_across_calls() -> None:
     first = render_zones(build_zones(sample_state(), counter=COUNTER))
     second = render_zones(build_zones(sample_state(), counter=COUNTER))
-    assert [m.message_id for m in first[:3]] == [m.message_id for m in second[:3]]
-    assert [m.fingerprint() for m in first[:3]] == [m.fingerprint() for m in second[:3]]
+    assert [m.message_id for m in first] == [m.message_id for m in second]
+    assert [m.fingerprint() for m in first] == [m.fingerprint() for m in second]
     changed = sample_state()
     changed.scratchpad = "- Sam: Munich"
     third = render_zones(build_zones(changed, counter=COUNTER))
-    assert third[1].fingerprint() == first[1].fingerprint()  # summary unchanged
-    assert third[2].message_id != first[2].message_id  # scratchpad changed
+    assert third[0].message_id != first[0].message_id  # scratchpad changed
+    # it is the last section, so everything before it stays a byte-identical (cacheable) prefix
+    before_scratchpad = first[0].text().split(SCRATCHPAD_HEADER)[0]
+    assert third[0].text().startswith(before_scratchpad)
 
 
 def test_empty_state_has_only_the_reserve_and_priming() -> None:

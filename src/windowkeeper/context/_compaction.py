@@ -15,14 +15,14 @@ the compaction runs on the newest part and gives the same view and summary as on
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..messages import Message
+from ..prompt import summary_tokens
 from ..units import UnitKind, group_units
 from .pointers import OffloadStore, _cut_middle, clear_reply, clear_tool_results, offload_info, truncate_message
-from .zones import summary_message
 
 if TYPE_CHECKING:
     from ..tokens import TokenCounter
@@ -116,6 +116,8 @@ class Limits:
     summary_mode: str
     summary_instructions: str | None
     summarize: bool
+    summary_cost: Callable[[str], int] | None = None
+    """Tokens a summary adds to the request (`windowkeeper.prompt`); None: the summary alone in a system text."""
 
 
 class Compaction:
@@ -165,7 +167,10 @@ class Compaction:
         self.total = limits.other_tokens + self.summary_tokens + sum(s.tokens for s in self.segs)
 
     def _summary_cost(self, summary: str | None) -> int:
-        return self.counter.count_message(summary_message(summary)) if summary else 0
+        if not summary:
+            return 0
+        cost = self.limits.summary_cost
+        return cost(summary) if cost is not None else summary_tokens(summary, self.counter)
 
     def _set_summary(self, summary: str) -> None:
         cost = self._summary_cost(summary)

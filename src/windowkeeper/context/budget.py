@@ -31,13 +31,13 @@ from typing import Any, Literal
 from .._validate import check_int
 from ..errors import ConfigurationError
 from ..messages import Message, edit_epoch, edited_since
+from ..prompt import SystemCost, is_recall, summary_tokens, system_costs, system_message_text, tool_schema_tokens
 from ..state import AgentState
 from ..tokens import TokenCounter, default_counter
 from ._compaction import ColdPlan, Limits, Segment, SummaryRequest, compact, extend_segments, finish, plan_cold
 from .base import BaseContextManager, S, adapt_summarizer
 from .metrics import TrimMetrics, thread_key
 from .pointers import OffloadStore
-from .zones import scratchpad_message, summary_message, system_prompt_message, tool_schema_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -56,11 +56,37 @@ class _Track:
     segments: list[Segment]
     covered: int
     summary: str | None
-    summary_tokens: int
     scratchpad: str | None
-    scratchpad_tokens: int
+    scan: _Scan
+    cost: SystemCost
     epoch: int = 0
     """`edit_epoch` when this call began: while it is unchanged no message was edited in place since."""
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """What the prompt assembly treats apart in a view: system messages (sent in the system text) and recall."""
+
+    system_texts: tuple[str, ...] = ()
+    system_tokens: int = 0
+    """Their tokens as separate messages, the way the segments count them; the system text replaces them."""
+    recall_tokens: int = 0
+
+
+def _scan(messages: Sequence[Message], counter: TokenCounter, base: _Scan | None = None) -> _Scan:
+    """``base`` extended by ``messages``: the texts and tokens of their system messages, the tokens of recall."""
+    texts = list(base.system_texts) if base is not None else []
+    system_tokens = base.system_tokens if base is not None else 0
+    recall_tokens = base.recall_tokens if base is not None else 0
+    for message in messages:
+        if message.role == "system":
+            text = system_message_text(message)
+            if text:
+                texts.append(text)
+            system_tokens += counter.count_message(message)
+        elif is_recall(message):
+            recall_tokens += counter.count_message(message)
+    return _Scan(tuple(texts), system_tokens, recall_tokens)
 
 
 def _edited(track: _Track) -> bool:
@@ -213,10 +239,13 @@ class TokenBudgetContextManager(BaseContextManager[S]):
 
         self.system_prompt = system_prompt
         self.tools = [dict(t) for t in tools] if tools else []
-        fixed = tool_schema_tokens(self.tools, self.counter)
-        if system_prompt:
-            fixed += self.counter.count_message(system_prompt_message(system_prompt))
-        self._fixed_tokens = fixed + self.counter.count_messages([])
+        # the request is counted as `windowkeeper.prompt.assemble` builds it: tools and reply priming are fixed,
+        # the system text (prompt, system messages, summary, scratchpad) is priced per call by `system_costs`
+        self._prompt_parts: tuple[str, ...] = (system_prompt,) if system_prompt else ()
+        self._tool_tokens = tool_schema_tokens(self.tools, self.counter)
+        self._priming_tokens = self.counter.count_messages([])
+        prompt_tokens = system_costs(self._prompt_parts, None, None, self.counter).system
+        self._fixed_tokens = self._tool_tokens + prompt_tokens + self._priming_tokens
         if self._fixed_tokens >= self.low_limit:
             raise ConfigurationError(
                 f"system_prompt and tools alone cost {self._fixed_tokens} tokens, which leaves no room under the "
@@ -317,16 +346,22 @@ class TokenBudgetContextManager(BaseContextManager[S]):
 
     # -- the core (shared by sync and async) --------------------------------------------------------------------
 
-    def _zone_tokens(self, track: _Track | None, summary: str | None, scratchpad: str | None) -> tuple[int, int]:
-        if track is not None and track.summary == summary:
-            summary_tokens = track.summary_tokens
-        else:
-            summary_tokens = self.counter.count_message(summary_message(summary)) if summary else 0
-        if track is not None and track.scratchpad == scratchpad:
-            scratch_tokens = track.scratchpad_tokens
-        else:
-            scratch_tokens = self.counter.count_message(scratchpad_message(scratchpad)) if scratchpad else 0
-        return summary_tokens, scratch_tokens
+    def _system_cost(
+        self, track: _Track | None, scan: _Scan, summary: str | None, scratchpad: str | None
+    ) -> SystemCost:
+        """The marginal tokens of the system text's parts; reused while its texts are unchanged."""
+        if (
+            track is not None
+            and track.summary == summary
+            and track.scratchpad == scratchpad
+            and track.scan.system_texts == scan.system_texts
+        ):
+            return track.cost
+        return system_costs((*self._prompt_parts, *scan.system_texts), summary, scratchpad, self.counter)
+
+    def _total(self, cost: SystemCost, scan: _Scan, message_tokens: int) -> int:
+        """The count of the request `assemble` makes of this view (system messages move into the system text)."""
+        return self._tool_tokens + self._priming_tokens + cost.total + message_tokens - scan.system_tokens
 
     def _run(self, state: S) -> Generator[SummaryRequest, str | None, S]:
         started = time.perf_counter()
@@ -341,7 +376,6 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         count = self.counter.count_message
         summary = state.context_summary or None
         scratchpad = state.scratchpad or None
-        summary_tokens, scratch_tokens = self._zone_tokens(track, summary, scratchpad)
 
         working: list[Message]
         known: list[Segment] = []
@@ -351,21 +385,27 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             working = incoming
             message_tokens = track.message_tokens + sum(count(m) for m in incoming[len(track.view) :])
             known, covered = track.segments, track.covered
+            scan = _scan(incoming[len(track.view) :], self.counter, track.scan)
+            cost = self._system_cost(track, scan, summary, scratchpad)
         elif track is not None and track.source is not track.view and _extends(incoming, track.source):
             new = incoming[len(track.source) :]
             working = [*track.view, *new]
             message_tokens = track.message_tokens + sum(count(m) for m in new)
             known, covered = track.segments, track.covered
+            scan = _scan(new, self.counter, track.scan)
+            cost = self._system_cost(track, scan, summary, scratchpad)
         else:
             working = incoming
-            plan = plan_cold(incoming, summary, self._limits(scratch_tokens), self.counter, self._offloaded)
+            scan = _scan(incoming, self.counter)
+            cost = self._system_cost(track, scan, summary, scratchpad)
+            plan = plan_cold(incoming, summary, self._limits(cost, scan), self.counter, self._offloaded)
             if plan is None:
                 message_tokens = sum(count(m) for m in incoming)
             else:
                 message_tokens = plan.raw_tokens + _unread_tokens(incoming, plan)
         previous_summary = track.summary if track is not None else None
 
-        total = self._fixed_tokens + summary_tokens + scratch_tokens + message_tokens
+        total = self._total(cost, scan, message_tokens)
         tokens_before = total
         cleared = 0
         summaries = 0
@@ -374,14 +414,15 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                 outcome = yield from finish(plan.work)
             else:
                 segs = extend_segments(known, covered, working, self.counter)
-                limits = self._limits(scratch_tokens)
+                limits = self._limits(cost, scan)
                 outcome = yield from compact(segs, summary, limits, self.counter, self._offloaded)
             working, summary = outcome.messages, outcome.summary
             cleared, summaries = outcome.cleared, outcome.summaries
             known, covered = outcome.segments, len(working)
-            summary_tokens, scratch_tokens = self._zone_tokens(track, summary, scratchpad)
             message_tokens = sum(s.tokens for s in known)
-            total = self._fixed_tokens + summary_tokens + scratch_tokens + message_tokens
+            scan = _scan(working, self.counter)
+            cost = self._system_cost(track, scan, summary, scratchpad)
+            total = self._total(cost, scan, message_tokens)
             if total > self.budget:
                 logger.warning(
                     "view still costs %d tokens after compaction, over the %d-token budget: system messages, the "
@@ -402,9 +443,9 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             segments=known,
             covered=covered,
             summary=summary,
-            summary_tokens=summary_tokens,
             scratchpad=scratchpad,
-            scratchpad_tokens=scratch_tokens,
+            scan=scan,
+            cost=cost,
             epoch=epoch,
         )
         self._tracks.move_to_end(key)
@@ -427,6 +468,15 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                 summaries_made=summaries,
                 prefix_stable=stable,
                 duration_s=time.perf_counter() - started,
+                zones={
+                    "system": cost.system,
+                    "tools": self._tool_tokens,
+                    "summary": cost.summary,
+                    "scratchpad": cost.scratchpad,
+                    "recall": scan.recall_tokens,
+                    "recent": message_tokens - scan.system_tokens - scan.recall_tokens + self._priming_tokens,
+                    "reserve": self.reserve_tokens,
+                },
             )
         )
         return state
@@ -442,11 +492,15 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         recorder.last = metrics
         recorder.totals.add(metrics)
 
-    def _limits(self, scratch_tokens: int) -> Limits:
+    def _limits(self, cost: SystemCost, scan: _Scan) -> Limits:
+        """Settings for a compaction; its total is the request's count (system messages priced in the system text)."""
+        parts = (*self._prompt_parts, *scan.system_texts)
+        counter = self.counter
         return Limits(
             low=self.low_limit,
             high=self.high_limit,
-            other_tokens=self._fixed_tokens + scratch_tokens,
+            other_tokens=self._tool_tokens + self._priming_tokens + cost.system + cost.scratchpad - scan.system_tokens,
+            summary_cost=lambda text: summary_tokens(text, counter, parts),
             keep_tool_results=self.keep_tool_results,
             clear_min_tokens=self.clear_min_tokens,
             keep_replies=self.keep_replies,

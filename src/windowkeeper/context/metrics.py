@@ -4,9 +4,10 @@ A manager that trims silently is hard to tune: users need to see how many tokens
 prompt prefix stayed byte-identical, because a stable prefix is what lets a provider's prompt cache hit. The
 recorder here measures both for every call of a built-in manager without the manager having to know how.
 
-The "view" measured is what a model would be sent: the summary (as one system message) followed by
-``state.context``. Tokens are counted with the exact shared counter, which caches per message, so measuring a long
-history costs only the messages that are new since the last call.
+The "view" measured is what a model would be sent, as `windowkeeper.prompt.assemble` lays it out: the system
+text (system messages, summary, scratchpad) and the conversation of ``state.context``. Tokens are counted with the
+exact shared counter, which caches per message, so measuring a long history costs only the messages that are new
+since the last call.
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..messages import Message
+from ..prompt import AssembledPrompt, assemble_messages
 
 if TYPE_CHECKING:
     from ..state import AgentState
     from ..tokens import TokenCounter
 
 DEFAULT_THREAD = "default"
-SUMMARY_MESSAGE_ID = "windowkeeper:context_summary"
 _MAX_TRACKED_THREADS = 4096
 
 
@@ -35,7 +36,8 @@ class TrimMetrics(BaseModel):
     """Measurements of a single ``trim_context``/``atrim_context`` call.
 
     ``prefix_stable`` is True when the previous call's view (for the same thread) is a prefix of this call's view,
-    so a provider prompt cache could reuse the whole previous prompt; None on a thread's first call.
+    so a provider prompt cache could reuse the whole previous prompt; None on a thread's first call. ``zones`` is
+    ``tokens_after`` split by zone (`windowkeeper.prompt.ZONES`; ``reserve`` is not part of ``tokens_after``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -49,6 +51,7 @@ class TrimMetrics(BaseModel):
     summaries_made: int = 0
     prefix_stable: bool | None = None
     duration_s: float = 0.0
+    zones: dict[str, int] = Field(default_factory=dict)
 
 
 class MetricsTotals(BaseModel):
@@ -92,6 +95,7 @@ class ViewSnapshot:
     summary: str | None
     messages: tuple[Message, ...]
     started: float
+    scratchpad: str | None = None
 
 
 def _fingerprints(messages: Sequence[Message]) -> tuple[str, ...]:
@@ -123,6 +127,7 @@ def snapshot(state: AgentState) -> ViewSnapshot:
         summary=state.context_summary,
         messages=tuple(state.context),
         started=time.perf_counter(),
+        scratchpad=state.scratchpad,
     )
 
 
@@ -137,7 +142,6 @@ class MetricsRecorder:
         self._counter = counter
         self._lock = threading.Lock()
         self._previous: OrderedDict[str, tuple[str | None, tuple[str, ...]]] = OrderedDict()
-        self._summary_msg: Message | None = None
         self.last: TrimMetrics | None = None
         self.totals = MetricsTotals()
 
@@ -160,18 +164,17 @@ class MetricsRecorder:
         # looked up each time (it is a cached shared instance) so a copied manager never carries the counter
         return default_counter()
 
-    def _summary_message(self, summary: str) -> Message:
-        cached = self._summary_msg
-        if cached is None or cached.text() != summary:
-            cached = Message.text_message(summary, role="system", message_id=SUMMARY_MESSAGE_ID, timestamp=None)
-            self._summary_msg = cached
-        return cached
+    def assembled(
+        self, summary: str | None, messages: Sequence[Message], scratchpad: str | None = None
+    ) -> AssembledPrompt:
+        """The request a model would be sent for this view (no system prompt or tools: a manager does not know them)."""
+        return assemble_messages(messages, summary=summary, scratchpad=scratchpad, counter=self.counter)
 
-    def view_tokens(self, summary: str | None, messages: Sequence[Message]) -> int:
-        view = list(messages)
-        if summary:
-            view.insert(0, self._summary_message(summary))
-        return self.counter.count_messages(view) if view else 0
+    def view_tokens(self, summary: str | None, messages: Sequence[Message], scratchpad: str | None = None) -> int:
+        """Tokens of the request for this view; 0 when there is nothing to send."""
+        if not messages and not summary and not scratchpad:
+            return 0
+        return self.assembled(summary, messages, scratchpad).input_tokens
 
     def record(
         self,
@@ -183,12 +186,14 @@ class MetricsRecorder:
     ) -> TrimMetrics:
         after_messages = list(state.context)
         after_summary = state.context_summary
+        after_scratchpad = state.scratchpad
         with self._lock:
-            tokens_before = self.view_tokens(before.summary, before.messages)
-            if _same_view(before, after_summary, after_messages):
+            tokens_before = self.view_tokens(before.summary, before.messages, before.scratchpad)
+            after = self.assembled(after_summary, after_messages, after_scratchpad)
+            if _same_view(before, after_summary, after_messages) and after_scratchpad == before.scratchpad:
                 tokens_after = tokens_before
             else:
-                tokens_after = self.view_tokens(after_summary, after_messages)
+                tokens_after = self.view_tokens(after_summary, after_messages, after_scratchpad)
             key = (after_summary or None, _fingerprints(after_messages))
             prev = self._previous.get(before.thread_id)
             stable: bool | None = None
@@ -208,6 +213,7 @@ class MetricsRecorder:
                 summaries_made=summaries_made,
                 prefix_stable=stable,
                 duration_s=time.perf_counter() - before.started,
+                zones=after.zone_tokens if tokens_after else {},
             )
             self.last = metrics
             self.totals.add(metrics)
@@ -224,7 +230,6 @@ __all__ = [
     "DEFAULT_THREAD",
     "MetricsRecorder",
     "MetricsTotals",
-    "SUMMARY_MESSAGE_ID",
     "TrimMetrics",
     "ViewSnapshot",
     "snapshot",

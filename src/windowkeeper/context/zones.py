@@ -1,59 +1,55 @@
-"""The five zones of a context window, each with its token cost, and how they are rendered for a model.
+"""The five zones of a context window, each with its token cost: a compatibility view over `windowkeeper.prompt`.
 
 A prompt is easier to budget when its parts are named: (1) the system prompt with the tool schemas, (2) the
 compressed history (the running summary), (3) the recent messages, (4) the scratchpad of curated notes and
-(5) the reserve left for the reply. `build_zones` measures each from an `AgentState`; `render_zones` turns them
-into the message list a model receives. The summary and the scratchpad are rendered as system messages in the
-system zone, never as user or assistant turns, so a model cannot mistake them for something a person said.
+(5) the reserve left for the reply. `build_zones` measures each from an `AgentState` and `render_zones` gives the
+message list a model receives; both delegate to `windowkeeper.prompt.assemble`, the one prompt assembly the
+`Agent` sends, so the costs here are the costs of what is sent. Use `assemble` directly for the finer zones
+(tools and recall apart).
 
-The rendered summary and scratchpad messages have ids derived from their text, so an unchanged summary renders
-byte-identically call after call (which keeps provider prompt caches hitting) and its token count stays cached.
+The system prompt, the state's system messages, the summary and the scratchpad are sent as one system text
+(stable id, so an unchanged text renders byte-identically), never as user or assistant turns.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ConfigurationError
 from ..messages import Message
+from ..prompt import (
+    SCRATCHPAD_HEADER,
+    SUMMARY_HEADER,
+    assemble,
+    assemble_messages,
+    scratchpad_section,
+    stable_id,
+    summary_section,
+    tool_schema_tokens,
+)
 from ..state import AgentState
-from ..tokens import TokenCounter, default_counter
+from ..tokens import TokenCounter
 
-SUMMARY_HEADER = "Summary of the earlier conversation (older turns were condensed to save context):"
-SCRATCHPAD_HEADER = "Scratchpad (working notes kept across turns; update them as you learn more):"
 ZONE_NAMES: tuple[str, ...] = ("system", "summary", "recent", "scratchpad", "reserve")
 
 
-def _stable_id(kind: str, text: str) -> str:
-    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
-    return f"windowkeeper:{kind}:{digest}"
-
-
 def system_prompt_message(prompt: str) -> Message:
-    return Message.text_message(prompt, role="system", message_id=_stable_id("system", prompt), timestamp=None)
+    """The system prompt alone as a system message (stable id)."""
+    return Message.text_message(prompt, role="system", message_id=stable_id("system", prompt), timestamp=None)
 
 
 def summary_message(summary: str) -> Message:
-    """The running summary as the system message a model reads, labelled so it is not taken for instructions."""
-    text = f"{SUMMARY_HEADER}\n{summary}"
-    return Message.text_message(text, role="system", message_id=_stable_id("summary", text), timestamp=None)
+    """The summary section (header and summary) as a system message, for code that lays out messages itself."""
+    text = summary_section(summary) or ""
+    return Message.text_message(text, role="system", message_id=stable_id("summary", text), timestamp=None)
 
 
 def scratchpad_message(scratchpad: str) -> Message:
-    text = f"{SCRATCHPAD_HEADER}\n{scratchpad}"
-    return Message.text_message(text, role="system", message_id=_stable_id("scratchpad", text), timestamp=None)
-
-
-def tool_schema_tokens(tools: Sequence[dict[str, Any]] | None, counter: TokenCounter) -> int:
-    """Tokens of the tool schemas as a provider serializes them (compact JSON)."""
-    if not tools:
-        return 0
-    return counter.count_text(json.dumps(list(tools), ensure_ascii=False, separators=(",", ":"), default=str))
+    """The scratchpad section (header and notes) as a system message."""
+    text = scratchpad_section(scratchpad) or ""
+    return Message.text_message(text, role="system", message_id=stable_id("scratchpad", text), timestamp=None)
 
 
 class ContextZones(BaseModel):
@@ -119,47 +115,37 @@ def build_zones(
     System messages found anywhere in ``state.context`` belong to zone 1: providers hoist them into the system
     instructions anyway, and that is where they cost tokens.
     """
-    if not isinstance(reserve_tokens, int) or isinstance(reserve_tokens, bool) or reserve_tokens < 0:
-        raise ConfigurationError(f"reserve_tokens must be a non-negative integer, got {reserve_tokens!r}")
-    tc = counter if counter is not None else default_counter()
+    prompt = assemble(state, system_prompt=system_prompt, tools=tools, counter=counter, reserve_tokens=reserve_tokens)
+    zones = prompt.zone_tokens
+    priming = prompt.counter.count_messages([])
     system: list[Message] = [system_prompt_message(system_prompt)] if system_prompt else []
-    recent: list[Message] = []
-    for msg in state.context:
-        (system if msg.role == "system" else recent).append(msg)
-    tool_list = [dict(t) for t in tools] if tools else []
-    tool_tokens = tool_schema_tokens(tool_list, tc)
-    summary = state.context_summary or None
-    scratchpad = state.scratchpad or None
+    system.extend(m for m in state.context if m.role == "system")
     return ContextZones(
         system=system,
-        tools=tool_list,
-        system_tokens=sum(tc.count_message(m) for m in system) + tool_tokens,
-        tool_tokens=tool_tokens,
-        summary=summary,
-        summary_tokens=tc.count_message(summary_message(summary)) if summary else 0,
-        recent=recent,
-        recent_tokens=sum(tc.count_message(m) for m in recent),
-        scratchpad=scratchpad,
-        scratchpad_tokens=tc.count_message(scratchpad_message(scratchpad)) if scratchpad else 0,
+        tools=prompt.tools,
+        system_tokens=zones["system"] + zones["tools"],
+        tool_tokens=zones["tools"],
+        summary=prompt.summary,
+        summary_tokens=zones["summary"],
+        recent=prompt.messages,
+        recent_tokens=zones["recall"] + zones["recent"] - priming,
+        scratchpad=prompt.scratchpad,
+        scratchpad_tokens=zones["scratchpad"],
         reserve_tokens=reserve_tokens,
-        priming_tokens=tc.count_messages([]),
+        priming_tokens=priming,
     )
 
 
 def render_zones(zones: ContextZones) -> list[Message]:
-    """The message list to send: system zone (prompt, system messages, summary, scratchpad), then recent turns.
+    """The message list to send: the one system text (prompt, system messages, summary, scratchpad), then the rest.
 
     Tool schemas are not messages; pass ``zones.tools`` to the client's ``tools`` parameter. The scratchpad
-    comes last in the system zone because it changes most often, so a change to it leaves the longest possible
+    comes last in the system text because it changes most often, so a change to it leaves the longest possible
     cached prefix in front of it.
     """
-    out = list(zones.system)
-    if zones.summary:
-        out.append(summary_message(zones.summary))
-    if zones.scratchpad:
-        out.append(scratchpad_message(zones.scratchpad))
-    out.extend(zones.recent)
-    return out
+    return assemble_messages(
+        [*zones.system, *zones.recent], summary=zones.summary, scratchpad=zones.scratchpad
+    ).to_messages()
 
 
 __all__ = [

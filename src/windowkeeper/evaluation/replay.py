@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..blocks import ToolCallBlock
-from ..context.zones import summary_message
 from ..messages import Message
+from ..prompt import AssembledPrompt, assemble_messages
 from ..tokens import TokenCounter, default_counter
 from ..units import validate
 from .pricing import Prices
@@ -81,15 +81,14 @@ class ReplayReport:
         return 1.0 - report.tokens_sent / base if base else 0.0
 
 
+def assembled(view: View, counter: TokenCounter | None = None) -> AssembledPrompt:
+    """The request an `Agent` sends for this view (`windowkeeper.prompt.assemble`: one system text, then the rest)."""
+    return assemble_messages(view.messages, summary=view.summary, counter=counter)
+
+
 def prompt_messages(view: View) -> list[Message]:
-    """The view as the model receives it: system messages, then the summary, then the conversation."""
-    messages = view.messages
-    if not view.summary:
-        return list(messages)
-    split = 0
-    while split < len(messages) and messages[split].role == "system":
-        split += 1
-    return [*messages[:split], summary_message(view.summary), *messages[split:]]
+    """The view as the model receives it: the system text (system messages, summary) as one message, then the rest."""
+    return assembled(view).to_messages()
 
 
 def view_text(view: View) -> str:
@@ -162,8 +161,9 @@ async def replay(
             t0 = time.perf_counter()
             view = await strategy.step(new)
             reports[idx].seconds += time.perf_counter() - t0
-            prompt = prompt_messages(view)
-            items = [(m.fingerprint(), counter.count_message(m)) for m in prompt]
+            request = assembled(view, counter)
+            prompt = request.to_messages()
+            items = request.pieces()
             cached, stable = trackers[idx].observe(items)
             problems = [p for prov in providers for p in validate(prompt, prov)]
             if problems:
@@ -177,7 +177,7 @@ async def replay(
                 reports[idx].problems.append(f"call {n}: {problems[0]}")
             reports[idx].calls.append(
                 CallRecord(
-                    tokens=sum(t for _, t in items) + counter.count_messages([]),
+                    tokens=request.input_tokens,
                     cached_tokens=cached,
                     prefix_stable=stable,
                     valid=not problems,
@@ -199,6 +199,7 @@ __all__ = [
     "CallRecord",
     "ReplayReport",
     "StrategyReport",
+    "assembled",
     "call_points",
     "prompt_messages",
     "replay",

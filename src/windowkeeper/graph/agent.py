@@ -1,8 +1,10 @@
 """`Agent`: the graph node that calls a model, with the graph's context manager applied first.
 
 With ``trim_context=True`` the agent hands the state to the graph's manager before every model call and keeps the
-trimmed state (so a summary is made once, not again on every call). The running summary is placed in the system
-zone, after the agent's own system prompt and labelled as earlier conversation, never as a user or assistant turn.
+trimmed state (so a summary is made once, not again on every call). The request itself comes from
+`windowkeeper.prompt.assemble`, the same assembly the managers count: the system text holds the agent's system
+prompt, the state's system messages, the running summary and the scratchpad (each labelled), never a user or
+assistant turn.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Any
 from ..blocks import ToolCallBlock
 from ..errors import ConfigurationError, GraphError
 from ..llm.client import LLMClient, LLMRequest, check_api_style, tool_calls_dicts
+from ..prompt import SUMMARY_HEADER, AssembledPrompt, assemble, join_sections, summary_section
 from ..state import AgentState, add_messages
+from ..tokens import TokenCounter
 from .injection import Resolver
 from .runtime import RunContext
 from .tool_node import ToolNode
@@ -22,7 +26,8 @@ from .tool_node import ToolNode
 logger = logging.getLogger(__name__)
 
 NO_MANAGER_WARNING = "trim_context is enabled but no context manager is available"
-SUMMARY_HEADING = "Summary of the earlier conversation (older turns were condensed; treat as background):"
+SUMMARY_HEADING = SUMMARY_HEADER
+"""The summary header (an alias of `windowkeeper.prompt.SUMMARY_HEADER`, where the text is defined)."""
 
 
 def _prompt_text(system_prompt: str | Sequence[Mapping[str, Any]] | None) -> str | None:
@@ -52,18 +57,16 @@ def _prompt_text(system_prompt: str | Sequence[Mapping[str, Any]] | None) -> str
 
 
 def system_zone(prompt: str | None, summary: str | None) -> str | None:
-    """The system text for one call: the agent's prompt, then the labelled running summary."""
-    sections = [prompt] if prompt else []
-    if summary and summary.strip():
-        sections.append(f"{SUMMARY_HEADING}\n{summary.strip()}")
-    return "\n\n".join(sections) or None
+    """The system text of a prompt and a summary alone (no system messages, no scratchpad); see `assemble`."""
+    return join_sections((prompt, summary_section(summary)))
 
 
 class Agent:
     """A model-calling node on the `windowkeeper.llm` layer.
 
     ``client`` (any `LLMClient`, e.g. a `ScriptedClient` offline) wins over ``model``/``provider``; otherwise a
-    client is created on first use, so building a graph needs no API key.
+    client is created on first use, so building a graph needs no API key. ``counter`` prices the zones that
+    `assemble` reports (the exact shared counter by default); it never changes what is sent.
     """
 
     def __init__(
@@ -79,6 +82,7 @@ class Agent:
         api_key: str | None = None,
         max_output_tokens: int | None = None,
         temperature: float | None = None,
+        counter: TokenCounter | None = None,
     ) -> None:
         if client is None and not model:
             raise ConfigurationError("Agent needs model='...' (e.g. 'gpt-4o-mini') or client=<LLMClient>")
@@ -96,7 +100,9 @@ class Agent:
         self.api_key = api_key
         self.max_output_tokens = max_output_tokens
         self.temperature = temperature
+        self.counter = counter
         self._client = client
+        self._checked_managers: set[int] = set()
 
     @property
     def client(self) -> LLMClient:
@@ -125,15 +131,44 @@ class Agent:
         if self.tool_node is not None:
             self.tool_node.check_graph(resolver, owner=owner, state_cls=state_cls)
 
-    def build_request(self, state: AgentState) -> LLMRequest:
-        """The request for one call from an (already trimmed) state."""
-        return LLMRequest(
-            messages=list(state.context),
-            system=system_zone(self.system_prompt, state.context_summary),
+    def assemble(self, state: AgentState) -> AssembledPrompt:
+        """The prompt of one call from an (already trimmed) state, with the tokens of each zone (``counter``)."""
+        return assemble(
+            state,
+            system_prompt=self.system_prompt,
             tools=self.tool_node.tool_specs() if self.tool_node is not None else None,
-            max_output_tokens=self.max_output_tokens,
-            temperature=self.temperature,
+            counter=self.counter,
         )
+
+    def build_request(self, state: AgentState) -> LLMRequest:
+        """The request for one call from an (already trimmed) state: exactly what `assemble` counts."""
+        return self.assemble(state).to_request(self.max_output_tokens, self.temperature)
+
+    def _check_manager_counts(self, manager: object) -> None:
+        """Warn once per manager when a budget manager is not told the system prompt and tools this agent sends.
+
+        `TokenBudgetContextManager` counts ``system_prompt`` and ``tools`` only when it is given them; otherwise
+        the request is larger than its budget by their size.
+        """
+        if id(manager) in self._checked_managers:
+            return
+        self._checked_managers.add(id(manager))
+        if not (hasattr(manager, "system_prompt") and hasattr(manager, "tools")):
+            return
+        counted_prompt = getattr(manager, "system_prompt", None) or None
+        counted_tools = list(getattr(manager, "tools", None) or [])
+        sent_tools = self.tool_node.tool_specs() if self.tool_node is not None else []
+        if counted_prompt != self.system_prompt or counted_tools != sent_tools:
+            logger.warning(
+                "%s counts system_prompt=%s and %d tool schema(s) but the agent sends system_prompt=%s and %d; "
+                "pass the agent's system prompt and tool_node.tool_specs() as the manager's system_prompt= and "
+                "tools= so its budget counts what is sent",
+                type(manager).__name__,
+                "set" if counted_prompt else "None",
+                len(counted_tools),
+                "set" if self.system_prompt else "None",
+                len(sent_tools),
+            )
 
     async def arun_node(self, state: AgentState, run: RunContext) -> object:
         if self.trim_context:
@@ -141,6 +176,7 @@ class Agent:
             if manager is None:
                 logger.warning(NO_MANAGER_WARNING)
             else:
+                self._check_manager_counts(manager)
                 trimmed = await manager.atrim_context(state)
                 if not isinstance(trimmed, AgentState):
                     raise GraphError(

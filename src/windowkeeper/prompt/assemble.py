@@ -1,0 +1,190 @@
+"""`assemble`: the one place a state becomes the request a model receives, with the tokens of each zone.
+
+Zones, in the order they are sent: ``tools`` (schemas, passed beside the messages), ``system`` (the agent's system
+prompt and the state's system messages), ``summary``, ``scratchpad`` (these three form the one system text),
+then the conversation, whose messages are ``recall`` (see `is_recall`) or ``recent``, and last ``reserve``, the
+room left for the reply (never sent). The `Agent`, the context managers' accounting, the metrics, the replay and
+``windowkeeper inspect`` all go through here, so what a budget counts is what is sent: ``input_tokens`` equals
+`count_request` of ``to_request()`` exactly, and is the sum of every zone but the reserve.
+
+System messages anywhere in the state are moved into the system text (the place every provider but OpenAI Chat
+puts them anyway), so every provider receives the same request and the count does not depend on the format.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from .._validate import check_int
+from ..llm.client import LLMRequest
+from ..messages import Message
+from ..state import AgentState
+from ..tokens import TokenCounter, default_counter
+from .cost import system_costs, tool_schema_tokens
+from .recall import is_recall
+from .sections import (
+    join_sections,
+    scratchpad_section,
+    stable_id,
+    summary_section,
+    system_message,
+    system_message_text,
+)
+
+ZONES: tuple[str, ...] = ("system", "tools", "summary", "scratchpad", "recall", "recent", "reserve")
+"""Every key of `AssembledPrompt.zone_tokens`, in the order the request is laid out."""
+
+
+@dataclass(frozen=True)
+class AssembledPrompt:
+    """One request, ready to send, and what each of its zones costs (counted on first access).
+
+    ``system`` is the system text: the system prompt, the state's system messages, the summary section and the
+    scratchpad section, each once and in that order. ``messages`` is the conversation as sent (no system
+    messages). ``system_parts`` are the system prompt and system-message texts that open ``system``.
+    """
+
+    system: str | None
+    messages: list[Message]
+    tools: list[dict[str, Any]]
+    system_parts: tuple[str, ...] = ()
+    summary: str | None = None
+    scratchpad: str | None = None
+    reserve_tokens: int = 0
+    counter: TokenCounter = field(default_factory=default_counter, repr=False, compare=False)
+
+    @cached_property
+    def zone_tokens(self) -> dict[str, int]:
+        """Tokens per zone, keys in `ZONES` order; the reply priming is counted with ``recent``."""
+        tc = self.counter
+        costs = system_costs(self.system_parts, self.summary, self.scratchpad, tc)
+        recall = 0
+        recent = tc.count_messages([])
+        for message in self.messages:
+            if is_recall(message):
+                recall += tc.count_message(message)
+            else:
+                recent += tc.count_message(message)
+        return {
+            "system": costs.system,
+            "tools": tool_schema_tokens(self.tools, tc),
+            "summary": costs.summary,
+            "scratchpad": costs.scratchpad,
+            "recall": recall,
+            "recent": recent,
+            "reserve": self.reserve_tokens,
+        }
+
+    @property
+    def input_tokens(self) -> int:
+        """The exact count of the request as sent: every zone but the reserve."""
+        return sum(n for zone, n in self.zone_tokens.items() if zone != "reserve")
+
+    @property
+    def total_tokens(self) -> int:
+        """What the call occupies in the context window: the input plus the reply reserve."""
+        return self.input_tokens + self.reserve_tokens
+
+    def to_request(self, max_output_tokens: int | None = None, temperature: float | None = None) -> LLMRequest:
+        """The provider-neutral request every `LLMClient` accepts."""
+        return LLMRequest(
+            messages=list(self.messages),
+            system=self.system,
+            tools=[dict(t) for t in self.tools] or None,
+            max_output_tokens=max_output_tokens,
+            temperature=temperature,
+        )
+
+    def to_messages(self) -> list[Message]:
+        """A flat list: the system text as one leading system message (stable id), then the conversation."""
+        head = [system_message(self.system)] if self.system else []
+        return [*head, *self.messages]
+
+    def pieces(self) -> list[tuple[str, int]]:
+        """``(key, tokens)`` of each part of the request in send order, for measuring a cacheable prefix.
+
+        Tool schemas, then each section of the system text, then each message; equal keys mean equal content,
+        and the pieces' tokens plus the reply priming make ``input_tokens``. A provider cache matches a prefix
+        of tokens, so a changed scratchpad still leaves the prompt and the summary before it cacheable.
+        """
+        zones = self.zone_tokens
+        out: list[tuple[str, int]] = []
+        if self.tools:
+            tools_json = json.dumps(self.tools, ensure_ascii=False, separators=(",", ":"), default=str)
+            out.append((stable_id("tools", tools_json), zones["tools"]))
+        for zone, text in (
+            ("system", join_sections(self.system_parts)),
+            ("summary", summary_section(self.summary)),
+            ("scratchpad", scratchpad_section(self.scratchpad)),
+        ):
+            if text:
+                out.append((stable_id(zone, text), zones[zone]))
+        count = self.counter.count_message
+        out.extend((m.fingerprint(), count(m)) for m in self.messages)
+        return out
+
+
+def assemble_messages(
+    messages: Sequence[Message],
+    *,
+    summary: str | None = None,
+    scratchpad: str | None = None,
+    system_prompt: str | None = None,
+    tools: Sequence[dict[str, Any]] | None = None,
+    counter: TokenCounter | None = None,
+    reserve_tokens: int = 0,
+) -> AssembledPrompt:
+    """`assemble` from the parts of a state: a view's messages, its summary and scratchpad."""
+    reserve = check_int("reserve_tokens", reserve_tokens, minimum=0)
+    parts: list[str] = [system_prompt] if system_prompt else []
+    conversation: list[Message] = []
+    for message in messages:
+        if message.role == "system":
+            text = system_message_text(message)
+            if text:
+                parts.append(text)
+        else:
+            conversation.append(message)
+    summary = summary if summary and summary.strip() else None
+    scratchpad = scratchpad if scratchpad and scratchpad.strip() else None
+    return AssembledPrompt(
+        system=join_sections([*parts, summary_section(summary), scratchpad_section(scratchpad)]),
+        messages=conversation,
+        tools=[dict(t) for t in tools] if tools else [],
+        system_parts=tuple(parts),
+        summary=summary,
+        scratchpad=scratchpad,
+        reserve_tokens=reserve,
+        counter=counter if counter is not None else default_counter(),
+    )
+
+
+def assemble(
+    state: AgentState,
+    *,
+    system_prompt: str | None = None,
+    tools: Sequence[dict[str, Any]] | None = None,
+    counter: TokenCounter | None = None,
+    reserve_tokens: int = 0,
+) -> AssembledPrompt:
+    """The request for one model call on ``state`` (its context, summary and scratchpad), with its zone counts.
+
+    ``system_prompt`` and ``tools`` are the agent's; ``counter`` is the exact shared counter by default;
+    ``reserve_tokens`` is only reported (zone ``reserve``), never sent.
+    """
+    return assemble_messages(
+        state.context,
+        summary=state.context_summary,
+        scratchpad=state.scratchpad,
+        system_prompt=system_prompt,
+        tools=tools,
+        counter=counter,
+        reserve_tokens=reserve_tokens,
+    )
+
+
+__all__ = ["ZONES", "AssembledPrompt", "assemble", "assemble_messages"]
