@@ -109,7 +109,8 @@ def validate(messages: Sequence[Message], provider: ProviderName | str = "openai
     Checked for all providers: tool results with no preceding call, tool calls left unanswered (other than the
     trailing pending turn), parallel calls answered only in part, tool messages without results. For Anthropic
     call ids must be unique across the conversation, and for Anthropic and Gemini the first non-system message
-    must come from the user. ``provider`` is any name of `windowkeeper.providers` (``"gemini"`` and ``"google"``
+    must come from the user (a conversation with no user message at all is reported as ``no_user_message``).
+    ``provider`` is any name of `windowkeeper.providers` (``"gemini"`` and ``"google"``
     alike); an unknown one raises `ConfigurationError`.
     """
     name = provider
@@ -166,6 +167,15 @@ def validate(messages: Sequence[Message], provider: ProviderName | str = "openai
                     )
                 )
             break
+        else:  # nothing but system messages (or nothing at all): there is no turn to answer
+            problems.append(
+                Problem(
+                    len(messages),
+                    "no_user_message",
+                    f"the conversation has no user message; {name} requires at least one user turn "
+                    "(keep the user's current request in the view)",
+                )
+            )
     problems.sort(key=lambda p: p.index)
     return problems
 

@@ -23,12 +23,12 @@ import asyncio
 import builtins
 import json
 import logging
-import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
+from .._validate import check_timeout
 from ..errors import ConfigurationError, FormatError, ProviderError, StorageError
 from ..messages import Message
 from ..storage import ConflictError, InMemoryStore, Record, RecordUpdate, SessionStore
@@ -112,12 +112,6 @@ def _summary_event(summary: StructuredSummary, text: str) -> EventDict:
     }
 
 
-def _positive_seconds(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise ConfigurationError(f"{name}={value!r} must be a finite number of seconds > 0, e.g. 60")
-    return float(value)
-
-
 class BaseMemory(Generic[S]):
     """Session memory with automatic reversible compaction and structured summarization.
 
@@ -178,7 +172,7 @@ class BaseMemory(Generic[S]):
             raise ConfigurationError(f"summary_max_tokens={budget!r} must be a positive int (tokens)")
         self.summary_max_tokens = budget
         timeout = options.get("summary_timeout", DEFAULT_SUMMARY_TIMEOUT)
-        self.summary_timeout = _positive_seconds(timeout, "summary_timeout")
+        self.summary_timeout = check_timeout("summary_timeout", timeout)
         self._views: dict[str, LiveView] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._plans: dict[str, _SummaryPlan] = {}
