@@ -13,9 +13,9 @@ from ..context.baselines import sliding_window
 from ..context.budget import TokenBudgetContextManager
 from ..context.message import MessageContextManager
 from ..context.summary import SummaryContextManager
-from ..context.zones import build_zones, render_zones
 from ..io import Conversation
 from ..llm.formats import to_anthropic, to_gemini, to_openai_chat, to_responses_input
+from ..prompt import assemble
 from ..state import AgentState
 from ..summarize import ExtractiveSummarizer
 from ..tokens import default_counter
@@ -70,14 +70,14 @@ def run_compact(conversation: Conversation, *, strategy: Strategy, budget: int, 
     counter = default_counter()
     state = conversation.state()
     tools = conversation.tools
-    before = build_zones(state, tools=tools, counter=counter, reserve_tokens=0).input_tokens
+    before = assemble(state, tools=tools, counter=counter).input_tokens
     manager = _manager(strategy, budget)
     if manager is None:
         state.context = sliding_window(state.context, budget, counter=counter)
     else:
         state = asyncio.run(manager.atrim_context(state))
-    zones = build_zones(state, tools=tools, counter=counter, reserve_tokens=0)
-    rendered = render_zones(zones)
+    prompt = assemble(state, tools=tools, counter=counter)  # the request an Agent would send
+    rendered = prompt.to_messages()
     payload: Any
     if out_format is OutFormat.WINDOWKEEPER:
         payload = state.model_dump(mode="json", include={"context", "context_summary", "scratchpad"})
@@ -94,7 +94,7 @@ def run_compact(conversation: Conversation, *, strategy: Strategy, budget: int, 
     else:
         system_instruction, contents = to_gemini(rendered)
         payload = {"system_instruction": system_instruction, "contents": contents}
-    after = zones.input_tokens
+    after = prompt.input_tokens
     problems = [str(p) for p in validate(rendered, "anthropic" if out_format is OutFormat.ANTHROPIC else "openai")]
     summary = {
         "conversation": conversation.name,

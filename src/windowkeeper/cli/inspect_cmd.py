@@ -8,8 +8,8 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from ..context.zones import build_zones
 from ..io import Conversation
+from ..prompt import assemble
 from ..tokens import default_counter
 from ..units import validate
 from .output import Output
@@ -21,7 +21,8 @@ def conversation_report(conversation: Conversation, *, reserve: int, providers: 
     """The JSON object describing one conversation (see docs/cli.md for the field list)."""
     counter = default_counter()
     messages = conversation.messages
-    zones = build_zones(conversation.state(), tools=conversation.tools, counter=counter, reserve_tokens=reserve)
+    # the zones of the request an Agent would send for this state (`windowkeeper.prompt.assemble`)
+    prompt = assemble(conversation.state(), tools=conversation.tools, counter=counter, reserve_tokens=reserve)
     counts = [counter.count_message(m) for m in messages]
     roles: dict[str, dict[str, int]] = {}
     for msg, tokens in zip(messages, counts, strict=True):
@@ -29,7 +30,7 @@ def conversation_report(conversation: Conversation, *, reserve: int, providers: 
         entry["messages"] += 1
         entry["tokens"] += tokens
     largest = sorted(range(len(messages)), key=lambda i: counts[i], reverse=True)[:5]
-    breakdown = zones.breakdown()
+    breakdown = prompt.zone_tokens
     return {
         "name": conversation.name,
         "format": conversation.format,
@@ -37,9 +38,9 @@ def conversation_report(conversation: Conversation, *, reserve: int, providers: 
         "tool_calls": sum(len(m.tool_call_blocks()) for m in messages),
         "tool_schemas": len(conversation.tools),
         "tokens": {
-            "input": zones.input_tokens,
-            "total": zones.total_tokens,
-            "tool_schemas": zones.tool_tokens,
+            "input": prompt.input_tokens,
+            "total": prompt.total_tokens,
+            "tool_schemas": breakdown["tools"],
             "zones": breakdown,
         },
         "roles": roles,
@@ -67,12 +68,7 @@ def print_conversation(output: Output, report: dict[str, Any]) -> None:
     by_zone.add_column("tokens", justify="right")
     by_zone.add_column("share", justify="right")
     for zone, count in tokens["zones"].items():
-        label = (
-            f"{zone} (incl. {tokens['tool_schemas']:,} of tool schemas)"
-            if zone == "system" and tokens["tool_schemas"]
-            else zone
-        )
-        by_zone.add_row(label, f"{count:,}", f"{100 * count / total:.1f}%")
+        by_zone.add_row(zone, f"{count:,}", f"{100 * count / total:.1f}%")
     output.out.print(by_zone)
     by_role = Table(title="by role", title_justify="left")
     by_role.add_column("role", style="bold")
