@@ -44,10 +44,14 @@ def is_envelope(raw: dict[str, Any]) -> bool:
     return raw.get(FORMAT_KEY) == FORMAT_VERSION and isinstance(raw.get("context"), list)
 
 
-def encode_context(context: Sequence[Message], index: LogIndex) -> list[Any]:
-    """Runs of log positions for the messages the log holds unchanged, the other messages inline."""
-    out: list[Any] = []
-    run: list[Any] | None = None
+def encode_context(context: Sequence[Message], index: LogIndex, into: list[Any] | None = None) -> list[Any]:
+    """Runs of log positions for the messages the log holds unchanged, the other messages inline.
+
+    ``into`` is the encoding of the messages before ``context`` (the previous snapshot's, when the view only grew):
+    the new messages extend it, continuing its last run when they follow it in the log.
+    """
+    out: list[Any] = into if into is not None else []
+    run: list[Any] | None = out[-1] if out and isinstance(out[-1], list) else None
     for message in context:
         key = message_key(message.message_id)
         logged = index.where.get(key)
@@ -62,6 +66,14 @@ def encode_context(context: Sequence[Message], index: LogIndex) -> list[Any]:
             continue
         run = None
         out.append({"m": message.model_dump(mode="json")})
+    return out
+
+
+def copy_runs(encoded: list[Any]) -> list[Any]:
+    """A copy of an encoding that can be extended without changing the original (runs are mutable lists)."""
+    out = list(encoded)
+    if out and isinstance(out[-1], list):
+        out[-1] = list(out[-1])
     return out
 
 
@@ -98,6 +110,7 @@ __all__ = [
     "FORMAT_KEY",
     "FORMAT_VERSION",
     "LogIndex",
+    "copy_runs",
     "encode_context",
     "is_envelope",
     "parse_run",

@@ -17,11 +17,13 @@ when it reloads that same checkpoint, so a context manager recognises its view a
 from __future__ import annotations
 
 import logging
+import operator
 import os
 import uuid
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
 from pydantic import ValidationError
@@ -29,13 +31,22 @@ from pydantic_core import PydanticSerializationError
 
 from .._bridge import run_sync
 from ..errors import ConfigurationError, StorageError
-from ..messages import Message
+from ..messages import Message, edit_epoch, edited_since
 from ..state import AgentState
 from ..storage.base import SessionStore, check_id, message_key
 from ..storage.memory import InMemoryStore
 from ..storage.sqlite import SQLiteStore
 from ..storage.url import open_store
-from .checkpoint_format import FORMAT_KEY, FORMAT_VERSION, LogIndex, encode_context, is_envelope, parse_run, run_matches
+from .checkpoint_format import (
+    FORMAT_KEY,
+    FORMAT_VERSION,
+    LogIndex,
+    copy_runs,
+    encode_context,
+    is_envelope,
+    parse_run,
+    run_matches,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -130,6 +141,27 @@ class BaseCheckpointer(ABC):
         await self.aclose()
 
 
+@dataclass(frozen=True)
+class _View:
+    """The newest checkpoint of a thread as this process wrote or read it: its id, view objects and encoding."""
+
+    checkpoint: str
+    context: tuple[Message, ...]
+    encoded: list[Any]
+    epoch: int
+    """`edit_epoch` when remembered: while unchanged, no message of ``context`` was edited in place since."""
+
+
+def _edited(view: _View) -> bool:
+    return view.epoch != edit_epoch() and any(edited_since(m, view.epoch) for m in view.context)
+
+
+def _grew(view: _View, context: list[Message]) -> bool:
+    """Whether ``context`` is ``view``'s messages, unedited, followed by new ones."""
+    n = len(view.context)
+    return len(context) >= n and all(map(operator.is_, context, view.context)) and not _edited(view)
+
+
 class Checkpointer(BaseCheckpointer):
     """A checkpointer over any `SessionStore`; the store is closed with the checkpointer unless ``owns_store``
     is ``False`` (for a store shared with, say, the memory layer)."""
@@ -140,7 +172,7 @@ class Checkpointer(BaseCheckpointer):
         self.store = store
         self._owns_store = owns_store
         self._logs: OrderedDict[str, LogIndex] = OrderedDict()
-        self._views: OrderedDict[str, tuple[str, list[Message], list[str]]] = OrderedDict()
+        self._views: OrderedDict[str, _View] = OrderedDict()
 
     @classmethod
     def from_url(cls, url_or_path: str | os.PathLike[str], *, prefix: str | None = None) -> Checkpointer:
@@ -167,14 +199,20 @@ class Checkpointer(BaseCheckpointer):
         if complete:
             await self._append(thread_id, index, complete)
         context = list(state.context)
+        epoch = edit_epoch()
+        previous = self._views.get(thread_id)
         try:
-            encoded = encode_context(context, index)
+            if previous is not None and _grew(previous, context):
+                # the view is the previous one plus new messages: only those are looked at
+                encoded = encode_context(context[len(previous.context) :], index, copy_runs(previous.encoded))
+            else:
+                encoded = encode_context(context, index)
         except PydanticSerializationError as exc:
             raise StorageError(f"thread {thread_id!r}: a message of the view cannot be stored as JSON: {exc}") from exc
         checkpoint = uuid.uuid4().hex
         envelope = {FORMAT_KEY: FORMAT_VERSION, "id": checkpoint, "state": fields, "context": encoded}
         await self.store.put_state(thread_id, envelope)
-        self._remember(thread_id, index, checkpoint, context)
+        self._remember(thread_id, index, _View(checkpoint, tuple(context), encoded, epoch))
 
     async def _index(self, thread_id: str) -> LogIndex:
         cached = self._logs.get(thread_id)
@@ -205,10 +243,10 @@ class Checkpointer(BaseCheckpointer):
             logger.debug("thread %s: log positions of %d new messages uncertain; storing them inline", thread_id, added)
         index.length = length
 
-    def _remember(self, thread_id: str, index: LogIndex, checkpoint: str, context: list[Message]) -> None:
+    def _remember(self, thread_id: str, index: LogIndex, view: _View) -> None:
         self._logs[thread_id] = index
         self._logs.move_to_end(thread_id)
-        self._views[thread_id] = (checkpoint, context, [m.fingerprint() for m in context])
+        self._views[thread_id] = view
         self._views.move_to_end(thread_id)
         while len(self._logs) > _MAX_CACHED_THREADS:
             self._logs.popitem(last=False)
@@ -219,13 +257,11 @@ class Checkpointer(BaseCheckpointer):
         """The view of a stored checkpoint: this process's own objects when it wrote it, else read from the log."""
         checkpoint = raw.get("id")
         view = self._views.get(thread_id)
-        if view is not None and view[0] == checkpoint:
-            _, context, fingerprints = view
-            # a message edited in place since it was stored is no longer the stored one: read it back instead
-            if all(m.fingerprint() == fp for m, fp in zip(context, fingerprints, strict=True)):
-                return list(context)
+        # a message edited in place since it was stored is no longer the stored one: read the view back instead
+        if view is not None and view.checkpoint == checkpoint and not _edited(view):
+            return list(view.context)
         index = self._logs.get(thread_id) or LogIndex(await self.store.count_messages(thread_id))
-        context = []
+        context: list[Message] = []
         for entry in raw["context"]:
             if isinstance(entry, dict):
                 context.append(self._inline(thread_id, entry))
@@ -239,7 +275,7 @@ class Checkpointer(BaseCheckpointer):
                 index.record(run, start)
             context.extend(run)
         if isinstance(checkpoint, str):
-            self._remember(thread_id, index, checkpoint, context)
+            self._remember(thread_id, index, _View(checkpoint, tuple(context), raw["context"], edit_epoch()))
         return context
 
     @staticmethod
