@@ -62,6 +62,7 @@ from .graph import (
     StateGraph,
     ToolNode,
 )
+from .integrations import FitResult, Window
 from .llm import LLMClient, LLMRequest, LLMResponse, ScriptedClient, create_client, detect_provider
 from .llm.formats import (
     from_anthropic,
@@ -164,6 +165,7 @@ __all__ = [
     "ExecMeta",
     "ExecutionStatus",
     "ExtractiveSummarizer",
+    "FitResult",
     "FormatError",
     "GraphCompileError",
     "GraphError",
@@ -219,6 +221,7 @@ __all__ = [
     "TrimMetrics",
     "Unit",
     "VideoBlock",
+    "Window",
     "WindowkeeperError",
     "__version__",
     "add_messages",

@@ -42,8 +42,9 @@ output) and 128 plus the envelope for documents that embed messages.
 MAX_DOC_DEPTH = MAX_JSON_DEPTH + 32
 """Depth limit of a state snapshot or memory record, which embed whole messages a few levels down."""
 
-_WALK_LIMIT = 1_000
-"""Beyond this depth `clean_json` stops walking and reports the value as too deep (no recursion error)."""
+_WALK_LIMIT = 240
+"""Beyond this depth `clean_json` refuses a value (a cycle included): pydantic's serializer stops at about 255
+levels, envelope included, so a message holding it could be neither hashed, stored nor sent."""
 
 
 def clean_text(text: str) -> str:
@@ -92,7 +93,8 @@ def clean_json(value: Any, *, _depth: int = 0) -> Any:
     """``value`` with `clean_text` applied to every string and key inside it (dicts, lists and tuples).
 
     Containers are copied only when something inside them changed, so clean data costs one walk and no
-    allocation. Raises `ValueError` for data nested deeper than 1,000 levels, which nothing could store.
+    allocation. Raises `ValueError` for data nested deeper than 240 levels (or cyclic), which nothing could
+    serialize.
     """
     if isinstance(value, str):
         return clean_text(value)

@@ -6,11 +6,14 @@ message index and the key path of the offending value instead of letting a ``Key
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Literal, TypeVar, cast
+
+from pydantic import ValidationError
 
 from ...blocks import (
     AnnotationBlock,
@@ -27,6 +30,7 @@ from ...blocks import (
     ToolResultBlock,
     VideoBlock,
 )
+from ...boundary import MAX_JSON_DEPTH, json_depth
 from ...errors import FormatError
 from ...messages import Message
 
@@ -83,6 +87,58 @@ def messages_input(messages: Any, *, what: str) -> list[Any]:
     return list(value)
 
 
+# -- the reader boundary -------------------------------------------------------------------------------------
+
+_Reader = TypeVar("_Reader", bound=Callable[..., Any])
+
+_MALFORMED = (TypeError, AttributeError, KeyError, IndexError, ValueError, UnicodeError, OverflowError)
+"""What a converter's code raises on a shape it did not expect; at the boundary each becomes a `FormatError`."""
+
+
+def reader(what: str) -> Callable[[_Reader], _Reader]:
+    """Make a ``from_*`` converter raise only `FormatError` on bad input, whatever the shape of the damage.
+
+    The converters check the shapes they know and name the index and key; a payload mutated in a way nobody
+    anticipated (a list where a dict belongs, a cycle, a pydantic refusal deep inside a block, 1,000 levels of
+    nesting) used to leak `ValidationError`, `RecursionError`, `TypeError` or `AttributeError` (268 of 19,000
+    mutated payloads). This wrapper is the one place that turns those into a `FormatError` saying what was
+    being read, with the original error chained, so callers need one ``except FormatError``. Payloads nested
+    deeper than a store can keep (`MAX_JSON_DEPTH`) are refused up front.
+    """
+
+    def wrap(fn: _Reader) -> _Reader:
+        @functools.wraps(fn)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            for value in (*args, *kwargs.values()):
+                if json_depth(value, limit=MAX_JSON_DEPTH + 8) > MAX_JSON_DEPTH + 8:
+                    raise FormatError(
+                        f"{what} nest more than {MAX_JSON_DEPTH + 8} levels deep, deeper than any store can keep; "
+                        "flatten the deep tool arguments or output, or send them as a JSON string",
+                    )
+            try:
+                return fn(*args, **kwargs)
+            except FormatError:
+                raise
+            except RecursionError as exc:
+                raise FormatError(f"{what} nest too deep (or refer to themselves) to be read") from exc
+            except ValidationError as exc:
+                first = exc.errors()[0] if exc.errors() else {}
+                where = ".".join(str(part) for part in first.get("loc", ()))
+                raise FormatError(
+                    f"{what} hold a value that does not fit a {exc.title} ({where or 'value'}: "
+                    f"{first.get('msg', exc)}); check the payload against the provider's format",
+                ) from exc
+            except _MALFORMED as exc:
+                raise FormatError(
+                    f"{what} are malformed ({type(exc).__name__}: {exc}); check the payload against the "
+                    "provider's format",
+                ) from exc
+
+        return cast(_Reader, guarded)
+
+    return wrap
+
+
 # -- stable message ids --------------------------------------------------------------------------------------
 
 STABLE_ID_PREFIX = "wkm_"
@@ -112,7 +168,8 @@ def derived_id(payload: str, index: int, part: int, previous: str | None) -> str
     `Message` objects would.
     """
     raw = f"{index}\x1f{part}\x1f{previous or ''}\x1f{payload}"
-    return STABLE_ID_PREFIX + hashlib.blake2b(raw.encode("utf-8"), digest_size=12).hexdigest()
+    # surrogatepass: a payload with a lone surrogate still gets its id (the text itself is cleaned by Message)
+    return STABLE_ID_PREFIX + hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 class IdChain:

@@ -41,6 +41,7 @@ from ._common import (
     media_kind,
     messages_input,
     openai_tools_calls,
+    reader,
     reasoning_blocks,
     require_str,
     resolve_data_block,
@@ -360,6 +361,7 @@ def _parse_block(block: Any, *, index: int, key: str) -> ContentBlock:
     )
 
 
+@reader("Anthropic content blocks")
 def anthropic_blocks_to_message(blocks: Any, role: str = "assistant", *, index: int = 0) -> Message:
     """A response's ``content`` blocks (dicts or SDK objects) as one assistant message (id derived from them)."""
     message = _blocks_to_message(blocks, role, index=index)
@@ -383,6 +385,7 @@ def _blocks_to_message(blocks: Any, role: str, *, index: int) -> Message:
     return Message(role=role, content=content, tools_calls=openai_tools_calls(calls) if calls else None)
 
 
+@reader("Anthropic messages")
 def anthropic_message_to_messages(d: Any, index: int = 0) -> list[Message]:
     """One Anthropic message as ours: a user message holding tool results splits into one tool message per
     result, followed by a user message with whatever else it held. Ids are derived from content and ``index``."""
@@ -424,6 +427,7 @@ def _parse_system(system: Any) -> str | None:
     return SYSTEM_SEPARATOR.join(texts)
 
 
+@reader("Anthropic messages")
 def from_anthropic(system: Any, messages: Any) -> list[Message]:
     """``system`` (string or text blocks, or None) and Anthropic messages (a list, or one response message) as
     ours; the system prompt becomes one leading system message. Error indexes refer to ``messages``.

@@ -47,6 +47,7 @@ from ._common import (
     media_kind,
     messages_input,
     openai_tools_calls,
+    reader,
     resolve_data_block,
     system_text,
     tool_results,
@@ -365,6 +366,7 @@ def _parse_contents_entry(d: Any, index: int, pairing: _Pairing, id_prefix: str)
     return out
 
 
+@reader("Gemini contents")
 def gemini_content_to_messages(content: Any, index: int = 0, *, id_prefix: str = DEFAULT_ID_PREFIX) -> list[Message]:
     """One Gemini content (e.g. a reply's ``candidates[0].content``) as ours.
 
@@ -376,6 +378,7 @@ def gemini_content_to_messages(content: Any, index: int = 0, *, id_prefix: str =
     return out
 
 
+@reader("Gemini contents")
 def from_gemini(system_instruction: Any, contents: Any, *, id_prefix: str = DEFAULT_ID_PREFIX) -> list[Message]:
     """``system_instruction`` (content dict, string or None) and ``contents`` as our messages.
 

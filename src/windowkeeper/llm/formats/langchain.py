@@ -35,6 +35,7 @@ from ._common import (
     media_from_url,
     media_kind,
     openai_tools_calls,
+    reader,
     resolve_data_block,
     tool_results,
 )
@@ -224,6 +225,7 @@ def _parse_content(content: Any, *, index: int) -> list[ContentBlock]:
     return [_parse_part(p, index=index, key=f"content[{j}]") for j, p in enumerate(content)]
 
 
+@reader("LangChain messages")
 def langchain_message_to_message(lc_message: Any, index: int = 0) -> Message:
     """One LangChain message as ours; its LangChain ``id`` is kept, else one is derived from content and index."""
     message = _to_message(lc_message, index)
@@ -279,6 +281,7 @@ def _to_message(lc_message: Any, index: int) -> Message:
     )
 
 
+@reader("LangChain messages")
 def from_langchain(messages: Sequence[Any]) -> list[Message]:
     """LangChain messages as ours, one for one.
 

@@ -42,6 +42,7 @@ from ._common import (
     messages_input,
     original_arguments,
     parse_args,
+    reader,
     require_str,
     resolve_data_block,
     split_file_data,
@@ -285,6 +286,7 @@ def _tool_output(d: Mapping[str, Any], *, index: int) -> str:
     return "".join(texts)
 
 
+@reader("OpenAI chat messages")
 def openai_chat_message_to_message(d: Any, index: int = 0) -> Message:
     """One Chat Completions message (request dict, reply ``choices[i].message`` dict or SDK object) as ours.
 
@@ -336,6 +338,7 @@ def _to_message(d: Any, index: int) -> Message:
     return Message(role=role, content=content, tools_calls=tools_calls, metadata=metadata)
 
 
+@reader("OpenAI chat messages")
 def from_openai_chat(messages: Any) -> list[Message]:
     """Chat Completions messages (a list, or one reply message) as our messages, one for one.
 

@@ -49,6 +49,7 @@ from ._common import (
     original_arguments,
     parse_args,
     provided_id,
+    reader,
     require_str,
     resolve_data_block,
     split_file_data,
@@ -284,6 +285,7 @@ def _item_kind(item: Mapping[str, Any], *, index: int) -> str:
     return itype
 
 
+@reader("OpenAI Responses input items")
 def from_responses_input(items: Any, instructions: str | None = None) -> list[Message]:
     """Responses ``input`` (item list or plain string) or a response's ``output`` items as our messages.
 

@@ -1,0 +1,100 @@
+"""What the LangChain middleware and the LangGraph hook share: the thread id of the running graph, tool schemas for
+counting, and turning a `FitResult` back into LangChain messages that reuse the caller's own objects.
+
+Unchanged messages are handed back as the very objects the host holds (found by their LangChain ``id``), so
+provider-specific fields windowkeeper does not model (``additional_kwargs``, ``response_metadata``) still reach
+the chat model; only messages the manager changed (pointers, cut bodies) are rebuilt.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..context.pointers import is_offloaded
+from ..errors import MissingDependencyError
+from ..llm.formats import to_langchain
+from .window import FitResult
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_THREAD = "default"
+
+
+def require(module: str, extra: str) -> None:
+    """Import ``module`` or raise `MissingDependencyError` with the pip command for ``extra``."""
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise MissingDependencyError(module, extra) from None
+
+
+def thread_id_from_config(config: Mapping[str, Any] | None) -> str:
+    """``configurable.thread_id`` of a RunnableConfig (the LangGraph checkpointer's key), else ``"default"``."""
+    if not config:
+        return DEFAULT_THREAD
+    configurable = config.get("configurable") or {}
+    tid = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
+    return str(tid) if tid not in (None, "") else DEFAULT_THREAD
+
+
+def current_thread_id() -> str:
+    """The thread id of the LangGraph run this code executes in (``"default"`` outside of one)."""
+    try:
+        from langgraph.config import get_config
+
+        return thread_id_from_config(get_config())
+    except (ImportError, RuntimeError):
+        return DEFAULT_THREAD
+
+
+def tool_schemas(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
+    """LangChain tools (BaseTool objects or dicts) as the OpenAI function schemas a chat model sends, for counting."""
+    if not tools:
+        return None
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        try:
+            out.append(convert_to_openai_tool(tool))
+        except (TypeError, ValueError) as exc:
+            logger.debug("tool %r has no OpenAI schema (%s); counting its repr", tool, exc)
+            out.append({"tool": repr(tool)})
+    return out
+
+
+def view_messages(result: FitResult, originals: Sequence[Any]) -> list[Any]:
+    """The managed conversation as LangChain messages, reusing ``originals`` for every message left unchanged."""
+    by_id = {getattr(m, "id", None): m for m in originals if getattr(m, "id", None)}
+    out: list[Any] = []
+    for message in result.prompt.messages:
+        original = by_id.get(message.message_id) if not is_offloaded(message) else None
+        if original is not None:
+            out.append(original)
+        else:
+            out.extend(to_langchain([message]))
+    return out
+
+
+def system_message(result: FitResult) -> Any:
+    """The system text (prompt, summary, scratchpad) as one ``SystemMessage``, or None."""
+    if not result.prompt.system:
+        return None
+    from langchain_core.messages import SystemMessage
+
+    return SystemMessage(content=result.prompt.system)
+
+
+__all__ = [
+    "DEFAULT_THREAD",
+    "current_thread_id",
+    "require",
+    "system_message",
+    "thread_id_from_config",
+    "tool_schemas",
+    "view_messages",
+]

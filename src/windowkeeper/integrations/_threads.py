@@ -1,0 +1,156 @@
+"""What a `Window` remembers per thread between calls, and how it is kept in a store across process restarts.
+
+Per thread the window keeps the managed view it produced last, the running summary and scratchpad, a digest of the
+caller's list it was computed from (so the next call can tell "the same list plus new messages" from "a different
+conversation"), and the originals of every body the manager replaced with a pointer (so `Window.restore` works
+after the pointer has left the view, and after a restart).
+
+With a store, each call appends the caller's new messages to the thread's log (the full history, never trimmed),
+replaces the thread's state snapshot with the view, summary and digest, and adds one record per newly offloaded
+original. A new process that opens the same store continues the thread where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import StorageError
+from ..messages import Message
+from ..storage import ConflictError, SessionStore
+from ..storage.base import RecordNotFoundError
+
+logger = logging.getLogger(__name__)
+
+STATE_VERSION = 1
+OFFLOAD_NAMESPACE = "windowkeeper.window.offloaded"
+
+
+def chain_digest(messages: Iterable[Message]) -> str:
+    """A digest of the messages' ids and fingerprints in order: equal digests, equal lists (as far as a model sees)."""
+    h = hashlib.blake2b(digest_size=16)
+    for message in messages:
+        h.update(f"{message.message_id}\x1f{message.fingerprint()}\x1e".encode())
+    return h.hexdigest()
+
+
+def restore_keys(message: Message) -> list[str]:
+    """The keys an offloaded original is found under: each tool call id it answers, else its pointer text."""
+    results = message.tool_result_blocks()
+    if results:
+        return [f"call:{r.call_id}" for r in results]
+    digest = hashlib.blake2b(message.text().encode("utf-8"), digest_size=16).hexdigest()
+    return [f"text:{message.role}:{digest}"]
+
+
+@dataclass
+class ThreadMemory:
+    """One thread's remembered state (see the module docstring)."""
+
+    source_count: int = 0
+    source_digest: str = ""
+    view: list[Message] = field(default_factory=list)
+    summary: str | None = None
+    scratchpad: str | None = None
+    sent: tuple[str, ...] = ()
+    sent_system: str | None = None
+    recall_served: str | None = None
+    originals: dict[str, Message] = field(default_factory=dict)
+    saved_keys: set[str] = field(default_factory=set)
+    needs_reseed: bool = False
+    """Loaded from the store and not yet handed to this process's manager."""
+
+    def state_doc(self, fmt: str) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "format": fmt,
+            "source_count": self.source_count,
+            "source_digest": self.source_digest,
+            "summary": self.summary,
+            "scratchpad": self.scratchpad,
+            "view": [m.model_dump(mode="json") for m in self.view],
+            "sent": list(self.sent),
+            "sent_system": self.sent_system,
+            "recall_served": self.recall_served,
+        }
+
+    @classmethod
+    def from_doc(cls, thread_id: str, doc: dict[str, Any]) -> ThreadMemory:
+        if doc.get("version") != STATE_VERSION:
+            raise StorageError(
+                f"thread {thread_id!r}: the stored window state has version {doc.get('version')!r}, this "
+                f"windowkeeper reads version {STATE_VERSION}; use another thread_id or delete the thread",
+            )
+        try:
+            return cls(
+                source_count=int(doc["source_count"]),
+                source_digest=str(doc["source_digest"]),
+                view=[Message.model_validate(m) for m in doc["view"]],
+                summary=doc.get("summary"),
+                scratchpad=doc.get("scratchpad"),
+                sent=tuple(doc.get("sent") or ()),
+                sent_system=doc.get("sent_system"),
+                recall_served=doc.get("recall_served"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StorageError(f"thread {thread_id!r}: the stored window state is not readable: {exc}") from exc
+
+
+class ThreadStore:
+    """The store side of `ThreadMemory`: load once per thread, save after every call."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+
+    async def load(self, thread_id: str) -> ThreadMemory | None:
+        doc = await self.store.get_state(thread_id)
+        if doc is None:
+            return None
+        memory = ThreadMemory.from_doc(thread_id, doc)
+        memory.needs_reseed = True
+        for record in await self.store.list_records(OFFLOAD_NAMESPACE, thread_id):
+            try:
+                original = Message.model_validate(record.doc["message"])
+            except (KeyError, ValueError) as exc:
+                raise StorageError(
+                    f"thread {thread_id!r}: offloaded original {record.key!r} is not readable: {exc}"
+                ) from exc
+            memory.originals[record.key] = original
+            memory.saved_keys.add(record.key)
+        logger.debug(
+            "thread %r: loaded a view of %d messages and %d offloaded originals",
+            thread_id,
+            len(memory.view),
+            len(memory.originals),
+        )
+        return memory
+
+    async def history(self, thread_id: str) -> list[Message]:
+        """Every message the caller ever sent on the thread, in order (the store's log)."""
+        return await self.store.load_messages(thread_id)
+
+    async def save(self, thread_id: str, fmt: str, memory: ThreadMemory, new_messages: Sequence[Message]) -> None:
+        if new_messages:
+            await self.store.append_messages(thread_id, new_messages)
+        for key, original in list(memory.originals.items()):
+            if key in memory.saved_keys:
+                continue
+            # a ConflictError means an earlier process of this thread wrote it: the original is the same
+            with contextlib.suppress(ConflictError):
+                await self.store.add_record(
+                    OFFLOAD_NAMESPACE, thread_id, key, {"message": original.model_dump(mode="json")}
+                )
+            memory.saved_keys.add(key)
+        await self.store.put_state(thread_id, memory.state_doc(fmt))
+
+    async def delete(self, thread_id: str) -> None:
+        await self.store.delete_thread(thread_id)
+        with contextlib.suppress(RecordNotFoundError):
+            await self.store.delete_session(OFFLOAD_NAMESPACE, thread_id)
+
+
+__all__ = ["OFFLOAD_NAMESPACE", "ThreadMemory", "ThreadStore", "chain_digest", "restore_keys"]

@@ -1,0 +1,82 @@
+"""`WindowkeeperMiddleware`: windowkeeper as a LangChain v1 agent middleware (extra ``langchain``).
+
+    from windowkeeper.integrations.langchain import WindowkeeperMiddleware
+    agent = create_agent(model, tools, middleware=[WindowkeeperMiddleware(128_000)])
+
+It wraps every model call (``wrap_model_call`` / ``awrap_model_call``): the agent's state keeps the full history,
+and only the request is managed: trimmed to the budget, old tool results turned into restorable pointers, the
+running summary placed after the system prompt in the request's system message. What the manager keeps between
+calls (summary, offloaded originals) is kept per LangGraph ``thread_id``, and in ``store=`` when given.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..context import BaseContextManager
+from ..errors import MissingDependencyError
+from ..storage import SessionStore
+from ._lc import current_thread_id, system_message, tool_schemas, view_messages
+from .window import FitResult, Window, as_window
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+except ImportError:  # pragma: no cover - exercised only without the extra
+    raise MissingDependencyError("langchain", "langchain") from None
+
+logger = logging.getLogger(__name__)
+
+
+class WindowkeeperMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+    """Manage the messages of every model call of a ``create_agent`` agent (see the module docstring).
+
+    ``manager_or_budget`` is a context manager, a budget in tokens (the model's context window; a
+    `TokenBudgetContextManager` with the offline summarizer is built), or a `Window` with ``format="langchain"``.
+    """
+
+    def __init__(
+        self,
+        manager_or_budget: Window | BaseContextManager[Any] | int,
+        *,
+        store: str | os.PathLike[str] | SessionStore | None = None,
+    ) -> None:
+        super().__init__()
+        self.window = as_window(manager_or_budget, format="langchain", store=store, owner="WindowkeeperMiddleware")
+        self.last_result: FitResult | None = None
+
+    @property
+    def name(self) -> str:
+        return "WindowkeeperMiddleware"
+
+    def _fit_args(self, request: ModelRequest[Any]) -> dict[str, Any]:
+        return {
+            "system": request.system_message,
+            "tools": tool_schemas(request.tools),
+            "thread_id": current_thread_id(),
+        }
+
+    def _managed(self, request: ModelRequest[Any], result: FitResult) -> ModelRequest[Any]:
+        self.last_result = result
+        return request.override(messages=view_messages(result, request.messages), system_message=system_message(result))
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> Any:
+        result = self.window.fit(request.messages, **self._fit_args(request))
+        return handler(self._managed(request, result))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> Any:
+        result = await self.window.afit(request.messages, **self._fit_args(request))
+        return await handler(self._managed(request, result))
+
+
+__all__ = ["WindowkeeperMiddleware"]

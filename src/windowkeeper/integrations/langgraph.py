@@ -1,0 +1,88 @@
+"""`pre_model_hook`: windowkeeper for LangGraph's prebuilt ReAct agent (extra ``langgraph``).
+
+    from windowkeeper.integrations.langgraph import pre_model_hook
+    agent = create_react_agent(model, tools, pre_model_hook=pre_model_hook(128_000), checkpointer=...)
+
+The hook runs before every model call and returns ``llm_input_messages``: the managed view of the state's
+messages with the running summary in a leading system message. The state's ``messages`` are left untouched, so
+the checkpointer keeps the full history. What the manager keeps between calls is kept per ``thread_id`` of the
+run's config (and in ``store=`` when given). With ``create_react_agent(prompt=...)`` the prompt comes first and the
+summary follows it as a second system message; put the system prompt in the state instead to get a single one.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from ..context import BaseContextManager
+from ..errors import ConfigurationError
+from ..storage import SessionStore
+from ._lc import require, system_message, thread_id_from_config, view_messages
+from .window import FitResult, Window, as_window
+
+logger = logging.getLogger(__name__)
+
+
+def _messages(state: Any) -> list[Any]:
+    messages = state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
+    if messages is None:
+        raise ConfigurationError(
+            f"pre_model_hook expects the agent state to hold 'messages'; got {type(state).__name__} without them"
+        )
+    return list(messages)
+
+
+def _update(result: FitResult, messages: list[Any]) -> dict[str, Any]:
+    head = system_message(result)
+    view = view_messages(result, messages)
+    return {"llm_input_messages": [head, *view] if head is not None else view}
+
+
+class WindowkeeperHook:
+    """The hook object (sync ``__call__`` and async ``acall``); `pre_model_hook` wraps it as a LangGraph node."""
+
+    def __init__(self, window: Window) -> None:
+        self.window = window
+        self.last_result: FitResult | None = None
+
+    def __call__(self, state: Any, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        messages = _messages(state)
+        self.last_result = self.window.fit(messages, thread_id=thread_id_from_config(config))
+        return _update(self.last_result, messages)
+
+    async def acall(self, state: Any, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        messages = _messages(state)
+        self.last_result = await self.window.afit(messages, thread_id=thread_id_from_config(config))
+        return _update(self.last_result, messages)
+
+
+def pre_model_hook(
+    manager_or_budget: Window | BaseContextManager[Any] | int,
+    *,
+    store: str | os.PathLike[str] | SessionStore | None = None,
+) -> Any:
+    """A LangGraph node for ``create_react_agent(pre_model_hook=...)`` (sync and async graphs).
+
+    ``manager_or_budget`` is a context manager, a budget in tokens, or a `Window` with ``format="langchain"``.
+    The returned runnable has the hook object as ``.hook`` (its ``window`` and ``last_result``).
+    """
+    require("langgraph", "langgraph")
+    from langchain_core.runnables import RunnableConfig, RunnableLambda
+
+    hook = WindowkeeperHook(as_window(manager_or_budget, format="langchain", store=store, owner="pre_model_hook"))
+
+    def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        return hook(state, config)
+
+    async def arun(state: Any, config: RunnableConfig) -> dict[str, Any]:
+        return await hook.acall(state, config)
+
+    node: Any = RunnableLambda(run, afunc=arun, name="windowkeeper_pre_model_hook")
+    node.hook = hook
+    return node
+
+
+__all__ = ["WindowkeeperHook", "pre_model_hook"]

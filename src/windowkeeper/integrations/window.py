@@ -1,0 +1,467 @@
+"""`Window`: the one-object way in for code that keeps its own provider-shaped message list.
+
+Most agents hold their conversation as a list of provider dicts (or LangChain messages) and re-send all of it on
+every call. `Window.fit` takes that whole list, in the provider's own shape, and returns what to send instead:
+the managed view in the same shape, with the running summary in the provider's native place for system text
+(a leading system message for Chat Completions and LangChain, ``instructions`` for Responses, ``system`` for
+Anthropic, ``system_instruction`` for Gemini).
+
+The caller never has to keep windowkeeper objects. Each call re-reads the list (the converters derive message ids
+from content and position, so the same list gives the same ids), recognizes the part it already managed by a
+digest, and hands the manager its previous view plus only the new messages: the prompt prefix stays byte-stable
+exactly as if the caller had kept `Message` objects, the summary and the offloaded originals carry over, and with
+``store=`` all of it survives a restart of the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .._validate import check_int
+from ..context import BaseContextManager, TokenBudgetContextManager, TrimMetrics
+from ..context.pointers import is_offloaded
+from ..errors import ConfigurationError
+from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
+from ..llm.formats.anthropic import MAX_CACHE_BREAKPOINTS, CacheBreakpoint
+from ..messages import Message
+from ..prompt import AssembledPrompt, assemble, system_message
+from ..state import AgentState
+from ..storage import SessionStore, open_store
+from ..tokens import TokenCounter
+from ._formats import WindowFormat, check_format, read_messages, system_text, write_messages
+from ._threads import ThreadMemory, ThreadStore, chain_digest, restore_keys
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DEFAULT_RESERVE_TOKENS = 2000
+"""Room a `Window` built from ``budget=`` leaves for the reply (at most a fifth of the budget)."""
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """What to send for one call, and what the manager did.
+
+    ``messages`` is the managed conversation in the window's format, ready to pass to the SDK. ``system`` is the
+    system text for formats that carry it outside the list (Anthropic ``system``, which is a list with a
+    ``cache_control`` block when prompt caching is on; Responses ``instructions``; Gemini ``system_instruction``),
+    with the summary merged in; None for Chat Completions and LangChain, whose list starts with it.
+    """
+
+    messages: list[Any]
+    system: Any
+    metrics: TrimMetrics | None
+    summary: str | None
+    prompt: AssembledPrompt
+    thread_id: str
+
+    @property
+    def view(self) -> list[Message]:
+        """The managed conversation as windowkeeper messages (without the system text)."""
+        return list(self.prompt.messages)
+
+    @property
+    def input_tokens(self) -> int:
+        """The exact token count of what is sent (the manager's counter)."""
+        return self.prompt.input_tokens
+
+
+def _default_manager(budget: object, tools: Sequence[Any] | None) -> TokenBudgetContextManager[AgentState]:
+    from ..summarize import ExtractiveSummarizer
+
+    max_tokens = check_int("budget", budget, minimum=2)
+    reserve = min(DEFAULT_RESERVE_TOKENS, max_tokens // 5)
+    return TokenBudgetContextManager(
+        max_tokens,
+        reserve_tokens=reserve,
+        summarizer=ExtractiveSummarizer(),
+        tools=[dict(t) for t in tools] if tools else None,
+    )
+
+
+class Window:
+    """Keep a provider-shaped message list inside the context window (see the module docstring).
+
+    ``manager`` is any context manager; without one, ``budget`` (the model's context window in tokens) builds a
+    `TokenBudgetContextManager` with the offline extractive summarizer, reserving ``min(2000, budget // 5)`` tokens
+    for the reply and counting the tool schemas of the first call. ``format`` is the shape of the lists passed to
+    `fit`: ``openai_chat``, ``openai_responses``, ``anthropic``, ``gemini`` or ``langchain``. ``store`` (a SQLite
+    path, ``sqlite:///``, ``postgresql://`` or ``redis://`` URL, or a `SessionStore`) keeps the full history, the
+    view, the summary and the offloaded originals, so a new process continues the thread. ``thread_id`` names the
+    conversation; every method also takes ``thread_id=`` to serve several conversations from one window.
+    ``prompt_cache`` (Anthropic only) marks the stable prefix with ``cache_control`` breakpoints.
+
+    Calls on one thread must not overlap; different threads may run concurrently from async code.
+    """
+
+    def __init__(
+        self,
+        manager: BaseContextManager[Any] | None = None,
+        *,
+        budget: int | None = None,
+        format: str = "openai_chat",
+        store: str | os.PathLike[str] | SessionStore | None = None,
+        thread_id: str = "default",
+        prompt_cache: bool = True,
+    ) -> None:
+        if manager is not None and budget is not None:
+            raise ConfigurationError(
+                "pass either manager=... or budget=..., not both (budget only builds the default manager)"
+            )
+        if manager is None and budget is None:
+            raise ConfigurationError(
+                "Window needs budget=<context window in tokens> (e.g. Window(budget=128_000)) or manager=<a context "
+                "manager such as TokenBudgetContextManager(...)>"
+            )
+        if manager is not None and not isinstance(manager, BaseContextManager):
+            raise ConfigurationError(
+                f"manager must be a windowkeeper context manager (BaseContextManager), got {type(manager).__name__}"
+            )
+        if budget is not None:
+            check_int("budget", budget, minimum=2)
+        if not isinstance(thread_id, str) or not thread_id:
+            raise ConfigurationError(f"thread_id must be a non-empty string, got {thread_id!r}")
+        self.format: WindowFormat = check_format(format)
+        self.thread_id = thread_id
+        self.prompt_cache = prompt_cache
+        self._manager = manager
+        self._budget = budget
+        self._threads: dict[str, ThreadMemory] = {}
+        self._key = f"window-{uuid.uuid4().hex[:8]}"
+        self._owns_store = store is not None and not isinstance(store, SessionStore)
+        opened: SessionStore | None
+        opened = store if store is None or isinstance(store, SessionStore) else open_store(store)
+        self._store = ThreadStore(opened) if opened is not None else None
+
+    def __repr__(self) -> str:
+        return f"Window(format={self.format!r}, thread_id={self.thread_id!r}, manager={self._manager!r})"
+
+    # -- configuration ------------------------------------------------------------------------------------------
+
+    @property
+    def manager(self) -> BaseContextManager[Any] | None:
+        """The context manager (None until the first call when it is built from ``budget``)."""
+        return self._manager
+
+    @property
+    def store(self) -> SessionStore | None:
+        return self._store.store if self._store is not None else None
+
+    def _manager_for(self, tools: Sequence[Any] | None) -> BaseContextManager[Any]:
+        if self._manager is None:
+            self._manager = _default_manager(self._budget, tools)
+        return self._manager
+
+    @property
+    def _counter(self) -> TokenCounter | None:
+        counter = getattr(self._manager, "counter", None)
+        return counter if counter is not None and callable(getattr(counter, "count_message", None)) else None
+
+    # -- the public API -----------------------------------------------------------------------------------------
+
+    def fit(
+        self,
+        messages: Any,
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        thread_id: str | None = None,
+    ) -> FitResult:
+        """Sync form of `afit`. Inside a running event loop the work runs on a worker thread (blocking until done),
+        so hosts that call a sync hook from async code still work; prefer ``await afit(...)`` there."""
+        return _run_sync(lambda: self.afit(messages, system=system, tools=tools, thread_id=thread_id))
+
+    async def afit(
+        self,
+        messages: Any,
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        thread_id: str | None = None,
+    ) -> FitResult:
+        """The managed form of ``messages`` (the whole conversation, in the window's format) for one model call.
+
+        ``system`` is the system prompt (a string, or the provider's own system value); ``tools`` the tool
+        schemas sent with the call, counted in the request. The caller's list is never modified.
+        """
+        tid = self._thread_id(thread_id)
+        incoming = read_messages(self.format, messages)
+        prompt_text = system_text(self.format, system)
+        manager = self._manager_for(tools)
+        head: list[Message] = [system_message(prompt_text)] if prompt_text else []
+        memory = await self._memory(tid)
+        if memory.needs_reseed:
+            await self._reseed(tid, manager, memory, head)
+            memory.needs_reseed = False
+
+        count = memory.source_count
+        if count and len(incoming) >= count and chain_digest(incoming[:count]) == memory.source_digest:
+            context = [*head, *memory.view, *incoming[count:]]
+            new = incoming[count:]
+        else:
+            if count:
+                logger.info(
+                    "thread %r: the list (%d messages) does not continue the %d messages managed so far; starting "
+                    "the thread over from it (summary dropped, history re-planned)",
+                    tid,
+                    len(incoming),
+                    count,
+                )
+                forget = getattr(manager, "forget", None)
+                if callable(forget):
+                    forget(self._manager_key(tid))
+                memory.summary = None
+                memory.sent, memory.sent_system = (), None
+            context = [*head, *incoming]
+            new = incoming
+        state = AgentState(context=context, context_summary=memory.summary, scratchpad=memory.scratchpad)
+        state.execution_meta.thread_id = self._manager_key(tid)
+        state = await manager.atrim_context(state)
+
+        head_ids = {m.message_id for m in head}
+        memory.view = [m for m in state.context if m.message_id not in head_ids]
+        memory.summary = state.context_summary or None
+        memory.scratchpad = state.scratchpad or None
+        memory.source_count = len(incoming)
+        memory.source_digest = chain_digest(incoming)
+        self._collect_originals(memory, manager, state.context)
+        recall = getattr(manager, "recall", None)
+        served = getattr(recall, "served", None)
+        memory.recall_served = served(self._manager_key(tid)) if callable(served) else None
+
+        prompt = assemble(state, tools=[dict(t) for t in tools] if tools else None, counter=self._counter)
+        breakpoints = self._breakpoints(memory, prompt)
+        developer = any(m.role == "system" and m.metadata.get("openai_role") == "developer" for m in incoming)
+        out, out_system = write_messages(
+            self.format, prompt.system, prompt.messages, cache_breakpoints=breakpoints, developer=developer
+        )
+        memory.sent = tuple(m.fingerprint() for m in prompt.messages)
+        memory.sent_system = prompt.system
+        if self._store is not None:
+            await self._store.save(tid, self.format, memory, new)
+        return FitResult(
+            messages=out,
+            system=out_system,
+            metrics=manager.last_metrics,
+            summary=memory.summary,
+            prompt=prompt,
+            thread_id=tid,
+        )
+
+    def restore(self, message: Any, *, thread_id: str | None = None) -> Any:
+        """Sync form of `arestore`."""
+        return _run_sync(lambda: self.arestore(message, thread_id=thread_id))
+
+    async def arestore(self, message: Any, *, thread_id: str | None = None) -> Any:
+        """The original of a message the manager replaced with a pointer, in the form it was given.
+
+        ``message`` is one message from an earlier `FitResult.messages` (a provider dict, a LangChain message) or
+        a windowkeeper `Message`; the result is the original in the same form (a list when the original takes
+        several provider messages), or ``message`` itself when it is not a pointer this thread made.
+        """
+        tid = self._thread_id(thread_id)
+        memory = await self._memory(tid)
+        if isinstance(message, Message):
+            return self._original(memory, message) or message
+        converted = read_messages(self.format, [message])
+        originals = [self._original(memory, m) for m in converted]
+        if not any(o is not None for o in originals):
+            return message
+        restored = [o if o is not None else m for o, m in zip(originals, converted, strict=True)]
+        out = _write_plain(self.format, restored)
+        return out[0] if len(out) == 1 else out
+
+    async def adelete_thread(self, thread_id: str | None = None) -> None:
+        """Forget a thread here, in the manager and in the store."""
+        tid = self._thread_id(thread_id)
+        self._threads.pop(tid, None)
+        forget = getattr(self._manager, "forget", None)
+        if callable(forget):
+            forget(self._manager_key(tid))
+        if self._store is not None:
+            await self._store.delete(tid)
+
+    def delete_thread(self, thread_id: str | None = None) -> None:
+        _run_sync(lambda: self.adelete_thread(thread_id))
+
+    def summary(self, thread_id: str | None = None) -> str | None:
+        """The thread's running summary as of the last call (None before any cut)."""
+        memory = self._threads.get(self._thread_id(thread_id))
+        return memory.summary if memory is not None else None
+
+    async def aclose(self) -> None:
+        """Close the store if this window opened it from a path or URL."""
+        if self._store is not None and self._owns_store:
+            await self._store.store.close()
+
+    def close(self) -> None:
+        _run_sync(self.aclose)
+
+    async def __aenter__(self) -> Window:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Window:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals ----------------------------------------------------------------------------------------------
+
+    def _thread_id(self, thread_id: str | None) -> str:
+        if thread_id is None:
+            return self.thread_id
+        if not isinstance(thread_id, str) or not thread_id:
+            raise ConfigurationError(f"thread_id must be a non-empty string, got {thread_id!r}")
+        return thread_id
+
+    def _manager_key(self, thread_id: str) -> str:
+        return f"{self._key}:{thread_id}"
+
+    async def _memory(self, thread_id: str) -> ThreadMemory:
+        memory = self._threads.get(thread_id)
+        if memory is not None:
+            return memory
+        loaded = await self._store.load(thread_id) if self._store is not None else None
+        memory = loaded if loaded is not None else ThreadMemory()
+        self._threads[thread_id] = memory
+        return memory
+
+    async def _reseed(
+        self, thread_id: str, manager: BaseContextManager[Any], memory: ThreadMemory, head: Sequence[Message]
+    ) -> None:
+        """Give a manager that never saw this thread what it kept about it in the process that stopped.
+
+        The offload store gets the originals of the pointers in the view (so the manager's own ``restore`` works),
+        and recall, when the manager has it, gets the history in order and everything that left the view, so a
+        question about an early turn is still answered after a restart.
+        """
+        offloaded = getattr(manager, "offloaded", None)
+        keep = getattr(offloaded, "keep", None)
+        pointers = [m for m in memory.view if is_offloaded(m)]
+        originals = {id(p): self._original(memory, p) for p in pointers}
+        if callable(keep):
+            for pointer in pointers:
+                original = originals[id(pointer)]
+                if original is not None:
+                    keep(original, pointer)
+        recall = getattr(manager, "recall", None)
+        if recall is None or not all(callable(getattr(recall, n, None)) for n in ("observe", "left", "build")):
+            return
+        assert self._store is not None
+        key = self._manager_key(thread_id)
+        history = await self._store.history(thread_id)
+        recall.observe(key, [*head, *history])
+        in_view = {m.message_id for m in memory.view}
+        gone = [m for m in history if m.message_id not in in_view]
+        gone.extend(o for o in originals.values() if o is not None)
+        recall.left(key, gone)
+        if memory.recall_served is not None:
+            served = next((m for m in memory.view if str(m.message_id) == memory.recall_served), None)
+            if served is not None:
+                recall.build(key, served, 0)  # marks the turn as decided, as it was before the restart
+
+    @staticmethod
+    def _collect_originals(memory: ThreadMemory, manager: BaseContextManager[Any], view: Sequence[Message]) -> None:
+        restore: Callable[[Message], Message] | None = getattr(manager, "restore", None)
+        if not callable(restore):
+            return
+        for message in view:
+            if not is_offloaded(message):
+                continue
+            original = restore(message)
+            if original is message:
+                continue
+            for key in restore_keys(message):
+                memory.originals.setdefault(key, original)
+
+    @staticmethod
+    def _original(memory: ThreadMemory, message: Message) -> Message | None:
+        for key in restore_keys(message):
+            original = memory.originals.get(key)
+            if original is not None:
+                return original
+        return None
+
+    def _breakpoints(self, memory: ThreadMemory, prompt: AssembledPrompt) -> list[CacheBreakpoint] | None:
+        """Anthropic cache breakpoints: the system text, the last message unchanged since the previous call, the
+        last message (written now, read by the next call). At most `MAX_CACHE_BREAKPOINTS`."""
+        if self.format != "anthropic" or not self.prompt_cache:
+            return None
+        marks: list[CacheBreakpoint] = ["system"] if prompt.system else []
+        n = len(prompt.messages)
+        if prompt.system == memory.sent_system:
+            same = 0
+            for previous, message in zip(memory.sent, prompt.messages, strict=False):
+                if previous != message.fingerprint():
+                    break
+                same += 1
+            if same:
+                marks.append(same - 1)
+        if n and (n - 1) not in marks:
+            marks.append(n - 1)
+        return marks[:MAX_CACHE_BREAKPOINTS]
+
+
+def as_window(
+    manager_or_budget: Window | BaseContextManager[Any] | int,
+    *,
+    format: str,
+    store: str | os.PathLike[str] | SessionStore | None = None,
+    owner: str,
+) -> Window:
+    """The `Window` an adapter runs on: given, built around a manager, or built from a budget in tokens."""
+    if isinstance(manager_or_budget, Window):
+        if manager_or_budget.format != format:
+            raise ConfigurationError(
+                f"{owner} exchanges {format} messages but was given a Window(format={manager_or_budget.format!r}); "
+                f"pass Window(..., format={format!r}) or a manager or budget"
+            )
+        if store is not None:
+            raise ConfigurationError(f"{owner}: pass store= to the Window, not beside it")
+        return manager_or_budget
+    if isinstance(manager_or_budget, BaseContextManager):
+        return Window(manager_or_budget, format=format, store=store)
+    if isinstance(manager_or_budget, int) and not isinstance(manager_or_budget, bool):
+        return Window(budget=manager_or_budget, format=format, store=store)
+    raise ConfigurationError(
+        f"{owner} needs a context manager (e.g. TokenBudgetContextManager(...)), a budget in tokens (e.g. 128_000) "
+        f"or a Window, got {type(manager_or_budget).__name__}"
+    )
+
+
+def _write_plain(fmt: WindowFormat, messages: Sequence[Message]) -> list[Any]:
+    """Messages in ``fmt`` without any system handling (for `Window.restore`)."""
+    if fmt == "openai_chat":
+        return to_openai_chat(messages)
+    if fmt == "openai_responses":
+        return to_responses_input(messages)[1]
+    if fmt == "anthropic":
+        return to_anthropic(messages)[1]
+    if fmt == "gemini":
+        return to_gemini(messages)[1]
+    return list(to_langchain(messages))
+
+
+def _run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to completion from sync code, on a worker thread when a loop is already running here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="windowkeeper-sync") as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
+
+
+__all__ = ["DEFAULT_RESERVE_TOKENS", "FitResult", "Window", "as_window"]

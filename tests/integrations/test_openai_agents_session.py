@@ -1,0 +1,103 @@
+"""`WindowkeeperSession`: the OpenAI Agents SDK's Session protocol on a windowkeeper store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from windowkeeper.llm.formats import from_responses_input
+from windowkeeper.prompt import SUMMARY_HEADER
+from windowkeeper.testing.fake_servers import FakeOpenAIServer
+from windowkeeper.units import validate
+
+from .scenario import SYSTEM, TURNS, make_manager, read_file, run_tests, script, user_text
+
+agents = pytest.importorskip("agents")
+
+
+async def _run_turns(session: Any, srv: FakeOpenAIServer, turns: range) -> None:
+    from openai import AsyncOpenAI
+
+    agents.set_tracing_disabled(True)
+    client = AsyncOpenAI(base_url=srv.base_url, api_key="test", max_retries=0)
+    agent = agents.Agent(
+        name="coder",
+        instructions=SYSTEM,
+        tools=[agents.function_tool(read_file), agents.function_tool(run_tests)],
+        model=agents.OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client),
+    )
+    try:
+        for turn in turns:
+            result = await agents.Runner.run(agent, user_text(turn), session=session, max_turns=20)
+            assert result.final_output.startswith(f"Turn {turn} reviewed")
+    finally:
+        await client.close()
+
+
+async def test_session_keeps_everything_and_serves_the_managed_view(tmp_path: Path) -> None:
+    from windowkeeper.integrations.openai_agents import WindowkeeperSession
+
+    path = tmp_path / "agents.db"
+    session = WindowkeeperSession("conv-1", str(path), manager_or_budget=make_manager())
+    half = TURNS // 2
+    with FakeOpenAIServer(script()) as srv:
+        await _run_turns(session, srv, range(half))
+        everything = await session.all_items()
+        view = await session.get_items()
+        await session.aclose()
+        # every item the SDK added is kept; the view is smaller and opens with the summary
+        assert len([i for i in everything if i.get("role") == "user"]) == half
+        assert len(view) < len(everything)
+        assert view[0]["role"] == "system" and view[0]["content"].startswith(SUMMARY_HEADER)
+        assert validate(from_responses_input(view), "openai") == []
+
+        # a new process (here: a new session object on the same file) continues the conversation
+        again = WindowkeeperSession("conv-1", str(path), manager_or_budget=make_manager())
+        assert await again.all_items() == everything
+        assert await again.get_items() == view
+        await _run_turns(again, srv, range(half, TURNS))
+        requests = list(srv.requests)
+    assert len(requests) == 4 * TURNS
+    for request in requests[4 * half :]:
+        body = request.json
+        items = from_responses_input(body["input"], body.get("instructions"))
+        assert validate(items, "openai") == []
+        assert any(SUMMARY_HEADER in m.text() for m in items if m.role == "system")
+    assert len([i for i in await again.all_items() if i.get("role") == "user"]) == TURNS
+    last = await again.all_items()
+    assert await again.pop_item() == last[-1]
+    assert await again.all_items() == last[:-1]
+    assert (await again.get_items(limit=3))[-3:] == (await again.get_items())[-3:]
+    await again.clear_session()
+    assert await again.get_items() == [] and await again.all_items() == []
+    await again.aclose()
+
+
+def test_session_implements_the_sdk_protocol() -> None:
+    from agents.memory import Session
+
+    from windowkeeper.integrations.openai_agents import WindowkeeperSession
+
+    assert isinstance(WindowkeeperSession("s"), Session)
+
+
+def test_input_filter_is_a_plain_sync_callable_with_the_offline_summarizer() -> None:
+    from agents import Agent
+    from agents.run_config import CallModelData, ModelInputData
+
+    from windowkeeper.integrations.openai_agents import input_filter
+
+    model_filter = input_filter(3000)
+    items: list[Any] = []
+    for n in range(30):
+        items.append({"role": "user", "content": f"question {n}: " + "words " * 60})
+        items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text",
+                                                                           "text": f"answer {n} " * 40}]})
+    data = CallModelData(model_data=ModelInputData(input=items, instructions="Be kind."), agent=Agent(name="a"),
+                         context=None)
+    out = model_filter(data)
+    assert isinstance(out, ModelInputData)
+    assert out.instructions.startswith("Be kind.") and SUMMARY_HEADER in out.instructions
+    assert len(out.input) < len(items)

@@ -1,0 +1,310 @@
+"""`Window`: a provider-format list in, the managed list out, for every format."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from windowkeeper import AgentState, ExtractiveSummarizer, Message, TokenBudgetContextManager
+from windowkeeper.errors import ConfigurationError, FormatError
+from windowkeeper.evaluation.sessiongen import generate_session
+from windowkeeper.integrations import Window
+from windowkeeper.llm.formats import (
+    from_anthropic,
+    from_gemini,
+    from_langchain,
+    from_openai_chat,
+    from_responses_input,
+    to_anthropic,
+    to_gemini,
+    to_langchain,
+    to_openai_chat,
+    to_responses_input,
+)
+from windowkeeper.prompt import SUMMARY_HEADER
+from windowkeeper.units import validate
+
+SESSION = generate_session(40, seed=2).messages
+SYSTEM = SESSION[0].text()
+CONVERSATION = SESSION[1:]
+BUDGET = 8000
+
+
+def _provider_list(fmt: str, messages: list[Message]) -> list[Any]:
+    if fmt == "openai_chat":
+        return to_openai_chat(messages)
+    if fmt == "openai_responses":
+        return to_responses_input(messages)[1]
+    if fmt == "anthropic":
+        return to_anthropic(messages)[1]
+    if fmt == "gemini":
+        return to_gemini(messages)[1]
+    return to_langchain(messages)
+
+
+def _call_points(items: list[Any], fmt: str) -> list[int]:
+    """Lengths of the list at which the caller calls the model: before each assistant turn."""
+    if fmt == "langchain":
+        return [k for k, m in enumerate(items) if type(m).__name__ == "AIMessage"]
+    if fmt == "openai_responses":
+        points = []
+        for k, item in enumerate(items):
+            starts = item.get("type") in ("function_call", "reasoning") or item.get("role") == "assistant"
+            before = items[k - 1] if k else {}
+            continues = before.get("type") in ("function_call", "reasoning") or before.get("role") == "assistant"
+            if starts and not continues:
+                points.append(k)
+        return points
+    role = "model" if fmt == "gemini" else "assistant"
+    return [k for k, m in enumerate(items) if m["role"] == role]
+
+
+def _read_back(fmt: str, result: Any) -> tuple[str | None, list[Message]]:
+    """``(system text, messages)`` of a fit result, read with the format's own converter."""
+    if fmt == "openai_chat":
+        messages = from_openai_chat(result.messages)
+    elif fmt == "openai_responses":
+        messages = from_responses_input(result.messages, result.system)
+    elif fmt == "anthropic":
+        messages = from_anthropic(result.system, result.messages)
+    elif fmt == "gemini":
+        messages = from_gemini(result.system, result.messages)
+    else:
+        messages = from_langchain(result.messages)
+    system = "\n\n".join(m.text() for m in messages if m.role == "system") or None
+    return system, [m for m in messages if m.role != "system"]
+
+
+FORMATS = ["openai_chat", "openai_responses", "anthropic", "gemini", "langchain"]
+
+
+def _session_in(fmt: str) -> tuple[list[Any], Any]:
+    """The conversation in ``fmt`` and the ``system=`` to pass (in the list for Chat Completions and LangChain)."""
+    if fmt in ("openai_chat", "langchain"):
+        return _provider_list(fmt, SESSION), None
+    return _provider_list(fmt, CONVERSATION), SYSTEM
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_fit_every_call_gives_a_valid_request_with_the_summary_in_the_native_place(fmt: str) -> None:
+    items, system = _session_in(fmt)
+    window = Window(budget=BUDGET, format=fmt)
+    points = _call_points(items, fmt)
+    assert len(points) >= 20
+    summarized = False
+    stable = 0
+    for k in points:
+        before = copy.deepcopy(items[:k])
+        result = window.fit(items[:k], system=system)
+        assert items[:k] == before  # the caller's list is never changed
+        text, messages = _read_back(fmt, result)
+        assert validate(messages, "anthropic" if fmt == "anthropic" else "openai") == []
+        assert text is not None and text.startswith(SYSTEM)
+        if result.summary:
+            summarized = True
+        if summarized:
+            assert SUMMARY_HEADER in text and result.summary is not None and result.summary in text
+        stable += bool(result.metrics and result.metrics.prefix_stable)
+        assert result.input_tokens <= BUDGET
+    assert summarized
+    assert stable >= len(points) // 2
+
+
+def test_the_system_place_of_each_format() -> None:
+    items, _ = _session_in("openai_chat")
+    chat = Window(budget=BUDGET).fit(items)
+    assert chat.system is None and chat.messages[0]["role"] == "system"
+    for fmt in ("openai_responses", "gemini"):
+        result = Window(budget=BUDGET, format=fmt).fit(_provider_list(fmt, CONVERSATION[:5]), system="Be brief.")
+        assert result.system == ("Be brief." if fmt == "openai_responses" else {"parts": [{"text": "Be brief."}]})
+    result = Window(budget=BUDGET, format="anthropic").fit(_provider_list("anthropic", CONVERSATION[:5]), system="Hi")
+    assert result.system == [{"type": "text", "text": "Hi", "cache_control": {"type": "ephemeral"}}]
+    result = Window(budget=BUDGET, format="anthropic", prompt_cache=False).fit(
+        _provider_list("anthropic", CONVERSATION[:5]), system=[{"type": "text", "text": "Hi"}]
+    )
+    assert result.system == "Hi"
+
+
+def _kept_objects_run(items: list[dict[str, Any]], points: list[int]) -> tuple[list[Any], int]:
+    """The same calls made by a caller that keeps `Message` objects and one state (the "ideal" integration)."""
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        BUDGET, reserve_tokens=BUDGET // 5, summarizer=ExtractiveSummarizer()
+    )
+    kept = from_openai_chat(items)
+    view: list[Message] = []
+    summary: str | None = None
+    done = 0
+    views = []
+    stable = 0
+    for k in points:
+        state = manager.trim_context(AgentState(context=[*view, *kept[done:k]], context_summary=summary))
+        view, summary, done = list(state.context), state.context_summary, k
+        views.append((summary, to_openai_chat(view)))
+        stable += bool(manager.last_metrics and manager.last_metrics.prefix_stable)
+    return views, stable
+
+
+def test_reconverting_the_whole_list_every_call_matches_keeping_message_objects() -> None:
+    items = to_openai_chat(SESSION)
+    points = _call_points(items, "openai_chat")
+    window = Window(budget=BUDGET)
+    views = []
+    stable = 0
+    for k in points:
+        result = window.fit(items[:k])
+        views.append((result.summary, to_openai_chat(result.view)))
+        stable += bool(result.metrics and result.metrics.prefix_stable)
+    kept_views, kept_stable = _kept_objects_run(items, points)
+    assert len(points) >= 20
+    assert stable == kept_stable
+    assert [(s, [m for m in v if m["role"] != "system"]) for s, v in views] == [
+        (s, [m for m in v if m["role"] != "system"]) for s, v in kept_views
+    ]
+
+
+def test_anthropic_breakpoints_mark_the_stable_prefix_within_the_limit() -> None:
+    items = _provider_list("anthropic", CONVERSATION)
+    window = Window(budget=BUDGET, format="anthropic")
+    previous: list[Any] | None = None
+    for k in _call_points(items, "anthropic"):
+        result = window.fit(items[:k], system=SYSTEM)
+        marks = [
+            (i, j) for i, m in enumerate(result.messages) for j, b in enumerate(m["content"]) if "cache_control" in b
+        ]
+        assert isinstance(result.system, list) and result.system[0]["cache_control"] == {"type": "ephemeral"}
+        assert 1 <= len(marks) + 1 <= 4
+        assert marks[-1][0] == len(result.messages) - 1  # the newest message is written to the cache
+        if previous is not None and len(marks) == 2:
+            # the other marker ends the part unchanged since the previous call
+            i = marks[0][0]
+            strip = [{**m, "content": [{k2: v for k2, v in b.items() if k2 != "cache_control"} for b in m["content"]]}
+                     for m in result.messages[: i + 1]]
+            old = [{**m, "content": [{k2: v for k2, v in b.items() if k2 != "cache_control"} for b in m["content"]]}
+                   for m in previous[: i + 1]]
+            assert strip == old
+        previous = result.messages
+
+
+def test_restore_returns_the_original_byte_for_byte() -> None:
+    items = to_openai_chat(SESSION)
+    window = Window(budget=BUDGET)
+    pointers: list[dict[str, Any]] = []
+    for k in _call_points(items, "openai_chat"):
+        result = window.fit(items[:k])
+        pointers.extend(m for m in result.messages if m["role"] == "tool" and "cleared from context" in m["content"])
+    assert pointers
+    originals = {m["tool_call_id"]: m for m in items if m["role"] == "tool"}
+    for pointer in pointers:
+        assert window.restore(pointer) == originals[pointer["tool_call_id"]]
+    untouched = items[1]
+    assert window.restore(untouched) is untouched
+
+
+def test_a_list_that_does_not_continue_starts_the_thread_over() -> None:
+    items = to_openai_chat(SESSION)
+    window = Window(budget=BUDGET)
+    for k in _call_points(items, "openai_chat"):
+        result = window.fit(items[:k])
+    assert result.summary
+    fresh = window.fit([{"role": "user", "content": "A new topic."}])
+    assert fresh.summary is None
+    assert [m["content"] for m in fresh.messages] == ["A new topic."]
+
+
+async def test_sync_fit_works_inside_a_running_loop_and_afit_matches_it() -> None:
+    items = to_openai_chat(SESSION[:30])
+    sync_result = Window(budget=BUDGET).fit(items)
+    async_result = await Window(budget=BUDGET).afit(items)
+    assert sync_result.messages == async_result.messages
+
+
+def test_threads_are_kept_apart() -> None:
+    window = Window(budget=BUDGET)
+    a = window.fit([{"role": "user", "content": "about apples"}], thread_id="a")
+    b = window.fit([{"role": "user", "content": "about pears"}], thread_id="b")
+    again = window.fit(
+        [{"role": "user", "content": "about apples"}, {"role": "assistant", "content": "ok"}], thread_id="a"
+    )
+    assert a.messages[0]["content"] == "about apples" and b.messages[0]["content"] == "about pears"
+    assert again.metrics is not None and again.metrics.prefix_stable
+
+
+# -- bad input ----------------------------------------------------------------------------------------------------
+
+
+def test_unknown_format_and_bad_configuration_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="format='bedrock' is not supported; use one of 'openai_chat'"):
+        Window(budget=BUDGET, format="bedrock")
+    with pytest.raises(ConfigurationError, match="budget="):
+        Window()
+    with pytest.raises(ConfigurationError, match="not both"):
+        Window(TokenBudgetContextManager(1000, reserve_tokens=100), budget=100)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "items", "index", "key", "looks_like"),
+    [
+        ("openai_chat", [{"role": "user", "content": "hi"}, {"type": "function_call_output", "call_id": "c",
+                                                               "output": "x"}], 1, "type", "openai_responses"),
+        ("anthropic", [{"role": "user", "content": "hi"}, {"role": "model", "parts": [{"text": "x"}]}], 1, "parts",
+         "gemini"),
+        ("anthropic", [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c", "content": "x"}], 1,
+         "tool_call_id", "openai_chat"),
+        ("gemini", [{"role": "user", "content": "hi"}], 0, "content", None),
+        ("openai_responses", [{"role": "assistant", "content": None, "tool_calls": []}], 0, "tool_calls",
+         "openai_chat"),
+        ("openai_chat", [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c"}]}], 0,
+         "content[0].type", "anthropic"),
+    ],
+)
+def test_a_list_in_another_providers_shape_names_index_key_and_expected_shape(
+    fmt: str, items: list[Any], index: int, key: str, looks_like: str | None
+) -> None:
+    frozen = json.dumps(items)
+    with pytest.raises(FormatError) as info:
+        Window(budget=BUDGET, format=fmt).fit(items)
+    assert (info.value.index, info.value.key) == (index, key)
+    text = str(info.value)
+    assert f"Window(format={fmt!r}) expects" in text
+    if looks_like:
+        assert f"format={looks_like!r}" in text
+    assert json.dumps(items) == frozen
+
+
+def test_langchain_messages_given_to_a_dict_format_and_dicts_to_langchain() -> None:
+    from langchain_core.messages import HumanMessage
+
+    with pytest.raises(FormatError, match="format='langchain'") as info:
+        Window(budget=BUDGET).fit([{"role": "user", "content": "hi"}, HumanMessage("x")])
+    assert info.value.index == 1
+    with pytest.raises(FormatError, match="langchain_core message objects") as info:
+        Window(budget=BUDGET, format="langchain").fit([{"role": "user", "content": "hi"}])
+    assert info.value.index == 0
+
+
+@pytest.mark.parametrize(
+    ("items", "index", "key"),
+    [
+        ([{"role": "user", "content": "hi"}, {"content": "no role"}], 1, "role"),
+        ([{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}], 1, "role"),
+        ([{"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": {"name": "f",
+                                                                                          "arguments": "{bad"}}]}],
+         0, "tool_calls[0].function.arguments"),
+        ([{"role": "user", "content": "hi"}, "not a message"], 1, "role"),
+    ],
+)
+def test_a_malformed_message_names_index_key_and_expected_shape(items: list[Any], index: int, key: str) -> None:
+    frozen = json.dumps(items)
+    with pytest.raises(FormatError) as info:
+        Window(budget=BUDGET).fit(items)
+    assert (info.value.index, info.value.key) == (index, key)
+    assert "expects Chat Completions messages such as" in str(info.value)
+    assert json.dumps(items) == frozen
+
+
+def test_not_a_list_is_refused_with_the_expected_shape() -> None:
+    with pytest.raises(FormatError, match="takes the whole conversation as a list of Anthropic messages"):
+        Window(budget=BUDGET, format="anthropic").fit({"role": "user", "content": "hi"})
