@@ -1,0 +1,196 @@
+"""Regenerate the numbers shown in README.md and docs/*.md from the code, so the docs cannot drift.
+
+A page marks a generated region with ``<!-- generated: NAME -->`` ... ``<!-- end generated -->``; this script
+replaces each region's body with what generator ``NAME`` produces now. ``--check`` changes nothing and exits 1
+(listing the stale regions) when a page differs; the test suite runs it (tests/docs/test_docs.py).
+
+    python docs/generate.py          # rewrite the regions
+    python docs/generate.py --check  # fail if any region is stale
+
+Needs the ``cli`` extra (the CLI renders some of the output). Everything runs offline and is deterministic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+REGION = re.compile(r"(<!-- generated: ([\w-]+) -->\n)(.*?)(<!-- end generated -->)", re.S)
+
+
+def _demo(steps: int, budget: int) -> dict[str, Any]:
+    """The ``windowkeeper demo --json`` document for a run (seed 0)."""
+    from windowkeeper.cli.report import report_json
+    from windowkeeper.evaluation.lineup import standard_lineup
+    from windowkeeper.evaluation.replay import replay
+    from windowkeeper.evaluation.sessiongen import generate_session
+
+    session = generate_session(steps, seed=0)
+    report = asyncio.run(replay(session.messages, standard_lineup(budget), facts=[f.text for f in session.facts]))
+    return {"calls": report.calls, "budget": budget, "strategies": report_json(report, budget=budget)}
+
+
+def _millions(tokens: int) -> str:
+    return f"{tokens / 1e6:.1f}M" if tokens >= 1e6 else f"{tokens:,}"
+
+
+def _facts(s: dict[str, Any]) -> str:
+    return f"{100 * s['facts_retained'] / s['facts_total']:.0f}%" if s["facts_total"] else "-"
+
+
+def readme_demo() -> str:
+    doc = _demo(400, 32_000)
+    rows = [
+        "| strategy | tokens sent | prefix-stable calls | input cost with caching | facts retained "
+        "| calls over budget |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in doc["strategies"]:
+        rows.append(
+            f"| {s['name']} | {_millions(s['tokens_sent'])} | {100 * s['prefix_stable_share']:.0f}% | "
+            f"${s['cost_with_cache_usd']:.2f} | {_facts(s)} | {s['calls_over_budget']} |"
+        )
+    by_name = {s["name"]: s for s in doc["strategies"]}
+    full, window = by_name["no management"], by_name["sliding window"]
+    cheapest = min(doc["strategies"][1:], key=lambda s: s["cost_with_cache_usd"])
+    invalid = sum(s["invalid_calls"] for s in doc["strategies"])
+    rows.append("")
+    rows.append(
+        f"{doc['calls']} model calls, budget {doc['budget']:,} tokens. "
+        f"{'Every prompt every strategy produced passes' if not invalid else f'{invalid} prompts fail'} the OpenAI "
+        f"and Anthropic structural checks. The sliding window sends {_millions(window['tokens_sent'])} tokens "
+        f"against {_millions(full['tokens_sent'])} but keeps its prefix on only "
+        f"{100 * window['prefix_stable_share']:.0f}% of calls, so with caching it costs "
+        f"${window['cost_with_cache_usd']:.2f} against ${full['cost_with_cache_usd']:.2f} for sending everything; "
+        f"the cheapest with caching is {cheapest['name']} (${cheapest['cost_with_cache_usd']:.2f})."
+    )
+    return "\n".join(rows) + "\n"
+
+
+def cli_demo() -> str:
+    doc = _demo(120, 8_000)
+    rows = [
+        "| strategy | tokens sent | % saved | prefix-stable calls | cost, no cache | cost, with cache "
+        "| invalid sequences | facts retained | calls over budget |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in doc["strategies"]:
+        rows.append(
+            f"| {s['name']} | {s['tokens_sent']:,} | {100 * s['saved_share']:.1f}% | "
+            f"{100 * s['prefix_stable_share']:.1f}% | ${s['cost_no_cache_usd']:.2f} | "
+            f"${s['cost_with_cache_usd']:.2f} | "
+            f"{s['invalid_calls']} | {s['facts_retained']}/{s['facts_total']} | {s['calls_over_budget']} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def _cli(args: list[str]) -> tuple[int, str, str]:
+    from typer.testing import CliRunner
+
+    from windowkeeper.cli.app import app
+
+    result = CliRunner().invoke(app, args)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _session_file() -> None:
+    from windowkeeper.evaluation.sessiongen import generate_session
+    from windowkeeper.llm.formats import to_openai_chat
+
+    Path("session.json").write_text(json.dumps(to_openai_chat(generate_session(60, seed=1).messages)))
+
+
+def _in_temp_dir(fn: Callable[[], str]) -> str:
+    cwd = Path.cwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        try:
+            _session_file()
+            return fn()
+        finally:
+            os.chdir(cwd)
+
+
+def cli_inspect() -> str:
+    def run() -> str:
+        code, out, _ = _cli(["inspect", "session.json", "--json"])
+        assert code == 0, out
+        doc = json.loads(out)
+        return "```console\n$ windowkeeper inspect session.json --json\n" + json.dumps(doc, indent=1) + "\n```\n"
+
+    return _in_temp_dir(run)
+
+
+def cli_compact() -> str:
+    def run() -> str:
+        lines = ["```console"]
+        for args in (
+            ["compact", "session.json", "--strategy", "budget", "--budget", "8000", "-o", "compacted.json"],
+            ["compact", "session.json", "--strategy", "summary", "--budget", "8000", "--out-format", "anthropic",
+             "-o", "for_claude.json"],
+            ["compact", "session.json", "--strategy", "window", "--budget", "8000", "--out-format", "openai",
+             "-o", "window.json"],
+        ):
+            code, _, err = _cli(args)
+            lines.append("$ windowkeeper " + " ".join(args))
+            lines.extend(err.strip().splitlines())
+            lines.append(f"$ echo $?\n{code}")
+        lines.append("```")
+        return "\n".join(lines) + "\n"
+
+    return _in_temp_dir(run)
+
+
+GENERATORS: dict[str, Callable[[], str]] = {
+    "readme-demo": readme_demo,
+    "cli-demo": cli_demo,
+    "cli-inspect": cli_inspect,
+    "cli-compact": cli_compact,
+}
+
+
+def regenerate(text: str, cache: dict[str, str]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(2)
+        if name not in GENERATORS:
+            raise SystemExit(f"unknown generated region {name!r}; known: {', '.join(GENERATORS)}")
+        if name not in cache:
+            cache[name] = GENERATORS[name]()
+        return match.group(1) + cache[name] + match.group(4)
+
+    return REGION.sub(replace, text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="report stale regions, change nothing")
+    args = parser.parse_args(argv)
+    cache: dict[str, str] = {}
+    stale = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        if not REGION.search(text):
+            continue
+        new = regenerate(text, cache)
+        if new != text:
+            stale.append(page.relative_to(ROOT))
+            if not args.check:
+                page.write_text(new, encoding="utf-8")
+    if args.check and stale:
+        print(f"stale generated regions in {', '.join(map(str, stale))}; run: python docs/generate.py")
+        return 1
+    print("regenerated: " + (", ".join(map(str, stale)) or "nothing changed"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
