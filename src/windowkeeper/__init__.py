@@ -116,6 +116,7 @@ from .tokens import (
     counter_for_model,
     default_counter,
 )
+from .tools import scratchpad_tool
 from .units import Problem, Unit, flatten, group_units, is_valid, validate
 
 if TYPE_CHECKING:
@@ -246,6 +247,7 @@ __all__ = [
     "open_store",
     "render_transcript",
     "render_zones",
+    "scratchpad_tool",
     "sliding_window",
     "to_anthropic",
     "to_gemini",

@@ -1,0 +1,5 @@
+"""Ready-made tools for a `ToolNode`: each is a plain function the model can call."""
+
+from .scratchpad import DEFAULT_SCRATCHPAD_TOKENS, ScratchpadFullError, scratchpad_tool
+
+__all__ = ["DEFAULT_SCRATCHPAD_TOKENS", "ScratchpadFullError", "scratchpad_tool"]
