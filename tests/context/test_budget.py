@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from windowkeeper.blocks import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from windowkeeper.context._compaction import unsummarized_marker
 from windowkeeper.context.budget import CONDENSE_DOCUMENT_ID, SUMMARY_FAILURE_LOG, TokenBudgetContextManager
 from windowkeeper.context.pointers import OFFLOAD_KEY, clear_reply, is_offloaded
 from windowkeeper.errors import ConfigurationError
@@ -227,7 +228,7 @@ def test_drops_oldest_whole_units_and_summarizes_them() -> None:
     assert m.tokens_after <= mgr.low_limit
 
 
-def test_failing_summarizer_is_logged_and_units_are_dropped(caplog: pytest.LogCaptureFixture) -> None:
+def test_failing_summarizer_is_logged_and_the_cut_is_marked(caplog: pytest.LogCaptureFixture) -> None:
     def broken(messages: list[Message]) -> str:
         raise RuntimeError("model unavailable")
 
@@ -240,7 +241,9 @@ def test_failing_summarizer_is_logged_and_units_are_dropped(caplog: pytest.LogCa
     with caplog.at_level(logging.ERROR, logger="windowkeeper.context.budget"):
         state = mgr.trim_context(state_of(msgs, context_summary="kept summary"))
     assert SUMMARY_FAILURE_LOG in caplog.text and "model unavailable" in caplog.text
-    assert state.context_summary == "kept summary"
+    # a marked cut (issue 12, item 10): the earlier summary stays, and the view says turns are missing
+    dropped = len(msgs) - len(state.context)
+    assert state.context_summary == f"kept summary\n\n{unsummarized_marker(dropped)}"
     m = mgr.last_metrics
     assert m is not None and m.summaries_made == 0 and m.tokens_after <= mgr.low_limit
     assert not validate(state.context, "anthropic")

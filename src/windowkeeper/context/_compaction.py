@@ -34,6 +34,27 @@ CONSOLIDATE_INSTRUCTIONS = (
     "shorter summary that keeps every fact, decision, file path, number, error and open task."
 )
 SUMMARY_SEPARATOR = "\n\n"
+UNSUMMARIZED_MARKER = (
+    "[{count} earlier messages left this view without a summary because the summarizer failed; "
+    "the full history is kept in the message log]"
+)
+
+
+def unsummarized_marker(count: int) -> str:
+    """The line the summary zone carries for messages a failed summarizer could not cover (a marked cut)."""
+    return UNSUMMARIZED_MARKER.format(count=count)
+_MAX_SUMMARY_ROUNDS = 2
+_MIN_TRUNCATED_TOKENS = 32
+_SUMMARY_SLACK = 16
+_REQUEST_SLACK = 256
+"""Tokens of a summarizer request kept for its prompt framing, on top of the messages and previous summary."""
+"""Tokens of the summary message's framing and separator, on top of what the summarizer is asked for."""
+COLD_PLAN_MIN_MESSAGES = 512
+"""Shorter cold histories are counted whole: that costs little and keeps ``tokens_before`` exact."""
+_CLEARED_ESTIMATE = 80
+"""Rough tokens of a pointer, used only to guess how far back a cold plan must read; the plan is then checked."""
+
+
 _MAX_SUMMARY_ROUNDS = 2
 _MIN_TRUNCATED_TOKENS = 32
 _SUMMARY_SLACK = 16
@@ -164,6 +185,8 @@ class Compaction:
         self.replies_cleared = 0
         self.summaries = 0
         self.summarizer_failed = False
+        self.unsummarized_count = 0
+        self._summary_before_mark: str | None = None
         self.total = limits.other_tokens + self.summary_tokens + sum(s.tokens for s in self.segs)
 
     def _summary_cost(self, summary: str | None) -> int:
@@ -312,6 +335,8 @@ class Compaction:
                 return
             gone = [*self.unsummarized, *self._apply_cut(k)]
             self.unsummarized = []
+            if self.summarizer_failed and gone:
+                self._mark_unsummarized(len(gone))
             if not (summarize and gone):
                 continue
             rounds += 1
@@ -324,10 +349,25 @@ class Compaction:
             )
             if text is None:
                 self.summarizer_failed = True
+                self._mark_unsummarized(len(gone))
                 continue
             self._set_summary(f"{self.summary}{SUMMARY_SEPARATOR}{text}" if self.summary and not update else text)
             self.summaries += 1
             yield from self.bound_summary()
+
+    def _mark_unsummarized(self, count: int) -> None:
+        """Say in the summary zone that ``count`` more messages left the view unsummarized (the summarizer failed).
+
+        The budget is a hard limit, so the cut stands, but never silently: the model reads that earlier turns are
+        missing instead of mistaking the rest for the whole conversation, and one marker, rewritten with the
+        running count, stands for every cut of this call.
+        """
+        if self._summary_before_mark is None:
+            self._summary_before_mark = self.summary or ""
+        self.unsummarized_count += count
+        marker = unsummarized_marker(self.unsummarized_count)
+        base = self._summary_before_mark
+        self._set_summary(f"{base}{SUMMARY_SEPARATOR}{marker}" if base else marker)
 
     def bound_summary(self) -> Generator[SummaryRequest, str | None, None]:
         """Keep the summary under ``summary_budget``: condense it with the summarizer, else cut its middle.

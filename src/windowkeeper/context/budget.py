@@ -41,7 +41,7 @@ from .pointers import OffloadStore
 
 logger = logging.getLogger(__name__)
 
-SUMMARY_FAILURE_LOG = "summarizer failed; dropping the oldest units without a summary instead"
+SUMMARY_FAILURE_LOG = "summarizer failed; cutting the oldest units with a marker in the summary instead"
 CONDENSE_DOCUMENT_ID = "windowkeeper:summary-to-condense"
 _MAX_TRACKED_THREADS = 1024
 
