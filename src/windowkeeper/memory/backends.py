@@ -83,4 +83,38 @@ class RedisMemory(_ServerMemory["RedisStore"]):
         return RedisStore(url, prefix=prefix)
 
 
-__all__ = ["InMemoryMemory", "PostgresMemory", "RedisMemory", "SQLiteMemory"]
+_SERVER_SCHEMES = ("postgres", "postgresql", "redis", "rediss", "unix")
+
+
+class TDAIMemory(BaseMemory[SessionStore]):
+    """The durable, server-backed memory: the counterpart of the reference's hosted ``TDAIMemory`` service.
+
+    Where the reference sends events to a hosted memory service, this one keeps them on a server you run, so
+    every process of an agent (and every restart) shares one session history. ``url`` picks the server by its
+    scheme: ``postgresql://...`` (the default: ``WINDOWKEEPER_POSTGRES_URL`` or the local server) or
+    ``redis://...`` / ``rediss://...``. Behaviour is exactly `BaseMemory`'s; only where it lives differs.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        *,
+        prefix: str | None = None,
+        **options: Any,
+    ) -> None:
+        from ..errors import ConfigurationError
+        from ..storage.url import open_store, postgres_url
+
+        target = url if url is not None else postgres_url()
+        scheme = target.split("://", 1)[0].split("+", 1)[0].lower() if "://" in target else ""
+        if scheme not in _SERVER_SCHEMES:
+            raise ConfigurationError(
+                f"TDAIMemory keeps sessions on a server: url={target!r} must be postgresql://... or redis://...; "
+                "for a local file use SQLiteMemory(path), for a process-local memory InMemoryMemory()",
+            )
+        super().__init__(config, store=open_store(target, prefix=prefix), **options)
+        self._owns_store = True
+
+
+__all__ = ["InMemoryMemory", "PostgresMemory", "RedisMemory", "SQLiteMemory", "TDAIMemory"]

@@ -117,7 +117,7 @@ def resolve_thresholds(thresholds: Mapping[str, Any] | Thresholds | None) -> Thr
         )
     # 0 newest events kept would let a summary swallow the user's current question (and the pending tool call)
     keep = _count(values, "keep_recent_count", positive=True)
-    values.setdefault("min_compaction_gain", max(1, math.ceil(pre_rot * (compaction - target) / 2)))
+    values.setdefault("min_compaction_gain", max(1, math.ceil(round(pre_rot * (compaction - target) / 2, 6))))
     gain = _count(values, "min_compaction_gain", positive=False)
     return Thresholds(pre_rot, compaction, summarization, keep, gain, target)
 

@@ -475,12 +475,32 @@ def fit_summary(summary: StructuredSummary, count_text: Callable[[str], int], ma
     while cut < len(order) and estimate > max_tokens:
         estimate -= costs[cut]
         cut += 1
-    fitted = _without(summary, order[:cut])
+
+    def fits(n: int) -> bool:
+        return count_text(_without(summary, order[:n]).render()) <= max_tokens
+
+    # The estimate is close but not exact (tokens do not add up across lines): search around it, doubling the
+    # step, for a bracket (low does not fit, high fits), then bisect to the fewest items given up. fits(0) is
+    # False since the whole summary is over the limit.
     step = 1
-    while cut < len(order) and count_text(fitted.render()) > max_tokens:
-        cut = min(len(order), cut + step)  # the estimate was optimistic: give up more, doubling each time
-        step *= 2
-        fitted = _without(summary, order[:cut])
+    if fits(cut):
+        high, low = cut, cut - 1
+        while low > 0 and fits(low):
+            high, low = low, max(0, low - step)
+            step *= 2
+        low = max(low, 0)
+    else:
+        low, high = cut, min(len(order), cut + 1)
+        while high < len(order) and not fits(high):
+            low, high = high, min(len(order), high + step)
+            step *= 2
+    while low + 1 < high:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle
+    fitted = _without(summary, order[:high])
     for field in ("user_goal", "last_step"):
         while count_text(fitted.render()) > max_tokens:
             text = getattr(fitted, field) or ""
