@@ -43,7 +43,8 @@ BAD_PAYLOADS: list[tuple[str, Any]] = [
     ("openai_chat", [{"role": "user", "content": [{"type": "text", "text": "deep", "extra": _deep(300)}]}]),
     ("responses", [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": {}}]}]),
     ("anthropic", [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c", "content": object()}]}]),
-    ("anthropic", [{"role": "assistant", "content": [{"type": "tool_use", "id": "c", "name": "f", "input": _cycle()}]}]),
+    ("anthropic", [{"role": "assistant", "content": [
+        {"type": "tool_use", "id": "c", "name": "f", "input": _cycle()}]}]),
     ("gemini", [{"role": "model", "parts": [{"functionCall": {"name": "f", "args": b"\x00"}}]}]),
     ("langchain", [{"role": "user", "content": "a plain dict, not a LangChain message"}]),
 ]
