@@ -16,8 +16,9 @@ from typing import Any
 from ..blocks import ToolCallBlock
 from ..errors import ConfigurationError, GraphError
 from ..llm.client import LLMClient, LLMRequest, check_api_style, tool_calls_dicts
-from ..prompt import SUMMARY_HEADER, AssembledPrompt, assemble, join_sections, summary_section
+from ..prompt import SUMMARY_HEADER, AssembledPrompt, assemble, count_request, join_sections, summary_section
 from ..state import AgentState, add_messages
+from ..tokenizing.calibration import feed_calibration
 from ..tokens import TokenCounter
 from .injection import Resolver
 from .runtime import RunContext
@@ -184,7 +185,15 @@ class Agent:
                         f"{type(trimmed).__name__}; a context manager must return the state",
                     )
                 state = trimmed
-        response = await self.client.acomplete(self.build_request(state))
+        request = self.build_request(state)
+        response = await self.client.acomplete(request)
+        usages = response.message.usages
+        # estimated counters (Anthropic, Gemini, ...) learn the provider's real sizes from every reply
+        feed_calibration(
+            (getattr(run.context_manager, "counter", None), self.counter),
+            usages.prompt_tokens if usages is not None else None,
+            lambda base: count_request(request, base),
+        )
         reply = response.message
         if reply.role != "assistant":
             reply = reply.model_copy(update={"role": "assistant"})

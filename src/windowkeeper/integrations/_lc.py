@@ -80,6 +80,19 @@ def view_messages(result: FitResult, originals: Sequence[Any]) -> list[Any]:
     return out
 
 
+def reported_input_tokens(response: Any) -> int | None:
+    """``usage_metadata["input_tokens"]`` of a model reply (an AIMessage, or a ModelResponse holding one)."""
+    messages = getattr(response, "result", None)
+    candidates = list(messages) if isinstance(messages, list) else [response]
+    for message in reversed(candidates):
+        usage = getattr(message, "usage_metadata", None)
+        if isinstance(usage, Mapping):
+            value = usage.get("input_tokens")
+            if isinstance(value, int) and value > 0:
+                return value
+    return None
+
+
 def system_message(result: FitResult) -> Any:
     """The system text (prompt, summary, scratchpad) as one ``SystemMessage``, or None."""
     if not result.prompt.system:
@@ -92,6 +105,7 @@ def system_message(result: FitResult) -> Any:
 __all__ = [
     "DEFAULT_THREAD",
     "current_thread_id",
+    "reported_input_tokens",
     "require",
     "system_message",
     "thread_id_from_config",

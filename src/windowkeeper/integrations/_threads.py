@@ -61,6 +61,8 @@ class ThreadMemory:
     recall_served: str | None = None
     originals: dict[str, Message] = field(default_factory=dict)
     saved_keys: set[str] = field(default_factory=set)
+    last_prompt: Any = None
+    """The `AssembledPrompt` of the thread's last call (kept to calibrate counters from the reply's usage)."""
     needs_reseed: bool = False
     """Loaded from the store and not yet handed to this process's manager."""
 

@@ -6,7 +6,8 @@
 It wraps every model call (``wrap_model_call`` / ``awrap_model_call``): the agent's state keeps the full history,
 and only the request is managed: trimmed to the budget, old tool results turned into restorable pointers, the
 running summary placed after the system prompt in the request's system message. What the manager keeps between
-calls (summary, offloaded originals) is kept per LangGraph ``thread_id``, and in ``store=`` when given.
+calls (summary, offloaded originals) is kept per LangGraph ``thread_id``, and in ``store=`` when given. The prompt
+size the provider reports for each reply calibrates an estimated counter (Anthropic, Gemini models).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from ..context import BaseContextManager
 from ..errors import MissingDependencyError
 from ..storage import SessionStore
-from ._lc import current_thread_id, system_message, tool_schemas, view_messages
+from ._lc import current_thread_id, reported_input_tokens, system_message, tool_schemas, view_messages
 from .window import FitResult, Window, as_window
 
 try:
@@ -68,7 +69,9 @@ class WindowkeeperMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> Any:
         result = self.window.fit(request.messages, **self._fit_args(request))
-        return handler(self._managed(request, result))
+        response = handler(self._managed(request, result))
+        self.window.observe_usage(reported_input_tokens(response), thread_id=result.thread_id)
+        return response
 
     async def awrap_model_call(
         self,
@@ -76,7 +79,9 @@ class WindowkeeperMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> Any:
         result = await self.window.afit(request.messages, **self._fit_args(request))
-        return await handler(self._managed(request, result))
+        response = await handler(self._managed(request, result))
+        self.window.observe_usage(reported_input_tokens(response), thread_id=result.thread_id)
+        return response
 
 
 __all__ = ["WindowkeeperMiddleware"]

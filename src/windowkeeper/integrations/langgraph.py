@@ -20,7 +20,7 @@ from typing import Any
 from ..context import BaseContextManager
 from ..errors import ConfigurationError
 from ..storage import SessionStore
-from ._lc import require, system_message, thread_id_from_config, view_messages
+from ._lc import reported_input_tokens, require, system_message, thread_id_from_config, view_messages
 from .window import FitResult, Window, as_window
 
 logger = logging.getLogger(__name__)
@@ -47,15 +47,30 @@ class WindowkeeperHook:
     def __init__(self, window: Window) -> None:
         self.window = window
         self.last_result: FitResult | None = None
+        self._usage_seen: dict[str, object] = {}
+
+    def _observe(self, messages: list[Any], thread_id: str) -> None:
+        """The newest AI message answers the previous request of this thread: its reported prompt size calibrates
+        an estimated counter (once per reply)."""
+        reply = next((m for m in reversed(messages) if type(m).__name__ in ("AIMessage", "AIMessageChunk")), None)
+        key = getattr(reply, "id", None) or id(reply)
+        if reply is None or self._usage_seen.get(thread_id) == key:
+            return
+        self._usage_seen[thread_id] = key
+        self.window.observe_usage(reported_input_tokens(reply), thread_id=thread_id)
 
     def __call__(self, state: Any, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
         messages = _messages(state)
-        self.last_result = self.window.fit(messages, thread_id=thread_id_from_config(config))
+        tid = thread_id_from_config(config)
+        self._observe(messages, tid)
+        self.last_result = self.window.fit(messages, thread_id=tid)
         return _update(self.last_result, messages)
 
     async def acall(self, state: Any, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
         messages = _messages(state)
-        self.last_result = await self.window.afit(messages, thread_id=thread_id_from_config(config))
+        tid = thread_id_from_config(config)
+        self._observe(messages, tid)
+        self.last_result = await self.window.afit(messages, thread_id=tid)
         return _update(self.last_result, messages)
 
 

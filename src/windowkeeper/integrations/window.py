@@ -31,9 +31,10 @@ from ..errors import ConfigurationError
 from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
 from ..llm.formats.anthropic import MAX_CACHE_BREAKPOINTS, CacheBreakpoint
 from ..messages import Message
-from ..prompt import AssembledPrompt, assemble, system_message
+from ..prompt import AssembledPrompt, assemble, system_message, tool_schema_tokens
 from ..state import AgentState
 from ..storage import SessionStore, open_store
+from ..tokenizing.calibration import feed_calibration
 from ..tokens import TokenCounter
 from ._formats import WindowFormat, check_format, read_messages, system_text, write_messages
 from ._threads import ThreadMemory, ThreadStore, chain_digest, restore_keys
@@ -245,6 +246,7 @@ class Window:
         )
         memory.sent = tuple(m.fingerprint() for m in prompt.messages)
         memory.sent_system = prompt.system
+        memory.last_prompt = prompt
         if self._store is not None:
             await self._store.save(tid, self.format, memory, new)
         return FitResult(
@@ -255,6 +257,26 @@ class Window:
             prompt=prompt,
             thread_id=tid,
         )
+
+    def observe_usage(self, prompt_tokens: int | None, *, thread_id: str | None = None) -> int:
+        """Tell the window what the provider reported as the prompt size of the thread's last request.
+
+        An estimated counter (`CalibratedCounter`, as used for Anthropic and Gemini models) moves toward the
+        provider's real sizes; exact counters ignore it. Returns how many counters were calibrated. The adapters
+        call this themselves where the host shows them the usage.
+        """
+        memory = self._threads.get(self._thread_id(thread_id))
+        prompt = memory.last_prompt if memory is not None else None
+        if prompt is None or self._manager is None:
+            return 0
+        sent = prompt.to_messages()
+        tools = prompt.tools
+
+        def estimate(base: TokenCounter) -> int:
+            # `count_request`'s definition; the tools here are in the provider's own shape, not an `LLMRequest`'s
+            return base.count_messages(sent) + tool_schema_tokens(tools, base)
+
+        return feed_calibration((self._counter,), prompt_tokens, estimate)
 
     def restore(self, message: Any, *, thread_id: str | None = None) -> Any:
         """Sync form of `arestore`."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ..errors import ConfigurationError
 from ..messages import Message
@@ -87,6 +87,19 @@ class CalibratedCounter:
         estimate = self.base.count_messages(messages)
         if estimate <= 0:
             raise ConfigurationError("cannot calibrate on an empty message list: the base estimate is 0 tokens")
+        return self.calibrate_estimate(estimate, reported_prompt_tokens)
+
+    def calibrate_estimate(self, estimate: int, reported_prompt_tokens: int) -> float:
+        """Fold one report into the ratio given the *base* counter's estimate of the same request; returns the ratio.
+
+        For requests that are more than a message list (tool schemas, a system text), the caller counts the whole
+        request with `base` and hands the number here.
+        """
+        if reported_prompt_tokens <= 0 or estimate <= 0:
+            raise ConfigurationError(
+                f"need a positive estimate and report to calibrate, got estimate={estimate!r} and "
+                f"reported_prompt_tokens={reported_prompt_tokens!r}",
+            )
         observed = min(self.max_ratio, max(self.min_ratio, reported_prompt_tokens / estimate))
         with self._lock:
             if self._samples == 0:
@@ -102,4 +115,32 @@ class CalibratedCounter:
         return f"CalibratedCounter(base={self.base.name!r}, ratio={self._ratio:.4f}, samples={self._samples})"
 
 
-__all__ = ["CalibratedCounter"]
+def feed_calibration(
+    counters: Iterable[object],
+    reported_prompt_tokens: int | None,
+    estimate: Callable[[TokenCounter], int],
+) -> int:
+    """Fold a provider-reported prompt size into every calibrating counter among ``counters``; returns how many.
+
+    Called by whatever sees a provider's usage for a request it built (the graph's `Agent`, the host adapters), so
+    estimated counters (Anthropic, Gemini, ...) converge to the provider's real sizes without a manual step.
+    ``estimate(base)`` counts that request with a counter's *base* counter. Counters that do not calibrate (the exact
+    OpenAI ones) are skipped, each calibrating counter is fed once however often it is listed, and a missing or
+    zero report does nothing.
+    """
+    if not reported_prompt_tokens or reported_prompt_tokens <= 0:
+        return 0
+    fed = 0
+    seen: set[int] = set()
+    for counter in counters:
+        if not isinstance(counter, CalibratedCounter) or id(counter) in seen:
+            continue
+        seen.add(id(counter))
+        base_estimate = estimate(counter.base)
+        if base_estimate > 0:
+            counter.calibrate_estimate(base_estimate, reported_prompt_tokens)
+            fed += 1
+    return fed
+
+
+__all__ = ["CalibratedCounter", "feed_calibration"]
