@@ -19,7 +19,6 @@ so a call that appends a few messages counts only those (the counter memoizes pe
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import operator
 import time
@@ -28,11 +27,13 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._validate import check_int
+from .._bridge import in_running_loop, run_sync
+from .._validate import check_int, check_timeout
 from ..errors import ConfigurationError
 from ..messages import Message, edit_epoch, edited_since
 from ..prompt import SystemCost, is_recall, summary_tokens, system_costs, system_message_text, tool_schema_tokens
 from ..state import AgentState
+from ..summarize.failsafe import call_summarizer
 from ..tokens import TokenCounter, default_counter
 from ._compaction import ColdPlan, Limits, Segment, SummaryRequest, compact, extend_segments, finish, plan_cold
 from .base import BaseContextManager, S, adapt_summarizer
@@ -179,7 +180,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         max_summary_tokens: int = 600,
         summary_budget: int | None = None,
         summary_instructions: str | None = None,
-        summary_timeout: float | None = 120.0,
+        summary_timeout: float = 120.0,
         summary_mode: Literal["append", "update"] = "append",
     ) -> None:
         self.max_tokens = check_int("max_tokens", max_tokens, minimum=1)
@@ -209,11 +210,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             else check_int("clear_reply_min_tokens", clear_reply_min_tokens, minimum=0)
         )
         self.max_summary_tokens = check_int("max_summary_tokens", max_summary_tokens, minimum=1)
-        if summary_timeout is not None and not (isinstance(summary_timeout, int | float) and summary_timeout > 0):
-            raise ConfigurationError(
-                f"summary_timeout must be a positive number of seconds or None, got {summary_timeout!r}",
-            )
-        self.summary_timeout = summary_timeout
+        self.summary_timeout = check_timeout("summary_timeout", summary_timeout)
         self.summary_instructions = summary_instructions
         if summary_mode not in ("append", "update"):
             raise ConfigurationError(f"summary_mode must be 'append' or 'update', got {summary_mode!r}")
@@ -308,14 +305,12 @@ class TokenBudgetContextManager(BaseContextManager[S]):
     # -- summarizer drivers -------------------------------------------------------------------------------------
 
     def _summarize_blocking(self, request: SummaryRequest, core: Generator[Any, Any, Any]) -> str | None:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._summarize(request))
-        core.close()
-        raise RuntimeError(
-            "TokenBudgetContextManager.trim_context() needs to run its summarizer but was called from inside a "
-            "running event loop; use `await manager.atrim_context(state)` instead",
+        if in_running_loop():
+            core.close()
+        return run_sync(
+            lambda: self._summarize(request),
+            caller="TokenBudgetContextManager.trim_context() (it needs to run its summarizer)",
+            instead="await manager.atrim_context(state)",
         )
 
     async def _summarize(self, request: SummaryRequest) -> str | None:
@@ -328,21 +323,19 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             # a plain fn(messages) never sees previous_summary: hand it the summary to condense as a document
             messages = [Message.text_message(previous, role="user", message_id=CONDENSE_DOCUMENT_ID, timestamp=None)]
             previous = None
-        try:
-            pending = summarizer.summarize(
-                messages,
-                previous_summary=previous,
-                max_tokens=request.max_tokens,
-                instructions=request.instructions,
-            )
-            text = await (asyncio.wait_for(pending, self.summary_timeout) if self.summary_timeout else pending)
-        except Exception:
-            logger.exception(SUMMARY_FAILURE_LOG)
-            return None
-        if not isinstance(text, str) or not text.strip():
-            logger.warning("summarizer returned no text; dropping the oldest units without a summary instead")
-            return None
-        return text.strip()
+        # the library-wide fail-safe call: a real timeout (sync summarizers run in a daemon thread), never raises
+        text = await call_summarizer(
+            summarizer,
+            messages,
+            timeout=self.summary_timeout,
+            previous_summary=previous,
+            max_tokens=request.max_tokens,
+            instructions=request.instructions,
+            log=logger,
+        )
+        if text is None:
+            logger.error(SUMMARY_FAILURE_LOG)
+        return text
 
     # -- the core (shared by sync and async) --------------------------------------------------------------------
 
