@@ -40,7 +40,7 @@ from .config import Thresholds, resolve_thresholds
 from .events import SUMMARY_MARK, event_to_message, normalize_event, original_event, same_event
 from .report import ContextReport
 from .structured import StructuredSummary, as_structured_summarizer, coerce_summary, fit_summary
-from .view import EVENT_PREFIX, HEAD_KEY, SUMMARY_PREFIX, Entry, LiveView, is_visible, view_message
+from .view import EVENT_PREFIX, HEAD_KEY, SUMMARY_PREFIX, TOKENS_KEY, Entry, LiveView, is_visible, with_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -197,12 +197,13 @@ class BaseMemory(Generic[S]):
             view = self._view(sid)
             if not view.loaded:
                 await self._reload(sid, view)
+            message = with_tokens(doc, self.counter)  # counted once, stored with the event for cheap reloads
             try:
                 record = await self.store.add_record(self.namespace, sid, key, doc)
             except ConflictError:
                 await self._check_repeat(sid, key, normalized, source)
                 return None
-            if not view.wrote(record):  # someone else added in between: read their events too
+            if not view.wrote(record, message):  # someone else added in between: read their events too
                 view.catch_up(await self.store.list_records_since(self.namespace, sid, view.max_seq + 1))
             if not self.enable_context_management:
                 return None
@@ -477,7 +478,10 @@ class BaseMemory(Generic[S]):
             event = _copy_json(record.doc["event"])
             await self._compact_event(event)
             new_doc = {**record.doc, "event": event}
-            saved = entry.tokens - self.counter.count_message(view_message(new_doc)) if is_compacted(event) else 0
+            saved = 0
+            if is_compacted(event):
+                with_tokens(new_doc, self.counter)
+                saved = entry.tokens - int(new_doc[TOKENS_KEY]["n"])
             if saved <= 0:
                 view.declined[record.key] = record.version
                 if settling:
@@ -706,6 +710,9 @@ class BaseMemory(Generic[S]):
         start = view.live_from if live_from is None else live_from
         leaving = {key for key, doc, _ in updates if not is_visible(doc)}
         keep = [k for k in view.keep_keys(start) if k not in leaving]
+        for _, doc, _ in updates:
+            if is_visible(doc):
+                with_tokens(doc, self.counter)  # the stored count always matches the doc it is stored with
         head_doc = {"type": "head", "live_from": start, "keep": keep}
         batch = [*updates, (HEAD_KEY, head_doc, view.head_version)]
         written = await self.store.update_records(self.namespace, sid, batch)

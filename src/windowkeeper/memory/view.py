@@ -26,6 +26,8 @@ from .structured import StructuredSummary
 HEAD_KEY = "head"
 EVENT_PREFIX = "e:"
 SUMMARY_PREFIX = "s:"
+TOKENS_KEY = "tokens"
+"""Doc field holding ``{"counter": name, "n": tokens}``: the view message's count, so a reload need not recount."""
 
 
 def is_visible(doc: Mapping[str, Any]) -> bool:
@@ -48,13 +50,26 @@ def view_message(doc: Mapping[str, Any]) -> Message:
     return event_to_message(doc["event"])
 
 
-@dataclass(frozen=True)
 class Entry:
-    """One visible record with its view message and token count (valid for exactly this record version)."""
+    """One visible record with its token count and (built on first use) its view message.
 
-    record: Record
-    message: Message
-    tokens: int
+    Valid for exactly this record version. The message is built lazily: a reopened session whose records carry
+    their token count (see `TOKENS_KEY`) costs a JSON read per live record and nothing more until a model call
+    needs the messages.
+    """
+
+    __slots__ = ("_message", "record", "tokens")
+
+    def __init__(self, record: Record, tokens: int, message: Message | None = None) -> None:
+        self.record = record
+        self.tokens = tokens
+        self._message = message
+
+    @property
+    def message(self) -> Message:
+        if self._message is None:
+            self._message = view_message(self.record.doc)
+        return self._message
 
     @property
     def key(self) -> str:
@@ -67,6 +82,23 @@ class Entry:
     @property
     def is_summary(self) -> bool:
         return self.record.doc.get("type") == "summary"
+
+
+def stored_tokens(doc: Mapping[str, Any], counter: TokenCounter) -> int | None:
+    """The token count written with ``doc`` by ``counter`` (same counter name), or ``None``."""
+    info = doc.get(TOKENS_KEY)
+    if isinstance(info, Mapping) and info.get("counter") == getattr(counter, "name", None):
+        n = info.get("n")
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+            return n
+    return None
+
+
+def with_tokens(doc: dict[str, Any], counter: TokenCounter, message: Message | None = None) -> Message:
+    """Count what `view_message` sends for ``doc`` and record it in the doc (before it is written)."""
+    built = message if message is not None else view_message(doc)
+    doc[TOKENS_KEY] = {"counter": getattr(counter, "name", type(counter).__name__), "n": counter.count_message(built)}
+    return built
 
 
 @dataclass
@@ -92,13 +124,19 @@ class LiveView:
     settled: int = 0
     """Number of leading events already compacted, exempt or declined: a pass starts looking after them."""
 
-    def entry(self, record: Record, known: Mapping[str, Entry] | None = None) -> Entry:
-        """The entry of ``record``, reusing the known one when the version did not change."""
+    def entry(
+        self, record: Record, known: Mapping[str, Entry] | None = None, message: Message | None = None
+    ) -> Entry:
+        """The entry of ``record``, reusing the known one when the version did not change; the count comes from
+        the doc when its counter wrote it, else from counting the view message (``message`` if already built)."""
         current = (self.by_key if known is None else known).get(record.key)
         if current is not None and current.record.version == record.version:
             return current
-        message = view_message(record.doc)
-        return Entry(record, message, self.counter.count_message(message))
+        tokens = stored_tokens(record.doc, self.counter)
+        if tokens is None:
+            message = message if message is not None else view_message(record.doc)
+            tokens = self.counter.count_message(message)
+        return Entry(record, tokens, message)
 
     def rebuild(self, records: Iterable[Record]) -> None:
         """Replace the view by ``records`` (a fresh read of the live ones), reusing entries of unchanged versions."""
@@ -125,10 +163,14 @@ class LiveView:
         if records:
             self.max_seq = max(self.max_seq, max(r.seq for r in records))
 
-    def wrote(self, record: Record) -> bool:
+    def wrote(self, record: Record, message: Message | None = None) -> bool:
         """Apply a record this object just added; ``False`` when others added records since our last read (the
         caller then reads them with `catch_up`), because ``max_seq`` means "everything up to here was read"."""
-        self.apply([record])
+        if message is not None and is_visible(record.doc):
+            self.by_key.pop(record.key, None)
+            self._add(self.entry(record, message=message))
+        else:
+            self.apply([record])
         if record.seq == self.max_seq + 1:
             self.max_seq = record.seq
             return True
@@ -160,16 +202,24 @@ class LiveView:
             if old is not None:
                 changed = True
                 continue
-            target = self.summaries if new.is_summary else self.events
-            if not target or target[-1].seq < new.seq:
-                target.append(new)
-            else:  # a record older than our newest (another writer's, read late): rare, so a plain insert
-                index = bisect.bisect_left([e.seq for e in target], new.seq)
-                target.insert(index, new)
-                if not new.is_summary:
-                    self.settled = min(self.settled, index)
+            self._insert(new)
         if changed:
             self._merge()
+
+    def _add(self, new: Entry) -> None:
+        self.by_key[new.key] = new
+        self.total += new.tokens
+        self._insert(new)
+
+    def _insert(self, new: Entry) -> None:
+        target = self.summaries if new.is_summary else self.events
+        if not target or target[-1].seq < new.seq:
+            target.append(new)
+        else:  # a record older than our newest (another writer's, read late): rare, so a plain insert
+            index = bisect.bisect_left([e.seq for e in target], new.seq)
+            target.insert(index, new)
+            if not new.is_summary:
+                self.settled = min(self.settled, index)
 
     def _merge(self) -> None:
         """Swap replaced entries in and drop removed ones, keeping order; re-derive how many lead events are
@@ -199,4 +249,15 @@ class LiveView:
         return [e.key for e in (*self.summaries, *self.events) if e.seq < live_from]
 
 
-__all__ = ["EVENT_PREFIX", "HEAD_KEY", "SUMMARY_PREFIX", "Entry", "LiveView", "is_visible", "view_message"]
+__all__ = [
+    "EVENT_PREFIX",
+    "HEAD_KEY",
+    "SUMMARY_PREFIX",
+    "TOKENS_KEY",
+    "Entry",
+    "LiveView",
+    "is_visible",
+    "stored_tokens",
+    "view_message",
+    "with_tokens",
+]
