@@ -554,6 +554,19 @@ class BaseMemory(Generic[S]):
             report.reason = f"{why}; nothing was written"
             return report
         superseded = [r for r in active if r.key[len(SUMMARY_PREFIX) :] in set(summary.supersedes)]
+        replaced = sum(view.by_key[r.key].tokens for r in (*cover, *superseded))
+        summary_tokens = self.counter.count_text(summary.render())
+        if summary_tokens >= replaced:  # tier 3 must shrink the view, never grow it
+            if docs:
+                await self._commit(sid, view, [(k, d, view.by_key[k].record.version) for k, d in docs.items()])
+            report.tier = "compaction" if compacted else "none"
+            report.compacted_ids = compacted
+            report.tokens_after = view.total
+            report.reason = (
+                f"{why}; but the summary ({summary_tokens} tokens) would not be smaller than the "
+                f"{replaced} tokens it replaces, so the events stay"
+            )
+            return report
         summary = summary.model_copy(update={"supersedes": [r.key[len(SUMMARY_PREFIX) :] for r in superseded]})
         plan = _SummaryPlan(
             summary=summary,
