@@ -6,6 +6,8 @@ Runs offline: a scripted model asks for ``select_city`` and then answers, so the
 
 from __future__ import annotations
 
+from typing import Any
+
 from windowkeeper.core.graph import Agent, StateGraph, ToolNode
 from windowkeeper.core.state import AgentState, Message, ToolCallBlock
 from windowkeeper.core.state.tool_result import ToolResult
@@ -15,7 +17,7 @@ from windowkeeper.utils.constants import END
 
 class MyState(AgentState):
     user_id: str = ""
-    session_data: dict = {}
+    session_data: dict[str, Any] = {}
     selected_city: str = ""
 
 

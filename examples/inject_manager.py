@@ -15,7 +15,8 @@ from windowkeeper.utils.constants import END
 
 async def my_node(
     state: AgentState,
-    ctx_mgr: BaseContextManager | None = Inject[BaseContextManager],
+    # injectq types its marker as a class, so a checker needs to be told the default stands for the instance
+    ctx_mgr: BaseContextManager | None = Inject[BaseContextManager],  # type: ignore[assignment]
 ) -> AgentState:
     if ctx_mgr:
         state = await ctx_mgr.atrim_context(state)

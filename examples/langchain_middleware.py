@@ -13,6 +13,7 @@ import argparse
 
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -50,7 +51,7 @@ def main() -> None:
             middleware=[WindowkeeperMiddleware(6000)],  # the model's context window, in tokens
             checkpointer=InMemorySaver(),
         )
-        config = {"configurable": {"thread_id": "review-1"}}
+        config: RunnableConfig = {"configurable": {"thread_id": "review-1"}}
         for t in range(turns):
             state = agent.invoke({"messages": [HumanMessage(f"What does src/m{t}.py define?")]}, config)
         last = srv.requests[-1].json["messages"]

@@ -13,6 +13,7 @@ import argparse
 import warnings
 
 from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -52,7 +53,7 @@ def main() -> None:
             agent = create_react_agent(
                 model, [read_file], pre_model_hook=pre_model_hook(6000), checkpointer=InMemorySaver()
             )
-        config = {"configurable": {"thread_id": "review-1"}}
+        config: RunnableConfig = {"configurable": {"thread_id": "review-1"}}
         system = SystemMessage("You are a careful code reviewer.")
         for t in range(turns):
             new = [HumanMessage(f"What does src/m{t}.py define?")]

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import os
 import tempfile
+from typing import Any
 
 from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
@@ -49,7 +50,7 @@ async def main(turns: int, db: str) -> None:
 
         # 1. the filter: the caller keeps the history, every model call gets the managed input
         config = RunConfig(call_model_input_filter=input_filter(6000))
-        history: list = []
+        history: list[Any] = []
         for t in range(turns):
             history.append({"role": "user", "content": f"What does src/m{t}.py define?"})
             result = await Runner.run(agent, history, run_config=config)

@@ -3,9 +3,11 @@
 Run: python examples/trim_demo.py
 """
 
+from typing import Literal
+
 from windowkeeper.core.state import AgentState, Message, MessageContextManager
 
-conversation = [
+conversation: list[tuple[Literal["system", "user", "assistant"], str]] = [
     ("system", "You are terse."),
     ("user", "First question"),
     ("assistant", "First answer"),

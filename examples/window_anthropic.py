@@ -14,11 +14,12 @@ import argparse
 from typing import Any
 
 from anthropic import Anthropic
+from anthropic.types import ToolParam
 
 from windowkeeper import Window
 from windowkeeper.testing.fake_servers import FakeAnthropicServer, FakeReply, FakeToolCall
 
-TOOLS = [{"name": "read_file", "description": "Read a file.",
+TOOLS: list[ToolParam] = [{"name": "read_file", "description": "Read a file.",
           "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]
 
 

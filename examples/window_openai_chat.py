@@ -14,13 +14,21 @@ import json
 from typing import Any
 
 from openai import OpenAI
+from openai.types.chat import ChatCompletionToolParam
 
 from windowkeeper import Window
 from windowkeeper.testing.fake_servers import FakeOpenAIServer, FakeReply, FakeToolCall
 
-TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read a file.",
-                                           "parameters": {"type": "object", "properties": {"path": {"type": "string"}},
-                                                          "required": ["path"]}}}]
+TOOLS: list[ChatCompletionToolParam] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        },
+    }
+]
 
 
 def read_file(path: str) -> str:

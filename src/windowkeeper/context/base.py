@@ -8,13 +8,20 @@ instantiation turns that into an immediate, explained TypeError.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import ConfigurationError
 from ..state import AgentState
 from .metrics import MetricsRecorder, MetricsTotals, TrimMetrics, ViewSnapshot, snapshot
 
-S = TypeVar("S", bound=AgentState)
+if TYPE_CHECKING:
+    # type checkers only: the default makes ``MessageContextManager(...)`` a ``MessageContextManager[AgentState]``
+    # instead of ``[Never]`` (PEP 696); Python 3.11's TypeVar has no ``default``, and nothing needs it at run time
+    from typing_extensions import TypeVar as DefaultTypeVar
+
+    S = DefaultTypeVar("S", bound=AgentState, default=AgentState)
+else:
+    S = TypeVar("S", bound=AgentState)
 
 _REQUIRED = ("trim_context", "atrim_context")
 
