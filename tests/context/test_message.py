@@ -54,7 +54,8 @@ def test_keeps_last_n_user_turns_and_moves_systems_first() -> None:
     ]
     assert run(MessageContextManager(max_messages=2), ctx) == ["s1", "s2", "u2", "a2", "u3", "a3"]
     assert run(MessageContextManager(max_messages=1), ctx) == ["s1", "s2", "u3", "a3"]
-    assert run(MessageContextManager(max_messages=0), ctx) == ["s1", "s2"]
+    with pytest.raises(ConfigurationError, match="max_messages"):
+        MessageContextManager(max_messages=0)  # would leave a view with no user turn
     assert run(MessageContextManager(max_messages=3), ctx) == [m.message_id for m in ctx]
 
 

@@ -6,7 +6,7 @@ part has every tool call paired with its results and starts with a user turn, as
 
 from __future__ import annotations
 
-from .._validate import check_int
+from .._validate import check_int, check_positive_int
 from ..messages import Message
 from ._policy import oldest_kept_user, remove_completed_tool_sequences, split_system
 from .base import BaseContextManager, S
@@ -24,7 +24,8 @@ class MessageContextManager(BaseContextManager[S]):
 
     When the context holds more than ``max_messages`` user messages, it becomes: all system messages (original
     order) followed by the messages from the ``max_messages``-th newest user message on. Otherwise it is left as
-    it is. ``max_messages=0`` keeps only the system messages once any user message exists.
+    it is. ``max_messages`` must be at least 1: 0 would keep only the system messages, a view with no user turn
+    that Anthropic and Gemini reject, so it is refused at construction.
 
     ``remove_tool_msgs=True`` first removes finished tool sequences (the assistant call, its results and the
     assistant answer that used them), both when trimming and when not; a sequence still waiting for results or for
@@ -32,7 +33,7 @@ class MessageContextManager(BaseContextManager[S]):
     """
 
     def __init__(self, max_messages: int = 10, remove_tool_msgs: bool = False) -> None:
-        check_non_negative_int("max_messages", max_messages)
+        check_positive_int("max_messages", max_messages, hint=" (0 would drop every user turn)")
         self.max_messages = max_messages
         self.remove_tool_msgs = bool(remove_tool_msgs)
 
