@@ -41,7 +41,7 @@ from .blocks import (
 )
 from .boundary import clean_json
 
-_BLOCK_TYPES = (
+_BLOCK_TYPES: tuple[type[BaseModel], ...] = (
     TextBlock, ToolCallBlock, ToolResultBlock, ReasoningBlock, ErrorBlock, AnnotationBlock, *MEDIA_BLOCK_TYPES,
 )
 
@@ -115,7 +115,7 @@ def _mark_edited(private: dict[str, Any]) -> None:
 def _as_block(item: Any) -> ContentBlock:
     """A block put into a content list after construction is validated like one given to the constructor."""
     if isinstance(item, _BLOCK_TYPES):
-        return item  # type: ignore[no-any-return]
+        return item  # type: ignore[return-value]
     return _BLOCK_ADAPTER.validate_python(item)
 
 

@@ -841,7 +841,7 @@ async def spec_codec_limits(backend: Backend) -> None:
     else:
         raise AssertionError("the checkpointer must refuse NaN like the memory does, not store it as null")
     kept = await cp.aget_state("nan-state", Scored)
-    assert kept is not None and kept.score == 1.5
+    assert isinstance(kept, Scored) and kept.score == 1.5
 
     surrogate = Message.text_message("half \ud83d emoji", message_id="sur")
     await store.append_messages("surrogates", [surrogate])
