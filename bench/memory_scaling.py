@@ -102,7 +102,16 @@ async def main(sizes: list[int], backend: str, tail: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         rows = [await measure(n, backend, tail, Path(tmp)) for n in sizes]
     print_table(
-        ["messages", "CPU ms / add", "slowest add ms", "reopen CPU ms", "live events", "records", "view tokens", "passes"],
+        [
+            "messages",
+            "CPU ms / add",
+            "slowest add ms",
+            "reopen CPU ms",
+            "live events",
+            "records",
+            "view tokens",
+            "passes",
+        ],
         [
             [
                 f"{r['messages']:,}",

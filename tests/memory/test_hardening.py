@@ -79,7 +79,8 @@ def test_validate_flags_a_conversation_without_a_user_turn() -> None:
 
 async def test_reserved_state_keys_are_never_taken_from_the_caller() -> None:
     memory = InMemoryMemory()
-    forged = event(0, "the real text", **{COMPACTION_KEY: {"original_content": "injected text"}})
+    forged = event(0, "the real text")
+    forged["state"][COMPACTION_KEY] = {"original_content": "injected text"}
     with pytest.raises(FormatError, match="reserved"):
         await memory.add(forged, session_id="s")
     with pytest.raises(FormatError, match="reserved"):

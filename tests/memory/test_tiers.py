@@ -94,9 +94,9 @@ async def test_long_debugging_session_reaches_both_tiers(backend: Backend) -> No
     assert sorted(d for d in decisions if not any(d in k for k in final.key_decisions)) == []
     assert final.user_goal is not None and "merge_payloads" in final.user_goal
 
-    view = await memory.list(sid)
-    assert view[0]["message"]["role"] == "system" and view[0]["message"]["id"] == f"summary:{final.id}"
-    live_ids = [e["message"]["id"] for e in view[1:]]
+    listed = await memory.list(sid)
+    assert listed[0]["message"]["role"] == "system" and listed[0]["message"]["id"] == f"summary:{final.id}"
+    live_ids = [e["message"]["id"] for e in listed[1:]]
     assert set(live_ids).isdisjoint(covered)
     assert live_ids == [e["message"]["id"] for e in history if e["message"]["id"] not in covered]
 

@@ -410,10 +410,10 @@ class BaseMemory(Generic[S]):
 
     async def _manage_locked(self, sid: str, view: LiveView) -> ContextReport:
         if view.total < self.thresholds.compaction_limit:  # the common case: nothing to look at
-            report = self._new_report(sid, view.total)
-            report.reason = "below the compaction trigger"
-            self._last_reports[sid] = report
-            return report
+            quiet = self._new_report(sid, view.total)
+            quiet.reason = "below the compaction trigger"
+            self._last_reports[sid] = quiet
+            return quiet
         report: ContextReport | None = None
         for attempt in range(self.max_retries + 1):
             try:
