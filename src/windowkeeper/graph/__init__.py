@@ -41,7 +41,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """``Inject`` is injectq's marker, importable from here; injectq is optional (``pip install "windowkeeper[di]"``)."""
+    """``Inject`` is injectq's marker, importable from here; injectq is optional: ``pip install "windowkeeper[di]"``."""
     if name == "Inject":
         from .injection import require_injectq
 
