@@ -80,7 +80,9 @@ class CacheBill:
         return units * r.input_per_mtok / 1_000_000
 
 
-def bill_calls(calls: Iterable[tuple[int, int]], rules: CacheRules, *, seconds_between_calls: float = 20.0) -> CacheBill:
+def bill_calls(
+    calls: Iterable[tuple[int, int]], rules: CacheRules, *, seconds_between_calls: float = 20.0
+) -> CacheBill:
     """Price calls given as ``(prompt_tokens, tokens_shared_with_the_previous_prompt)`` under ``rules``.
 
     A shared prefix is served from the cache only when it reaches ``min_prefix`` and the previous call was less

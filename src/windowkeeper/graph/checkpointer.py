@@ -283,7 +283,9 @@ class Checkpointer(BaseCheckpointer):
         try:
             return Message.model_validate(entry.get("m"))
         except ValidationError as exc:
-            raise StorageError(f"thread {thread_id!r}: a message stored in the checkpoint does not validate: {exc}") from exc
+            raise StorageError(
+                f"thread {thread_id!r}: a message stored in the checkpoint does not validate: {exc}",
+            ) from exc
 
     async def _find_run(self, thread_id: str, count: int, first: str, last: str) -> list[Message]:
         """A run whose positions moved (another writer appended in between): found by its keys in the full log."""
