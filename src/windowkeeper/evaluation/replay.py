@@ -9,15 +9,16 @@ already have), and at the end checks which ground-truth facts the final view sti
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..blocks import ToolCallBlock
 from ..messages import Message
 from ..prompt import AssembledPrompt, assemble_messages
 from ..tokens import TokenCounter, default_counter
-from ..units import validate
+from ..units import Problem, validate
 from .pricing import Prices
 from .strategies import Strategy, View
 
@@ -108,25 +109,88 @@ def call_points(messages: Sequence[Message]) -> list[int]:
     return [i for i, m in enumerate(messages) if m.role == "assistant" and i > 0]
 
 
-class _PromptTracker:
-    """Remembers one strategy's previous prompt to find how much of the new one a prompt cache would serve."""
+@dataclass
+class _Measured:
+    """What one call of a strategy sent: its pieces, its count and its problems per provider."""
 
-    def __init__(self) -> None:
-        self.previous: list[tuple[str, int]] | None = None
+    messages: Sequence[Message]
+    summary: str | None
+    items: list[tuple[str, int]]
+    tokens: int
+    problems: list[tuple[str, Problem]]
+    prompt_len: int
 
-    def observe(self, items: list[tuple[str, int]]) -> tuple[int, bool | None]:
+
+class _Measure:
+    """Measures one strategy's calls; a view that only appends to the previous one costs only what it appended.
+
+    Most calls of most strategies send the previous view plus the new messages (that is the point of a
+    cache-friendly strategy, and the full-history baseline does nothing else), so re-assembling, re-counting and
+    re-validating the whole view each call would make a replay quadratic in the session's length. For such an
+    extension the pieces, the count and the cacheable prefix follow from the previous call's; validation runs on
+    the tail from the last user message before the new part (the unit it may complete, and what follows).
+    """
+
+    def __init__(self, counter: TokenCounter, providers: Sequence[str]) -> None:
+        self.counter = counter
+        self.providers = providers
+        self.previous: _Measured | None = None
+
+    def observe(self, view: View) -> tuple[_Measured, int, bool | None]:
         prev = self.previous
-        self.previous = items
+        current = self._extend(view, prev) if prev is not None else None
+        if current is None:
+            current = self._full(view)
+        self.previous = current
         if prev is None:
-            return 0, None
+            return current, 0, None
         cached = 0
         shared = 0
-        for (fp_prev, _), (fp_now, tokens) in zip(prev, items, strict=False):
-            if fp_prev != fp_now:
+        for (key_prev, _), (key_now, tokens) in zip(prev.items, current.items, strict=False):
+            if key_prev != key_now:
                 break
             cached += tokens
             shared += 1
-        return cached, shared == len(prev)
+        return current, cached, shared == len(prev.items)
+
+    def _full(self, view: View) -> _Measured:
+        request = assembled(view, self.counter)
+        prompt = request.to_messages()
+        head = len(prompt) - len(request.messages)  # the system text sent as one leading message
+        problems = [
+            (prov, replace(p, index=p.index - head)) for prov in self.providers for p in validate(prompt, prov)
+        ]
+        return _Measured(view.messages, view.summary, request.pieces(), request.input_tokens, problems, len(prompt))
+
+    def _extend(self, view: View, prev: _Measured) -> _Measured | None:
+        messages, old = view.messages, prev.messages
+        n = len(old)
+        if view.summary != prev.summary or len(messages) < n or not all(map(operator.is_, messages, old)):
+            return None
+        new = messages[n:]
+        if any(m.role == "system" for m in new):
+            return None
+        count = self.counter.count_message
+        added = [(m.fingerprint(), count(m)) for m in new]
+        start = n
+        while start > 0 and messages[start - 1].role != "user":
+            start -= 1
+        start = max(start - 1, 0)
+        tail = messages[start:]
+        if not new:
+            return prev
+        problems = [
+            (prov, replace(p, index=p.index + start)) for prov in self.providers for p in validate(tail, prov)
+        ]
+        kept = [item for item in prev.problems if item[1].index < start]
+        return _Measured(
+            messages,
+            view.summary,
+            [*prev.items, *added],
+            prev.tokens + sum(t for _, t in added),
+            [*kept, *problems],
+            prev.prompt_len + len(new),
+        )
 
 
 async def replay(
@@ -148,7 +212,7 @@ async def replay(
     if max_calls is not None:
         points = points[:max_calls]
     reports = [StrategyReport(s.name, facts_total=len(facts)) for s in strategies]
-    trackers = [_PromptTracker() for _ in strategies]
+    measures = [_Measure(counter, providers) for _ in strategies]
     last_views: dict[int, View] = {}
     # Problems the recorded history itself has at a call (e.g. tool call ids reused across turns) are not
     # charged to a strategy; only problems its view introduces count as invalid.
@@ -161,27 +225,22 @@ async def replay(
             t0 = time.perf_counter()
             view = await strategy.step(new)
             reports[idx].seconds += time.perf_counter() - t0
-            request = assembled(view, counter)
-            prompt = request.to_messages()
-            items = request.pieces()
-            cached, stable = trackers[idx].observe(items)
-            problems = [p for prov in providers for p in validate(prompt, prov)]
+            measured, cached, stable = measures[idx].observe(view)
+            problems = [p for _, p in measured.problems]
             if problems:
                 if n not in inherited:
                     history = messages[:point]
                     inherited[n] = {(prov, p.code) for prov in providers for p in validate(history, prov)}
-                problems = [
-                    p for prov in providers for p in validate(prompt, prov) if (prov, p.code) not in inherited[n]
-                ]
+                problems = [p for prov, p in measured.problems if (prov, p.code) not in inherited[n]]
             if problems and len(reports[idx].problems) < 5:
                 reports[idx].problems.append(f"call {n}: {problems[0]}")
             reports[idx].calls.append(
                 CallRecord(
-                    tokens=request.input_tokens,
+                    tokens=measured.tokens,
                     cached_tokens=cached,
                     prefix_stable=stable,
                     valid=not problems,
-                    messages=len(prompt),
+                    messages=measured.prompt_len,
                 )
             )
             last_views[idx] = view
