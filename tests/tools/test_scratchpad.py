@@ -111,9 +111,7 @@ def test_a_write_past_the_limit_is_an_error_result_and_leaves_the_notes() -> Non
 
 def test_parallel_calls_in_one_turn_apply_in_call_order() -> None:
     tools = ToolNode([scratchpad_tool()])
-    client = ScriptedClient(
-        [call(*(("scratchpad", {"notes": word}) for word in ("first", "second", "third"))), "ok"]
-    )
+    client = ScriptedClient([call(*(("scratchpad", {"notes": word}) for word in ("first", "second", "third"))), "ok"])
     result = app(Agent(client=client, tool_node=tools), tools).invoke({"messages": [user("go", "u1")]})
     assert result["state"].scratchpad == "first\nsecond\nthird"
     assert client.requests[1].system == f"{SCRATCHPAD_HEADER}\nfirst\nsecond\nthird"
