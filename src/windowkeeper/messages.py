@@ -22,24 +22,22 @@ import time
 import uuid
 import weakref
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Any, Literal, SupportsIndex, overload
+from typing import Any, Literal, SupportsIndex, overload
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 
 from .blocks import (
     MEDIA_BLOCK_TYPES,
     AnnotationBlock,
     ContentBlock,
     ErrorBlock,
-    Id,
     ReasoningBlock,
-    Text,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
     tool_output_text,
 )
-from .boundary import clean_json
+from .boundary import clean_id, clean_json, clean_text
 
 _BLOCK_TYPES: tuple[type[BaseModel], ...] = (
     TextBlock, ToolCallBlock, ToolResultBlock, ReasoningBlock, ErrorBlock, AnnotationBlock, *MEDIA_BLOCK_TYPES,
@@ -136,9 +134,13 @@ class BlockList(list[ContentBlock]):
         self._owners: list[weakref.ref[Message]] = []
 
     def _own(self, message: Message) -> None:
-        owners = [ref for ref in self._owners if ref() is not None and ref() is not message]
-        owners.append(weakref.ref(message))
-        self._owners = owners
+        owners = self._owners
+        if not owners:  # the common case: a list just built for one message
+            owners.append(weakref.ref(message))
+            return
+        kept = [ref for ref in owners if ref() is not None and ref() is not message]
+        kept.append(weakref.ref(message))
+        self._owners = kept
 
     def _touch(self) -> None:
         for ref in self._owners:
@@ -219,8 +221,16 @@ class BlockList(list[ContentBlock]):
         self._touch()
 
 
-def _to_block_list(blocks: list[ContentBlock]) -> BlockList:
-    return blocks if type(blocks) is BlockList else BlockList(blocks)
+_CLEANED = ("message_id", "tools_calls", "reasoning", "metadata", "raw")
+"""`Message` fields the boundary rule applies to (blocks clean their own text)."""
+
+
+def _clean_field(name: str, value: Any) -> Any:
+    if name == "message_id":
+        return clean_id(value) if isinstance(value, str) else value
+    if name == "reasoning":
+        return clean_text(value) if isinstance(value, str) else value
+    return clean_json(value)
 
 
 class Message(BaseModel):
@@ -232,21 +242,33 @@ class Message(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, ser_json_inf_nan="constants")
 
-    message_id: Id | int = Field(default_factory=_new_id)
+    message_id: str | int = Field(default_factory=_new_id)
     role: Role
-    content: Annotated[list[ContentBlock], AfterValidator(_to_block_list)] = Field(default_factory=BlockList)
+    content: list[ContentBlock] = Field(default_factory=BlockList)
     delta: bool = False
-    tools_calls: Annotated[list[dict[str, Any]] | None, AfterValidator(clean_json)] = None
-    reasoning: Text | None = None
+    tools_calls: list[dict[str, Any]] | None = None
+    reasoning: str | None = None
     timestamp: float | None = Field(default_factory=time.time)
-    metadata: Annotated[dict[str, Any], AfterValidator(clean_json)] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
     usages: TokenUsages | None = None
-    raw: Annotated[dict[str, Any] | None, AfterValidator(clean_json)] = None
+    raw: dict[str, Any] | None = None
 
     _fingerprint: str | None = PrivateAttr(default=None)
-    _edited: int = PrivateAttr(default=0)
+    # "_edited" (the edit epoch of the last in-place edit) is written into the private dict only when an edit
+    # happens: a second declared private attribute would double the cost of constructing every message
 
     def model_post_init(self, context: Any, /) -> None:
+        """Apply the boundary rule to this message's own fields and adopt its content list.
+
+        One Python call for the whole message, with cheap checks for the common case (ASCII id, empty metadata),
+        rather than a validator per field: constructing messages is on every load path. Blocks clean their own
+        text in their validators.
+        """
+        fields = self.__dict__
+        for name in _CLEANED:
+            value = fields[name]
+            if value:
+                fields[name] = _clean_field(name, value)
         self._adopt_content()
 
     def _adopt_content(self) -> None:
@@ -261,6 +283,8 @@ class Message(BaseModel):
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
+        if name in _CLEANED and value:
+            self.__dict__[name] = _clean_field(name, self.__dict__[name])
         if name in _FINGERPRINTED:
             private = self.__pydantic_private__
             if private is not None:
