@@ -10,16 +10,22 @@ names the index, the key, the shape expected and, when it can tell, the format t
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from ..errors import ConfigurationError, FormatError
 from ..llm.formats import (
+    anthropic,
     from_anthropic,
     from_gemini,
     from_langchain,
     from_openai_chat,
     from_responses_input,
+    gemini,
+    langchain,
+    openai_chat,
+    openai_responses,
     to_anthropic,
     to_gemini,
     to_langchain,
@@ -28,6 +34,7 @@ from ..llm.formats import (
 )
 from ..llm.formats._common import plain
 from ..llm.formats.anthropic import CacheBreakpoint
+from ..llm.formats.openai_responses import continues_turn
 from ..messages import Message
 from ..prompt import system_message
 
@@ -139,16 +146,93 @@ def _shape_error(fmt: WindowFormat, index: int, key: str, guess: str | None, det
     )
 
 
-def read_messages(fmt: WindowFormat, messages: Any) -> list[Message]:
-    """The caller's list as our messages (deterministic ids); never mutates ``messages``."""
-    if fmt == "openai_responses" and isinstance(messages, str):
-        return from_responses_input(messages)
+@dataclass
+class ReadCache:
+    """What the previous read of a thread's list produced, so the next read converts only the new tail.
+
+    ``items`` are the caller's own objects (kept by reference: an item that is the very same object as last time
+    is not read again) and ``marks`` the ``(item index, messages read before it)`` points a tail may start at.
+    """
+
+    items: list[Any] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    marks: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
+
+
+def _safe_start(fmt: WindowFormat, items: Sequence[Any], index: int) -> bool:
+    """Whether reading may start at ``items[index]`` without state from the items before it."""
+    if index == 0 or index >= len(items):
+        return True
+    if fmt == "openai_responses":
+        return not (continues_turn(items[index - 1]) and continues_turn(items[index]))
+    if fmt == "gemini":
+        entry = plain(items[index])
+        parts = entry.get("parts") if isinstance(entry, Mapping) else None
+        return not any(
+            isinstance(p, Mapping) and ("functionResponse" in p or "function_response" in p)
+            for p in (plain(part) for part in (parts if isinstance(parts, list) else []))
+        )
+    return True
+
+
+def read_messages_cached(fmt: WindowFormat, messages: Any, cache: ReadCache | None) -> tuple[list[Message], ReadCache]:
+    """`read_messages` that re-reads only what changed since ``cache`` (the same result, ids included).
+
+    The leading items that are the very objects of the previous call are taken from the cache, up to the last
+    point a read can restart from; the rest is read with the id chain continued. Work per call is proportional to
+    what is new, not to the history. Items must not be edited in place: replace an item to change history.
+    """
+    if cache is None or (fmt == "openai_responses" and isinstance(messages, str)):
+        return _fresh(fmt, messages)
+    _check_list(fmt, messages)
+    same = 0
+    for mine, theirs in zip(messages, cache.items, strict=False):
+        if mine is not theirs:
+            break
+        same += 1
+    start, count = 0, 0
+    for item_index, message_count in cache.marks:
+        if item_index <= same and _safe_start(fmt, messages, item_index):
+            start, count = item_index, message_count
+    if start == 0:
+        return _fresh(fmt, messages)
+    tail = list(messages[start:])
+    _check_shapes(fmt, tail, offset=start)
+    previous = str(cache.messages[count - 1].message_id) if count else None
+    read = _guarded(fmt, messages, lambda: _read_tail(fmt, tail, start, previous))
+    out = [*cache.messages[:count], *read]
+    marks = [m for m in cache.marks if m[0] <= start]
+    return out, ReadCache(items=list(messages), messages=out, marks=[*marks, (len(messages), len(out))])
+
+
+def _fresh(fmt: WindowFormat, messages: Any) -> tuple[list[Message], ReadCache]:
+    out = read_messages(fmt, messages)
+    items = [messages] if isinstance(messages, str) else list(messages)
+    return out, ReadCache(items=items, messages=out, marks=[(0, 0), (len(items), len(out))])
+
+
+def _read_tail(fmt: WindowFormat, tail: list[Any], offset: int, previous: str | None) -> list[Message]:
+    if fmt == "openai_chat":
+        return openai_chat.read_items(tail, offset=offset, previous=previous)
+    if fmt == "openai_responses":
+        return openai_responses.read_items(tail, offset=offset, previous=previous)
+    if fmt == "anthropic":
+        return anthropic.read_items(tail, offset=offset, previous=previous)
+    if fmt == "gemini":
+        return gemini.read_items(tail, offset=offset, previous=previous)
+    return langchain.read_items(tail, offset=offset, previous=previous)
+
+
+def _check_list(fmt: WindowFormat, messages: Any) -> None:
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
         raise FormatError(
             f"Window(format={fmt!r}) takes the whole conversation as a list of {EXPECTED[fmt]}, "
             f"got {type(messages).__name__}",
         )
-    for i, item in enumerate(messages):
+
+
+def _check_shapes(fmt: WindowFormat, items: Sequence[Any], *, offset: int = 0) -> None:
+    for i, item in enumerate(items, start=offset):
         foreign = foreign_shape(fmt, item)
         if foreign is not None:
             key, guess = foreign
@@ -159,16 +243,33 @@ def read_messages(fmt: WindowFormat, messages: Any) -> list[Message]:
                 guess,
                 f"this {type(plain(item)).__name__} has {key!r}, which {NAMES[fmt]} messages never carry",
             )
+
+
+def read_messages(fmt: WindowFormat, messages: Any) -> list[Message]:
+    """The caller's list as our messages (deterministic ids); never mutates ``messages``."""
+    if fmt == "openai_responses" and isinstance(messages, str):
+        return from_responses_input(messages)
+    _check_list(fmt, messages)
+    _check_shapes(fmt, messages)
+    return _guarded(fmt, messages, lambda: _read_all(fmt, list(messages)))
+
+
+def _read_all(fmt: WindowFormat, items: list[Any]) -> list[Message]:
+    if fmt == "openai_chat":
+        return from_openai_chat(items)
+    if fmt == "openai_responses":
+        return from_responses_input(items)
+    if fmt == "anthropic":
+        return from_anthropic(None, items)
+    if fmt == "gemini":
+        return from_gemini(None, items)
+    return from_langchain(items)
+
+
+def _guarded(fmt: WindowFormat, messages: Sequence[Any], read: Callable[[], list[Message]]) -> list[Message]:
+    """``read()``, its `FormatError` completed with the shape this window expects and the format it looks like."""
     try:
-        if fmt == "openai_chat":
-            return from_openai_chat(list(messages))
-        if fmt == "openai_responses":
-            return from_responses_input(list(messages))
-        if fmt == "anthropic":
-            return from_anthropic(None, list(messages))
-        if fmt == "gemini":
-            return from_gemini(None, list(messages))
-        return from_langchain(list(messages))
+        return read()
     except FormatError as exc:
         index = exc.index
         guess = guess_format(messages[index]) if index is not None and 0 <= index < len(messages) else None
@@ -245,7 +346,9 @@ __all__ = [
     "check_format",
     "foreign_shape",
     "guess_format",
+    "ReadCache",
     "read_messages",
+    "read_messages_cached",
     "system_text",
     "write_messages",
 ]

@@ -61,6 +61,8 @@ class ThreadMemory:
     recall_served: str | None = None
     originals: dict[str, Message] = field(default_factory=dict)
     saved_keys: set[str] = field(default_factory=set)
+    read_cache: Any = None
+    """The `ReadCache` of the caller's list as last read (in memory only: a new process reads the list once)."""
     last_prompt: Any = None
     """The `AssembledPrompt` of the thread's last call (kept to calibrate counters from the reply's usage)."""
     needs_reseed: bool = False

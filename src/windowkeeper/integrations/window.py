@@ -36,7 +36,7 @@ from ..state import AgentState
 from ..storage import SessionStore, open_store
 from ..tokenizing.calibration import feed_calibration
 from ..tokens import TokenCounter
-from ._formats import WindowFormat, check_format, read_messages, system_text, write_messages
+from ._formats import WindowFormat, check_format, read_messages, read_messages_cached, system_text, write_messages
 from ._threads import ThreadMemory, ThreadStore, chain_digest, restore_keys
 
 logger = logging.getLogger(__name__)
@@ -194,11 +194,11 @@ class Window:
         schemas sent with the call, counted in the request. The caller's list is never modified.
         """
         tid = self._thread_id(thread_id)
-        incoming = read_messages(self.format, messages)
+        memory = await self._memory(tid)
+        incoming, memory.read_cache = read_messages_cached(self.format, messages, memory.read_cache)
         prompt_text = system_text(self.format, system)
         manager = self._manager_for(tools)
         head: list[Message] = [system_message(prompt_text)] if prompt_text else []
-        memory = await self._memory(tid)
         if memory.needs_reseed:
             await self._reseed(tid, manager, memory, head)
             memory.needs_reseed = False

@@ -122,7 +122,8 @@ def reader(what: str) -> Callable[[_Reader], _Reader]:
             except RecursionError as exc:
                 raise FormatError(f"{what} nest too deep (or refer to themselves) to be read") from exc
             except ValidationError as exc:
-                first = exc.errors()[0] if exc.errors() else {}
+                errors = exc.errors()
+                first: Mapping[str, Any] = errors[0] if errors else {}
                 where = ".".join(str(part) for part in first.get("loc", ()))
                 raise FormatError(
                     f"{what} hold a value that does not fit a {exc.title} ({where or 'value'}: "
@@ -179,8 +180,8 @@ class IdChain:
     provider message get ``{id}#{part}`` after the first. Everything else is `derived_id` of the source payload.
     """
 
-    def __init__(self) -> None:
-        self.previous: str | None = None
+    def __init__(self, previous: str | None = None) -> None:
+        self.previous: str | None = previous
 
     def assign(self, messages: Sequence[Message], source: Any, index: int, *, provided: str | None = None) -> None:
         payload: str | None = None

@@ -440,11 +440,25 @@ def from_anthropic(system: Any, messages: Any) -> list[Message]:
     if text is not None:
         out.append(Message.text_message(text, role="system"))
         chain.assign(out, {"system": system}, -1)
-    for i, d in enumerate(messages_input(messages, what="Anthropic messages")):
+    out.extend(_read(messages_input(messages, what="Anthropic messages"), offset=0, previous=chain.previous))
+    return out
+
+
+def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Message]:
+    chain = IdChain(previous)
+    out: list[Message] = []
+    for i, d in enumerate(items, start=offset):
         converted = _to_messages(d, i)
         chain.assign(converted, d, i)
         out.extend(converted)
     return out
+
+
+@reader("Anthropic messages")
+def read_items(items: Sequence[Any], *, offset: int = 0, previous: str | None = None) -> list[Message]:
+    """Messages from provider messages ``offset``, ``offset + 1``, ... of a longer list (no system), as
+    `from_anthropic` reads them when ``previous`` is the id of the last message read before them."""
+    return _read(items, offset=offset, previous=previous)
 
 
 __all__ = [

@@ -405,12 +405,30 @@ def from_gemini(system_instruction: Any, contents: Any, *, id_prefix: str = DEFA
                 system = Message.text_message(text, role="system")
                 chain.assign([system], {"system_instruction": text, "part": j}, -1)
                 out.append(system)
+    items = messages_input(contents, what="Gemini contents")
+    out.extend(_read(items, offset=0, previous=chain.previous, id_prefix=id_prefix))
+    return out
+
+
+def _read(items: Sequence[Any], *, offset: int, previous: str | None, id_prefix: str) -> list[Message]:
+    chain = IdChain(previous)
     pairing = _Pairing()
-    for i, entry in enumerate(messages_input(contents, what="Gemini contents")):
+    out: list[Message] = []
+    for i, entry in enumerate(items, start=offset):
         converted = _parse_contents_entry(entry, i, pairing, id_prefix)
         chain.assign(converted, entry, i)
         out.extend(converted)
     return out
+
+
+@reader("Gemini contents")
+def read_items(
+    items: Sequence[Any], *, offset: int = 0, previous: str | None = None, id_prefix: str = DEFAULT_ID_PREFIX
+) -> list[Message]:
+    """Messages from contents ``offset``, ``offset + 1``, ... of a longer list (no system instruction), as
+    `from_gemini` reads them when ``previous`` is the id of the last message read before them. Function responses
+    are paired with the calls of the preceding model content, so start the tail at a content without any."""
+    return _read(items, offset=offset, previous=previous, id_prefix=id_prefix)
 
 
 __all__ = ["from_gemini", "gemini_content_to_messages", "to_gemini"]

@@ -288,13 +288,24 @@ def from_langchain(messages: Sequence[Any]) -> list[Message]:
     LangChain ``id``s are kept; a message without one gets an id derived from its content, index and the previous
     message's id, so converting the same list again gives the same ids.
     """
-    chain = IdChain()
+    return _read(messages, offset=0, previous=None)
+
+
+def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Message]:
+    chain = IdChain(previous)
     out: list[Message] = []
-    for i, lc_message in enumerate(messages):
+    for i, lc_message in enumerate(items, start=offset):
         message = _to_message(lc_message, i)
         _assign(chain, message, lc_message, i)
         out.append(message)
     return out
+
+
+@reader("LangChain messages")
+def read_items(items: Sequence[Any], *, offset: int = 0, previous: str | None = None) -> list[Message]:
+    """Messages ``offset``, ``offset + 1``, ... of a longer list, as `from_langchain` of the whole list reads them
+    when ``previous`` is the id of message ``offset - 1``."""
+    return _read(items, offset=offset, previous=previous)
 
 
 __all__ = ["from_langchain", "langchain_message_to_message", "to_langchain"]

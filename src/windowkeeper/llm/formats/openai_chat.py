@@ -345,14 +345,24 @@ def from_openai_chat(messages: Any) -> list[Message]:
     Ids are derived from each message's content, its index and the previous message's id, so converting the same
     list again gives the same ids (see `IdChain`).
     """
-    items = messages_input(messages, what="OpenAI chat messages")
-    chain = IdChain()
+    return _read(messages_input(messages, what="OpenAI chat messages"), offset=0, previous=None)
+
+
+def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Message]:
+    chain = IdChain(previous)
     out: list[Message] = []
-    for i, d in enumerate(items):
+    for i, d in enumerate(items, start=offset):
         message = _to_message(d, i)
         chain.assign([message], d, i)
         out.append(message)
     return out
+
+
+@reader("OpenAI chat messages")
+def read_items(items: Sequence[Any], *, offset: int = 0, previous: str | None = None) -> list[Message]:
+    """Messages ``offset``, ``offset + 1``, ... of a longer list: what `from_openai_chat` of the whole list gives for
+    them when ``previous`` is the id of message ``offset - 1`` (for reading only the new tail of a growing list)."""
+    return _read(items, offset=offset, previous=previous)
 
 
 __all__ = ["from_openai_chat", "message_to_openai_chat", "openai_chat_message_to_message", "to_openai_chat"]

@@ -48,6 +48,7 @@ from ._common import (
     messages_input,
     original_arguments,
     parse_args,
+    plain,
     provided_id,
     reader,
     require_str,
@@ -304,6 +305,34 @@ def from_responses_input(items: Any, instructions: str | None = None) -> list[Me
         chain.assign([text], items, 0)
         out.append(text)
         return out
+    out.extend(_read(messages_input(items, what="Responses input items"), offset=0, previous=chain.previous))
+    return out
+
+
+ASSISTANT_ITEM_KINDS = frozenset({"reasoning", "function_call"})
+
+
+def continues_turn(item: Any) -> bool:
+    """Whether ``item`` belongs to an assistant turn (reasoning, function_call or assistant message items merge
+    into one message with their neighbours of the same kind), so a tail cannot be read starting next to it."""
+    value = plain(item)
+    if not isinstance(value, Mapping):
+        return False
+    kind = value.get("type")
+    return kind in ASSISTANT_ITEM_KINDS or (kind in (None, "message") and value.get("role") == "assistant")
+
+
+@reader("OpenAI Responses input items")
+def read_items(items: Sequence[Any], *, offset: int = 0, previous: str | None = None) -> list[Message]:
+    """Messages from items ``offset``, ``offset + 1``, ... of a longer list (no instructions), as
+    `from_responses_input` reads them when ``previous`` is the id of the last message read before them. Start the
+    tail where no assistant turn spans the boundary (see `continues_turn`)."""
+    return _read(items, offset=offset, previous=previous)
+
+
+def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Message]:
+    out: list[Message] = []
+    chain = IdChain(previous)
     turn: list[ContentBlock] | None = None
     turn_items: list[Mapping[str, Any]] = []
     turn_index = 0
@@ -331,7 +360,7 @@ def from_responses_input(items: Any, instructions: str | None = None) -> list[Me
             turn_items.clear()
             arguments.clear()
 
-    for i, raw in enumerate(messages_input(items, what="Responses input items")):
+    for i, raw in enumerate(items, start=offset):
         item = as_mapping(raw, index=i, key="type", what="input item")
         kind = _item_kind(item, index=i)
         if kind in ("reasoning", "function_call") or (kind == "message" and item.get("role") == "assistant"):

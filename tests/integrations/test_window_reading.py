@@ -1,0 +1,59 @@
+"""The window re-reads only the new tail of a growing list, with exactly the result of reading it whole."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from windowkeeper.evaluation.sessiongen import generate_session
+from windowkeeper.integrations._formats import WINDOW_FORMATS, ReadCache, read_messages, read_messages_cached
+from windowkeeper.llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
+from windowkeeper.messages import Message
+
+SESSION = generate_session(14, seed=4).messages[1:]
+
+
+def _items(fmt: str) -> list[Any]:
+    if fmt == "openai_chat":
+        return to_openai_chat(SESSION)
+    if fmt == "openai_responses":
+        return to_responses_input(SESSION)[1]
+    if fmt == "anthropic":
+        return to_anthropic(SESSION)[1]
+    if fmt == "gemini":
+        return to_gemini(SESSION)[1]
+    return to_langchain(SESSION)
+
+
+def _key(messages: list[Message]) -> list[tuple[str | int, str]]:
+    return [(m.message_id, m.fingerprint()) for m in messages]
+
+
+@pytest.mark.parametrize("fmt", WINDOW_FORMATS)
+def test_every_growth_step_reads_like_the_whole_list(fmt: Any) -> None:
+    items = _items(fmt)
+    cache: ReadCache | None = None
+    for k in range(1, len(items) + 1):  # every possible boundary, mid-turn ones included
+        cached, cache = read_messages_cached(fmt, items[:k], cache)
+        assert _key(cached) == _key(read_messages(fmt, items[:k])), k
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic"])
+def test_a_replaced_item_is_read_again_and_so_is_everything_after_it(fmt: Any) -> None:
+    items = _items(fmt)
+    _, cache = read_messages_cached(fmt, items, None)
+    edited = list(items)
+    edited[3] = {**items[3], "content": "an edited message"}
+    cached, _ = read_messages_cached(fmt, edited, cache)
+    assert _key(cached) == _key(read_messages(fmt, edited))
+    assert _key(cached)[:3] == _key(read_messages(fmt, items))[:3]
+    assert _key(cached)[4:] != _key(read_messages(fmt, items))[4:]
+
+
+def test_a_shorter_list_is_read_from_the_last_point_it_shares() -> None:
+    items = _items("openai_chat")
+    _, cache = read_messages_cached("openai_chat", items[:10], None)
+    _, cache = read_messages_cached("openai_chat", items[:20], cache)
+    cached, _ = read_messages_cached("openai_chat", items[:15], cache)
+    assert _key(cached) == _key(read_messages("openai_chat", items[:15]))
