@@ -3,7 +3,8 @@
 (Fork safety, the codec limits and the NaN policy are conformance specs, ``codec_limits`` and ``fork_safe``, run on
 every backend by tests/storage/test_conformance.py.) Before the fix one statement waiting on a row lock held by
 another session stalled an unrelated thread on the same store for 19.5 s; now the wait ends with a
-`StorageError` after ``statement_timeout`` and the other caller goes on.
+`StorageError` after ``statement_timeout`` and the other callers (reads, and writes queued in the same group
+commit) go on.
 """
 
 from __future__ import annotations
@@ -46,11 +47,24 @@ async def test_a_blocked_statement_does_not_stall_another_thread(postgres_server
             await asyncio.sleep(0.2)  # the update is now waiting for the lock
             started = time.perf_counter()
             other = await store.load_messages("t")
-            stalled = time.perf_counter() - started
+            read_stall = time.perf_counter() - started
+            # an unrelated write queues behind the blocked one in the group commit: it must not wait for the lock
+            wrote: list[float] = []
+
+            def unrelated_write() -> None:
+                begun = time.perf_counter()
+                asyncio.run(store.append_messages("t2", [Message.text_message("other", message_id="o1")]))
+                wrote.append(time.perf_counter() - begun)
+
+            writer = threading.Thread(target=unrelated_write, daemon=True)
+            writer.start()
+            writer.join(timeout=10)
             worker.join(timeout=30)
             locker.rollback()
         assert [m.message_id for m in other] == ["m1"]
-        assert stalled < 3.0, f"an unrelated read waited {stalled:.1f} s behind a blocked statement"
+        assert read_stall < 3.0, f"an unrelated read waited {read_stall:.1f} s behind a blocked statement"
+        assert wrote and wrote[0] < 3.0, f"an unrelated write waited {wrote or 'over 10'} s behind a blocked one"
+        assert [m.message_id for m in await store.load_messages("t2")] == ["o1"]
         assert len(blocked_error) == 1 and isinstance(blocked_error[0], StorageError)
         assert "timeout" in str(blocked_error[0]).lower()
         record = await store.get_record("ns", "s", "k")

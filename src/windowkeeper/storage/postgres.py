@@ -157,10 +157,10 @@ class PostgresStore(SessionStore):
     def _session_options(self) -> dict[str, str]:
         """Server-side limits of every connection: ``statement_timeout`` and ``lock_timeout``.
 
-        The store serializes its statements, so one statement blocked on a row lock held elsewhere stalled every
-        other thread of the store (19.5 s in a test) until it ended. With the timeouts the blocked statement
-        fails with a `StorageError` after ``statement_timeout`` seconds and the queue moves on; a lock wait gives
-        up at the same limit.
+        Writes are group-committed one transaction at a time (and before the pool every statement shared one
+        connection), so one write blocked on a row lock held elsewhere stalled every other thread's writes (19.5 s
+        in a test) until it ended. With the timeouts the blocked statement fails with a `StorageError` after
+        ``statement_timeout`` seconds and the queue moves on; a lock wait gives up at the same limit.
         """
         if self.statement_timeout is None:
             return {}
