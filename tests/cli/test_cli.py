@@ -199,6 +199,16 @@ def test_compact_to_stdout_and_json_summary(conversation: Path, tmp_path: Path) 
     assert both.exit_code == 2 and "both write to stdout" in both.stderr
 
 
+def test_compact_request_without_system_prompt_has_no_null_system(tmp_path: Path) -> None:
+    path = tmp_path / "plain.json"
+    path.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    for out_format, key in (("anthropic", "system"), ("responses", "instructions"), ("gemini", "system_instruction")):
+        result = runner.invoke(app, ["compact", str(path), "-o", "-", "--budget", "600", "--out-format", out_format])
+        assert result.exit_code == 0, result.output
+        assert key not in json.loads(result.stdout)
+        assert "wrote stdout" in result.stderr
+
+
 def test_compact_over_budget_exits_1(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     path.write_text(json.dumps([{"role": "user", "content": "word " * 3000}]))

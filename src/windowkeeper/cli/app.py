@@ -248,7 +248,8 @@ def compact(
         output.status(
             f"{s['strategy']}: {s['messages_before']} -> {s['messages_after']} messages, "
             f"{s['tokens_before']:,} -> {s['tokens_after']:,} tokens ({saved:.1f}% saved)"
-            f"{' + summary' if s['summary'] else ''}; wrote {escape(written)} ({s['out_format']})"
+            f"{' + summary' if s['summary'] else ''}; wrote {'stdout' if written == '-' else escape(written)} "
+            f"({s['out_format']})"
         )
         if s["over_budget"]:
             output.status(f"[red]still over budget: {s['tokens_after']:,} > {budget:,} tokens[/]")

@@ -95,16 +95,21 @@ def run_compact(conversation: Conversation, *, strategy: Strategy, budget: int, 
         if tools:
             payload["tools"] = tools
     elif out_format is OutFormat.OPENAI:
-        payload = {"messages": to_openai_chat(rendered), **({"tools": tools} if tools else {})}
+        payload = {"messages": to_openai_chat(rendered)}
     elif out_format is OutFormat.RESPONSES:
         instructions, items = to_responses_input(rendered)
-        payload = {"instructions": instructions, "input": items, **({"tools": tools} if tools else {})}
+        payload = {"instructions": instructions, "input": items}
     elif out_format is OutFormat.ANTHROPIC:
         system, msgs = to_anthropic(rendered)
-        payload = {"system": system, "messages": msgs, **({"tools": tools} if tools else {})}
+        payload = {"system": system, "messages": msgs}
     else:
         system_instruction, contents = to_gemini(rendered)
         payload = {"system_instruction": system_instruction, "contents": contents}
+    if isinstance(payload, dict):
+        # a request without a system prompt leaves the key out: the APIs reject an explicit null
+        payload = {k: v for k, v in payload.items() if v is not None or k == "context_summary"}
+        if tools and out_format is not OutFormat.WINDOWKEEPER and out_format is not OutFormat.GEMINI:
+            payload["tools"] = tools
     after = prompt.input_tokens
     problems = [str(p) for p in validate(rendered, "anthropic" if out_format is OutFormat.ANTHROPIC else "openai")]
     summary = {
