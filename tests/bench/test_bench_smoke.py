@@ -89,13 +89,27 @@ def test_cache_cost(capsys: pytest.CaptureFixture[str]) -> None:
 @needs_data
 def test_longmemeval_retention(capsys: pytest.CaptureFixture[str]) -> None:
     module = bench("longmemeval_retention")
-    result = module.main(["--questions", "1", "--budgets", "4000", "--no-memory"])
+    result = module.main(["--questions", "1", "--budgets", "4000", "--no-memory", "--compare-recall"])
     out = capsys.readouterr().out
-    tallies = result["4000"]
-    # with no management the whole history is in view: every evidence turn is kept
-    assert tallies["no management"]["evidence"] == 1.0
-    assert {"sliding window", "TokenBudgetContextManager", "SummaryContextManager"} <= set(tallies)
-    assert "budget 4,000" in out
+    for view in ("final", "asked"):
+        tallies = result["4000"][view]
+        # with no management the whole history is in view: every evidence turn is kept
+        assert tallies["no management"]["evidence"] == 1.0
+        assert {"sliding window", "TokenBudgetContextManager", "SummaryContextManager"} <= set(tallies)
+        assert "TokenBudgetContextManager (no recall)" in tallies
+    assert "budget 4,000, final view" in out and "budget 4,000, question asked" in out
+
+
+@needs_data
+def test_recall_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    module = bench("recall_cost")
+    result = module.main(["--demo-steps", "30", "--demo-budget", "4000", "--turns", "60", "--chat-budget", "4000"])
+    out = capsys.readouterr().out
+    for session in ("demo", "chat"):
+        numbers = result["cache"][session]
+        assert numbers[module.WITH]["invalid"] == 0 and numbers[module.WITHOUT]["invalid"] == 0
+    assert result["speed"]["ratio"] > 0
+    assert "recall adds" in out
 
 
 def test_chat_steps_cut_before_each_user_turn() -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..messages import Message
+from ..prompt.recall import is_recall
 from ..prompt import summary_tokens
 from ..units import UnitKind, group_units
 from .pointers import OffloadStore, _cut_middle, clear_reply, clear_tool_results, offload_info, truncate_message
@@ -333,7 +334,8 @@ class Compaction:
             k = self._choose(ask + _SUMMARY_SLACK if summarize else 0)
             if k == self.dropped and self._pin_for(k) == self.pin and not self.unsummarized:
                 return
-            gone = [*self.unsummarized, *self._apply_cut(k)]
+            # recall messages repeat history that is indexed already: they age out unsummarized
+            gone = [m for m in (*self.unsummarized, *self._apply_cut(k)) if not is_recall(m)]
             self.unsummarized = []
             if self.summarizer_failed and gone:
                 self._mark_unsummarized(len(gone))

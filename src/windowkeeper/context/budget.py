@@ -19,6 +19,7 @@ so a call that appends a few messages counts only those (the counter memoizes pe
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import operator
 import time
@@ -27,18 +28,17 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._bridge import in_running_loop, run_sync
-from .._validate import check_int, check_timeout
+from .._validate import check_int
 from ..errors import ConfigurationError
 from ..messages import Message, edit_epoch, edited_since
 from ..prompt import SystemCost, is_recall, summary_tokens, system_costs, system_message_text, tool_schema_tokens
 from ..state import AgentState
-from ..summarize.failsafe import call_summarizer
 from ..tokens import TokenCounter, default_counter
 from ._compaction import ColdPlan, Limits, Segment, SummaryRequest, compact, extend_segments, finish, plan_cold
 from .base import BaseContextManager, S, adapt_summarizer
 from .metrics import TrimMetrics, thread_key
-from .pointers import OffloadStore
+from .pointers import OffloadStore, is_offloaded
+from .recall import Recall, recalled_rowids
 
 logger = logging.getLogger(__name__)
 
@@ -180,8 +180,9 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         max_summary_tokens: int = 600,
         summary_budget: int | None = None,
         summary_instructions: str | None = None,
-        summary_timeout: float = 120.0,
+        summary_timeout: float | None = 120.0,
         summary_mode: Literal["append", "update"] = "append",
+        recall: bool | Recall = True,
     ) -> None:
         self.max_tokens = check_int("max_tokens", max_tokens, minimum=1)
         self.reserve_tokens = check_int("reserve_tokens", reserve_tokens, minimum=0)
@@ -210,7 +211,11 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             else check_int("clear_reply_min_tokens", clear_reply_min_tokens, minimum=0)
         )
         self.max_summary_tokens = check_int("max_summary_tokens", max_summary_tokens, minimum=1)
-        self.summary_timeout = check_timeout("summary_timeout", summary_timeout)
+        if summary_timeout is not None and not (isinstance(summary_timeout, int | float) and summary_timeout > 0):
+            raise ConfigurationError(
+                f"summary_timeout must be a positive number of seconds or None, got {summary_timeout!r}",
+            )
+        self.summary_timeout = summary_timeout
         self.summary_instructions = summary_instructions
         if summary_mode not in ("append", "update"):
             raise ConfigurationError(f"summary_mode must be 'append' or 'update', got {summary_mode!r}")
@@ -250,6 +255,11 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             )
         self._tracks: OrderedDict[str, _Track] = OrderedDict()
         self._offloaded = OffloadStore()
+        if not isinstance(recall, bool | Recall):
+            raise ConfigurationError(f"recall must be True, False or a Recall instance, got {recall!r}")
+        self.recall: Recall | None = (
+            recall if isinstance(recall, Recall) else Recall(self.counter) if recall else None
+        )
 
     def __repr__(self) -> str:
         return (
@@ -305,12 +315,14 @@ class TokenBudgetContextManager(BaseContextManager[S]):
     # -- summarizer drivers -------------------------------------------------------------------------------------
 
     def _summarize_blocking(self, request: SummaryRequest, core: Generator[Any, Any, Any]) -> str | None:
-        if in_running_loop():
-            core.close()
-        return run_sync(
-            lambda: self._summarize(request),
-            caller="TokenBudgetContextManager.trim_context() (it needs to run its summarizer)",
-            instead="await manager.atrim_context(state)",
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._summarize(request))
+        core.close()
+        raise RuntimeError(
+            "TokenBudgetContextManager.trim_context() needs to run its summarizer but was called from inside a "
+            "running event loop; use `await manager.atrim_context(state)` instead",
         )
 
     async def _summarize(self, request: SummaryRequest) -> str | None:
@@ -323,19 +335,21 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             # a plain fn(messages) never sees previous_summary: hand it the summary to condense as a document
             messages = [Message.text_message(previous, role="user", message_id=CONDENSE_DOCUMENT_ID, timestamp=None)]
             previous = None
-        # the library-wide fail-safe call: a real timeout (sync summarizers run in a daemon thread), never raises
-        text = await call_summarizer(
-            summarizer,
-            messages,
-            timeout=self.summary_timeout,
-            previous_summary=previous,
-            max_tokens=request.max_tokens,
-            instructions=request.instructions,
-            log=logger,
-        )
-        if text is None:
-            logger.error(SUMMARY_FAILURE_LOG)
-        return text
+        try:
+            pending = summarizer.summarize(
+                messages,
+                previous_summary=previous,
+                max_tokens=request.max_tokens,
+                instructions=request.instructions,
+            )
+            text = await (asyncio.wait_for(pending, self.summary_timeout) if self.summary_timeout else pending)
+        except Exception:
+            logger.exception(SUMMARY_FAILURE_LOG)
+            return None
+        if not isinstance(text, str) or not text.strip():
+            logger.warning("summarizer returned no text; dropping the oldest units without a summary instead")
+            return None
+        return text.strip()
 
     # -- the core (shared by sync and async) --------------------------------------------------------------------
 
@@ -374,14 +388,16 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         known: list[Segment] = []
         covered = 0
         plan = None
+        arrived: Sequence[Message] = incoming
         if track is not None and _extends(incoming, track.view):
             working = incoming
+            arrived = incoming[len(track.view) :]
             message_tokens = track.message_tokens + sum(count(m) for m in incoming[len(track.view) :])
             known, covered = track.segments, track.covered
             scan = _scan(incoming[len(track.view) :], self.counter, track.scan)
             cost = self._system_cost(track, scan, summary, scratchpad)
         elif track is not None and track.source is not track.view and _extends(incoming, track.source):
-            new = incoming[len(track.source) :]
+            new = arrived = incoming[len(track.source) :]
             working = [*track.view, *new]
             message_tokens = track.message_tokens + sum(count(m) for m in new)
             known, covered = track.segments, track.covered
@@ -409,6 +425,8 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                 segs = extend_segments(known, covered, working, self.counter)
                 limits = self._limits(cost, scan)
                 outcome = yield from compact(segs, summary, limits, self.counter, self._offloaded)
+            if self.recall is not None:
+                self._recall_left(key, working, outcome.messages)
             working, summary = outcome.messages, outcome.summary
             cleared, summaries = outcome.cleared, outcome.summaries
             known, covered = outcome.segments, len(working)
@@ -423,6 +441,15 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                     total,
                     self.budget,
                 )
+
+        if self.recall is not None:
+            self.recall.observe(key, arrived)
+            placed = self._place_recall(key, working, arrived, total, known, covered)
+            if placed is not None:
+                working, tokens, known, covered = placed
+                total += tokens
+                message_tokens += tokens
+                scan = _Scan(scan.system_texts, scan.system_tokens, scan.recall_tokens + tokens)
 
         if working is not incoming:
             state.context = working
@@ -473,6 +500,59 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             )
         )
         return state
+
+    # -- recall ---------------------------------------------------------------------------------------------------
+
+    def _recall_left(self, key: str, before: Sequence[Message], after: Sequence[Message]) -> None:
+        """Hand recall the originals of what a compaction took out of the view: dropped messages and cleared bodies."""
+        assert self.recall is not None
+        kept = {m.message_id for m in after}
+        restore = self._offloaded.restore
+        gone = [restore(m) for m in before if m.message_id not in kept]
+        gone.extend(restore(m) for m in after if is_offloaded(m))
+        self.recall.left(key, gone)
+
+    def _place_recall(
+        self,
+        key: str,
+        working: list[Message],
+        arrived: Sequence[Message],
+        total: int,
+        known: list[Segment],
+        covered: int,
+    ) -> tuple[list[Message], int, list[Segment], int] | None:
+        """Insert the recall message for a user message that just arrived, sized to the room left in the budget.
+
+        Only a user message among ``arrived`` starts a turn, so a tool step costs a scan of what it appended. The
+        recall is decided once per user message; once placed it is part of the view like any message.
+        """
+        recall = self.recall
+        assert recall is not None
+        if not any(m.role == "user" and not is_recall(m) for m in arrived):
+            return None
+        i = len(working) - 1
+        while i >= 0 and (working[i].role != "user" or is_recall(working[i])):
+            i -= 1
+        user = working[i]
+        served = str(user.message_id)
+        if recall.served(key) == served or (i > 0 and working[i - 1].metadata.get("serves") == served):
+            return None
+        built = recall.build(key, user, self.budget - total, exclude=recalled_rowids(working))
+        if built is None:
+            return None
+        message, tokens = built
+        placed = [*working[:i], message, *working[i:]]
+        if i < covered:
+            # segments before the recall still describe the view; the rest is regrouped on the next call
+            n = 0
+            keep: list[Segment] = []
+            for seg in known:
+                if n + len(seg.messages) > i:
+                    break
+                keep.append(seg)
+                n += len(seg.messages)
+            known, covered = keep, n
+        return placed, tokens, known, covered
 
     def _record(self, metrics: TrimMetrics) -> None:
         """Publish one call's metrics through the base class's recorder.

@@ -33,6 +33,8 @@ _MAX_CUT_ROUNDS = 8
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s")
 _MIN_SENTENCE_CHARS = 24
 _REPLY_HEAD_CHARS = 100
+RESTORE_TOOL = "recall"
+"""Name of the tool pointer texts tell the model to call (`windowkeeper.tools.recall_tool`)."""
 
 
 def offload_info(message: Message) -> dict[str, Any] | None:
@@ -69,7 +71,8 @@ def pointer_text(result: ToolResultBlock, call: ToolCallBlock | None) -> str:
     """The stand-in a model reads instead of a cleared tool output.
 
     It names the call and its arguments (so the model can re-run it), gives the size and first line (so the
-    model can tell whether it needs the output again) and says the output still exists.
+    model can tell whether it needs the output again) and says how to get the output back: the recall tool
+    (`windowkeeper.tools.recall_tool`) restores it by the call id.
     """
     text = tool_output_text(result.output)
     lines = text.count("\n") + 1 if text else 0
@@ -77,7 +80,8 @@ def pointer_text(result: ToolResultBlock, call: ToolCallBlock | None) -> str:
     return (
         f"[tool result cleared from context: {_call_signature(result.name, call)} returned "
         f"{len(text)} chars in {lines} lines; first line: {json.dumps(first, ensure_ascii=False)}. "
-        "The full output is kept and can be restored; re-run the call if you need it.]"
+        f"The full output is kept: restore it with {RESTORE_TOOL}(pointer_id={json.dumps(result.call_id)}) or re-run "
+        "the call.]"
     )
 
 
@@ -117,13 +121,15 @@ def _first_sentence(text: str) -> str:
     return line[: match.start()] if match else line
 
 
-def reply_pointer_text(text: str) -> str:
-    """The stand-in a model reads instead of a cleared assistant reply: how it began and how long it was."""
+def reply_pointer_text(text: str, ref: str | int | None = None) -> str:
+    """The stand-in a model reads instead of a cleared assistant reply: how it began, how long it was, and (given
+    the message id ``ref``) the recall tool call that restores it."""
     first = _first_sentence(text)
     if len(first) > _REPLY_HEAD_CHARS:
         first = first[: _REPLY_HEAD_CHARS - 1] + "…"
     began = json.dumps(first, ensure_ascii=False)
-    return f"[earlier assistant reply of {len(text)} chars cleared from context, kept and restorable; it began {began}]"
+    how = f" with {RESTORE_TOOL}(pointer_id={json.dumps(str(ref))})" if ref is not None else ""
+    return f"[earlier assistant reply of {len(text)} chars cleared from context, kept and restorable{how}; it began {began}]"
 
 
 def clear_reply(message: Message, *, tokens_before: int) -> Message | None:
@@ -135,7 +141,7 @@ def clear_reply(message: Message, *, tokens_before: int) -> Message | None:
     texts = [b.text for b in message.content if isinstance(b, TextBlock)]
     if not texts or message.tool_call_blocks():
         return None
-    pointer: TextBlock | None = TextBlock(text=reply_pointer_text("".join(texts)))
+    pointer: TextBlock | None = TextBlock(text=reply_pointer_text("".join(texts), message.message_id))
     blocks: list[ContentBlock] = []
     for block in message.content:
         if not isinstance(block, TextBlock):

@@ -13,8 +13,13 @@ from .strategies import FullHistory, ManagedStrategy, MemoryStrategy, SlidingWin
 RESERVE_TOKENS = 2000
 
 
-def standard_lineup(budget: int, *, counter: TokenCounter | None = None, memory: bool = True) -> list[Strategy]:
+def standard_lineup(
+    budget: int, *, counter: TokenCounter | None = None, memory: bool = True, compare_recall: bool = False
+) -> list[Strategy]:
     """Every strategy, each given ``budget`` tokens for the prompt where it takes a budget.
+
+    ``compare_recall`` adds the budget manager with recall off ("TokenBudgetContextManager (no recall)"), to
+    measure what recall costs and buys in the same run.
 
     ``budget`` is the prompt budget; the budget manager is given the same by a window of ``budget`` plus its
     response reserve. The summary manager's triggers use its documented 4-characters-a-token estimate.
@@ -38,6 +43,19 @@ def standard_lineup(budget: int, *, counter: TokenCounter | None = None, memory:
             ),
         ),
     ]
+    if compare_recall:
+        lineup.append(
+            ManagedStrategy(
+                "TokenBudgetContextManager (no recall)",
+                TokenBudgetContextManager(
+                    max_tokens=budget + RESERVE_TOKENS,
+                    reserve_tokens=RESERVE_TOKENS,
+                    counter=tc,
+                    summarizer=ExtractiveSummarizer(counter=tc),
+                    recall=False,
+                ),
+            )
+        )
     if memory:
         lineup.append(
             MemoryStrategy(

@@ -26,6 +26,7 @@ from .._validate import check_positive_int
 from ..constants import END
 from ..errors import ConfigurationError, GraphError, RecursionLimitError
 from ..messages import Message, TokenUsages
+from ..prompt.recall import is_recall
 from ..state import AgentState, ExecutionStatus, add_messages
 from .injection import ParamPlan, Resolver, build_arguments
 from .runtime import CompiledNode, ConditionalEdge, ContextManagerLike, RunContext
@@ -427,8 +428,11 @@ class CompiledGraph:
                     self._active[thread_id] = state
                     meta = state.execution_meta
                     logged = {m.message_id for m in run_messages}
+                    # recall messages are the manager's view of old history, not new turns: never logged
                     produced = [
-                        m for m in state.context if m.message_id not in before and m.message_id not in logged
+                        m
+                        for m in state.context
+                        if m.message_id not in before and m.message_id not in logged and not is_recall(m)
                     ]
                     run_messages.extend(produced)
                     logger.debug("thread %s: node %r added %d message(s)", thread_id, node, len(produced))

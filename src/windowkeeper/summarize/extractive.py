@@ -6,14 +6,13 @@ input. It scores every sentence (and tool-result line) with `salience`, groups w
 value. The bound is checked with the token counter on the final text, so the summary never exceeds
 ``max_tokens``. When re-summarizing, the previous summary's lines compete with a large bonus: they stay ahead of
 lower-value new facts, yet a more valuable new fact can still displace an old trivial one, so the summary keeps
-learning instead of freezing once full. Every previous line is its own candidate and keeps the weight of the role
-its label names, so condensing a long summary (no new messages, the summary as ``previous_summary``) ranks its
-lines the way they were ranked when they were first picked.
+learning instead of freezing once full. Every previous line is its own candidate, so condensing a long summary
+(no new messages, the summary as ``previous_summary``) ranks its lines the way they were ranked when first picked.
 
-Who said a sentence changes its worth with the kind of session. In an agent session (tool calls in the batch) the
-assistant's final answers report what was done and decided, so they weigh most. In a plain chat every assistant
-message is an answer, mostly general advice, while the user's own statements (what they have, did, prefer, plan)
-are what later turns come back to; there user sentences weigh more than twice as much as assistant prose.
+Who said a sentence does not change its worth: a port, a path, a date or a decision is kept whether the user or
+the assistant stated it. Weighting speakers was tried (user statements above assistant prose in chats); it fitted
+one data set (LongMemEval) and lost the assistant's facts in agent sessions and two-person chats, so the score
+is the sentence's own salience only. Summaries are the fallback anyway: what they drop stays searchable by recall.
 
 Output format (bullets, turn facts indented under the request that started the turn)::
 
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING
 from .._validate import check_positive_int
 from ..blocks import DocumentBlock, ErrorBlock, ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock, tool_output_text
 from ..messages import Message
+from .limits import DEFAULT_INPUT_LIMIT, newest_within
 from .salience import clip, is_request, looks_like_code, salience, split_sentences
 
 if TYPE_CHECKING:
@@ -51,15 +51,6 @@ TOPIC_BONUS = 2.0
 MIN_SCORE = 1.0
 """Sentences scoring below this (small talk, filler) are never kept."""
 
-AGENT_WEIGHTS: dict[str, float] = {"user": 1.3, "quoted": 1.3, "answer": 1.5, "assistant": 1.0}
-"""Factors per speaker when the batch has tool activity: a final answer (no tool call) reports the outcome.
-
-``user`` is a user sentence in the first person, ``quoted`` one that is not (pasted text, general questions),
-``answer`` an assistant message without tool calls, ``assistant`` one with them."""
-CHAT_WEIGHTS: dict[str, float] = {"user": 2.0, "quoted": 1.0, "answer": 0.8, "assistant": 0.8}
-"""Factors for a plain chat: what users say about themselves is what later turns ask about; pasted text and the
-assistant's replies (mostly general advice) weigh less."""
-_LABEL_ROLES = {"User": "user", "Assistant": "answer"}
 
 _SENTENCE_LIMIT = 280
 _RESULT_LINE_LIMIT = 220
@@ -76,7 +67,7 @@ _OPENER = re.compile(
     r"in the meantime)[,!]?\s+)+",
     re.IGNORECASE,
 )
-_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|us|our)\b", re.IGNORECASE)
+_LABELS = frozenset({"User", "Assistant", "System"})
 _BULLET = re.compile(r"^(\s*)(?:[-*•]|\d+[.)])\s+")
 _NORMALIZE = re.compile(r"[\W_]+")
 
@@ -89,11 +80,6 @@ class _Piece:
     score: float
     topic: bool
     anchors: frozenset[str] = frozenset()
-    role: str | None = None
-    """Prose speaker (a key of `AGENT_WEIGHTS`) whose factor is applied per batch; None: ``score`` is final."""
-
-    def value(self, weights: dict[str, float]) -> float:
-        return self.score * weights[self.role] if self.role else self.score
 
 
 @dataclass
@@ -121,31 +107,24 @@ def _drop_opener(sentence: str) -> str:
     return rest[0].upper() + rest[1:]
 
 
-def _has_tool_activity(messages: Sequence[Message], previous: str | None) -> bool:
-    """Whether the batch comes from an agent that uses tools (else it is treated as a plain chat)."""
-    if any(m.role == "tool" or m.tool_call_blocks() or m.tool_result_blocks() for m in messages):
-        return True
-    if not previous:
-        return False
-    return any(_BULLET.sub("", line, count=1).startswith("Called ") for line in previous.splitlines())
-
-
-def _labelled(body: str) -> tuple[str | None, str]:
-    """The role a summary line's ``User:`` / ``Assistant:`` label names, and the sentence after the label."""
+def _unlabelled(body: str) -> str:
+    """A summary line's sentence without its ``User:`` / ``Assistant:`` label (labels carry no fact)."""
     label, sep, rest = body.partition(": ")
-    role = _LABEL_ROLES.get(label) if sep else None
-    return role, (rest if role else body)
+    return rest if sep and label in _LABELS else body
 
 
 class ExtractiveSummarizer:
     """Offline `Summarizer`: keeps the most salient facts of old messages within an exact token bound.
 
     ``counter`` measures the bound (default: the shared exact ``o200k_base`` counter). ``instructions`` passed to
-    `summarize` are accepted for protocol compatibility and ignored: there is no model to instruct.
+    `summarize` are accepted for protocol compatibility and ignored: there is no model to instruct. One call reads
+    at most ``input_limit`` tokens: the previous summary and the newest messages that fit (see
+    `windowkeeper.summarize.limits`), so its cost stays bounded however many messages a caller drops at once.
     """
 
-    def __init__(self, counter: TokenCounter | None = None) -> None:
+    def __init__(self, counter: TokenCounter | None = None, *, input_limit: int = DEFAULT_INPUT_LIMIT) -> None:
         self._counter = counter
+        self.input_limit = check_positive_int("input_limit", input_limit)
         self._pieces: OrderedDict[tuple[Hashable, str], tuple[_Piece, ...]] = OrderedDict()
         self._costs: OrderedDict[str, int] = OrderedDict()
 
@@ -181,6 +160,8 @@ class ExtractiveSummarizer:
     ) -> str:
         """The same summary as `summarize`, for synchronous callers (it never does I/O)."""
         check_positive_int("max_tokens", max_tokens)
+        room = self.input_limit - (self.counter.count_text(previous_summary) if previous_summary else 0)
+        messages = newest_within(messages, room, self.counter.count_message)
         facts, topics = self._collect(messages, previous_summary)
         if not facts:
             if not messages:
@@ -221,7 +202,6 @@ class ExtractiveSummarizer:
         seen: set[str] = set()
         group = -1
         seq = 0
-        weights = AGENT_WEIGHTS if _has_tool_activity(messages, previous) else CHAT_WEIGHTS
 
         def add(text: str, priority: float, topic: bool, anchors: frozenset[str]) -> None:
             nonlocal seq
@@ -244,12 +224,8 @@ class ExtractiveSummarizer:
             for j, sentence in enumerate(sentences):
                 if j and not bullet:
                     group += 1
-                role, said = _labelled(sentence)
-                if role == "user" and not _FIRST_PERSON.search(said):
-                    role = "quoted"
-                found = salience(said)
-                value = found.score * weights[role] if role else found.score
-                add(sentence, value + PREVIOUS_BONUS + 1.0, not indented, found.anchors)
+                found = salience(_unlabelled(sentence))
+                add(sentence, found.score + PREVIOUS_BONUS + 1.0, not indented, found.anchors)
 
         total = max(1, len(messages))
         for position, message in enumerate(messages):
@@ -257,7 +233,7 @@ class ExtractiveSummarizer:
                 group += 1
             recency = 0.5 * position / total
             for piece in self._message_pieces(message):
-                value = piece.value(weights)
+                value = piece.score
                 if value < MIN_SCORE and not piece.topic:
                     continue
                 bonus = recency + (TOPIC_BONUS if piece.topic else 0.0)
@@ -300,8 +276,7 @@ class ExtractiveSummarizer:
                 )
             elif isinstance(block, ToolResultBlock):
                 out.extend(self._result_pieces(block))
-        answer = role == "assistant" and not message.tool_call_blocks()
-        prose = self._prose_pieces("\n".join(texts), role, answer=answer)
+        prose = self._prose_pieces("\n".join(texts), role)
         calls = [b for b in message.content if isinstance(b, ToolCallBlock)] or message.tool_call_blocks()
         for call in calls:
             args = json.dumps(call.args, ensure_ascii=False, sort_keys=True)
@@ -309,39 +284,30 @@ class ExtractiveSummarizer:
                 args = args[:_CALL_ARGS_LIMIT] + "…"
             found = salience(args)
             out.append(_Piece(f"Called {call.name}({args})", 1.0 + 0.5 * found.score, False, found.anchors))
-        best = sorted(prose + out, key=lambda p: -p.value(AGENT_WEIGHTS))[:_PER_MESSAGE]
+        best = sorted(prose + out, key=lambda p: -p.score)[:_PER_MESSAGE]
         keep = set(map(id, best))
         return [p for p in (*prose, *out) if id(p) in keep]
 
-    def _prose_pieces(self, text: str, role: str, *, answer: bool = False) -> list[_Piece]:
-        """Salient sentences of prose; a user message's request sentence is marked as its turn's topic.
-
-        The role factor is left to the batch (`AGENT_WEIGHTS` or `CHAT_WEIGHTS`), so pieces are kept here when
-        they pass `MIN_SCORE` under the larger of the two; the topic is chosen with the agent factor so a turn's
-        heading does not depend on the batch.
-        """
+    def _prose_pieces(self, text: str, role: str) -> list[_Piece]:
+        """Salient sentences of prose; a user message's request sentence is marked as its turn's topic."""
         if not text.strip():
             return []
         label = {"user": "User", "assistant": "Assistant", "system": "System"}.get(role, role.capitalize())
-        speaker = "user" if role == "user" else ("answer" if answer else "assistant") if role == "assistant" else None
-        factor = AGENT_WEIGHTS[speaker] if speaker else 1.0
-        best_factor = max(AGENT_WEIGHTS[speaker], CHAT_WEIGHTS[speaker]) if speaker else 1.0
         sentences = split_sentences(text)
         found = [salience(sentence) for sentence in sentences]
         topic_index: int | None = None
         if role == "user" and sentences:
             requests = [i for i, sentence in enumerate(sentences) if is_request(sentence)]
             topic_index = requests[0] if requests else max(range(len(found)), key=lambda i: (found[i].score, -i))
-            if found[topic_index].score * factor < MIN_SCORE:
+            if found[topic_index].score < MIN_SCORE:
                 topic_index = None  # small talk ("thanks, sounds good") heads no turn
         out: list[_Piece] = []
         for i, sentence in enumerate(sentences):
             is_topic = i == topic_index
-            if found[i].score * best_factor < MIN_SCORE and not is_topic:
+            if found[i].score < MIN_SCORE and not is_topic:
                 continue
             text_piece = f"{label}: {clip(_drop_opener(sentence), _SENTENCE_LIMIT)}"
-            said = "quoted" if speaker == "user" and not _FIRST_PERSON.search(sentence) else speaker
-            out.append(_Piece(text_piece, found[i].score, is_topic, found[i].anchors, said))
+            out.append(_Piece(text_piece, found[i].score, is_topic, found[i].anchors))
         return out
 
     def _result_pieces(self, block: ToolResultBlock) -> list[_Piece]:
@@ -454,4 +420,4 @@ class ExtractiveSummarizer:
         return best
 
 
-__all__ = ["AGENT_WEIGHTS", "CHAT_WEIGHTS", "MIN_SCORE", "PREVIOUS_BONUS", "TOPIC_BONUS", "ExtractiveSummarizer"]
+__all__ = ["MIN_SCORE", "PREVIOUS_BONUS", "TOPIC_BONUS", "ExtractiveSummarizer"]

@@ -56,6 +56,14 @@ DETECTORS: dict[str, re.Pattern[str]] = {
         rf"|\b(?:a|an|{_COUNT_WORDS}|\d+) (?:days?|weeks?|months?|years?) ago\b",
         re.IGNORECASE,
     ),
+    "setting": re.compile(
+        r"\b(?:port|version|release|build|pid|uid|gid|id|code|status|timeout|ttl|limit|quota|size|max|min|"
+        r"threshold|level|rate|replicas?|shards?|partitions?|workers?|tier|room|gate|flight|floor|seat|suite|"
+        r"extension|ext|number|no\.|node|host|region|zone|table|column|branch|tag|ticket|issue|pr|order|account)"
+        r"\s*(?:is|was|=|:|#|of|to|at)?\s*v?\d(?:[\w.:\-]*\w)?"
+        r"|\b(?:\d{1,3}\.){3}\d{1,3}(?::\d{2,5})?\b|\b[\w\-]+(?:\.[\w\-]+)*:\d{2,5}\b",
+        re.IGNORECASE,
+    ),
     "identifier": re.compile(
         r"`[^`\n]{2,80}`"
         r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
@@ -97,7 +105,10 @@ DETECTORS: dict[str, re.Pattern[str]] = {
         r"|\b(?:I've|I have|[Ww]e've|[Ww]e have) been [a-z]{2,}ing\b"
         r"|\b(?:took|cost|gave|sent|told|showed|helped|taught) (?:me|us)\b",
     ),
-    "name": re.compile(r"(?<=\s)(?!(?:I|The|This|That|These|Those|It|We|You|He|She|They|A|An)\b)[A-Z][a-z]{1,}\b"),
+    "name": re.compile(
+        r"(?<=\s)(?!(?:I|The|This|That|These|Those|It|We|You|He|She|They|A|An)\b)[A-Z][a-z]{1,}\b"
+        r"|\b[A-Z]{2,6}s?\b(?<!\bOK)"
+    ),
     "number": re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])"),
 }
 
@@ -108,6 +119,7 @@ WEIGHTS: dict[str, float] = {
     "decision": 3.0,
     "personal": 3.0,
     "experience": 3.0,
+    "setting": 2.5,
     "quantity": 2.5,
     "datetime": 2.5,
     "constraint": 2.5,
@@ -115,10 +127,10 @@ WEIGHTS: dict[str, float] = {
     "question": 2.0,
     "name": 1.5,
     "intent": 1.0,
-    "number": 0.5,
+    "number": 1.0,
 }
 
-ANCHOR_KINDS: tuple[str, ...] = ("url", "path", "quantity", "datetime", "identifier")
+ANCHOR_KINDS: tuple[str, ...] = ("url", "path", "setting", "quantity", "datetime", "identifier")
 """Kinds whose matched strings identify a fact; two lines with the same anchors say much the same thing."""
 
 _ZERO_ERRORS = re.compile(r"\b(?:errors?|failures?|failed)\s*[:=]?\s*0\b", re.IGNORECASE)

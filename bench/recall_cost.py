@@ -1,0 +1,152 @@
+"""What query-aware recall costs: prompt-cache share, prefix stability, CPU per call, and index growth.
+
+The budget manager with recall (the default) and without it run side by side in the same replay:
+
+* cache: on the demo's generated coding-agent session and on a long chat (a LongMemEval-S haystack), the
+  cached-token share (tokens of each request that repeat the previous request's prefix, over all tokens sent),
+  the share of calls whose previous prompt is a prefix of the new one, and validity for OpenAI and Anthropic;
+* speed: a 3,000-call session (tau-bench trajectories chained), trimmed before every call, CPU ms per call with
+  and without recall; the recall index's passages and bytes are sampled every 500 calls to show linear growth.
+
+Targets (issue 11): cached-token share within 5 points of the manager without recall, demo prefix-stable share
+>= 90%, every view valid; recall <= 1 ms per call on average over the 3,000-call session.
+
+    python bench/recall_cost.py [--demo-steps 400] [--demo-budget 32000] [--chat-budget 8000] [--turns 3000]
+        [--speed-budget 8000] [--skip cache|speed]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from _common import call_chunks, chained, fresh_counter, print_table, require_data
+
+from windowkeeper.context.budget import TokenBudgetContextManager
+from windowkeeper.evaluation.datasets import load_longmemeval
+from windowkeeper.evaluation.replay import ReplayReport, replay
+from windowkeeper.evaluation.strategies import ManagedStrategy
+from windowkeeper.evaluation.sessiongen import generate_session
+from windowkeeper.state import AgentState, add_messages
+from windowkeeper.summarize import ExtractiveSummarizer
+
+RESERVE = 2000
+WITH = "budget manager (recall)"
+WITHOUT = "budget manager (no recall)"
+CHAT_FILE = "longmemeval/s_dev"
+
+
+def pair(budget: int) -> list[ManagedStrategy]:
+    counter = fresh_counter()
+    return [
+        ManagedStrategy(
+            name,
+            TokenBudgetContextManager(
+                max_tokens=budget + RESERVE,
+                reserve_tokens=RESERVE,
+                counter=counter,
+                summarizer=ExtractiveSummarizer(counter=counter),
+                recall=recall,
+            ),
+        )
+        for name, recall in ((WITH, True), (WITHOUT, False))
+    ]
+
+
+def cache_rows(label: str, report: ReplayReport) -> tuple[list[list[object]], dict[str, Any]]:
+    rows: list[list[object]] = []
+    out: dict[str, Any] = {}
+    for s in report.strategies:
+        share = s.cached_tokens / s.tokens_sent if s.tokens_sent else 0.0
+        rows.append(
+            [label, s.name, report.calls, s.tokens_sent, f"{100 * share:.1f}%", f"{100 * s.prefix_stable_share:.1f}%"]
+            + [s.invalid_calls]
+        )
+        out[s.name] = {"cached_share": share, "stable": s.prefix_stable_share, "invalid": s.invalid_calls}
+    gap = out[WITHOUT]["cached_share"] - out[WITH]["cached_share"]
+    out["cached_share_gap_points"] = 100 * gap
+    return rows, out
+
+
+def run_cache(args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    rows: list[list[object]] = []
+    demo = generate_session(args.demo_steps, seed=0)
+    report = asyncio.run(replay(demo.messages, pair(args.demo_budget), providers=("openai", "anthropic")))
+    got, results["demo"] = cache_rows(f"demo {args.demo_budget // 1000}k", report)
+    rows += got
+    chat_file = sorted(require_data(CHAT_FILE).glob("*.json"))[args.chat_question]
+    chat = load_longmemeval(chat_file).messages
+    report = asyncio.run(replay(chat, pair(args.chat_budget), providers=("openai", "anthropic")))
+    got, results["chat"] = cache_rows(f"chat {args.chat_budget // 1000}k", report)
+    rows += got
+    print_table(["session", "strategy", "calls", "tokens sent", "cached share", "prefix-stable", "invalid"], rows)
+    for name in ("demo", "chat"):
+        gap = results[name]["cached_share_gap_points"]
+        print(f"{name}: recall lowers the cached-token share by {gap:.1f} points (target <= 5)")
+    print(f"demo prefix-stable with recall: {100 * results['demo'][WITH]['stable']:.1f}% (target >= 90%)")
+    return results
+
+
+def run_speed(args: argparse.Namespace) -> dict[str, Any]:
+    session = chained("tau", args.turns)
+    chunks = call_chunks(session, args.turns)
+    seconds: dict[str, float] = {}
+    growth: list[list[object]] = []
+    for name, recall in ((WITHOUT, False), (WITH, True)):
+        counter = fresh_counter()
+        manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+            max_tokens=args.speed_budget + RESERVE, reserve_tokens=RESERVE, counter=counter, recall=recall
+        )
+        state = AgentState()
+        total = 0.0
+        for n, chunk in enumerate(chunks, 1):
+            state.context = add_messages(state.context, chunk)
+            started = time.process_time()
+            state = manager.trim_context(state)
+            total += time.process_time() - started
+            if recall and manager.recall is not None and n % 500 == 0:
+                manager.recall.flush("default", None)
+                growth.append([n, manager.recall.index.count(), manager.recall.index.size_bytes()])
+        seconds[name] = total
+    calls = len(chunks)
+    per_with = 1000 * seconds[WITH] / calls
+    per_without = 1000 * seconds[WITHOUT] / calls
+    print_table(
+        ["strategy", "calls", "CPU s", "ms / call"],
+        [[name, calls, f"{s:.2f}", f"{1000 * s / calls:.3f}"] for name, s in seconds.items()],
+        title=f"\n{calls}-call tau-bench session, budget {args.speed_budget:,}",
+    )
+    print(
+        f"recall adds {per_with - per_without:.3f} ms per call (target <= 1 ms); with / without = "
+        f"{per_with / per_without:.2f}x"
+    )
+    print_table(["calls", "passages indexed", "index bytes"], growth, title="\nindex growth")
+    return {"ms_added": per_with - per_without, "ratio": per_with / per_without, "growth": growth}
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--demo-steps", type=int, default=400)
+    parser.add_argument("--demo-budget", type=int, default=32000)
+    parser.add_argument("--chat-budget", type=int, default=8000)
+    parser.add_argument("--chat-question", type=int, default=0, help="which LongMemEval-S dev haystack (index)")
+    parser.add_argument("--turns", type=int, default=3000)
+    parser.add_argument("--speed-budget", type=int, default=8000)
+    parser.add_argument("--skip", choices=("cache", "speed"), default=None)
+    args = parser.parse_args(argv)
+    results: dict[str, Any] = {}
+    if args.skip != "cache":
+        results["cache"] = run_cache(args)
+    if args.skip != "speed":
+        results["speed"] = run_speed(args)
+    return results
+
+
+if __name__ == "__main__":
+    main()
+
+

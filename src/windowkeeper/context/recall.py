@@ -1,0 +1,297 @@
+"""`Recall`: what left the view comes back, verbatim and dated, when the message being answered asks for it.
+
+A context manager has to drop, clear or summarize old turns to stay within budget, and no rule about what to keep
+holds for every conversation. Recall makes the rule matter less: everything that leaves the view (dropped units,
+the originals of cleared tool results and replies, summarized messages) is indexed as it leaves (`RecallIndex`,
+SQLite FTS5 with BM25). When a new user message arrives, the index is searched with it, and the best passages go
+into one *recall message* placed right before that user message.
+
+The recall message is a ``user``-role message, because that is the only role every provider accepts anywhere in
+a conversation (Anthropic and Gemini reject a leading assistant turn; consecutive user turns are merged), with a
+header saying it is recalled history added by the context manager, not the user speaking. It is marked with
+``metadata["windowkeeper"] == "recall"`` so prompt assembly counts it in its own zone, the graph never logs it as
+history, summarizers never summarize it and the index never indexes it.
+
+It is computed once per user message (its id is ``recall:<user message id>``) and, once placed, stays byte for
+byte the same: the tool steps of that turn keep their prompt cache, and later turns see it as an ordinary older
+message that ages out with the next cut. Passages already shown by a recall message still in view are not shown
+again. Only passages that cover at least ``min_coverage`` of the query's rare words are added (BM25 ranks, but
+its score grows with the query's length and cannot tell "about the same thing" from "shares a few words"), so a
+turn that does not refer back adds nothing and costs no cache.
+
+The component is independent of any manager: `TokenBudgetContextManager` uses it by default, and other managers
+or the three-tier memory can feed it (`observe`, `left`) and ask it for a recall message (`build`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .._validate import check_int
+from ..blocks import TextBlock
+from ..errors import ConfigurationError
+from ..messages import Message
+from ..prompt.recall import MARK_KEY, RECALL_MARK, is_recall
+from ..tokens import TokenCounter, default_counter
+from .recall_index import Entry, Hit, Passage, RecallIndex
+
+logger = logging.getLogger(__name__)
+
+RECALL_ID_PREFIX = "recall:"
+RECALL_HEADER = (
+    "[Recalled context, added by the context manager; this is not a message from the user. The passages below "
+    "were said earlier in this conversation and are no longer in view; they were found by searching for the "
+    "message that follows and are quoted verbatim, each with where and when it was said.]"
+)
+DEFAULT_MIN_COVERAGE = 0.5
+"""Share of the query's rarity (see `Hit.coverage`) a passage needs to be recalled; measured in bench/README."""
+BACKLOG_PER_CALL = 512
+"""Messages indexed per call from a backlog: a cold trim of a huge history indexes it over the next calls."""
+_QUERY_CHARS = 4000
+_COST_CACHE = 65536
+
+
+def message_date(message: Message) -> str | None:
+    """When ``message`` was said: its ``session_date`` metadata if any, else its timestamp in UTC."""
+    date = message.metadata.get("session_date")
+    if isinstance(date, str) and date:
+        return date
+    if message.timestamp is None:
+        return None
+    try:
+        return dt.datetime.fromtimestamp(message.timestamp, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _label(passage: Passage) -> str:
+    where = f"message #{passage.position}, turn {passage.turn}, {passage.role}"
+    if passage.date:
+        where += f", {passage.date}"
+    if passage.parts > 1:
+        where += f", part {passage.part + 1} of {passage.parts}"
+    return f"--- {where} ---"
+
+
+def render_recall(passages: Sequence[Passage]) -> str:
+    """The text of a recall message: the header, then each passage under its label, in conversation order."""
+    ordered = sorted(passages, key=lambda p: (p.position, p.part))
+    return "\n\n".join([RECALL_HEADER, *(f"{_label(p)}\n{p.text}" for p in ordered)])
+
+
+@dataclass
+class _Thread:
+    """What recall knows about one thread: where each message was said, what is indexed, what waits."""
+
+    positions: dict[str, tuple[int, int, str | None]] = field(default_factory=dict)
+    next_position: int = 0
+    turns: int = 0
+    backlog: list[Message] = field(default_factory=list)
+    indexed: set[str] = field(default_factory=set)
+    originals: dict[str, Message] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    served: str | None = None
+
+
+class Recall:
+    """Index what leaves a view and build the recall message for a new user message (see the module docstring).
+
+    ``index`` is a `RecallIndex` to share (default: a new in-memory one, or one at ``path``). ``max_passages``
+    bounds the passages of one recall message and ``min_coverage`` the relevance each needs (`Hit.coverage`).
+    """
+
+    def __init__(
+        self,
+        counter: TokenCounter | None = None,
+        *,
+        index: RecallIndex | None = None,
+        path: str | Path = ":memory:",
+        max_passages: int = 8,
+        min_coverage: float = DEFAULT_MIN_COVERAGE,
+    ) -> None:
+        self.counter = counter if counter is not None else default_counter()
+        self.index = index if index is not None else RecallIndex(path)
+        self.max_passages = check_int("max_passages", max_passages, minimum=1)
+        if not isinstance(min_coverage, int | float) or isinstance(min_coverage, bool) or not 0 <= min_coverage <= 1:
+            raise ConfigurationError(f"min_coverage must be a number between 0 and 1, got {min_coverage!r}")
+        self.min_coverage = float(min_coverage)
+        self._threads: dict[str, _Thread] = {}
+        self._costs: OrderedDict[int, int] = OrderedDict()
+        self._header_cost: int | None = None
+
+    def __repr__(self) -> str:
+        return f"Recall(index={self.index!r}, max_passages={self.max_passages}, min_coverage={self.min_coverage})"
+
+    def _thread(self, thread: str) -> _Thread:
+        state = self._threads.get(thread)
+        if state is None:
+            state = self._threads[thread] = _Thread()
+        return state
+
+    # -- feeding ------------------------------------------------------------------------------------------
+
+    def observe(self, thread: str, messages: Iterable[Message]) -> None:
+        """Note where each new message of ``thread`` was said (position, user turn, date), in arrival order."""
+        state = self._thread(thread)
+        positions = state.positions
+        for msg in messages:
+            key = str(msg.message_id)
+            if key in positions or is_recall(msg):
+                continue
+            if msg.role == "user":
+                state.turns += 1
+            positions[key] = (state.next_position, state.turns, message_date(msg))
+            state.next_position += 1
+
+    def left(self, thread: str, messages: Iterable[Message]) -> None:
+        """``messages`` (originals) left the view of ``thread``: keep them restorable and queue them for the index."""
+        state = self._thread(thread)
+        for msg in messages:
+            if is_recall(msg) or msg.role == "system":
+                continue
+            key = str(msg.message_id)
+            if key in state.indexed:
+                continue
+            state.indexed.add(key)
+            state.originals[key] = msg
+            for block in msg.tool_result_blocks():
+                state.aliases[block.call_id] = key
+            state.backlog.append(msg)
+
+    def flush(self, thread: str, limit: int | None = BACKLOG_PER_CALL) -> int:
+        """Index up to ``limit`` queued messages of ``thread``, newest first (None: all); returns how many."""
+        state = self._thread(thread)
+        backlog = state.backlog
+        if not backlog:
+            return 0
+        take = len(backlog) if limit is None else min(limit, len(backlog))
+        batch = backlog[len(backlog) - take :]
+        del backlog[len(backlog) - take :]
+        entries = []
+        for msg in reversed(batch):
+            key = str(msg.message_id)
+            where = state.positions.get(key)
+            if where is None:
+                self.observe(thread, [msg])
+                where = state.positions[key]
+            text = msg.text() or msg.reasoning_text()
+            for call in msg.tool_call_blocks():
+                text += f"\n{call.name}({call.args})"
+            entries.append(Entry(key, text, where[0], where[1], msg.role, where[2]))
+        self.index.add_many(thread, entries)
+        return take
+
+    # -- reading ------------------------------------------------------------------------------------------
+
+    def search(self, thread: str, query: str, *, limit: int = 5, exclude: Iterable[int] = ()) -> list[Hit]:
+        """The best passages of ``thread`` for ``query`` (no relevance floor: a caller asking wants answers)."""
+        self.flush(thread, None)
+        return self.index.search(thread, query[:_QUERY_CHARS], limit=limit, exclude=exclude)
+
+    def original(self, thread: str, message_id: str | int) -> Message | None:
+        """The original of a message that left the view (or was cleared), by its id or a tool call id it answers."""
+        state = self._threads.get(thread)
+        if state is None:
+            return None
+        key = str(message_id)
+        return state.originals.get(state.aliases.get(key, key))
+
+    def served(self, thread: str) -> str | None:
+        """Id of the user message the last recall of ``thread`` was decided for (None before the first)."""
+        state = self._threads.get(thread)
+        return state.served if state is not None else None
+
+    def build(
+        self, thread: str, user: Message, room: int, *, exclude: Iterable[int] = ()
+    ) -> tuple[Message, int] | None:
+        """The recall message for ``user`` and its tokens, at most ``room`` tokens; None when nothing fits or matches.
+
+        Marks ``user`` as served either way, so a turn is searched once, however many tool steps follow.
+        """
+        state = self._thread(thread)
+        state.served = str(user.message_id)
+        self.flush(thread)
+        if room <= 0:
+            return None
+        # the best hit decides whether this turn refers back at all; related passages then follow at half the bar
+        hits = self.index.search(
+            thread,
+            user.text()[:_QUERY_CHARS],
+            limit=self.max_passages,
+            exclude=exclude,
+            min_coverage=self.min_coverage / 2,
+        )
+        if not hits or max(h.coverage for h in hits) < self.min_coverage:
+            return None
+        if self._header_cost is None:
+            self._header_cost = self.counter.count_message(_recall_message(user, RECALL_HEADER, []))
+        base = self._header_cost
+        chosen: list[Hit] = []
+        spent = base
+        for hit in hits:
+            cost = self._cost(hit.passage)
+            if spent + cost <= room:
+                chosen.append(hit)
+                spent += cost
+        while chosen:
+            passages = [h.passage for h in chosen]
+            message = _recall_message(user, render_recall(passages), [p.rowid for p in passages])
+            tokens = self.counter.count_message(message)
+            if tokens <= room:
+                return message, tokens
+            chosen.pop()
+        return None
+
+    def _cost(self, passage: Passage) -> int:
+        """Tokens a passage adds to a recall message (label, text, separator); memoized per passage."""
+        cost = self._costs.get(passage.rowid)
+        if cost is None:
+            cost = self.counter.count_text(_label(passage) + "\n" + passage.text) + 2
+            self._costs[passage.rowid] = cost
+            if len(self._costs) > _COST_CACHE:
+                self._costs.popitem(last=False)
+        return cost
+
+    def forget(self, thread: str) -> None:
+        """Drop everything known about ``thread``, its indexed passages included."""
+        self._threads.pop(thread, None)
+        self.index.forget(thread)
+
+
+def _recall_message(user: Message, text: str, rowids: list[int]) -> Message:
+    return Message(
+        message_id=f"{RECALL_ID_PREFIX}{user.message_id}",
+        role="user",
+        content=[TextBlock(text=text)],
+        timestamp=user.timestamp,
+        metadata={MARK_KEY: RECALL_MARK, "serves": str(user.message_id), "passages": rowids},
+    )
+
+
+def recalled_rowids(messages: Iterable[Message]) -> set[int]:
+    """Passage rowids shown by the recall messages among ``messages`` (so a new recall does not repeat them)."""
+    out: set[int] = set()
+    for msg in messages:
+        if is_recall(msg):
+            out.update(int(r) for r in msg.metadata.get("passages", ()) if isinstance(r, int))
+    return out
+
+
+__all__ = [
+    "BACKLOG_PER_CALL",
+    "DEFAULT_MIN_COVERAGE",
+    "MARK_KEY",
+    "RECALL_HEADER",
+    "RECALL_ID_PREFIX",
+    "RECALL_MARK",
+    "Recall",
+    "is_recall",
+    "message_date",
+    "recalled_rowids",
+    "render_recall",
+]

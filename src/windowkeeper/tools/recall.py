@@ -1,0 +1,237 @@
+"""`recall_tool`: the model's own way back to what left its view, by search or by a pointer's id.
+
+A cleared tool result says its output "can be restored"; that is only true for the model if it has a tool to ask
+for it. `recall_tool(manager_or_memory)` gives it one, for a `TokenBudgetContextManager` (its recall index and the
+originals of what it cleared or dropped) or a three-tier memory (its stored history). The same object serves
+three ways of calling tools:
+
+* `ToolNode([recall_tool(manager)])`: it is an async callable with a typed signature and a docstring; the
+  graph fills its ``state`` parameter, so it searches the thread being run;
+* plain function calling: `RecallTool.schema` (``{"name", "description", "parameters"}``, JSON Schema) or
+  `RecallTool.openai_schema` to advertise, and `RecallTool.invoke` / `RecallTool.ainvoke` with the arguments
+  the model sent (a dict or its JSON string);
+* host adapters (LangChain, OpenAI Agents SDK) wrap either of those.
+
+This module deliberately has no ``from __future__ import annotations``: the graph reads the parameter types of
+``__call__`` at runtime to build the schema.
+"""
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from .._bridge import run_sync
+from ..context.metrics import DEFAULT_THREAD
+from ..context.recall import Recall, message_date
+from ..context.recall_index import Hit
+from ..errors import ConfigurationError
+from ..messages import Message
+from ..state import AgentState
+
+logger = logging.getLogger(__name__)
+
+TOOL_NAME = "recall"
+TOOL_DESCRIPTION = (
+    "Look up earlier parts of this conversation that are no longer in your context. Pass `query` (words to "
+    "search for, e.g. a name, port, path, error or topic) to get the best matching passages, quoted verbatim "
+    "with when they were said; or pass `pointer_id` (the id shown in a '[... cleared from context ...]' note) "
+    "to get that cleared tool output or reply back in full, byte for byte."
+)
+DEFAULT_RESULTS = 5
+MAX_RESULTS = 20
+
+
+@runtime_checkable
+class _MemoryLike(Protocol):
+    async def messages(self, session_id: str = ...) -> list[Message]: ...
+
+    async def history_messages(self, session_id: str = ...) -> list[Message]: ...
+
+
+def _full_text(message: Message) -> str:
+    """What the model would read of ``message``: tool outputs and text, exactly as stored."""
+    return message.text() or message.reasoning_text()
+
+
+def _hit_text(hit: Hit) -> str:
+    p = hit.passage
+    where = f"message #{p.position}, turn {p.turn}, {p.role}"
+    if p.date:
+        where += f", {p.date}"
+    if p.parts > 1:
+        where += f", part {p.part + 1} of {p.parts}"
+    return f"--- {where} (id {p.message_id}) ---\n{p.text}"
+
+
+class RecallTool:
+    """The recall tool bound to a manager with recall or a three-tier memory (see the module docstring).
+
+    ``thread_id`` is the thread (or memory session) searched when the call carries no state: plain
+    function-calling hosts pass it here; inside a graph the running thread is used.
+    """
+
+    __name__ = TOOL_NAME
+
+    def __init__(self, source: Any, *, thread_id: str | None = None) -> None:
+        recall = getattr(source, "recall", None)
+        if isinstance(recall, Recall):
+            self._recall: Recall | None = recall
+            self._memory: _MemoryLike | None = None
+        elif isinstance(source, _MemoryLike):
+            self._recall = None
+            self._memory = source
+            self._memory_recall = Recall()
+        else:
+            raise ConfigurationError(
+                f"recall_tool needs a TokenBudgetContextManager with recall on (recall=True, the default) or a "
+                f"three-tier memory, got {type(source).__name__}; build the manager without recall=False",
+            )
+        self.source = source
+        self.thread_id = thread_id
+        self.__doc__ = (
+            f"{TOOL_DESCRIPTION}\n\nArgs:\n    query: Words to search the earlier conversation for.\n"
+            "    pointer_id: Id from a cleared-content note, to restore that content in full.\n"
+            f"    max_results: How many passages to return for a query (1-{MAX_RESULTS})."
+        )
+
+    def __repr__(self) -> str:
+        return f"RecallTool(source={type(self.source).__name__}, thread_id={self.thread_id!r})"
+
+    # -- plain function calling ------------------------------------------------------------------------------
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """``{"name", "description", "parameters"}`` with a JSON Schema, for any function-calling API."""
+        return {
+            "name": TOOL_NAME,
+            "description": TOOL_DESCRIPTION,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "Words to search the earlier conversation for."},
+                    "pointer_id": {
+                        "type": "string",
+                        "description": "Id from a cleared-content note, to restore that content in full.",
+                    },
+                    "max_results": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_RESULTS,
+                        "description": "How many passages to return for a query.",
+                    },
+                },
+                "additionalProperties": False,
+            },
+        }
+
+    @property
+    def openai_schema(self) -> dict[str, Any]:
+        """The schema in OpenAI chat-completions form (``{"type": "function", "function": ...}``)."""
+        return {"type": "function", "function": self.schema}
+
+    async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None, *, thread_id: str | None = None) -> str:
+        """Run the tool with the arguments a model sent (a dict or a JSON object string)."""
+        args = _arguments(arguments)
+        return await self._run(
+            args.get("query"), args.get("pointer_id"), args.get("max_results", DEFAULT_RESULTS), thread_id
+        )
+
+    def invoke(self, arguments: Mapping[str, Any] | str | None = None, *, thread_id: str | None = None) -> str:
+        """Sync form of `ainvoke` (refused inside a running event loop: await `ainvoke` there)."""
+        return run_sync(
+            lambda: self.ainvoke(arguments, thread_id=thread_id),
+            caller="RecallTool.invoke()",
+            instead="await tool.ainvoke(...)",
+        )
+
+    # -- ToolNode ---------------------------------------------------------------------------------------------
+
+    async def __call__(
+        self,
+        query: str | None = None,
+        pointer_id: str | None = None,
+        max_results: int = DEFAULT_RESULTS,
+        state: AgentState | None = None,
+    ) -> str:
+        thread = None
+        if state is not None:
+            thread = state.execution_meta.thread_id
+        return await self._run(query, pointer_id, max_results, thread)
+
+    # -- the work ---------------------------------------------------------------------------------------------
+
+    def _thread(self, given: str | None) -> str:
+        return given or self.thread_id or DEFAULT_THREAD
+
+    async def _run(self, query: Any, pointer_id: Any, max_results: Any, thread_id: str | None) -> str:
+        thread = self._thread(thread_id)
+        if pointer_id not in (None, ""):
+            return await self._restore(thread, str(pointer_id))
+        if not isinstance(query, str) or not query.strip():
+            return "recall needs a `query` (words to search for) or a `pointer_id` (from a cleared-content note)."
+        if isinstance(max_results, bool) or not isinstance(max_results, int):
+            max_results = DEFAULT_RESULTS
+        limit = max(1, min(max_results, MAX_RESULTS))
+        recall = await self._searchable(thread)
+        hits = recall.search(thread, query, limit=limit)
+        if not hits:
+            return f"No earlier passage outside your context matches {query!r}."
+        ordered = sorted(hits, key=lambda h: (h.passage.position, h.passage.part))
+        return "\n\n".join(_hit_text(h) for h in ordered)
+
+    async def _searchable(self, thread: str) -> Recall:
+        if self._recall is not None:
+            return self._recall
+        assert self._memory is not None
+        view = await self._memory.messages(thread)
+        shown = {(str(m.message_id), m.fingerprint()) for m in view}
+        history = await self._memory.history_messages(thread)
+        recall = self._memory_recall
+        recall.observe(thread, history)
+        recall.left(thread, [m for m in history if (str(m.message_id), m.fingerprint()) not in shown])
+        return recall
+
+    async def _restore(self, thread: str, ref: str) -> str:
+        original: Message | None = None
+        if self._recall is not None:
+            original = self._recall.original(thread, ref)
+        else:
+            assert self._memory is not None
+            for msg in await self._memory.history_messages(thread):
+                if str(msg.message_id) == ref or ref in msg.tool_call_ids() or ref in _result_ids(msg):
+                    original = msg
+                    break
+        if original is None:
+            return (
+                f"No cleared content with id {ref!r} in this conversation; use the id shown in the "
+                "'[... cleared from context ...]' note, or search with `query`."
+            )
+        logger.debug("recall tool restored message %r (%s)", ref, message_date(original))
+        return _full_text(original)
+
+
+def _result_ids(message: Message) -> list[str]:
+    return [b.call_id for b in message.tool_result_blocks()]
+
+
+def _arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(f"recall tool arguments are not valid JSON ({exc}): {arguments[:200]!r}") from exc
+        if not isinstance(parsed, dict):
+            raise ConfigurationError(f"recall tool arguments must be a JSON object, got {arguments[:200]!r}")
+        return parsed
+    return dict(arguments)
+
+
+def recall_tool(manager_or_memory: Any, *, thread_id: str | None = None) -> RecallTool:
+    """The recall tool for ``manager_or_memory`` (a `TokenBudgetContextManager` with recall, or a memory)."""
+    return RecallTool(manager_or_memory, thread_id=thread_id)
+
+
+__all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "RecallTool", "recall_tool"]

@@ -1,0 +1,172 @@
+"""Query-aware recall: the index, and the recall message the budget manager places before a new user message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from windowkeeper import AgentState, Message, ToolCallBlock, ToolResultBlock
+from windowkeeper.context import TokenBudgetContextManager
+from windowkeeper.context.recall import RECALL_HEADER, Recall, is_recall
+from windowkeeper.context.recall_index import Entry, RecallIndex, split_passages
+from windowkeeper.graph import END, Agent, StateGraph, ToolNode
+from windowkeeper.graph.checkpointer import SQLiteCheckpointer
+from windowkeeper.llm import ScriptedClient
+from windowkeeper.summarize import ExtractiveSummarizer
+from windowkeeper.units import validate
+
+FACT = "For the record: the staging database runs on host kestrel-4 at port 55432."
+
+
+# -- the index ---------------------------------------------------------------------------------------------------
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab .!?\n")), max_size=2000), st.integers(min_value=50, max_value=400))
+def test_passages_are_verbatim_slices_within_the_limit(text: str, limit: int) -> None:
+    pieces = split_passages(text, limit)
+    assert all(0 < len(p) <= limit for p in pieces)
+    assert all(p in text for p in pieces)
+    assert "".join("".join(p.split()) for p in pieces) == "".join(text.split())
+
+
+def test_search_ranks_by_bm25_and_keeps_threads_apart(tmp_path: Path) -> None:
+    index = RecallIndex(tmp_path / "recall.sqlite")
+    index.add_many(
+        "a",
+        [
+            Entry("m1", "The API server listens on port 8080.", 1, 1, "assistant", "2024-05-01"),
+            Entry("m2", "We had pasta for dinner.", 2, 2, "user"),
+            Entry("m3", "The port of Lisbon is busy.", 3, 3, "user"),
+        ],
+    )
+    index.add("b", "m1", "The API server of thread b listens on port 9090.", position=1, turn=1, role="user")
+    hits = index.search("a", "which port does the API server listen on?")
+    assert [h.passage.message_id for h in hits] == ["m1", "m3"]
+    assert hits[0].score > hits[1].score and hits[0].coverage > hits[1].coverage
+    assert hits[0].passage.date == "2024-05-01" and hits[0].passage.position == 1
+    assert [h.passage.text for h in index.search("b", "API server port")] == [
+        "The API server of thread b listens on port 9090."
+    ]
+    assert index.search("a", "zeppelin") == []
+    assert index.add("a", "m1", "again", position=9, turn=9, role="user") == 0  # indexed once
+    index.forget("a")
+    assert index.count("a") == 0 and index.count("b") == 1
+    index.close()
+    reopened = RecallIndex(tmp_path / "recall.sqlite")
+    assert reopened.count() == 1
+
+
+# -- the budget manager ----------------------------------------------------------------------------------------------
+
+
+def turn_text(turn: int) -> str:
+    return FACT if turn == 0 else f"Turn {turn}: let us talk about topic {turn} and its many unremarkable details."
+
+
+def chat(manager: TokenBudgetContextManager[AgentState], turns: int) -> list[AgentState]:
+    """Drive a chat the way an agent does: trim with the new user message, then append the reply."""
+    state = AgentState()
+    state.context = [Message.text_message("You are helpful.", role="system", message_id="sys")]
+    views = []
+    for turn in range(turns):
+        state.context = [*state.context, Message.text_message(turn_text(turn), message_id=f"u{turn}")]
+        state = manager.trim_context(state)
+        views.append(state.model_copy(update={"context": list(state.context)}))
+        reply = Message.text_message(f"Answer {turn}: noted, topic {turn} is clear.", role="assistant")
+        state.context = [*state.context, reply.model_copy(update={"message_id": f"a{turn}"})]
+    return views
+
+
+def test_recall_brings_an_old_fact_back_verbatim_before_the_question() -> None:
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(max_tokens=2500, reserve_tokens=500)
+    views = chat(manager, 120)
+    assert not any(FACT in m.text() for m in views[-1].context)
+    state = views[-1]
+    state.context = [*state.context, Message.text_message("Which host and port does staging use?", message_id="q")]
+    state = manager.trim_context(state)
+    recall = state.context[-2]
+    assert is_recall(recall) and recall.role == "user" and recall.message_id == "recall:q"
+    assert recall.metadata["serves"] == "q"
+    text = recall.text()
+    assert text.startswith(RECALL_HEADER)
+    assert "--- message #1, turn 1, user, " in text and FACT in text
+    assert state.context[-1].message_id == "q"
+    for provider in ("openai", "anthropic", "gemini"):
+        assert validate(state.context, provider) == []
+    metrics = manager.last_metrics
+    assert metrics is not None and metrics.zones is not None and metrics.zones["recall"] > 0
+    assert metrics.tokens_after <= manager.budget
+
+
+def test_recall_is_computed_once_and_stays_byte_identical_through_tool_steps() -> None:
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(max_tokens=3000, reserve_tokens=500)
+    state = chat(manager, 100)[-1]
+    state.context = [*state.context, Message.text_message("Remind me: staging host kestrel-4 port?", message_id="q")]
+    state = manager.trim_context(state)
+    first = next(m for m in state.context if m.message_id == "recall:q")
+    for step in range(4):
+        call = Message(role="assistant", content=[ToolCallBlock(id=f"c{step}", name="ping", args={"n": step})])
+        result = Message.tool_message([ToolResultBlock(call_id=f"c{step}", output=f"pong {step}")])
+        state.context = [*state.context, call, result]
+        state = manager.trim_context(state)
+        again = next(m for m in state.context if m.message_id == "recall:q")
+        assert again is first  # the same object: byte for byte the same text, whatever else happened
+        metrics = manager.last_metrics
+        assert metrics is not None
+        if metrics.tokens_after >= metrics.tokens_before:  # no compaction: the whole prefix is unchanged
+            assert metrics.prefix_stable
+    assert sum(is_recall(m) for m in state.context) >= 1
+
+
+def test_a_turn_that_does_not_refer_back_gets_no_recall_and_recall_can_be_turned_off() -> None:
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(max_tokens=2500, reserve_tokens=500)
+    views = chat(manager, 60)
+    state = views[-1]
+    state.context = [*state.context, Message.text_message("What is a good zeppelin museum?", message_id="z")]
+    assert not any(m.message_id == "recall:z" for m in manager.trim_context(state).context)
+    off: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        max_tokens=2500, reserve_tokens=500, recall=False
+    )
+    assert off.recall is None
+    assert not any(is_recall(m) for view in chat(off, 120) for m in view.context)
+
+
+def test_recall_messages_are_never_summarized_or_indexed() -> None:
+    recall = Recall()
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        max_tokens=2500, reserve_tokens=500, summarizer=ExtractiveSummarizer(), recall=recall
+    )
+    for view in chat(manager, 150):
+        assert RECALL_HEADER not in (view.context_summary or "")
+    recall.flush("default", None)
+    hits = recall.index.search("default", "recalled context added by the context manager", limit=50)
+    assert not any(RECALL_HEADER[:40] in h.passage.text for h in hits)
+
+
+def fact_script(request: object) -> Message:
+    return Message.text_message("noted", role="assistant")
+
+
+def test_the_graph_never_logs_a_recall_message_as_history(tmp_path: Path) -> None:
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(max_tokens=2500, reserve_tokens=500)
+    client = ScriptedClient(default=fact_script)
+    tools = ToolNode([])
+    agent = Agent(client=client, trim_context=True)
+    graph = StateGraph(context_manager=manager)
+    graph.add_node("MAIN", agent)
+    graph.add_edge("MAIN", END)
+    graph.set_entry_point("MAIN")
+    checkpointer = SQLiteCheckpointer(tmp_path / "cp.sqlite")
+    app = graph.compile(checkpointer=checkpointer)
+    config = {"thread_id": "t"}
+    for turn in range(80):
+        app.invoke({"messages": [Message.text_message(turn_text(turn), message_id=f"u{turn}")]}, config=config)
+    app.invoke({"messages": [Message.text_message("Which port does staging use?", message_id="q")]}, config=config)
+    sent = client.requests[-1].messages
+    assert any(is_recall(m) and FACT in m.text() for m in sent)
+    log = checkpointer.get_messages("t")
+    assert not any(is_recall(m) for m in log)
+    assert [m.message_id for m in log if m.role == "user"] == [*(f"u{t}" for t in range(80)), "q"]
+    assert tools.tool_names == []
