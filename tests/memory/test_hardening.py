@@ -229,3 +229,21 @@ async def test_tdai_memory_round_trip(postgres_server: str) -> None:
     assert [e["message"]["content"] for e in await memory.history(sid)] == [e["message"]["content"] for e in turns]
     await memory.clear(sid)
     await memory.close()
+
+
+async def test_compacted_originals_leave_the_live_records(backend: Backend) -> None:
+    memory = backend.open(thresholds={"pre_rot_threshold": 300, "keep_recent_count": 2})
+    sid = backend.session_id
+    long_text = "the export of table orders scans 40 million rows because the updated_at index is missing; " * 6
+    await memory.add(event(0, long_text), session_id=sid)
+    for e in _turns(4):
+        await memory.add({**e, "message": {**e["message"], "id": "t" + e["message"]["id"]}}, session_id=sid)
+    record = await memory.store.get_record(memory.namespace, sid, "e:m0")
+    assert record is not None and record.doc.get("archive", "").startswith("o:")
+    assert long_text not in str(record.doc)  # a reload reads the gist, not the original
+    listed = (await memory.list(sid))[0]
+    assert listed["state"][COMPACTION_KEY]["original_content"] == long_text  # list() shows it, as before
+    assert (await memory.history(sid))[0]["message"]["content"] == long_text
+    restored = await memory.decompress("m0", session_id=sid)
+    assert restored["message"]["content"] == long_text
+    assert (await memory.list(sid))[0]["message"]["content"] == long_text

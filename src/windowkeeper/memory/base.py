@@ -24,6 +24,7 @@ import builtins
 import json
 import logging
 import random
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
@@ -37,7 +38,7 @@ from ..tokens import TokenCounter, default_counter
 from ..units import group_units
 from .compaction import compact_in_place, decompress_in_place, is_compacted
 from .config import Thresholds, resolve_thresholds
-from .events import SUMMARY_MARK, event_to_message, normalize_event, original_event, same_event
+from .events import COMPACTION_KEY, SUMMARY_MARK, event_to_message, normalize_event, original_event, same_event
 from .report import ContextReport
 from .structured import StructuredSummary, as_structured_summarizer, coerce_summary, fit_summary
 from .view import EVENT_PREFIX, HEAD_KEY, SUMMARY_PREFIX, TOKENS_KEY, Entry, LiveView, is_visible, with_tokens
@@ -65,6 +66,9 @@ _CONFIG_KEYS = (
     "summary_max_tokens",
     "summary_timeout",
 )
+ARCHIVE_PREFIX = "o:"
+ARCHIVE_KEY = "archive"
+"""Doc field of a compacted event whose original moved to an archive record (key ``o:...``)."""
 SUMMARY_SHARE = 0.25
 """Default summary budget as a share of the compaction limit: a summary must leave room for live events."""
 
@@ -231,7 +235,8 @@ class BaseMemory(Generic[S]):
             entries = view.events
             if limit is not None:
                 entries = entries[-limit:] if limit > 0 else []
-            events = [_copy_json(e.record.doc["event"]) for e in entries]
+            records = await self._restore_archived(session_id, [e.record for e in entries])
+            events = [_copy_json(r.doc["event"]) for r in records]
             if not include_summaries:
                 return events
             heads = [_summary_event(s, s.render()) for s in view.summary_models()]
@@ -255,7 +260,8 @@ class BaseMemory(Generic[S]):
         Events that a summary replaced carry that summary's id in ``state["__summarized_by__"]``.
         """
         out: EventList = []
-        for record in await self.store.list_records(self.namespace, session_id):
+        records = await self.store.list_records(self.namespace, session_id)
+        for record in _with_archived(records):
             if record.doc.get("type") != "event":
                 continue
             event = original_event(record.doc["event"])
@@ -267,7 +273,8 @@ class BaseMemory(Generic[S]):
     async def history_messages(self, session_id: str = DEFAULT_SESSION) -> builtins.list[Message]:
         """`history` as messages; events that came in as a `Message` are restored exactly."""
         out: builtins.list[Message] = []
-        for record in await self.store.list_records(self.namespace, session_id):
+        records = await self.store.list_records(self.namespace, session_id)
+        for record in _with_archived(records):
             if record.doc.get("type") != "event":
                 continue
             source = record.doc.get("source")
@@ -314,12 +321,14 @@ class BaseMemory(Generic[S]):
                 record = await self.store.get_record(self.namespace, session_id, key)
                 if record is None or record.doc.get("type") != "event":
                     raise LookupError(f"session {session_id!r} has no event with id {event_id!r}")
+                version = record.version
+                record = (await self._restore_archived(session_id, [record]))[0]
                 event = _copy_json(record.doc["event"])
                 if not decompress_in_place(event):
                     return cast(EventDict, event)
                 doc = {**record.doc, "event": event, "pinned": True}
                 try:
-                    await self._commit(session_id, view, [(key, doc, record.version)])
+                    await self._commit(session_id, view, [(key, doc, version)])
                 except ConflictError:
                     await _backoff(attempt)
                     await self._reload(session_id, view)
@@ -504,6 +513,7 @@ class BaseMemory(Generic[S]):
             )
         else:
             if docs:
+                await self._archive(sid, view, docs)
                 await self._commit(sid, view, [(k, d, view.by_key[k].record.version) for k, d in docs.items()])
             report.compacted_ids = compacted
             report.tokens_after = view.total
@@ -535,6 +545,7 @@ class BaseMemory(Generic[S]):
         cover = [r for i, r in enumerate(live[:cut]) if r.doc["event"]["message"]["role"] != "system" and i != opener]
         if not cover:
             if docs:
+                await self._archive(sid, view, docs)
                 await self._commit(sid, view, [(k, d, view.by_key[k].record.version) for k, d in docs.items()])
             report.compacted_ids = compacted
             report.tokens_after = view.total
@@ -544,7 +555,8 @@ class BaseMemory(Generic[S]):
             return report
         report.tier = "summarization"
         report.reason = why
-        originals = [original_event(docs.get(r.key, r.doc)["event"]) for r in cover]
+        current = [Record(r.key, r.seq, r.version, docs.get(r.key, r.doc)) for r in cover]
+        originals = [original_event(r.doc["event"]) for r in await self._restore_archived(sid, current)]
         active = [e.record for e in view.summaries]
         previous = [StructuredSummary.model_validate(r.doc["summary"]) for r in active]
         try:
@@ -558,6 +570,7 @@ class BaseMemory(Generic[S]):
         summary_tokens = self.counter.count_text(summary.render())
         if summary_tokens >= replaced:  # tier 3 must shrink the view, never grow it
             if docs:
+                await self._archive(sid, view, docs)
                 await self._commit(sid, view, [(k, d, view.by_key[k].record.version) for k, d in docs.items()])
             report.tier = "compaction" if compacted else "none"
             report.compacted_ids = compacted
@@ -577,6 +590,7 @@ class BaseMemory(Generic[S]):
         )
         self._plans[sid] = plan
         try:
+            await self._archive(sid, view, docs)
             await self._store_summary(sid, summary)
             await self._clear_summarized_events(sid, self.thresholds.keep_recent_count)
         except ConflictError:
@@ -646,6 +660,40 @@ class BaseMemory(Generic[S]):
             return None
         return next((i for i in range(cut - 1, -1, -1) if messages[i].role == "user"), None)
 
+    # -- archived originals ----------------------------------------------------------------------------------
+
+    async def _archive(self, sid: str, view: LiveView, docs: dict[str, dict[str, Any]]) -> None:
+        """Move the originals of freshly compacted events into one archive record, so the live records (what a
+        reload reads) hold only the gists. The event keeps a pointer; `decompress`, `history` and summaries read
+        the original back from the archive. Written before the compaction commit: if that commit never happens,
+        the archive is an unreferenced record, never a lost original."""
+        items: dict[str, dict[str, Any]] = {}
+        for key, doc in docs.items():
+            info = doc["event"].get("state", {}).get(COMPACTION_KEY)
+            if not isinstance(info, dict) or "original_content" not in info or doc.get(ARCHIVE_KEY):
+                continue
+            items[key] = {"original_content": info["original_content"], "source": doc.get("source")}
+        if not items:
+            return
+        archive_key = ARCHIVE_PREFIX + uuid.uuid4().hex
+        record = await self.store.add_record(self.namespace, sid, archive_key, {"type": "archive", "items": items})
+        view.wrote(record)
+        for key in items:
+            doc = docs[key]
+            event = doc["event"]
+            info = {k: v for k, v in event["state"][COMPACTION_KEY].items() if k != "original_content"}
+            event["state"] = {**event["state"], COMPACTION_KEY: {**info, "archived": True}}
+            doc.pop("source", None)
+            doc[ARCHIVE_KEY] = archive_key
+
+    async def _restore_archived(self, sid: str, records: Sequence[Record]) -> builtins.list[Record]:
+        """``records`` with archived originals put back in place (the stored form before archiving)."""
+        refs = {str(r.doc[ARCHIVE_KEY]) for r in records if r.doc.get(ARCHIVE_KEY)}
+        if not refs:
+            return builtins.list(records)
+        archives = await self.store.get_records(self.namespace, sid, sorted(refs))
+        return _with_archived(records, archives)
+
     # -- view and store plumbing ------------------------------------------------------------------------------
 
     async def _check_repeat(self, sid: str, key: str, event: EventDict, source: dict[str, Any] | None) -> None:
@@ -653,6 +701,7 @@ class BaseMemory(Generic[S]):
         stored = await self.store.get_record(self.namespace, sid, key)
         if stored is None or stored.doc.get("type") != "event":
             raise StorageError(f"session {sid!r}: key {key!r} is taken by a record that is not an event")
+        stored = (await self._restore_archived(sid, [stored]))[0]
         if same_event(original_event(stored.doc["event"]), event, stored.doc.get("source"), source):
             logger.debug("session %r already holds event %r; add ignored", sid, event["message"]["id"])
             return
@@ -734,6 +783,34 @@ class BaseMemory(Generic[S]):
                 view.head_version = record.version
         view.live_from = start
         view.apply(r for r in written if r.key != HEAD_KEY)
+
+
+def _with_archived(records: Sequence[Record], archives: Sequence[Record] = ()) -> builtins.list[Record]:
+    """Records with their archived originals restored, from ``archives`` (or from ``records`` themselves, when
+    they are a whole session's listing)."""
+    items: dict[str, Any] = {}
+    for record in (*archives, *records):
+        if record.doc.get("type") == "archive":
+            items[record.key] = record.doc.get("items") or {}
+    out: builtins.list[Record] = []
+    for record in records:
+        ref = record.doc.get(ARCHIVE_KEY)
+        item = items.get(str(ref), {}).get(record.key) if ref else None
+        if item is None:
+            if ref:
+                raise StorageError(
+                    f"event record {record.key!r} points at archive {ref!r}, which does not hold its original",
+                )
+            out.append(record)
+            continue
+        event = _copy_json(record.doc["event"])
+        info = {k: v for k, v in event["state"][COMPACTION_KEY].items() if k != "archived"}
+        event["state"][COMPACTION_KEY] = {**info, "original_content": item["original_content"]}
+        doc = {k: v for k, v in record.doc.items() if k != ARCHIVE_KEY}
+        doc["event"] = event
+        doc["source"] = item.get("source")
+        out.append(Record(record.key, record.seq, record.version, doc))
+    return out
 
 
 def event_json(event: Mapping[str, Any]) -> str:
