@@ -7,8 +7,15 @@ The log already holds every message once, so a snapshot need not repeat them. A 
 
 where a list entry is a run of ``count`` consecutive log positions from ``start`` (its first and last message keys
 let a reader check that the log still holds those messages there) and an ``{"m": ...}`` entry is a message the log
-does not hold as it is in the view (a pointer, a cut body, a summary). Without a context manager the view is the
-log, so a step writes one run and the messages it added; with one, the view's messages are mostly runs too.
+does not hold exactly as it is in the view (a pointer, a cut body, a copy with other metadata).
+
+A view that only grew since the previous snapshot is encoded from what it appended: the earlier messages are the
+same objects, unedited (the message edit epoch covers content, role, tool calls and reasoning). Fields outside
+those (``metadata``, ``usages``, ``timestamp``) changed in place on a message already stored are therefore not
+written again; replace the message (``model_copy(update=...)``) to store such a change.
+
+Without a context manager the view is the log, so a step writes one run and the messages it added; with one, the
+view's messages are mostly runs too.
 
 Snapshots written before this format are plain state dicts; `is_envelope` tells them apart, and they load as
 they always did (the first write after an upgrade stores the new form).
@@ -16,6 +23,7 @@ they always did (the first write after an upgrade stores the new form).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,16 +36,22 @@ FORMAT_KEY = "windowkeeper_checkpoint"
 FORMAT_VERSION = 2
 
 
+def body_hash(message: Message) -> str:
+    """A hash of everything stored of ``message`` (metadata, usage and timestamp included, not only what a model
+    sees), so a view message is referred to the log only when the log holds exactly it."""
+    return hashlib.blake2b(message.model_dump_json().encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
 @dataclass
 class LogIndex:
-    """Where this process knows a thread's logged messages are: key to (position, fingerprint of that copy)."""
+    """Where this process knows a thread's logged messages are: key to (position, `body_hash` of that copy)."""
 
     length: int
     where: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def record(self, messages: Sequence[Message], start: int) -> None:
         for offset, message in enumerate(messages):
-            self.where[message_key(message.message_id)] = (start + offset, message.fingerprint())
+            self.where[message_key(message.message_id)] = (start + offset, body_hash(message))
 
 
 def is_envelope(raw: dict[str, Any]) -> bool:
@@ -55,7 +69,7 @@ def encode_context(context: Sequence[Message], index: LogIndex, into: list[Any] 
     for message in context:
         key = message_key(message.message_id)
         logged = index.where.get(key)
-        if logged is not None and logged[1] == message.fingerprint():
+        if logged is not None and logged[1] == body_hash(message):
             position = logged[0]
             if run is not None and run[0] + run[1] == position:
                 run[1] += 1
@@ -110,6 +124,7 @@ __all__ = [
     "FORMAT_KEY",
     "FORMAT_VERSION",
     "LogIndex",
+    "body_hash",
     "copy_runs",
     "encode_context",
     "is_envelope",
