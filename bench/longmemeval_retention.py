@@ -178,6 +178,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--no-memory", action="store_true", help="leave the three-tier memory out of the line-up")
     parser.add_argument("--compare-recall", action="store_true", help="add the budget manager with recall off")
     parser.add_argument("--swap-roles", action="store_true", help="swap user and assistant in every haystack")
+    parser.add_argument(
+        "--subset", action="store_true", help="only the questions whose answer is word for word in the history"
+    )
     parser.add_argument("--show-misses", action="store_true", help="list subset questions the budget manager missed")
     parser.add_argument("--json", type=Path, default=None, help="also write the results to this file")
     args = parser.parse_args(argv)
@@ -185,6 +188,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     files = sorted(require_data(SPLIT).glob("*.json"))[: args.questions]
     questions = [load_longmemeval(f) for f in files]
     dates = [json.loads(f.read_text(encoding="utf-8")).get("question_date") for f in files]
+    if args.subset:
+        kept = [(q, d) for q, d in zip(questions, dates, strict=True) if q.answer_in_history]
+        questions, dates = [q for q, _ in kept], [d for _, d in kept]
     if args.swap_roles:
         for q in questions:
             q.messages = swap_roles(q.messages)

@@ -28,8 +28,8 @@ from _common import call_chunks, chained, fresh_counter, print_table, require_da
 from windowkeeper.context.budget import TokenBudgetContextManager
 from windowkeeper.evaluation.datasets import load_longmemeval
 from windowkeeper.evaluation.replay import ReplayReport, replay
-from windowkeeper.evaluation.strategies import ManagedStrategy
 from windowkeeper.evaluation.sessiongen import generate_session
+from windowkeeper.evaluation.strategies import ManagedStrategy
 from windowkeeper.state import AgentState, add_messages
 from windowkeeper.summarize import ExtractiveSummarizer
 
@@ -62,8 +62,15 @@ def cache_rows(label: str, report: ReplayReport) -> tuple[list[list[object]], di
     for s in report.strategies:
         share = s.cached_tokens / s.tokens_sent if s.tokens_sent else 0.0
         rows.append(
-            [label, s.name, report.calls, s.tokens_sent, f"{100 * share:.1f}%", f"{100 * s.prefix_stable_share:.1f}%"]
-            + [s.invalid_calls]
+            [
+                label,
+                s.name,
+                report.calls,
+                s.tokens_sent,
+                f"{100 * share:.1f}%",
+                f"{100 * s.prefix_stable_share:.1f}%",
+                s.invalid_calls,
+            ]
         )
         out[s.name] = {"cached_share": share, "stable": s.prefix_stable_share, "invalid": s.invalid_calls}
     gap = out[WITHOUT]["cached_share"] - out[WITH]["cached_share"]
@@ -148,5 +155,3 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 if __name__ == "__main__":
     main()
-
-

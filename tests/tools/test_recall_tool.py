@@ -16,6 +16,7 @@ from windowkeeper import AgentState, ConfigurationError, Message
 from windowkeeper.context import TokenBudgetContextManager
 from windowkeeper.graph import END, Agent, StateGraph, ToolNode
 from windowkeeper.memory import InMemoryMemory
+from windowkeeper.messages import Role
 from windowkeeper.testing.fake_servers import FakeOpenAIServer, FakeToolCall
 from windowkeeper.tools import RecallTool, recall_tool
 
@@ -139,13 +140,17 @@ def test_the_tool_has_a_schema_for_plain_function_calling_and_checks_its_source(
 
 async def test_memory_history_is_searchable_and_restorable() -> None:
     memory = InMemoryMemory(
-        thresholds={"pre_rot_threshold": 1500, "compaction_trigger": 0.8, "summarization_trigger": 0.95,
-                    "keep_recent_count": 4},
+        thresholds={
+            "pre_rot_threshold": 1500,
+            "compaction_trigger": 0.8,
+            "summarization_trigger": 0.95,
+            "keep_recent_count": 4,
+        },
     )
     fact = "The nightly backup lands in /srv/backups/nightly at 02:30 UTC."
     await memory.add(user(fact, "m0"), session_id="s")
     for k in range(1, 120):
-        role = "user" if k % 2 == 0 else "assistant"
+        role: Role = "user" if k % 2 == 0 else "assistant"
         text = f"Message {k}: small talk about item {k} without any particular detail worth keeping here."
         await memory.add(Message.text_message(text, role=role, message_id=f"m{k}"), session_id="s")
     view = await memory.messages("s")

@@ -48,8 +48,12 @@ RECALL_HEADER = (
     "were said earlier in this conversation and are no longer in view; they were found by searching for the "
     "message that follows and are quoted verbatim, each with where and when it was said.]"
 )
-DEFAULT_MIN_COVERAGE = 0.5
-"""Share of the query's rarity (see `Hit.coverage`) a passage needs to be recalled; measured in bench/README."""
+DEFAULT_MIN_COVERAGE = 0.4
+"""Share of the query's rarity (see `Hit.coverage`) the best passage needs for a turn to get a recall message at
+all: most turns of a conversation do not refer back, and a recall message they do not need costs cache."""
+RELATED_COVERAGE = 0.1
+"""Share a further passage needs once a turn does refer back: the room it fills would stay empty otherwise, and
+the answer often shares fewer words with the question than the passage that names the same task."""
 BACKLOG_PER_CALL = 512
 """Messages indexed per call from a backlog: a cold trim of a huge history indexes it over the next calls."""
 _QUERY_CHARS = 4000
@@ -218,13 +222,13 @@ class Recall:
         self.flush(thread)
         if room <= 0:
             return None
-        # the best hit decides whether this turn refers back at all; related passages then follow at half the bar
+        # the best hit decides whether this turn refers back at all; once it does, the room is filled by rank
         hits = self.index.search(
             thread,
             user.text()[:_QUERY_CHARS],
             limit=self.max_passages,
             exclude=exclude,
-            min_coverage=self.min_coverage / 2,
+            min_coverage=RELATED_COVERAGE,
         )
         if not hits or max(h.coverage for h in hits) < self.min_coverage:
             return None
@@ -285,6 +289,7 @@ def recalled_rowids(messages: Iterable[Message]) -> set[int]:
 __all__ = [
     "BACKLOG_PER_CALL",
     "DEFAULT_MIN_COVERAGE",
+    "RELATED_COVERAGE",
     "MARK_KEY",
     "RECALL_HEADER",
     "RECALL_ID_PREFIX",

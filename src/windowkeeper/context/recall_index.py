@@ -43,23 +43,17 @@ sent). BM25 weighs rare words most anyway, so ranking changes little, and a sear
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?][)\"\']?\s+")
 _LINE_BREAK = re.compile(r"\n+")
-_STOPWORDS = frozenset(
-    (
-        "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are",
-        "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by",
-        "can", "could", "did", "do", "does", "doing", "don't", "down", "during", "each", "few", "for", "from",
-        "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his",
-        "how", "i", "i'm", "i've", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself", "just",
-        "let's", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only",
-        "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some",
-        "such", "than", "that", "that's", "the", "their", "theirs", "them", "themselves", "then", "there", "these",
-        "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were",
-        "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your",
-        "yours", "yourself", "yourselves", "thanks", "thank", "please", "hi", "hello", "ok", "okay", "yes", "yeah",
-        "sure", "really", "like", "get", "got", "know", "think", "want", "need", "one", "well", "can't", "much",
-        "many", "way", "also", "there's", "here's",
-    )
-)
+_STOPWORD_TEXT = """
+a about above after again against all also am an and any are aren't as at be because been before being below
+between both but by can could did do does doing don't down during each few for from further had has have having
+he her here hers herself him himself his how i i'm i've if in into is isn't it it's its itself just let's me
+more most my myself no nor not now of off on once only or other our ours ourselves out over own same she should
+so some such than that that's the their theirs them themselves then there these they this those through to too
+under until up very was we were what when where which while who whom why will with would you your yours yourself
+yourselves thanks thank please hi hello ok okay yes yeah sure really like get got know think want need one well
+can't much many way also there's here's
+"""
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
 @dataclass(frozen=True)
@@ -229,10 +223,13 @@ class RecallIndex:
             db = self._db
             for entry in entries:
                 pieces = split_passages(entry.text, self.passage_chars)
-                if not pieces or db.execute(
-                    "SELECT 1 FROM recall_passage WHERE thread = ? AND message_id = ? LIMIT 1",
-                    (thread, entry.message_id),
-                ).fetchone():
+                if (
+                    not pieces
+                    or db.execute(
+                        "SELECT 1 FROM recall_passage WHERE thread = ? AND message_id = ? LIMIT 1",
+                        (thread, entry.message_id),
+                    ).fetchone()
+                ):
                     continue
                 n = len(pieces)
                 df = self._df.setdefault(thread, Counter())
@@ -299,7 +296,7 @@ class RecallIndex:
                 f"FROM recall_passage WHERE rowid IN ({marks})",
                 tuple(scores),
             ).fetchall()
-        rows = sorted((row + (scores[row[0]],) for row in found_rows), key=lambda row: -row[10])
+        rows = sorted(((*row, scores[row[0]]) for row in found_rows), key=lambda row: -row[10])
         hits = []
         for row in rows:
             if row[0] in skip or float(row[10]) < min_score:
