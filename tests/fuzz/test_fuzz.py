@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,9 +47,14 @@ def _assert_clean(tally: Tally, seed: int) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _quiet_logs() -> None:
-    # failing summarizers log tracebacks on purpose; thousands of them would only slow the run down
-    logging.getLogger("windowkeeper").setLevel(logging.CRITICAL)
+def _quiet_logs() -> Iterator[None]:
+    # failing summarizers log tracebacks on purpose; thousands of them would only slow the run down. The level is
+    # put back afterwards: later tests assert on these very log records.
+    logger = logging.getLogger("windowkeeper")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    yield
+    logger.setLevel(level)
 
 
 @pytest.mark.timeout(60)
