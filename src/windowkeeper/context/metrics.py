@@ -115,6 +115,11 @@ def _same_view(before: ViewSnapshot, summary: str | None, messages: Sequence[Mes
     return all(a is b for a, b in zip(messages, before.messages, strict=True))
 
 
+def _sent_tokens(prompt: AssembledPrompt) -> int:
+    """The count of the request, or 0 when the view has nothing to send."""
+    return prompt.input_tokens if prompt.messages or prompt.system else 0
+
+
 def thread_key(state: AgentState) -> str:
     meta = getattr(state, "execution_meta", None)
     tid = getattr(meta, "thread_id", None)
@@ -172,9 +177,7 @@ class MetricsRecorder:
 
     def view_tokens(self, summary: str | None, messages: Sequence[Message], scratchpad: str | None = None) -> int:
         """Tokens of the request for this view; 0 when there is nothing to send."""
-        if not messages and not summary and not scratchpad:
-            return 0
-        return self.assembled(summary, messages, scratchpad).input_tokens
+        return _sent_tokens(self.assembled(summary, messages, scratchpad))
 
     def record(
         self,
@@ -188,12 +191,13 @@ class MetricsRecorder:
         after_summary = state.context_summary
         after_scratchpad = state.scratchpad
         with self._lock:
-            tokens_before = self.view_tokens(before.summary, before.messages, before.scratchpad)
-            after = self.assembled(after_summary, after_messages, after_scratchpad)
+            before_prompt = self.assembled(before.summary, before.messages, before.scratchpad)
+            tokens_before = _sent_tokens(before_prompt)
             if _same_view(before, after_summary, after_messages) and after_scratchpad == before.scratchpad:
-                tokens_after = tokens_before
+                after = before_prompt
             else:
-                tokens_after = self.view_tokens(after_summary, after_messages, after_scratchpad)
+                after = self.assembled(after_summary, after_messages, after_scratchpad)
+            tokens_after = _sent_tokens(after)
             key = (after_summary or None, _fingerprints(after_messages))
             prev = self._previous.get(before.thread_id)
             stable: bool | None = None

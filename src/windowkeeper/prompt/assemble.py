@@ -25,7 +25,7 @@ from ..messages import Message
 from ..state import AgentState
 from ..tokens import TokenCounter, default_counter
 from .cost import system_costs, tool_schema_tokens
-from .recall import is_recall
+from .recall import MARK_KEY, RECALL_MARK, is_recall
 from .sections import (
     join_sections,
     scratchpad_section,
@@ -62,13 +62,13 @@ class AssembledPrompt:
         """Tokens per zone, keys in `ZONES` order; the reply priming is counted with ``recent``."""
         tc = self.counter
         costs = system_costs(self.system_parts, self.summary, self.scratchpad, tc)
-        recall = 0
-        recent = tc.count_messages([])
-        for message in self.messages:
-            if is_recall(message):
-                recall += tc.count_message(message)
-            else:
-                recent += tc.count_message(message)
+        # metrics assemble every view of every call: split with comprehensions and count the (usually whole)
+        # recent part with the counter's batch loop
+        messages = self.messages
+        recalled = [m for m in messages if m.metadata and m.metadata.get(MARK_KEY) == RECALL_MARK]
+        recent_messages = [m for m in messages if not is_recall(m)] if recalled else messages
+        recall = sum(tc.count_message(m) for m in recalled)
+        recent = tc.count_messages(recent_messages)  # the reply priming included
         return {
             "system": costs.system,
             "tools": tool_schema_tokens(self.tools, tc),
@@ -141,14 +141,12 @@ def assemble_messages(
     """`assemble` from the parts of a state: a view's messages, its summary and scratchpad."""
     reserve = check_int("reserve_tokens", reserve_tokens, minimum=0)
     parts: list[str] = [system_prompt] if system_prompt else []
-    conversation: list[Message] = []
-    for message in messages:
-        if message.role == "system":
-            text = system_message_text(message)
-            if text:
-                parts.append(text)
-        else:
-            conversation.append(message)
+    system_messages = [m for m in messages if m.role == "system"]
+    for message in system_messages:
+        text = system_message_text(message)
+        if text:
+            parts.append(text)
+    conversation = [m for m in messages if m.role != "system"] if system_messages else list(messages)
     summary = summary if summary and summary.strip() else None
     scratchpad = scratchpad if scratchpad and scratchpad.strip() else None
     return AssembledPrompt(

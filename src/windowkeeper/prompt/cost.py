@@ -10,13 +10,14 @@ carries the message framing. The zones therefore sum to the count of what is sen
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..llm.client import LLMRequest
-from ..tokens import TokenCounter, default_counter
+from ..tokens import CachingCounter, TokenCounter, default_counter
 from .sections import join_sections, scratchpad_section, summary_section, system_message
 
 
@@ -48,7 +49,20 @@ class SystemCost:
 def system_costs(
     parts: Sequence[str], summary: str | None, scratchpad: str | None, counter: TokenCounter
 ) -> SystemCost:
-    """What each part of the system text costs: ``parts`` are the system prompt and system-message texts."""
+    """What each part of the system text costs: ``parts`` are the system prompt and system-message texts.
+
+    Memoized for the built-in counters (their counts never change): metrics and managers price the same system
+    text on call after call.
+    """
+    if isinstance(counter, CachingCounter):
+        return _cached_costs(tuple(parts), summary, scratchpad, counter)
+    # other counters may change their counts over time (a calibrated counter learns its ratio): count afresh
+    return _system_costs(tuple(parts), summary, scratchpad, counter)
+
+
+def _system_costs(
+    parts: tuple[str, ...], summary: str | None, scratchpad: str | None, counter: TokenCounter
+) -> SystemCost:
     base = join_sections(parts)
     with_summary = join_sections((base, summary_section(summary)))
     full = join_sections((with_summary, scratchpad_section(scratchpad)))
@@ -56,6 +70,9 @@ def system_costs(
     b = system_text_tokens(with_summary, counter) if with_summary != base else a
     c = system_text_tokens(full, counter) if full != with_summary else b
     return SystemCost(a, b - a, c - b)
+
+
+_cached_costs = functools.lru_cache(maxsize=512)(_system_costs)
 
 
 def summary_tokens(summary: str | None, counter: TokenCounter, parts: Sequence[str] = ()) -> int:
