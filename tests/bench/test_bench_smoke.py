@@ -44,7 +44,8 @@ def test_overhead_generated_session(capsys: pytest.CaptureFixture[str]) -> None:
     assert result["extrapolated"] is False
     assert 0 < result["ours_max_view"] <= 4000
     assert 0 < result["peer_max_view"] <= 4000
-    assert "ratio trim_messages / ours" in out
+    assert "memoized trim_messages / ours" in out and "ours / floor" in out
+    assert result["floor_s"] > 0 and result["memo_s"] > 0
     assert "NOTE" not in out
 
 
@@ -54,8 +55,29 @@ def test_overhead_peer_subset_is_announced(capsys: pytest.CaptureFixture[str]) -
     )
     out = capsys.readouterr().out
     assert result["extrapolated"] is True
-    assert "NOTE: trim_messages was timed on 3 of 20 turns" in out
-    assert "trim_messages (extrapolated)" in out
+    assert "NOTE: uncached trim_messages was timed on 3 of 20 turns" in out
+    assert "trim_messages, uncached counter (extrapolated)" in out
+
+
+def test_reload_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    result = bench("reload_cost").main(["--turns", "15", "--budgets", "4000"])
+    out = capsys.readouterr().out
+    assert set(result["4000"]) == {"live", "reload", "new process"}
+    assert result["worst_ratio"] > 0 and "reload / live" in out
+
+
+def test_checkpoint_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    result = bench("checkpoint_cost").main(["--prefill", "60", "--steps", "5"])
+    out = capsys.readouterr().out
+    assert 0 < result["bytes_ratio"] <= 2.0  # references, not the history, per step
+    assert "LangGraph SqliteSaver" in out and "OpenAI Agents SQLiteSession" in out
+
+
+def test_scaling(capsys: pytest.CaptureFixture[str]) -> None:
+    result = bench("scaling").main(["--sizes", "200"])
+    numbers = next(iter(result.values()))
+    assert numbers["manager_ms_per_call"] > 0 and numbers["put_bytes_per_step"] > 0
+    assert "first call s" in capsys.readouterr().out
 
 
 def test_cold_trim(capsys: pytest.CaptureFixture[str]) -> None:
@@ -84,6 +106,7 @@ def test_cache_cost(capsys: pytest.CaptureFixture[str]) -> None:
         assert 0.0 <= numbers["stable"] <= 1.0
     assert "tau: 12 calls" in out and "swe: 12 calls" in out
     assert "TokenBudgetContextManager" in out and "sliding window" in out
+    assert "anthropic: budget manager saves vs" in out
 
 
 @needs_data

@@ -525,7 +525,7 @@ def test_reply_pointer_keeps_first_sentence_size_and_other_blocks() -> None:
     assert cleared.message_id == "a9" and cleared.content[0] == thinking
     text = cleared.text()
     assert '"Short answer: yes, it is safe."' in text and "64 chars" in text and "restorable" in text
-    assert cleared.metadata[OFFLOAD_KEY] == {"kind": "cleared", "tokens_before": 200}
+    assert cleared.metadata[OFFLOAD_KEY] == {"kind": "cleared", "tokens_before": 200, "original": reply.fingerprint()}
     tool_call = Message(role="assistant", content=[ToolCallBlock(id="x", name="f")])
     assert clear_reply(tool_call, tokens_before=50) is None
 

@@ -14,14 +14,16 @@ the compaction runs on the newest part and gives the same view and summary as on
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..messages import Message
-from ..prompt.recall import is_recall
 from ..prompt import summary_tokens
+from ..prompt.recall import is_recall
+from ..summarize.limits import DEFAULT_INPUT_LIMIT, newest_within
 from ..units import UnitKind, group_units
 from .pointers import OffloadStore, _cut_middle, clear_reply, clear_tool_results, offload_info, truncate_message
 
@@ -49,16 +51,6 @@ _MIN_TRUNCATED_TOKENS = 32
 _SUMMARY_SLACK = 16
 _REQUEST_SLACK = 256
 """Tokens of a summarizer request kept for its prompt framing, on top of the messages and previous summary."""
-"""Tokens of the summary message's framing and separator, on top of what the summarizer is asked for."""
-COLD_PLAN_MIN_MESSAGES = 512
-"""Shorter cold histories are counted whole: that costs little and keeps ``tokens_before`` exact."""
-_CLEARED_ESTIMATE = 80
-"""Rough tokens of a pointer, used only to guess how far back a cold plan must read; the plan is then checked."""
-
-
-_MAX_SUMMARY_ROUNDS = 2
-_MIN_TRUNCATED_TOKENS = 32
-_SUMMARY_SLACK = 16
 """Tokens of the summary message's framing and separator, on top of what the summarizer is asked for."""
 COLD_PLAN_MIN_MESSAGES = 512
 """Shorter cold histories are counted whole: that costs little and keeps ``tokens_before`` exact."""
@@ -140,6 +132,8 @@ class Limits:
     summarize: bool
     summary_cost: Callable[[str], int] | None = None
     """Tokens a summary adds to the request (`windowkeeper.prompt`); None: the summary alone in a system text."""
+    summary_input_limit: int = DEFAULT_INPUT_LIMIT
+    """Tokens one summarizer request may hold (the summarizer's stated ``input_limit``)."""
 
 
 class Compaction:
@@ -344,7 +338,7 @@ class Compaction:
             rounds += 1
             update = lim.summary_mode == "update"
             text = yield SummaryRequest(
-                messages=self.store.restore_all(gone),
+                messages=self._within_input_limit(gone, self.summary if update else None),
                 previous=self.summary if update else None,
                 max_tokens=ask,
                 instructions=lim.summary_instructions,
@@ -370,6 +364,28 @@ class Compaction:
         marker = unsummarized_marker(self.unsummarized_count)
         base = self._summary_before_mark
         self._set_summary(f"{base}{SUMMARY_SEPARATOR}{marker}" if base else marker)
+
+    def _within_input_limit(self, gone: list[Message], previous: str | None) -> list[Message]:
+        """The originals of the newest ``gone`` messages that fit one summarizer request.
+
+        A first call on a long history drops almost all of it at once; only the newest part that fits the
+        summarizer's input limit is summarized (after the previous summary), and the rest stays in the store.
+        Costs are counted from the newest end, so the work is bounded by the limit, not by what was dropped.
+        """
+        room = self.limits.summary_input_limit - _REQUEST_SLACK
+        if previous:
+            room -= self.counter.count_text(previous)
+        restore = self.store.restore
+        kept = newest_within(gone, room, lambda m: _token_bound(restore(m))) or gone[-1:]  # the summarizer cuts one
+        if len(kept) < len(gone):
+            logger.info(
+                "summarizing the newest %d of %d dropped messages (summarizer input limit %d tokens); the older "
+                "ones stay in the store",
+                len(kept),
+                len(gone),
+                self.limits.summary_input_limit,
+            )
+        return [restore(m) for m in kept]
 
     def bound_summary(self) -> Generator[SummaryRequest, str | None, None]:
         """Keep the summary under ``summary_budget``: condense it with the summarizer, else cut its middle.
@@ -428,6 +444,16 @@ class Compaction:
         for seg in segs:
             messages.extend(seg.messages)
         return Outcome(segs, self.summary, self.cleared, self.summaries, messages)
+
+
+def _token_bound(message: Message) -> int:
+    """A cheap upper estimate of a message's tokens: a third of its UTF-8 bytes (English runs about 4 characters a
+    token, CJK about one 3-byte character a token), plus framing. Dropped messages a cold plan never read are not
+    counted exactly; the summarizer enforces its limit exactly on what it is given."""
+    size = len(message.text().encode("utf-8", "surrogatepass")) + len(message.reasoning_text().encode("utf-8"))
+    for call in message.tool_call_blocks():
+        size += len(call.name) + len(json.dumps(call.args, ensure_ascii=False, default=str).encode("utf-8"))
+    return size // 3 + 8
 
 
 def summary_ask(limits: Limits) -> int:

@@ -19,7 +19,6 @@ so a call that appends a few messages counts only those (the counter memoizes pe
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import operator
 import time
@@ -28,17 +27,20 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._validate import check_int
+from .._bridge import in_running_loop, run_sync
+from .._validate import check_int, check_timeout
 from ..errors import ConfigurationError
 from ..messages import Message, edit_epoch, edited_since
-from ..prompt import SystemCost, is_recall, summary_tokens, system_costs, system_message_text, tool_schema_tokens
+from ..prompt import SystemCost, summary_tokens, system_costs, system_message_text, tool_schema_tokens
 from ..state import AgentState
+from ..summarize.failsafe import call_summarizer
+from ..summarize.limits import DEFAULT_INPUT_LIMIT, input_limit_of
 from ..tokens import TokenCounter, default_counter
 from ._compaction import ColdPlan, Limits, Segment, SummaryRequest, compact, extend_segments, finish, plan_cold
 from .base import BaseContextManager, S, adapt_summarizer
 from .metrics import TrimMetrics, thread_key
-from .pointers import OffloadStore, is_offloaded
-from .recall import Recall, recalled_rowids
+from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, OffloadStore, is_offloaded
+from .recall import Recall, is_recall, recalled_rowids
 
 logger = logging.getLogger(__name__)
 
@@ -180,8 +182,9 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         max_summary_tokens: int = 600,
         summary_budget: int | None = None,
         summary_instructions: str | None = None,
-        summary_timeout: float | None = 120.0,
+        summary_timeout: float = 120.0,
         summary_mode: Literal["append", "update"] = "append",
+        offload_cache_bytes: int = DEFAULT_OFFLOAD_CACHE_BYTES,
         recall: bool | Recall = True,
     ) -> None:
         self.max_tokens = check_int("max_tokens", max_tokens, minimum=1)
@@ -211,11 +214,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             else check_int("clear_reply_min_tokens", clear_reply_min_tokens, minimum=0)
         )
         self.max_summary_tokens = check_int("max_summary_tokens", max_summary_tokens, minimum=1)
-        if summary_timeout is not None and not (isinstance(summary_timeout, int | float) and summary_timeout > 0):
-            raise ConfigurationError(
-                f"summary_timeout must be a positive number of seconds or None, got {summary_timeout!r}",
-            )
-        self.summary_timeout = summary_timeout
+        self.summary_timeout = check_timeout("summary_timeout", summary_timeout)
         self.summary_instructions = summary_instructions
         if summary_mode not in ("append", "update"):
             raise ConfigurationError(f"summary_mode must be 'append' or 'update', got {summary_mode!r}")
@@ -228,6 +227,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             )
         self.counter: TokenCounter = counter if counter is not None else default_counter()
         self.summarizer = adapt_summarizer(summarizer) if summarizer is not None else None
+        self.summary_input_limit = input_limit_of(summarizer) or DEFAULT_INPUT_LIMIT
 
         self.budget = max_tokens - reserve_tokens
         self.high_limit = int(self.budget * high)
@@ -254,7 +254,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                 f"low watermark ({self.low_limit} tokens of a {self.budget}-token budget); raise max_tokens",
             )
         self._tracks: OrderedDict[str, _Track] = OrderedDict()
-        self._offloaded = OffloadStore()
+        self._offloaded = OffloadStore(check_int("offload_cache_bytes", offload_cache_bytes, minimum=0))
         if not isinstance(recall, bool | Recall):
             raise ConfigurationError(f"recall must be True, False or a Recall instance, got {recall!r}")
         self.recall: Recall | None = (
@@ -271,16 +271,32 @@ class TokenBudgetContextManager(BaseContextManager[S]):
 
     @property
     def offloaded(self) -> OffloadStore:
-        """Originals of every tool result this manager cleared and every body it truncated."""
+        """The cache (bounded by ``offload_cache_bytes``) of the originals this manager cleared or truncated."""
         return self._offloaded
 
-    def restore(self, message: Message) -> Message:
-        """The original of a cleared or truncated message (the very object first seen), else ``message``."""
-        return self._offloaded.restore(message)
+    def restore(self, message: Message, log: Sequence[Message] | None = None) -> Message:
+        """The original of a cleared or truncated message, else ``message``.
 
-    def restore_context(self, state: AgentState) -> list[Message]:
-        """``state.context`` with every pointer and truncated body put back; ``state`` itself is not changed."""
-        return self._offloaded.restore_all(state.context)
+        Recent originals come from the in-process cache; older ones, or any after a restart, from ``log``: the
+        thread's message log (``checkpointer.get_messages(thread_id)``), which holds every original once.
+        """
+        return self._offloaded.restore_all([message], log)[0]
+
+    def restore_context(self, state: AgentState, log: Sequence[Message] | None = None) -> list[Message]:
+        """``state.context`` with every pointer and truncated body put back; ``state`` itself is not changed.
+
+        Pass the thread's message log as ``log`` to restore originals this process no longer caches (evicted,
+        or cleared by another process before a restart); a pointer whose original is found nowhere stays as is.
+        """
+        return self._offloaded.restore_all(state.context, log)
+
+    async def arestore_context(self, state: AgentState, checkpointer: Any) -> list[Message]:
+        """`restore_context` with the log read from ``checkpointer`` (any object with ``aget_messages``)."""
+        restored = self._offloaded.restore_all(state.context)
+        if not any(map(is_offloaded, restored)):
+            return restored
+        log = await checkpointer.aget_messages(thread_key(state))
+        return self._offloaded.restore_all(restored, log)
 
     # -- the public API -----------------------------------------------------------------------------------------
 
@@ -311,18 +327,17 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             self._tracks.clear()
         else:
             self._tracks.pop(thread_id, None)
+        self._offloaded.forget(thread_id)
 
     # -- summarizer drivers -------------------------------------------------------------------------------------
 
     def _summarize_blocking(self, request: SummaryRequest, core: Generator[Any, Any, Any]) -> str | None:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._summarize(request))
-        core.close()
-        raise RuntimeError(
-            "TokenBudgetContextManager.trim_context() needs to run its summarizer but was called from inside a "
-            "running event loop; use `await manager.atrim_context(state)` instead",
+        if in_running_loop():
+            core.close()
+        return run_sync(
+            lambda: self._summarize(request),
+            caller="TokenBudgetContextManager.trim_context() (it needs to run its summarizer)",
+            instead="await manager.atrim_context(state)",
         )
 
     async def _summarize(self, request: SummaryRequest) -> str | None:
@@ -335,21 +350,19 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             # a plain fn(messages) never sees previous_summary: hand it the summary to condense as a document
             messages = [Message.text_message(previous, role="user", message_id=CONDENSE_DOCUMENT_ID, timestamp=None)]
             previous = None
-        try:
-            pending = summarizer.summarize(
-                messages,
-                previous_summary=previous,
-                max_tokens=request.max_tokens,
-                instructions=request.instructions,
-            )
-            text = await (asyncio.wait_for(pending, self.summary_timeout) if self.summary_timeout else pending)
-        except Exception:
-            logger.exception(SUMMARY_FAILURE_LOG)
-            return None
-        if not isinstance(text, str) or not text.strip():
-            logger.warning("summarizer returned no text; dropping the oldest units without a summary instead")
-            return None
-        return text.strip()
+        # the library-wide fail-safe call: a real timeout (sync summarizers run in a daemon thread), never raises
+        text = await call_summarizer(
+            summarizer,
+            messages,
+            timeout=self.summary_timeout,
+            previous_summary=previous,
+            max_tokens=request.max_tokens,
+            instructions=request.instructions,
+            log=logger,
+        )
+        if text is None:
+            logger.error(SUMMARY_FAILURE_LOG)
+        return text
 
     # -- the core (shared by sync and async) --------------------------------------------------------------------
 
@@ -381,6 +394,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             logger.debug("thread %s: a message of the previous view was edited in place; recounting", key)
             track = None
         count = self.counter.count_message
+        offloads = self._offloaded.for_thread(key)
         summary = state.context_summary or None
         scratchpad = state.scratchpad or None
 
@@ -394,7 +408,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             arrived = incoming[len(track.view) :]
             message_tokens = track.message_tokens + sum(count(m) for m in incoming[len(track.view) :])
             known, covered = track.segments, track.covered
-            scan = _scan(incoming[len(track.view) :], self.counter, track.scan)
+            scan = _scan(arrived, self.counter, track.scan)
             cost = self._system_cost(track, scan, summary, scratchpad)
         elif track is not None and track.source is not track.view and _extends(incoming, track.source):
             new = arrived = incoming[len(track.source) :]
@@ -407,7 +421,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             working = incoming
             scan = _scan(incoming, self.counter)
             cost = self._system_cost(track, scan, summary, scratchpad)
-            plan = plan_cold(incoming, summary, self._limits(cost, scan), self.counter, self._offloaded)
+            plan = plan_cold(incoming, summary, self._limits(cost, scan), self.counter, offloads)
             if plan is None:
                 message_tokens = sum(count(m) for m in incoming)
             else:
@@ -424,7 +438,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             else:
                 segs = extend_segments(known, covered, working, self.counter)
                 limits = self._limits(cost, scan)
-                outcome = yield from compact(segs, summary, limits, self.counter, self._offloaded)
+                outcome = yield from compact(segs, summary, limits, self.counter, offloads)
             if self.recall is not None:
                 self._recall_left(key, working, outcome.messages)
             working, summary = outcome.messages, outcome.summary
@@ -584,6 +598,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             summary_mode=self.summary_mode,
             summary_instructions=self.summary_instructions,
             summarize=self.summarizer is not None,
+            summary_input_limit=self.summary_input_limit,
         )
 
 

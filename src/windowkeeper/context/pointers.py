@@ -6,6 +6,10 @@ sentence and size, and a message too large for the whole budget is cut in the mi
 Either way the replacement keeps the message id, the role and every tool call id, so the view stays
 structurally valid, and the original is kept in an `OffloadStore` so it can be put back
 byte-identical (for a restore tool, an audit, or a bigger model).
+
+The store is a cache bounded by size, not an archive: the archive is the message log a checkpointer keeps (every
+message once, as first produced). Each replacement records the fingerprint of its original, so after an eviction
+or a restart `OffloadStore.restore_all` finds the original in a log handed to it and checks it is the same one.
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..blocks import ContentBlock, TextBlock, ToolCallBlock, ToolResultBlock, tool_output_text
+from ..blocks import ContentBlock, MediaRef, TextBlock, ToolCallBlock, ToolResultBlock, tool_output_text
+from ..errors import ConfigurationError
 from ..messages import Message
 from ..tokens import TokenCounter
 
@@ -35,6 +42,10 @@ _MIN_SENTENCE_CHARS = 24
 _REPLY_HEAD_CHARS = 100
 RESTORE_TOOL = "recall"
 """Name of the tool pointer texts tell the model to call (`windowkeeper.tools.recall_tool`)."""
+DEFAULT_OFFLOAD_CACHE_BYTES = 8 * 1024 * 1024
+"""Default bound of the in-process cache of originals (estimated bytes); older originals come from the log."""
+_MESSAGE_BYTES = 600
+"""Rough fixed cost of one cached message object (the model, its lists and dicts), added to its text size."""
 
 
 def offload_info(message: Message) -> dict[str, Any] | None:
@@ -154,10 +165,13 @@ def clear_reply(message: Message, *, tokens_before: int) -> Message | None:
 
 def _replaced(message: Message, blocks: Sequence[ContentBlock], kind: OffloadKind, tokens_before: int) -> Message:
     previous = offload_info(message)
+    original = previous.get("original") if previous else message.fingerprint()
     record: dict[str, Any] = {
         "kind": kind,
         "tokens_before": int(previous["tokens_before"]) if previous else tokens_before,
     }
+    if isinstance(original, str):
+        record["original"] = original
     return message.with_content(blocks, metadata={**message.metadata, OFFLOAD_KEY: record})
 
 
@@ -228,48 +242,150 @@ def truncate_message(message: Message, max_tokens: int, counter: TokenCounter) -
     return _replaced(message, blocks, "truncated", before)
 
 
+def approx_bytes(message: Message) -> int:
+    """A cheap estimate of what keeping ``message`` alive costs (text, arguments, inline media), for cache bounds."""
+    size = _MESSAGE_BYTES + len(message.reasoning or "")
+    for block in message.content:
+        size += 64
+        for value in block.__dict__.values():
+            if isinstance(value, str):
+                size += len(value)
+            elif isinstance(value, MediaRef) and value.data_base64:
+                size += len(value.data_base64)
+            elif isinstance(value, dict | list):
+                size += len(json.dumps(value, default=str, ensure_ascii=False))
+    return size
+
+
+@dataclass
+class _Entries:
+    """The cache shared by an `OffloadStore` and its per-thread views."""
+
+    max_bytes: int
+    originals: OrderedDict[tuple[Hashable, str], tuple[Message, int, str | None]] = field(default_factory=OrderedDict)
+    bytes: int = 0
+
+
 class OffloadStore:
     """Originals of replaced message bodies, so a view can be turned back into what was really said.
 
     Keyed by the replacement's ``(message_id, fingerprint)``: restoring needs only the message found in a view,
     and two threads that reuse small integer ids cannot swap each other's originals. A replacement of a
     replacement maps to the first original.
+
+    The originals are a cache of at most ``max_bytes`` (estimated with `approx_bytes`), least recently used out
+    first, so a long session cannot grow it without bound. Nothing is lost by an eviction: the original is the
+    message the checkpointer's log holds under the same id, and `restore_all` takes that log (any iterable of
+    messages) to put it back, checking the fingerprint each replacement recorded of its original. `for_thread`
+    gives a view that tags what it keeps with a thread, so `forget` can clear one thread's originals.
     """
 
-    def __init__(self) -> None:
-        self._originals: dict[tuple[Hashable, str], Message] = {}
+    def __init__(self, max_bytes: int = DEFAULT_OFFLOAD_CACHE_BYTES) -> None:
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
+            raise ConfigurationError(
+                f"max_bytes must be a non-negative int (0 keeps no originals in memory), got {max_bytes!r}",
+            )
+        self._entries = _Entries(max_bytes)
+        self._thread: str | None = None
+
+    def for_thread(self, thread: str) -> OffloadStore:
+        """A view of this store whose `keep` tags originals with ``thread`` (same cache, same bound)."""
+        view = object.__new__(OffloadStore)
+        view._entries = self._entries
+        view._thread = thread
+        return view
+
+    @property
+    def max_bytes(self) -> int:
+        return self._entries.max_bytes
+
+    @property
+    def cached_bytes(self) -> int:
+        """Estimated bytes of the originals held in memory now (at most `max_bytes`)."""
+        return self._entries.bytes
 
     @staticmethod
     def _key(message: Message) -> tuple[Hashable, str]:
         return (message.message_id, message.fingerprint())
 
     def keep(self, original: Message, replacement: Message) -> None:
-        """Remember ``original`` as the source of ``replacement``."""
-        self._originals[self._key(replacement)] = self.restore(original)
+        """Remember ``original`` as the source of ``replacement`` (evicting the least recently used if full)."""
+        entries = self._entries
+        source = self.restore(original)
+        size = approx_bytes(source)
+        if size > entries.max_bytes:
+            return
+        key = self._key(replacement)
+        old = entries.originals.pop(key, None)
+        if old is not None:
+            entries.bytes -= old[1]
+        entries.originals[key] = (source, size, self._thread)
+        entries.bytes += size
+        while entries.bytes > entries.max_bytes:
+            _, (_, evicted, _) = entries.originals.popitem(last=False)
+            entries.bytes -= evicted
 
-    def restore(self, message: Message) -> Message:
-        """The original of ``message`` if it is a replacement this store made, else ``message`` itself."""
-        if not is_offloaded(message):
+    def restore(self, message: Message, log: Mapping[Hashable, Message] | None = None) -> Message:
+        """The original of ``message`` if it is a replacement this store made, else ``message`` itself.
+
+        ``log`` maps message ids to the messages a checkpointer logged (see `log_index`); it is consulted when the
+        original is no longer cached, and its message is used only when its fingerprint is the one recorded.
+        """
+        info = offload_info(message)
+        if info is None:
             return message
-        return self._originals.get(self._key(message), message)
+        entries = self._entries
+        key = self._key(message)
+        hit = entries.originals.get(key)
+        if hit is not None:
+            entries.originals.move_to_end(key)
+            return hit[0]
+        if log is not None:
+            logged = log.get(message.message_id)
+            if logged is not None and logged.fingerprint() == info.get("original"):
+                return logged
+        return message
 
-    def restore_all(self, messages: Iterable[Message]) -> list[Message]:
-        return [self.restore(m) for m in messages]
+    def restore_all(self, messages: Iterable[Message], log: Iterable[Message] | None = None) -> list[Message]:
+        """Every message restored; ``log`` (e.g. ``checkpointer.get_messages(thread)``) covers evicted originals."""
+        index = log_index(log) if log is not None else None
+        return [self.restore(m, index) for m in messages]
+
+    def forget(self, thread: str | None = None) -> None:
+        """Drop the cached originals of ``thread`` (of every thread when None)."""
+        entries = self._entries
+        if thread is None:
+            entries.originals.clear()
+            entries.bytes = 0
+            return
+        for key in [k for k, (_, _, t) in entries.originals.items() if t == thread]:
+            entries.bytes -= entries.originals.pop(key)[1]
 
     def __contains__(self, message: object) -> bool:
-        return isinstance(message, Message) and self._key(message) in self._originals
+        return isinstance(message, Message) and self._key(message) in self._entries.originals
 
     def __len__(self) -> int:
-        return len(self._originals)
+        return len(self._entries.originals)
+
+
+def log_index(messages: Iterable[Message]) -> dict[Hashable, Message]:
+    """Message id to the first logged message with it (a log keeps the first copy of each id)."""
+    index: dict[Hashable, Message] = {}
+    for msg in messages:
+        index.setdefault(msg.message_id, msg)
+    return index
 
 
 __all__ = [
+    "DEFAULT_OFFLOAD_CACHE_BYTES",
     "OFFLOAD_KEY",
     "OffloadKind",
     "OffloadStore",
+    "approx_bytes",
     "clear_reply",
     "clear_tool_results",
     "is_offloaded",
+    "log_index",
     "offload_info",
     "pointer_text",
     "reply_pointer_text",
