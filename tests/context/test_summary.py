@@ -14,7 +14,7 @@ from windowkeeper.context import SummaryContextManager, estimate_tokens
 from windowkeeper.errors import ConfigurationError
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState
-from windowkeeper.units import is_valid
+from windowkeeper.units import is_valid, validate
 
 
 def msg(mid: str, role: str, text: str = "") -> Message:
@@ -183,10 +183,12 @@ async def test_pending_call_is_never_summarized_even_with_keep_recent_zero() -> 
     out = await mgr.atrim_context(AgentState(context=list(ctx)))
     assert ids(out.context) == ["u1", "c1", "r1"]
     assert rec.calls[0]["ids"] == ["u0", "a0"]
-    # with nothing pending, keep_recent=0 summarizes every non-system message
+    # with nothing pending, keep_recent=0 still keeps the newest user turn: a view without one is invalid for
+    # Anthropic and Gemini, and the request being answered must stay in view (issue 12 item 3)
     plain = conversation(2)
     out2 = await mgr.atrim_context(AgentState(context=list(plain)))
-    assert ids(out2.context) == ["sys"] and rec.calls[1]["ids"] == ["u0", "a0", "u1", "a1"]
+    assert ids(out2.context) == ["sys", "u1", "a1"] and rec.calls[1]["ids"] == ["u0", "a0"]
+    assert validate(out2.context, "anthropic") == []
 
 
 async def test_remove_tool_msgs_strips_completed_sequences_before_counting_and_summarizing() -> None:

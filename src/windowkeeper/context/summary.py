@@ -1,9 +1,10 @@
 """`SummaryContextManager`: replace old turns by a summary so earlier facts survive at a fraction of the tokens.
 
 The split between "summarize" and "keep" is made on a user-message boundary at or before the ``keep_recent``
-point. That keeps every tool call with its results, and the kept part starts with a user turn, which Anthropic
-and Gemini require and which no manager may fake by inventing a message. So the kept part may hold more than
-``keep_recent`` messages.
+point, and never after the newest user message. That keeps every tool call with its results, and the kept part
+starts with a user turn (the newest request at least, even with ``keep_recent=0``), which Anthropic and Gemini
+require and which no manager may fake by inventing a message. So the kept part may hold more than ``keep_recent``
+messages.
 
 The running summary is bounded. Each new summary is appended (the documented behaviour), and the token trigger
 counts the summary along with the messages, since both are sent. Once the summary passes
@@ -280,7 +281,10 @@ class SummaryContextManager(BaseContextManager[S]):
         if not self.should_summarize(working, summary):
             return None
         systems, others = split_system(working)
-        cut = summary_cut(others, self.keep_recent)
+        # the newest user message (the request being answered) always stays, whatever keep_recent says: a view
+        # without a user turn is rejected by Anthropic and Gemini, and the model would not know what it is doing
+        newest_user = max((i for i, m in enumerate(others) if m.role == "user"), default=0)
+        cut = min(summary_cut(others, self.keep_recent), newest_user)
         if cut == 0:
             return None
         return systems, others[:cut], others[cut:]
