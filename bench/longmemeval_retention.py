@@ -7,7 +7,8 @@ steps. Two views are scored per strategy:
 
 * final: the view after the last step (no question asked yet);
 * question asked: one more step whose only new message is the question, as the newest user message dated
-  ``question_date``: the view the model would answer from. Query-aware recall acts here.
+  ``question_date``: the view the model would answer from. Query-aware recall acts here. The question message
+  itself is left out of the scoring (two questions of the subset name their answer: "which first, A or B?").
 
 For each view:
 
@@ -161,9 +162,13 @@ async def run_question(
         final.seconds += time.process_time() - started
         final.score(q, view)
         started = time.process_time()
-        asked_view = await strategy.step([question_message(q, date)])
+        question = question_message(q, date)
+        asked_view = await strategy.step([question])
         asked.seconds += time.process_time() - started
-        asked.score(q, asked_view)
+        # the question itself is not retained history (a "which came first, A or B?" question names its answer)
+        asked.score(
+            q, View([m for m in asked_view.messages if m.message_id != question.message_id], asked_view.summary)
+        )
 
 
 def ratio(ours: Tally, theirs: Tally) -> float:

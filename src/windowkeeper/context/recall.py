@@ -222,16 +222,18 @@ class Recall:
         self.flush(thread)
         if room <= 0:
             return None
-        # the best hit decides whether this turn refers back at all; once it does, the room is filled by rank
-        hits = self.index.search(
+        # the best hit decides whether this turn refers back at all (a passage an earlier recall message still
+        # shows counts: the turn refers back to it); once it does, the room is filled by rank
+        shown = set(exclude)
+        found = self.index.search(
             thread,
             user.text()[:_QUERY_CHARS],
-            limit=self.max_passages,
-            exclude=exclude,
+            limit=self.max_passages + len(shown),
             min_coverage=RELATED_COVERAGE,
         )
-        if not hits or max(h.coverage for h in hits) < self.min_coverage:
+        if not found or max(h.coverage for h in found) < self.min_coverage:
             return None
+        hits = [h for h in found if h.passage.rowid not in shown][: self.max_passages]
         if self._header_cost is None:
             self._header_cost = self.counter.count_message(_recall_message(user, RECALL_HEADER, []))
         base = self._header_cost
