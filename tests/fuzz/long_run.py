@@ -29,7 +29,9 @@ from tests.fuzz.engine import (
 def run(*, views: int, payloads: int, workdir: Path, seed: int = 0, cli_share: float = 0.02,
         deadline_s: float | None = None) -> Tally:
     """Fuzz until both targets are met (or ``deadline_s`` passed); the tally says what was done and found."""
-    logging.getLogger("windowkeeper").setLevel(logging.CRITICAL)
+    logger = logging.getLogger("windowkeeper")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
     rnd = random.Random(seed)
     tally = Tally()
     mgrs = managers()
@@ -59,6 +61,7 @@ def run(*, views: int, payloads: int, workdir: Path, seed: int = 0, cli_share: f
                 print(f"[{now - started:,.0f} s] {tally.summary()}", file=sys.stderr, flush=True)
     finally:
         loop.close()
+        logger.setLevel(level)
     return tally
 
 
