@@ -122,8 +122,8 @@ def _prefix_stable_calls(reconvert: bool) -> tuple[int, int, list[tuple[str | No
     points = [i for i, m in enumerate(messages) if m.role == "assistant"]
     kept = from_openai_chat(wire)  # converted once, the objects kept and sliced
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
-        6000, reserve_tokens=1000, summarizer=ExtractiveSummarizer()
-    )
+        6000, reserve_tokens=1000, summarizer=ExtractiveSummarizer(), recall=False
+    )  # recall off: its passages carry the minute a message was read, which differs between the runs compared
     summary: str | None = None
     stable = 0
     views = []
