@@ -145,3 +145,27 @@ def test_shared_data_files_read(tmp_path: Path) -> None:
     for traj in sorted((root / "swe_agent").glob("*.traj")):
         (conversation,) = read_conversations(traj)
         assert conversation.format == "swe-agent" and conversation.messages
+
+
+def test_langchain_serialized_form_builds_only_messages(tmp_path: Path) -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.load import dumpd
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    path = tmp_path / "lc.json"
+    path.write_text(json.dumps([dumpd(HumanMessage("hi")), dumpd(AIMessage("hello"))]))
+    conversation = read_conversation(path)
+    assert conversation.format == "langchain"
+    assert [(m.role, m.text()) for m in conversation.messages] == [("user", "hi"), ("assistant", "hello")]
+    other = {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "document", "Document"], "kwargs": {}}
+    path.write_text(json.dumps([dumpd(HumanMessage("hi")), other]))
+    with pytest.raises(ConversationFileError, match="message 1"):
+        read_conversation(path)
+
+
+def test_unhashable_values_where_a_name_is_expected_are_rejected_not_crashed_on() -> None:
+    from windowkeeper.io import parse_conversations
+
+    for data in ([{"type": []}], [{"role": {}}], [{"role": "user", "content": [{"type": ["x"]}]}]):
+        with pytest.raises(ConversationFileError):
+            parse_conversations(data)

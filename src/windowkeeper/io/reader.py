@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -91,6 +92,7 @@ _RESPONSES_ITEM_TYPES = {
 }
 _RESPONSES_PART_TYPES = {"input_text", "output_text", "input_image", "input_file", "input_audio", "refusal"}
 _ANTHROPIC_BLOCK_TYPES = {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "server_tool_use"}
+_OPENAI_ONLY_ROLES = {"tool", "function", "developer"}
 _LANGCHAIN_TYPES = {"human", "ai", "system", "tool", "chat", "function", "AIMessageChunk", "HumanMessageChunk"}
 
 
@@ -109,6 +111,11 @@ def _kind(value: Any) -> str:
 
 
 # -- detection --------------------------------------------------------------------------------------------------
+
+
+def _one_of(value: Any, options: set[str]) -> bool:
+    """``value in options`` for any JSON value (a list or object is unhashable, and never one of them)."""
+    return isinstance(value, str) and value in options
 
 
 def _blocks(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -130,21 +137,25 @@ def _message_list_format(items: Sequence[Any]) -> str | None:
         return InputFormat.TAU_BENCH.value
     if _is_ours(first):
         return InputFormat.WINDOWKEEPER.value
-    if ("lc" in first and "kwargs" in first) or (first.get("type") in _LANGCHAIN_TYPES and "data" in first):
+    if ("lc" in first and "kwargs" in first) or (_one_of(first.get("type"), _LANGCHAIN_TYPES) and "data" in first):
         return InputFormat.LANGCHAIN.value
     if "parts" in first or first.get("role") == "model":
         return InputFormat.GEMINI.value
     for item in dicts:
-        if item.get("type") in _RESPONSES_ITEM_TYPES:
+        if _one_of(item.get("type"), _RESPONSES_ITEM_TYPES):
             return InputFormat.RESPONSES.value
         blocks = _blocks(item)
-        if any(b.get("type") in _RESPONSES_PART_TYPES for b in blocks):
+        if any(_one_of(b.get("type"), _RESPONSES_PART_TYPES) for b in blocks):
             return InputFormat.RESPONSES.value
-        if item.get("role") in ("tool", "function", "developer") or "tool_calls" in item or "tool_call_id" in item:
+        if (
+            _one_of(item.get("role"), {"tool", "function", "developer"})
+            or "tool_calls" in item
+            or "tool_call_id" in item
+        ):
             return InputFormat.OPENAI.value
-        if any(b.get("type") in _ANTHROPIC_BLOCK_TYPES or "source" in b for b in blocks):
+        if any(_one_of(b.get("type"), _ANTHROPIC_BLOCK_TYPES) or "source" in b for b in blocks):
             return InputFormat.ANTHROPIC.value
-        if any(b.get("type") in ("image_url", "input_audio", "file") for b in blocks):
+        if any(_one_of(b.get("type"), {"image_url", "input_audio", "file"}) for b in blocks):
             return InputFormat.OPENAI.value
     if any(item.get("role") == "system" for item in dicts):
         return InputFormat.OPENAI.value
@@ -341,6 +352,18 @@ def _responses(source: str, name: str, data: Any) -> Conversation:
     return Conversation(name, InputFormat.RESPONSES.value, messages, tools=_tools(source, data))
 
 
+def _load_serialized(load: Callable[..., Any], item: dict[str, Any]) -> Any:
+    """``langchain_core.load.load`` restricted to message classes: the file is untrusted input."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*\bis in beta\b")  # load() is marked beta; we pin its use
+        try:
+            return load(item, allowed_objects="messages")
+        except TypeError as exc:
+            if "allowed_objects" not in str(exc):
+                raise
+            return load(item)  # a langchain-core without the restriction; it still only builds known classes
+
+
 def _langchain_objects(items: Sequence[Any]) -> list[Any]:
     try:
         from langchain_core.load import load
@@ -352,7 +375,7 @@ def _langchain_objects(items: Sequence[Any]) -> list[Any]:
         if not isinstance(item, Mapping):
             raise FormatError(f"is {_kind(item)}; expected a LangChain message object", index=index)
         if "lc" in item:
-            out.append(load(dict(item)))
+            out.append(_load_serialized(load, dict(item)))
         else:
             out.extend(messages_from_dict([dict(item)]))
     return out
