@@ -5,7 +5,7 @@ The budget manager with recall (the default) and without it run side by side in 
 * cache: on the demo's generated coding-agent session and on a long chat (a LongMemEval-S haystack), the
   cached-token share (tokens of each request that repeat the previous request's prefix, over all tokens sent),
   the share of calls whose previous prompt is a prefix of the new one, and validity for OpenAI and Anthropic;
-* speed: a 3,000-call session (tau-bench trajectories chained), trimmed before every call, CPU ms per call with
+* speed: a 3,000-call session (tau-bench trajectories chained, or ``--speed-source``), trimmed before every call, CPU ms per call with
   and without recall; the recall index's passages and bytes are sampled every 500 calls to show linear growth.
 
 Targets (issue 11): cached-token share within 5 points of the manager without recall, demo prefix-stable share
@@ -99,7 +99,10 @@ def run_cache(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_speed(args: argparse.Namespace) -> dict[str, Any]:
-    session = chained("tau", args.turns)
+    if args.speed_source == "generated":
+        session = generate_session(args.turns, seed=0).messages
+    else:
+        session = chained(args.speed_source, args.turns)
     chunks = call_chunks(session, args.turns)
     seconds: dict[str, float] = {}
     growth: list[list[object]] = []
@@ -125,7 +128,7 @@ def run_speed(args: argparse.Namespace) -> dict[str, Any]:
     print_table(
         ["strategy", "calls", "CPU s", "ms / call"],
         [[name, calls, f"{s:.2f}", f"{1000 * s / calls:.3f}"] for name, s in seconds.items()],
-        title=f"\n{calls}-call tau-bench session, budget {args.speed_budget:,}",
+        title=f"\n{calls}-call {args.speed_source} session, budget {args.speed_budget:,}",
     )
     print(
         f"recall adds {per_with - per_without:.3f} ms per call (target <= 1 ms); with / without = "
@@ -143,6 +146,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--chat-question", type=int, default=0, help="which LongMemEval-S dev haystack (index)")
     parser.add_argument("--turns", type=int, default=3000)
     parser.add_argument("--speed-budget", type=int, default=8000)
+    parser.add_argument(
+        "--speed-source",
+        choices=("tau", "swe", "generated"),
+        default="tau",
+        help="session of the speed run: chained tau-bench or SWE-agent trajectories, or a generated coding session",
+    )
     parser.add_argument("--skip", choices=("cache", "speed"), default=None)
     args = parser.parse_args(argv)
     results: dict[str, Any] = {}

@@ -58,6 +58,7 @@ BACKLOG_PER_CALL = 512
 """Messages indexed per call from a backlog: a cold trim of a huge history indexes it over the next calls."""
 _QUERY_CHARS = 4000
 _COST_CACHE = 65536
+_MIN_PASSAGE_TOKENS = 24
 
 
 def message_date(message: Message) -> str | None:
@@ -220,15 +221,15 @@ class Recall:
         state = self._thread(thread)
         state.served = str(user.message_id)
         self.flush(thread)
-        if room <= 0:
-            return None
+        if self._header_cost is not None and room < self._header_cost + _MIN_PASSAGE_TOKENS:
+            return None  # no passage could fit: skip the search
         # the best hit decides whether this turn refers back at all (a passage an earlier recall message still
         # shows counts: the turn refers back to it); once it does, the room is filled by rank
         shown = set(exclude)
         found = self.index.search(
             thread,
             user.text()[:_QUERY_CHARS],
-            limit=self.max_passages + len(shown),
+            limit=self.max_passages + min(len(shown), self.max_passages),
             min_coverage=RELATED_COVERAGE,
         )
         if not found or max(h.coverage for h in found) < self.min_coverage:

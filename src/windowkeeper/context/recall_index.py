@@ -22,7 +22,7 @@ import math
 import re
 import sqlite3
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +40,8 @@ MAX_POSTINGS = 200
 """Passages the chosen query words may match in all (their document frequencies summed; the rarest word is always
 sent). BM25 weighs rare words most anyway, so ranking changes little, and a search stays around a millisecond."""
 
+_TERMS_CACHE = 16384
+"""Passages whose folded words are kept for coverage tests (hits recur across the searches of one session)."""
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SENTENCE_END = re.compile(r"[.!?][)\"\']?\s+")
 _LINE_BREAK = re.compile(r"\n+")
@@ -174,6 +176,7 @@ class RecallIndex:
         self._lock = threading.Lock()
         self._df: dict[str, Counter[str]] = {}
         self._docs: Counter[str] = Counter()
+        self._terms: OrderedDict[int, frozenset[str]] = OrderedDict()
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False)
             self._db.executescript(
@@ -301,7 +304,11 @@ class RecallIndex:
         for row in rows:
             if row[0] in skip or float(row[10]) < min_score:
                 continue
-            found = normal_terms(row[9])
+            found = self._terms.get(row[0])
+            if found is None:
+                found = self._terms[row[0]] = frozenset(normal_terms(row[9]))
+                if len(self._terms) > _TERMS_CACHE:
+                    self._terms.popitem(last=False)
             coverage = sum(weight for term, weight in idf.items() if term in found) / whole
             hits.append(Hit(Passage(*row[:10]), float(row[10]), coverage))
         return [h for h in hits if h.coverage >= min_coverage][:limit]
