@@ -5,8 +5,9 @@ The budget manager with recall (the default) and without it run side by side in 
 * cache: on the demo's generated coding-agent session and on a long chat (a LongMemEval-S haystack), the
   cached-token share (tokens of each request that repeat the previous request's prefix, over all tokens sent),
   the share of calls whose previous prompt is a prefix of the new one, and validity for OpenAI and Anthropic;
-* speed: a 3,000-call session (tau-bench trajectories chained, or ``--speed-source``), trimmed before every call, CPU ms per call with
-  and without recall; the recall index's passages and bytes are sampled every 500 calls to show linear growth.
+* speed: a 3,000-call session (tau-bench trajectories chained, or ``--speed-source``), trimmed before every call,
+  CPU ms per call with and without recall; the recall index's passages and bytes are sampled every 500 calls to
+  show linear growth.
 
 Targets (issue 11): cached-token share within 5 points of the manager without recall, demo prefix-stable share
 >= 90%, every view valid; recall <= 1 ms per call on average over the 3,000-call session.
