@@ -189,3 +189,15 @@ def test_missing_extra_for_langchain_is_one_line(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     _assert_one_line_error(done, 'pip install "windowkeeper[langchain]"')
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+def test_devices_are_written_in_place_never_replaced(conversation: Path) -> None:
+    before = os.stat("/dev/null")
+    ok = runner.invoke(app, ["compact", str(conversation), "-o", "/dev/null"])
+    assert ok.exit_code == 0, ok.output
+    after = os.stat("/dev/null")
+    assert (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+    full = runner.invoke(app, ["compact", str(conversation), "-o", "/dev/full", "--force"])
+    _assert_one_line_error(full, "/dev/full", "cannot write")
+    assert Path("/dev/full").is_char_device()

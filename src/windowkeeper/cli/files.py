@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -39,12 +40,23 @@ def check_target(
             raise CliError(f"{option} {target}: is the input file; write the result somewhere else")
     if path.is_dir():
         raise CliError(f"{option} {target}: is a directory; give a file name")
+    if _is_special(path):
+        return path  # a device or pipe (/dev/stdout, a FIFO): written in place, nothing on disk is replaced
     if path.exists() and not force and not (replaceable_png and _is_png(path)):
         raise CliError(f"{option} {target}: already exists; pass --force to overwrite it")
     parent = path.parent
     if parent.exists() and not parent.is_dir():
         raise CliError(f"{option} {target}: {parent} is not a directory")
     return path
+
+
+def _is_special(path: Path) -> bool:
+    """A character device, FIFO or socket: never replaced by a rename (as root that would replace /dev/null)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISBLK(mode)
 
 
 def _is_png(path: Path) -> bool:
@@ -61,6 +73,13 @@ def write_bytes(path: Path | None, data: bytes, *, option: str = "-o") -> str:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
         return STDOUT
+    if _is_special(path):
+        try:
+            with path.open("wb") as handle:
+                handle.write(data)
+        except OSError as exc:
+            raise CliError(f"{option} {path}: cannot write ({exc.strerror or exc})") from exc
+        return str(path)
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
