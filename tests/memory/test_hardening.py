@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -221,7 +222,7 @@ async def test_tdai_memory_round_trip(postgres_server: str) -> None:
     memory = TDAIMemory(
         postgres_server, prefix="wkmemtest", thresholds={"pre_rot_threshold": 500, "keep_recent_count": 2}
     )
-    sid = "tdai-round-trip"
+    sid = f"tdai-{uuid.uuid4().hex[:12]}"
     await memory.clear(sid)
     turns = _turns(12)
     for e in turns:
