@@ -4,10 +4,12 @@ A page marks a generated region with ``<!-- generated: NAME -->`` ... ``<!-- end
 replaces each region's body with what generator ``NAME`` produces now. ``--check`` changes nothing and exits 1
 (listing the stale regions) when a page differs; the test suite runs it (tests/docs/test_docs.py).
 
-    python docs/generate.py          # rewrite the regions
-    python docs/generate.py --check  # fail if any region is stale
+    python docs/generate.py            # rewrite the regions
+    python docs/generate.py --check    # fail if any region is stale
+    python docs/generate.py --outputs  # also rewrite each python block's output block with what it prints now
 
-Needs the ``cli`` extra (the CLI renders some of the output). Everything runs offline and is deterministic.
+Needs the ``cli`` extra (the CLI renders some of the output). Everything runs offline, with ``PYTHONHASHSEED=0``
+(the script re-executes itself with it), so every run prints the same numbers.
 """
 
 from __future__ import annotations
@@ -135,10 +137,30 @@ def cli_compact() -> str:
         lines = ["```console"]
         for args in (
             ["compact", "session.json", "--strategy", "budget", "--budget", "8000", "-o", "compacted.json"],
-            ["compact", "session.json", "--strategy", "summary", "--budget", "8000", "--out-format", "anthropic",
-             "-o", "for_claude.json"],
-            ["compact", "session.json", "--strategy", "window", "--budget", "8000", "--out-format", "openai",
-             "-o", "window.json"],
+            [
+                "compact",
+                "session.json",
+                "--strategy",
+                "summary",
+                "--budget",
+                "8000",
+                "--out-format",
+                "anthropic",
+                "-o",
+                "for_claude.json",
+            ],
+            [
+                "compact",
+                "session.json",
+                "--strategy",
+                "window",
+                "--budget",
+                "8000",
+                "--out-format",
+                "openai",
+                "-o",
+                "window.json",
+            ],
         ):
             code, _, err = _cli(args)
             lines.append("$ windowkeeper " + " ".join(args))
@@ -158,6 +180,72 @@ GENERATORS: dict[str, Callable[[], str]] = {
 }
 
 
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
+
+
+def run_blocks(text: str) -> list[tuple[int, str | None, str]]:
+    """Run the page's python blocks as the docs test does: in page order, one namespace, a temporary directory,
+    top-level ``await`` allowed, ``python no-run`` blocks only compiled. For each runnable block: its line, the
+    output block shown after it (or None) and what it printed."""
+    import ast
+    import contextlib
+    import inspect
+    import io
+
+    namespace: dict[str, Any] = {"__name__": "__docs__"}
+    fences = list(FENCE.finditer(text))
+    results: list[tuple[int, str | None, str]] = []
+    cwd = Path.cwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        try:
+            for i, match in enumerate(fences):
+                info = match.group(1).split()
+                if info[:1] != ["python"]:
+                    continue
+                line = text.count("\n", 0, match.start()) + 1
+                code = compile(match.group(2), f"<docs:{line}>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+                if "no-run" in info:
+                    continue
+                captured = io.StringIO()
+                with contextlib.redirect_stdout(captured):
+                    if code.co_flags & inspect.CO_COROUTINE:
+                        asyncio.run(eval(code, namespace))
+                    else:
+                        exec(code, namespace)
+                following = fences[i + 1] if i + 1 < len(fences) else None
+                shown = None
+                if (
+                    following is not None
+                    and following.group(1).strip() in ("text", "output")
+                    and not text[match.end() : following.start()].strip()
+                ):
+                    shown = following.group(2)
+                results.append((line, shown, captured.getvalue()))
+        finally:
+            os.chdir(cwd)
+    return results
+
+
+def refresh_outputs(text: str) -> str:
+    """``text`` with the output block after each runnable python block replaced by what the block prints now."""
+    printed = {line: output for line, _, output in run_blocks(text)}
+    fences = list(FENCE.finditer(text))
+    edits: list[tuple[int, int, str]] = []
+    for i, match in enumerate(fences[:-1]):
+        line = text.count("\n", 0, match.start()) + 1
+        following = fences[i + 1]
+        if (
+            line in printed
+            and following.group(1).strip() in ("text", "output")
+            and not text[match.end() : following.start()].strip()
+        ):
+            edits.append((following.start(2), following.end(2), printed[line].rstrip("\n") + "\n"))
+    for start, end, new in reversed(edits):
+        text = text[:start] + new + text[end:]
+    return text
+
+
 def regenerate(text: str, cache: dict[str, str]) -> str:
     def replace(match: re.Match[str]) -> str:
         name = match.group(2)
@@ -171,16 +259,25 @@ def regenerate(text: str, cache: dict[str, str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        # some results depend on set iteration order; one hash seed makes every run print the same numbers
+        os.environ["PYTHONHASHSEED"] = "0"
+        os.execv(sys.executable, [sys.executable, str(Path(__file__).resolve()), *(argv or sys.argv[1:])])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="report stale regions, change nothing")
+    parser.add_argument("--outputs", action="store_true", help="also refresh the output block of every python block")
+    parser.add_argument("--run-page", metavar="PAGE", help="run PAGE's python blocks, print [line, shown, printed]")
     args = parser.parse_args(argv)
+    if args.run_page:
+        print(json.dumps(run_blocks(Path(args.run_page).read_text(encoding="utf-8"))))
+        return 0
     cache: dict[str, str] = {}
     stale = []
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         text = page.read_text(encoding="utf-8")
-        if not REGION.search(text):
-            continue
-        new = regenerate(text, cache)
+        new = refresh_outputs(text) if args.outputs and not args.check else text
+        if REGION.search(new):
+            new = regenerate(new, cache)
         if new != text:
             stale.append(page.relative_to(ROOT))
             if not args.check:

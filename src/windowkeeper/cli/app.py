@@ -93,6 +93,19 @@ def _version(value: bool) -> None:
         raise typer.Exit(EXIT_OK)
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Log records go to whatever ``sys.stderr`` is when they are written: a handler bound to the stream of one
+    run (a test runner swaps and closes it) would fail on every later record."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 @app.callback()
 def _root(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what the managers do.")] = False,
@@ -100,11 +113,12 @@ def _root(
         bool, typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit.")
     ] = False,
 ) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    root = logging.getLogger()
+    if not any(isinstance(h, _StderrHandler) for h in root.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
 
 
 def _guarded(output: Output, body: Callable[[], int]) -> None:
