@@ -140,7 +140,10 @@ def reply_pointer_text(text: str, ref: str | int | None = None) -> str:
         first = first[: _REPLY_HEAD_CHARS - 1] + "…"
     began = json.dumps(first, ensure_ascii=False)
     how = f" with {RESTORE_TOOL}(pointer_id={json.dumps(str(ref))})" if ref is not None else ""
-    return f"[earlier assistant reply of {len(text)} chars cleared from context, kept and restorable{how}; it began {began}]"
+    return (
+        f"[earlier assistant reply of {len(text)} chars cleared from context, kept and restorable{how}; "
+        f"it began {began}]"
+    )
 
 
 def clear_reply(message: Message, *, tokens_before: int) -> Message | None:

@@ -477,7 +477,7 @@ async def spec_log_ranges_and_delta_checkpoints(backend: Backend) -> None:
     assert raw is not None and raw["context"][-1]["m"]["message_id"] == "d5"  # its position was uncertain
     reader = Checkpointer(backend.open())
     loaded = await reader.aget_state("delta", _CustomState)
-    assert loaded is not None and loaded.counter == 4
+    assert isinstance(loaded, _CustomState) and loaded.counter == 4
     assert [m.text() for m in loaded.context] == [m.text() for m in state.context]
     assert (await reader.aload_state("delta") or {})["context"][1]["content"][0]["text"] == "[cleared]"
     loaded.context.append(_text("d6"))
@@ -506,7 +506,7 @@ async def spec_resume_after_reopen(backend: Backend) -> None:
 
     second = Checkpointer(backend.open())
     restored = await second.aget_state("resume", _CustomState)
-    assert restored is not None and restored.counter == 2
+    assert isinstance(restored, _CustomState) and restored.counter == 2
     assert [m.message_id for m in restored.context] == ["r1", "r2"]
     restored.counter += 1
     restored.context.append(_text("r3"))
@@ -517,7 +517,7 @@ async def spec_resume_after_reopen(backend: Backend) -> None:
 
     third = Checkpointer(backend.open())
     final = await third.aget_state("resume", _CustomState)
-    assert final is not None and final.counter == 3
+    assert isinstance(final, _CustomState) and final.counter == 3
     assert [m.message_id for m in await third.aget_messages("resume")] == ["r1", "r2", "r3"]
     assert (await third.store.get_record("mem", "resume", "e1")) is not None
     await third.aclose()
@@ -541,7 +541,7 @@ async def spec_resume_in_new_process(backend: Backend) -> None:
     await _child("write", backend.url, "mp-child", "25")
     reader = Checkpointer(backend.open())
     child_state = await reader.aget_state("mp-child", _CustomState)
-    assert child_state is not None and child_state.counter == 25
+    assert isinstance(child_state, _CustomState) and child_state.counter == 25
     assert [m.message_id for m in await reader.aget_messages("mp-child")] == [f"w{i}" for i in range(25)]
     await reader.aclose()
 
