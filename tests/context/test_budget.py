@@ -12,11 +12,12 @@ import pytest
 
 from windowkeeper.blocks import ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from windowkeeper.context._compaction import unsummarized_marker
-from windowkeeper.context.budget import CONDENSE_DOCUMENT_ID, SUMMARY_FAILURE_LOG, TokenBudgetContextManager
+from windowkeeper.context.budget import SUMMARY_FAILURE_LOG, TokenBudgetContextManager
 from windowkeeper.context.pointers import OFFLOAD_KEY, clear_reply, is_offloaded
 from windowkeeper.errors import ConfigurationError
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState, ExecMeta, add_messages
+from windowkeeper.summarize.failsafe import CONDENSE_DOCUMENT_ID
 from windowkeeper.tokens import default_counter
 from windowkeeper.units import validate
 

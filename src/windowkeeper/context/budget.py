@@ -33,7 +33,7 @@ from ..errors import ConfigurationError
 from ..messages import Message, edit_epoch, edited_since
 from ..prompt import SystemCost, summary_tokens, system_costs, system_message_text, tool_schema_tokens
 from ..state import AgentState
-from ..summarize.failsafe import call_summarizer
+from ..summarize.failsafe import call_summarizer, condense_input
 from ..summarize.limits import DEFAULT_INPUT_LIMIT, input_limit_of
 from ..tokens import TokenCounter, default_counter
 from ._compaction import ColdPlan, Limits, Segment, SummaryRequest, compact, extend_segments, finish, plan_cold
@@ -45,7 +45,6 @@ from .recall import Recall, is_recall, recalled_rowids
 logger = logging.getLogger(__name__)
 
 SUMMARY_FAILURE_LOG = "summarizer failed; cutting the oldest units with a marker in the summary instead"
-CONDENSE_DOCUMENT_ID = "windowkeeper:summary-to-condense"
 _MAX_TRACKED_THREADS = 1024
 
 
@@ -346,10 +345,8 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         if summarizer is None:
             return None
         messages, previous = request.messages, request.previous
-        if not messages and previous and not getattr(summarizer, "takes_previous_summary", True):
-            # a plain fn(messages) never sees previous_summary: hand it the summary to condense as a document
-            messages = [Message.text_message(previous, role="user", message_id=CONDENSE_DOCUMENT_ID, timestamp=None)]
-            previous = None
+        if not messages and previous:  # condensing the summary alone
+            messages, previous = condense_input(summarizer, previous)
         # the library-wide fail-safe call: a real timeout (sync summarizers run in a daemon thread), never raises
         text = await call_summarizer(
             summarizer,

@@ -30,7 +30,7 @@ from .._bridge import run_sync
 from .._validate import check_positive_int, check_timeout
 from ..errors import ConfigurationError
 from ..messages import Message
-from ..summarize.failsafe import FAILURE_LOG, call_summarizer
+from ..summarize.failsafe import FAILURE_LOG, call_summarizer, condense_input
 from ._policy import remove_completed_tool_sequences, split_system, summary_cut
 from .base import BaseContextManager, S, adapt_summarizer
 from .message import check_non_negative_int
@@ -44,7 +44,6 @@ CONDENSE_INSTRUCTIONS = (
     "paths, identifiers, tool results, errors, decisions and open questions. Reply with the summary text only."
 )
 CUT_MARKER = "[... summary lines cut to stay within its bound ...]"
-CONDENSE_DOCUMENT_ID = "windowkeeper-running-summary"
 
 
 def estimate_tokens(messages: Sequence[Message]) -> int:
@@ -318,12 +317,7 @@ class SummaryContextManager(BaseContextManager[S]):
             return summary
         target = max(bound // 2, 1)
         summarizer = self.summarizer
-        if getattr(summarizer, "takes_previous_summary", True):
-            messages: list[Message] = []
-            previous: str | None = summary
-        else:  # a plain fn(messages) never sees previous_summary: the summary goes in as the one document to condense
-            messages = [Message.text_message(summary, role="user", message_id=CONDENSE_DOCUMENT_ID, timestamp=None)]
-            previous = None
+        messages, previous = condense_input(summarizer, summary)
         condensed = await call_summarizer(
             summarizer,
             messages,

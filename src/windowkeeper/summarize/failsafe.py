@@ -94,6 +94,20 @@ async def guarded_call(
     return Attempt(value=value)
 
 
+CONDENSE_DOCUMENT_ID = "windowkeeper:summary-to-condense"
+
+
+def condense_input(summarizer: Any, summary: str) -> tuple[list[Message], str | None]:
+    """The (messages, previous_summary) that ask ``summarizer`` to condense ``summary``.
+
+    A summarizer that takes ``previous_summary`` gets it there with no messages; a plain ``fn(messages)`` never
+    sees ``previous_summary``, so it is handed the summary as the one document to condense instead.
+    """
+    if getattr(summarizer, "takes_previous_summary", True):
+        return [], summary
+    return [Message.text_message(summary, role="user", message_id=CONDENSE_DOCUMENT_ID, timestamp=None)], None
+
+
 async def call_summarizer(
     summarizer: Any,
     messages: Sequence[Message],
@@ -139,4 +153,13 @@ async def call_summarizer(
     return text.strip()
 
 
-__all__ = ["FAILURE_LOG", "Attempt", "SummarizerTimeoutError", "call_summarizer", "check_timeout", "guarded_call"]
+__all__ = [
+    "CONDENSE_DOCUMENT_ID",
+    "FAILURE_LOG",
+    "Attempt",
+    "SummarizerTimeoutError",
+    "call_summarizer",
+    "check_timeout",
+    "condense_input",
+    "guarded_call",
+]
