@@ -74,13 +74,18 @@ def message_date(message: Message) -> str | None:
         return None
 
 
-def _label(passage: Passage) -> str:
+def passage_where(passage: Passage) -> str:
+    """Where a passage stood in the conversation: message, turn, speaker, date and part, as the model reads it."""
     where = f"message #{passage.position}, turn {passage.turn}, {passage.role}"
     if passage.date:
         where += f", {passage.date}"
     if passage.parts > 1:
         where += f", part {passage.part + 1} of {passage.parts}"
-    return f"--- {where} ---"
+    return where
+
+
+def _label(passage: Passage) -> str:
+    return f"--- {passage_where(passage)} ---"
 
 
 def render_recall(passages: Sequence[Passage]) -> str:
@@ -300,6 +305,7 @@ __all__ = [
     "Recall",
     "is_recall",
     "message_date",
+    "passage_where",
     "recalled_rowids",
     "render_recall",
 ]

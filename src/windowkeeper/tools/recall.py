@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .._bridge import run_sync
 from ..context.metrics import DEFAULT_THREAD
-from ..context.recall import Recall, message_date
+from ..context.recall import Recall, message_date, passage_where
 from ..context.recall_index import Hit
 from ..errors import ConfigurationError
 from ..messages import Message
@@ -56,12 +56,7 @@ def _full_text(message: Message) -> str:
 
 def _hit_text(hit: Hit) -> str:
     p = hit.passage
-    where = f"message #{p.position}, turn {p.turn}, {p.role}"
-    if p.date:
-        where += f", {p.date}"
-    if p.parts > 1:
-        where += f", part {p.part + 1} of {p.parts}"
-    return f"--- {where} (id {p.message_id}) ---\n{p.text}"
+    return f"--- {passage_where(p)} (id {p.message_id}) ---\n{p.text}"
 
 
 class RecallTool:
