@@ -72,6 +72,19 @@ def run_sync(work: Callable[[], Coroutine[Any, Any, T]], *, caller: str, instead
     return asyncio.run(work())
 
 
+def run_sync_anywhere(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run the coroutine ``work()`` to completion from synchronous code, even inside a running loop.
+
+    For hooks a host calls synchronously from its own async code (the OpenAI Agents SDK's input filter): there
+    the coroutine runs on a fresh loop in a worker thread and the calling loop waits for it, which is the price of
+    a sync hook. Everywhere else `run_sync`, which refuses inside a loop, is the right crossing.
+    """
+    if not in_running_loop():
+        return asyncio.run(work())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="windowkeeper-sync") as pool:
+        return pool.submit(lambda: asyncio.run(work())).result()
+
+
 async def run_in_worker(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
     """``fn(*args, **kwargs)`` in a worker thread of the default executor, with the caller's context variables.
 
@@ -187,4 +200,5 @@ __all__ = [
     "run_in_daemon",
     "run_in_worker",
     "run_sync",
+    "run_sync_anywhere",
 ]

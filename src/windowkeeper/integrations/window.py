@@ -15,15 +15,14 @@ exactly as if the caller had kept `Message` objects, the summary and the offload
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
+from .._bridge import run_sync_anywhere
 from .._validate import check_int
 from ..context import BaseContextManager, TokenBudgetContextManager, TrimMetrics
 from ..context.pointers import is_offloaded
@@ -41,7 +40,6 @@ from ._threads import ThreadMemory, ThreadStore, chain_digest, restore_keys
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
 DEFAULT_RESERVE_TOKENS = 2000
 """Room a `Window` built from ``budget=`` leaves for the reply (at most a fifth of the budget)."""
@@ -178,7 +176,7 @@ class Window:
     ) -> FitResult:
         """Sync form of `afit`. Inside a running event loop the work runs on a worker thread (blocking until done),
         so hosts that call a sync hook from async code still work; prefer ``await afit(...)`` there."""
-        return _run_sync(lambda: self.afit(messages, system=system, tools=tools, thread_id=thread_id))
+        return run_sync_anywhere(lambda: self.afit(messages, system=system, tools=tools, thread_id=thread_id))
 
     async def afit(
         self,
@@ -280,7 +278,7 @@ class Window:
 
     def restore(self, message: Any, *, thread_id: str | None = None) -> Any:
         """Sync form of `arestore`."""
-        return _run_sync(lambda: self.arestore(message, thread_id=thread_id))
+        return run_sync_anywhere(lambda: self.arestore(message, thread_id=thread_id))
 
     async def arestore(self, message: Any, *, thread_id: str | None = None) -> Any:
         """The original of a message the manager replaced with a pointer, in the form it was given.
@@ -312,7 +310,7 @@ class Window:
             await self._store.delete(tid)
 
     def delete_thread(self, thread_id: str | None = None) -> None:
-        _run_sync(lambda: self.adelete_thread(thread_id))
+        run_sync_anywhere(lambda: self.adelete_thread(thread_id))
 
     def summary(self, thread_id: str | None = None) -> str | None:
         """The thread's running summary as of the last call (None before any cut)."""
@@ -325,7 +323,7 @@ class Window:
             await self._store.store.close()
 
     def close(self) -> None:
-        _run_sync(self.aclose)
+        run_sync_anywhere(self.aclose)
 
     async def __aenter__(self) -> Window:
         return self
@@ -474,16 +472,6 @@ def _write_plain(fmt: WindowFormat, messages: Sequence[Message]) -> list[Any]:
     if fmt == "gemini":
         return to_gemini(messages)[1]
     return list(to_langchain(messages))
-
-
-def _run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run a coroutine to completion from sync code, on a worker thread when a loop is already running here."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(make())
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="windowkeeper-sync") as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()
 
 
 __all__ = ["DEFAULT_RESERVE_TOKENS", "FitResult", "Window", "as_window"]
