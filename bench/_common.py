@@ -22,8 +22,10 @@ from typing import Any
 
 from windowkeeper.evaluation.datasets import chain_trajectories, data_dir
 from windowkeeper.evaluation.loaders import load_trajectories
+from windowkeeper.evaluation.sessiongen import iter_steps
 from windowkeeper.messages import Message
 from windowkeeper.tokens import REPLY_PRIMING, TOOL_CALL_OVERHEAD, TiktokenCounter, tool_arguments_json
+from windowkeeper.units import group_units
 
 MESSAGE_FRAMING = 4  # windowkeeper's MESSAGE_OVERHEAD + ROLE_TOKENS
 TAU_FILE = "tau_bench/gpt-4o-airline.json"
@@ -147,3 +149,21 @@ def _fmt(value: object) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
     return str(value)
+
+
+def build_history(n_messages: int, seed: int, *, whole_units: bool = True) -> list[Message]:
+    """The first ``n_messages`` of a generated session (seeded), the benches' shared long history.
+
+    With ``whole_units`` a trailing tool call still waiting for its results is cut off, so the history is valid.
+    """
+    session = None
+    for session in iter_steps(seed=seed):
+        if len(session.messages) >= n_messages:
+            break
+    assert session is not None
+    messages = list(session.messages[:n_messages])
+    if whole_units:
+        units = group_units(messages)
+        if units and units[-1].kind == "pending":
+            messages = messages[: units[-1].start]
+    return messages

@@ -17,30 +17,15 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from _common import CpuClock, fresh_counter, lc_exact_counter, print_table
+from _common import CpuClock, build_history, fresh_counter, lc_exact_counter, print_table
 
 from windowkeeper.context.budget import TokenBudgetContextManager
-from windowkeeper.evaluation.sessiongen import iter_steps
 from windowkeeper.llm.formats import to_langchain
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState
-from windowkeeper.units import group_units
 
 RESERVE = 2000
 
-
-def build_history(n_messages: int, seed: int) -> list[Message]:
-    """The first ``n_messages`` of a generated session, cut back to a whole unit so the history is valid."""
-    session = None
-    for session in iter_steps(seed=seed):
-        if len(session.messages) >= n_messages:
-            break
-    assert session is not None
-    messages = session.messages[:n_messages]
-    units = group_units(messages)
-    if units and units[-1].kind == "pending":
-        messages = messages[: units[-1].start]
-    return messages
 
 
 async def trim_ours(history: list[Message], budget: int) -> tuple[float, list[Message]]:

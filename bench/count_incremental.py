@@ -15,18 +15,10 @@ from __future__ import annotations
 import argparse
 import time
 
+from _common import build_history
+
 from windowkeeper import Message
-from windowkeeper.evaluation.sessiongen import iter_steps
 from windowkeeper.tokens import TiktokenCounter
-
-
-def build_history(n_messages: int, seed: int) -> list[Message]:
-    session = None
-    for session in iter_steps(seed=seed):
-        if len(session.messages) >= n_messages:
-            break
-    assert session is not None
-    return session.messages[:n_messages]
 
 
 def main() -> None:
@@ -36,7 +28,7 @@ def main() -> None:
     args = parser.parse_args()
 
     started = time.perf_counter()
-    history = build_history(args.messages, args.seed)
+    history = build_history(args.messages, args.seed, whole_units=False)
     print(f"generated {len(history):,} messages in {time.perf_counter() - started:.1f} s")
 
     counter = TiktokenCounter("o200k_base")

@@ -31,23 +31,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from _common import print_table
+from _common import build_history, print_table
 
-from windowkeeper.evaluation.sessiongen import iter_steps
 from windowkeeper.memory import BaseMemory, InMemoryMemory, SQLiteMemory
-from windowkeeper.messages import Message
 from windowkeeper.storage import InMemoryStore
 
 SESSION = "bench"
 
-
-def build_history(n_messages: int, seed: int = 11) -> list[Message]:
-    session = None
-    for session in iter_steps(seed=seed):
-        if len(session.messages) >= n_messages:
-            break
-    assert session is not None
-    return list(session.messages[:n_messages])
 
 
 def open_memory(backend: str, location: Path, store: InMemoryStore | None) -> BaseMemory[Any]:
@@ -58,7 +48,7 @@ def open_memory(backend: str, location: Path, store: InMemoryStore | None) -> Ba
 
 
 async def measure(n: int, backend: str, tail: int, workdir: Path) -> dict[str, Any]:
-    history = build_history(n)
+    history = build_history(n, 11, whole_units=False)
     location = workdir / f"memory-{n}.db"
     store = InMemoryStore() if backend == "memory" else None
     memory = open_memory(backend, location, store)

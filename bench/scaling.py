@@ -28,31 +28,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _common import call_chunks, fresh_counter, print_table
+from _common import build_history, call_chunks, fresh_counter, print_table
 
 from windowkeeper.context.budget import TokenBudgetContextManager
-from windowkeeper.evaluation.sessiongen import iter_steps
 from windowkeeper.graph import SQLiteCheckpointer
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState
 from windowkeeper.summarize import ExtractiveSummarizer
-from windowkeeper.units import group_units
 
 RESERVE = 2000
 STEPS = 20
 
-
-def build_history(n_messages: int, seed: int = 7) -> list[Message]:
-    session = None
-    for session in iter_steps(seed=seed):
-        if len(session.messages) >= n_messages:
-            break
-    assert session is not None
-    messages = session.messages[:n_messages]
-    units = group_units(messages)
-    if units and units[-1].kind == "pending":
-        messages = messages[: units[-1].start]
-    return messages
 
 
 async def incremental(history: list[Message]) -> tuple[float, float]:
@@ -126,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
-            history = build_history(size)
+            history = build_history(size, 7)
             per_call, peak_mb = asyncio.run(incremental(history))
             cold = asyncio.run(first_call(history))
             append_ms = recount(history)
