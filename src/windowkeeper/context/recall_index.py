@@ -271,11 +271,13 @@ class RecallIndex:
             return []
         skip = set(exclude)
         with self._lock:
-            idf = self._idf(thread, normal_terms(" ".join(terms)))
+            idf = self._idf(thread, sorted(normal_terms(" ".join(terms))))
             whole = sum(idf.values()) or 1.0
             df = self._df.get(thread) or Counter()
+            # terms in a fixed order (a set's order follows PYTHONHASHSEED): ties in rarity and the float sums must
+            # not make two runs of the same conversation recall different passages.
             # words never indexed match nothing; without enough indexed rarity no passage can reach min_coverage
-            known = sorted((t for t in idf if df[t]), key=lambda t: df[t])
+            known = sorted((t for t in idf if df[t]), key=lambda t: (df[t], t))
             if not known or sum(idf[t] for t in known) / whole < min_coverage:
                 return []
             chosen: set[str] = set()
