@@ -124,3 +124,47 @@ def test_the_store_keeps_the_full_history(tmp_path: Path) -> None:
     logged = asyncio.run(load())
     assert len(logged) == points[-1]
     assert [m.text() for m in logged] == [m.text() for m in from_openai_chat(items[: points[-1]])]
+
+
+def test_originals_in_memory_are_only_those_the_view_points_to_and_old_ones_come_from_the_store(
+    tmp_path: Path,
+) -> None:
+    from windowkeeper.integrations import Window
+    from windowkeeper.integrations._threads import view_restore_keys
+
+    items, points = conversation()
+    window = Window(budget=6000, store=str(tmp_path / "w.db"), thread_id="bounded")
+    try:
+        seen: dict[str, dict[str, Any]] = {}
+        for k in points:
+            result = window.fit(items[:k])
+            for m in result.messages:
+                if m["role"] == "tool" and "cleared from context" in m["content"]:
+                    seen.setdefault(m["tool_call_id"], m)
+            memory = window._threads["bounded"]
+            assert set(memory.originals) <= view_restore_keys(memory.view)
+            assert set(memory.original_bytes) == set(memory.originals)
+        originals = {m["tool_call_id"]: m for m in items if m["role"] == "tool"}
+        gone = [p for p in seen.values() if f"call:{p['tool_call_id']}" not in window._threads["bounded"].originals]
+        assert gone, "some pointers should have left the view"
+        for pointer in gone:
+            assert window.restore(pointer) == originals[pointer["tool_call_id"]]
+    finally:
+        window.close()
+
+
+def test_without_a_store_the_originals_kept_in_memory_are_bounded(monkeypatch: Any) -> None:
+    from windowkeeper.integrations import Window, _threads
+
+    monkeypatch.setattr(_threads, "DEFAULT_OFFLOAD_CACHE_BYTES", 4000)
+    items, points = conversation()
+    window = Window(budget=6000, thread_id="bounded")
+    try:
+        for k in points:
+            window.fit(items[:k])
+            memory = window._threads["bounded"]
+            live = _threads.view_restore_keys(memory.view)
+            assert sum(b for key, b in memory.original_bytes.items() if key not in live) <= 4000
+            assert set(memory.original_bytes) == set(memory.originals)
+    finally:
+        window.close()

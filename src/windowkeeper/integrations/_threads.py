@@ -2,8 +2,12 @@
 
 Per thread the window keeps the managed view it produced last, the running summary and scratchpad, a digest of the
 caller's list it was computed from (so the next call can tell "the same list plus new messages" from "a different
-conversation"), and the originals of every body the manager replaced with a pointer (so `Window.restore` works
-after the pointer has left the view, and after a restart).
+conversation"), and the originals of the bodies the manager replaced with a pointer still in that view.
+
+Originals are held in memory only while their pointer is in the view, so a long thread does not grow the window
+without bound. With a store every original is also written as a record, so `Window.restore` of a pointer that has
+left the view (or of one from before a restart) reads it back from there; without a store it asks the manager,
+keeps the newest of them up to a size bound, as the manager's own cache does.
 
 With a store, each call appends the caller's new messages to the thread's log (the full history, never trimmed),
 replaces the thread's state snapshot with the view, summary and digest, and adds one record per newly offloaded
@@ -19,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..context.pointers import DEFAULT_OFFLOAD_CACHE_BYTES, approx_bytes, is_offloaded
 from ..errors import StorageError
 from ..messages import Message
 from ..storage import ConflictError, SessionStore
@@ -47,6 +52,11 @@ def restore_keys(message: Message) -> list[str]:
     return [f"text:{message.role}:{digest}"]
 
 
+def view_restore_keys(view: Iterable[Message]) -> set[str]:
+    """The restore keys of every pointer in ``view``: the originals a window keeps in memory."""
+    return {key for message in view if is_offloaded(message) for key in restore_keys(message)}
+
+
 @dataclass
 class ThreadMemory:
     """One thread's remembered state (see the module docstring)."""
@@ -60,6 +70,8 @@ class ThreadMemory:
     sent_system: str | None = None
     recall_served: str | None = None
     originals: dict[str, Message] = field(default_factory=dict)
+    original_bytes: dict[str, int] = field(default_factory=dict)
+    """Estimated size of each kept original (`approx_bytes`), computed once, for the bound without a store."""
     saved_keys: set[str] = field(default_factory=set)
     read_cache: Any = None
     """The `ReadCache` of the caller's list as last read (in memory only: a new process reads the list once)."""
@@ -67,6 +79,29 @@ class ThreadMemory:
     """The `AssembledPrompt` of the thread's last call (kept to calibrate counters from the reply's usage)."""
     needs_reseed: bool = False
     """Loaded from the store and not yet handed to this process's manager."""
+
+    def prune_originals(self, *, stored: bool) -> None:
+        """Bound the originals kept in memory: those of pointers in the view always; with ``stored``, the others
+        only until written (the store serves them from then on); without a store, the newest others up to
+        `DEFAULT_OFFLOAD_CACHE_BYTES` (the window is then their only keeper, like the manager's own cache)."""
+        live = view_restore_keys(self.view)
+        if stored:
+            self.originals = {k: v for k, v in self.originals.items() if k in live or k not in self.saved_keys}
+            self.saved_keys &= live
+            self.original_bytes = {k: b for k, b in self.original_bytes.items() if k in self.originals}
+            return
+        room = DEFAULT_OFFLOAD_CACHE_BYTES
+        kept: list[str] = []
+        for key in reversed(self.originals):
+            if key not in live:
+                size = self.original_bytes.get(key) or approx_bytes(self.originals[key])
+                if size > room:
+                    continue
+                room -= size
+            kept.append(key)
+        if len(kept) < len(self.originals):
+            self.originals = {k: self.originals[k] for k in reversed(kept)}
+            self.original_bytes = {k: b for k, b in self.original_bytes.items() if k in self.originals}
 
     def state_doc(self, fmt: str) -> dict[str, Any]:
         return {
@@ -116,14 +151,10 @@ class ThreadStore:
             return None
         memory = ThreadMemory.from_doc(thread_id, doc)
         memory.needs_reseed = True
-        for record in await self.store.list_records(OFFLOAD_NAMESPACE, thread_id):
-            try:
-                original = Message.model_validate(record.doc["message"])
-            except (KeyError, ValueError) as exc:
-                raise StorageError(
-                    f"thread {thread_id!r}: offloaded original {record.key!r} is not readable: {exc}"
-                ) from exc
-            memory.originals[record.key] = original
+        for record in await self.store.get_records(
+            OFFLOAD_NAMESPACE, thread_id, sorted(view_restore_keys(memory.view))
+        ):
+            memory.originals[record.key] = _original_of(thread_id, record.key, record.doc)
             memory.saved_keys.add(record.key)
         logger.debug(
             "thread %r: loaded a view of %d messages and %d offloaded originals",
@@ -132,6 +163,12 @@ class ThreadStore:
             len(memory.originals),
         )
         return memory
+
+    async def original(self, thread_id: str, keys: Sequence[str]) -> Message | None:
+        """The stored original under the first of ``keys`` that has one (a pointer that has left the view)."""
+        for record in await self.store.get_records(OFFLOAD_NAMESPACE, thread_id, keys):
+            return _original_of(thread_id, record.key, record.doc)
+        return None
 
     async def history(self, thread_id: str) -> list[Message]:
         """Every message the caller ever sent on the thread, in order (the store's log)."""
@@ -150,11 +187,19 @@ class ThreadStore:
                 )
             memory.saved_keys.add(key)
         await self.store.put_state(thread_id, memory.state_doc(fmt))
+        memory.prune_originals(stored=True)
 
     async def delete(self, thread_id: str) -> None:
         await self.store.delete_thread(thread_id)
         with contextlib.suppress(RecordNotFoundError):
             await self.store.delete_session(OFFLOAD_NAMESPACE, thread_id)
+
+
+def _original_of(thread_id: str, key: str, doc: dict[str, Any]) -> Message:
+    try:
+        return Message.model_validate(doc["message"])
+    except (KeyError, ValueError) as exc:
+        raise StorageError(f"thread {thread_id!r}: offloaded original {key!r} is not readable: {exc}") from exc
 
 
 __all__ = ["OFFLOAD_NAMESPACE", "ThreadMemory", "ThreadStore", "chain_digest", "restore_keys"]

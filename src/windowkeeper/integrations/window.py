@@ -25,7 +25,7 @@ from typing import Any
 from .._bridge import run_sync_anywhere
 from .._validate import check_int
 from ..context import BaseContextManager, TokenBudgetContextManager, TrimMetrics
-from ..context.pointers import is_offloaded
+from ..context.pointers import approx_bytes, is_offloaded
 from ..errors import ConfigurationError
 from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
 from ..llm.formats.anthropic import MAX_CACHE_BREAKPOINTS, CacheBreakpoint
@@ -247,6 +247,8 @@ class Window:
         memory.last_prompt = prompt
         if self._store is not None:
             await self._store.save(tid, self.format, memory, new)
+        else:
+            memory.prune_originals(stored=False)
         return FitResult(
             messages=out,
             system=out_system,
@@ -290,9 +292,9 @@ class Window:
         tid = self._thread_id(thread_id)
         memory = await self._memory(tid)
         if isinstance(message, Message):
-            return self._original(memory, message) or message
+            return await self._find_original(tid, memory, message) or message
         converted = read_messages(self.format, [message])
-        originals = [self._original(memory, m) for m in converted]
+        originals = [await self._find_original(tid, memory, m) for m in converted]
         if not any(o is not None for o in originals):
             return message
         restored = [o if o is not None else m for o, m in zip(originals, converted, strict=True)]
@@ -404,7 +406,18 @@ class Window:
             if original is message:
                 continue
             for key in restore_keys(message):
-                memory.originals.setdefault(key, original)
+                if key not in memory.originals:
+                    memory.originals[key] = original
+                    memory.original_bytes[key] = approx_bytes(original)
+
+    async def _find_original(self, thread_id: str, memory: ThreadMemory, message: Message) -> Message | None:
+        """The original of a pointer: kept in memory while the pointer is in the view (and, without a store, while
+        the size bound allows), else read from the store."""
+        found = self._original(memory, message)
+        if found is not None or self._store is None:
+            return found
+        # a provider-shaped message read back carries no pointer mark: the store answers for any key it has
+        return await self._store.original(thread_id, restore_keys(message))
 
     @staticmethod
     def _original(memory: ThreadMemory, message: Message) -> Message | None:
