@@ -2,14 +2,23 @@
 
 Cutting right before a user message is always safe: a user message never sits inside a tool turn, so the kept
 part has every tool call paired with its results and starts with a user turn, as every provider accepts.
+
+With ``recall`` on (off by default: this is the reference's simple manager), what a cut drops is handed to a
+`Recall` index, and a new user message that refers back gets a recall message right before it, filling what the
+view leaves of ``recall_budget`` tokens. Recall messages are never counted as user turns; one stays in the view
+while the user message it serves does.
 """
 
 from __future__ import annotations
 
 from .._validate import check_int, check_positive_int
+from ..errors import ConfigurationError
 from ..messages import Message
+from ..tokens import TokenCounter
 from ._policy import oldest_kept_user, remove_completed_tool_sequences, split_system
 from .base import BaseContextManager, S
+from .metrics import thread_key
+from .recall import Recall, join_recall, place_recall, split_recall
 
 
 def check_non_negative_int(name: str, value: object, *, allow_none: bool = False) -> None:
@@ -30,35 +39,90 @@ class MessageContextManager(BaseContextManager[S]):
     ``remove_tool_msgs=True`` first removes finished tool sequences (the assistant call, its results and the
     assistant answer that used them), both when trimming and when not; a sequence still waiting for results or for
     its answer is kept whole. Removal never changes the user count, so it does not affect when trimming starts.
+
+    ``recall=True`` (or a `Recall` to share) indexes what is dropped and places a recall message before a new
+    user message that asks for it (see the module docstring). This manager keeps messages by count, so it has no
+    token budget of its own: ``recall_budget`` (required with recall) is the token budget of the view plus its
+    recall message, counted with ``counter`` (default: the recall's counter).
     """
 
-    def __init__(self, max_messages: int = 10, remove_tool_msgs: bool = False) -> None:
+    def __init__(
+        self,
+        max_messages: int = 10,
+        remove_tool_msgs: bool = False,
+        *,
+        recall: bool | Recall = False,
+        recall_budget: int | None = None,
+        counter: TokenCounter | None = None,
+    ) -> None:
         check_positive_int("max_messages", max_messages, hint=" (0 would drop every user turn)")
         self.max_messages = max_messages
         self.remove_tool_msgs = bool(remove_tool_msgs)
+        self.recall: Recall | None = make_recall(recall, counter)
+        if recall_budget is not None:
+            check_positive_int("recall_budget", recall_budget, hint=" (tokens) or None")
+        if self.recall is not None and recall_budget is None:
+            raise ConfigurationError(
+                "MessageContextManager(recall=True) needs recall_budget=<tokens>: it keeps messages by count, so "
+                "recall needs the token budget of the view it fills (e.g. the model's prompt budget)",
+            )
+        self.recall_budget = recall_budget
 
     def __repr__(self) -> str:
-        return f"MessageContextManager(max_messages={self.max_messages}, remove_tool_msgs={self.remove_tool_msgs})"
+        extra = f", recall_budget={self.recall_budget}" if self.recall is not None else ""
+        return (
+            f"MessageContextManager(max_messages={self.max_messages}, remove_tool_msgs={self.remove_tool_msgs}{extra})"
+        )
 
     def select(self, messages: list[Message]) -> list[Message] | None:
-        """The trimmed context for ``messages``, or None when it should stay unchanged."""
-        working = remove_completed_tool_sequences(messages) if self.remove_tool_msgs else messages
+        """The trimmed context for ``messages``, or None when it should stay unchanged.
+
+        Recall messages are not user turns: they are left out of the count and kept before the user message they
+        serve while it is kept.
+        """
+        history, recalls = split_recall(messages)
+        working = remove_completed_tool_sequences(history) if self.remove_tool_msgs else history
         systems, others = split_system(working)
         cut = oldest_kept_user(others, self.max_messages)
         if cut is None:
-            return working if len(working) != len(messages) else None
-        return systems + others[cut:]
+            return join_recall(working, recalls) if len(working) != len(history) else None
+        return join_recall(systems + others[cut:], recalls)
 
     def trim_context(self, state: S) -> S:
         before = self._begin_trim(state)
-        selected = self.select(list(state.context))
+        context = list(state.context)
+        selected = self.select(context)
+        if self.recall is not None:
+            selected = self._recall(thread_key(state), context, selected)
         if selected is not None:
             state.context = selected
         self._finish_trim(before, state)
         return state
 
+    def _recall(self, key: str, context: list[Message], selected: list[Message] | None) -> list[Message] | None:
+        """Index what the cut dropped, then place the recall message for a new user message (if it asks back)."""
+        recall = self.recall
+        assert recall is not None and self.recall_budget is not None
+        recall.observe(key, context)
+        view = context if selected is None else selected
+        if selected is not None:
+            kept = {m.message_id for m in selected}
+            recall.left(key, [m for m in context if m.message_id not in kept])
+        budget = self.recall_budget
+        placed = place_recall(recall, key, view, lambda: budget - recall.counter.count_messages(view))
+        return selected if placed is None else placed[0]
+
     async def atrim_context(self, state: S) -> S:
         return self.trim_context(state)
 
 
-__all__ = ["MessageContextManager", "check_non_negative_int"]
+def make_recall(recall: object, counter: TokenCounter | None) -> Recall | None:
+    """The `Recall` a manager's ``recall`` argument asks for: a new one for True, the given one, or None."""
+    if isinstance(recall, Recall):
+        return recall
+    if not isinstance(recall, bool):
+        raise ConfigurationError(f"recall must be True, False or a Recall instance, got {recall!r}")
+    return Recall(counter) if recall else None
+
+
+__all__ = ["MessageContextManager", "check_non_negative_int", "make_recall"]

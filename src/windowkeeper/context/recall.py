@@ -28,7 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -294,6 +294,71 @@ def recalled_rowids(messages: Iterable[Message]) -> set[int]:
     return out
 
 
+def newest_user(messages: Sequence[Message]) -> int | None:
+    """Index of the newest user message of ``messages`` that is not a recall message (None when there is none).
+
+    Scans back from the end, so a tool step costs the length of its turn, not of the view.
+    """
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if message.role == "user" and not is_recall(message):
+            return i
+    return None
+
+
+def place_recall(
+    recall: Recall, thread: str, messages: Sequence[Message], room: int | Callable[[], int]
+) -> tuple[list[Message], int, int] | None:
+    """``messages`` with the recall message for their newest user message inserted right before it.
+
+    The one placement every manager shares: the newest user message gets its recall decided once (`Recall.build`
+    marks it served, whatever it finds), so the tool steps of its turn see the same view; a recall message already
+    placed for it (kept by the manager in its view) is never built again. ``room`` is the token room left for the
+    recall message, or a callable computing it, called only when a search is due (counting a whole view is the
+    costly part for a manager that keeps no running total). Returns ``(messages, index of the recall message,
+    its tokens)``, or None when nothing is placed.
+    """
+    i = newest_user(messages)
+    if i is None:
+        return None
+    served = str(messages[i].message_id)
+    if recall.served(thread) == served or (i > 0 and messages[i - 1].metadata.get("serves") == served):
+        return None
+    space = room() if callable(room) else room
+    built = recall.build(thread, messages[i], space, exclude=recalled_rowids(messages))
+    if built is None:
+        return None
+    message, tokens = built
+    return [*messages[:i], message, *messages[i:]], i, tokens
+
+
+def split_recall(messages: Iterable[Message]) -> tuple[list[Message], dict[str, Message]]:
+    """``messages`` without their recall messages, and those recall messages by the id of the user message each
+    serves: a manager that cuts by counting user turns or summarizes must neither count nor summarize them."""
+    kept: list[Message] = []
+    recalls: dict[str, Message] = {}
+    for message in messages:
+        if is_recall(message):
+            recalls[str(message.metadata.get("serves"))] = message
+        else:
+            kept.append(message)
+    return kept, recalls
+
+
+def join_recall(messages: Iterable[Message], recalls: dict[str, Message]) -> list[Message]:
+    """``messages`` with each of ``recalls`` put back right before the user message it serves, if that one is
+    still there: a recall message ages out with the turn it was made for, like any message of that turn."""
+    if not recalls:
+        return list(messages)
+    out: list[Message] = []
+    for message in messages:
+        recalled = recalls.get(str(message.message_id)) if message.role == "user" else None
+        if recalled is not None:
+            out.append(recalled)
+        out.append(message)
+    return out
+
+
 __all__ = [
     "BACKLOG_PER_CALL",
     "DEFAULT_MIN_COVERAGE",
@@ -304,8 +369,12 @@ __all__ = [
     "RECALL_MARK",
     "Recall",
     "is_recall",
+    "join_recall",
     "message_date",
+    "newest_user",
     "passage_where",
+    "place_recall",
     "recalled_rowids",
     "render_recall",
+    "split_recall",
 ]

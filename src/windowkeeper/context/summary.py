@@ -18,6 +18,12 @@ result replaces it.
 Failure is never fatal: every summarizer call goes through `windowkeeper.summarize.failsafe`, so one that raises,
 times out (sync ones too) or returns nothing leaves the state exactly as it was (logged as "Summarisation LLM call
 failed"), because a context that is too long is recoverable and a lost history is not.
+
+With ``recall`` on (off by default: this is the reference's simple manager), the messages a summary replaces are
+also indexed verbatim by a `Recall`, and a new user message that refers back gets a recall message right before
+it, filling what the view and the summary leave of ``recall_budget`` (default ``token_budget``). Recall messages
+are never summarized; they count toward the token trigger (they are sent) but not toward ``max_messages``, and
+one stays in the view while the user message it serves does.
 """
 
 from __future__ import annotations
@@ -31,9 +37,12 @@ from .._validate import check_positive_int, check_timeout
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..summarize.failsafe import FAILURE_LOG, call_summarizer, condense_input
+from ..tokens import TokenCounter
 from ._policy import remove_completed_tool_sequences, split_system, summary_cut
 from .base import BaseContextManager, S, adapt_summarizer
-from .message import check_non_negative_int
+from .message import check_non_negative_int, make_recall
+from .metrics import thread_key
+from .recall import Recall, join_recall, place_recall, split_recall
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +157,10 @@ class SummaryContextManager(BaseContextManager[S]):
 
     ``remove_tool_msgs=True`` strips finished tool sequences before the thresholds are checked and before
     summarizing; like every other change, that only happens when a summary is actually made.
+
+    ``recall=True`` (or a `Recall` to share) indexes what is summarized and places a recall message before a new
+    user message that asks for it (see the module docstring); ``recall_budget`` is the token budget, counted with
+    ``counter`` (default: the recall's counter), that the view, the summary and the recall message share.
     """
 
     def __init__(
@@ -168,6 +181,9 @@ class SummaryContextManager(BaseContextManager[S]):
         api_key: str | None = None,
         timeout: float = 60.0,
         max_retries: int = 2,
+        recall: bool | Recall = False,
+        recall_budget: int | None = None,
+        counter: TokenCounter | None = None,
     ) -> None:
         check_non_negative_int("max_messages", max_messages, allow_none=True)
         if token_budget is not None:
@@ -226,6 +242,15 @@ class SummaryContextManager(BaseContextManager[S]):
         self._summarizer: Any = None
         if summarizer is not None and not isinstance(summarizer, str):
             self._summarizer = adapt_summarizer(summarizer)
+        self.recall: Recall | None = make_recall(recall, counter)
+        if recall_budget is not None:
+            check_positive_int("recall_budget", recall_budget, hint=" (tokens) or None")
+        self.recall_budget = recall_budget if recall_budget is not None else token_budget
+        if self.recall is not None and self.recall_budget is None:
+            raise ConfigurationError(
+                "SummaryContextManager(recall=True) needs token_budget= or recall_budget=<tokens>: recall fills "
+                "the room the view leaves in a token budget, and max_messages alone sets none",
+            )
 
     def __repr__(self) -> str:
         who = self.model if self._summarizer_spec is None else self._summarizer_spec
@@ -276,8 +301,13 @@ class SummaryContextManager(BaseContextManager[S]):
     ) -> tuple[list[Message], list[Message], list[Message]] | None:
         """``(system, to_summarize, kept)`` for ``context`` and the running ``summary``, or None when no summary
         should be made."""
-        working = remove_completed_tool_sequences(context) if self.remove_tool_msgs else list(context)
-        if not self.should_summarize(working, summary):
+        history, recalls = split_recall(context)
+        working = remove_completed_tool_sequences(history) if self.remove_tool_msgs else history
+        if not self.should_summarize(working, summary) and not (
+            recalls
+            and self.token_budget is not None
+            and estimate_tokens([*working, *recalls.values()]) + estimate_text_tokens(summary) > self.token_budget
+        ):
             return None
         systems, others = split_system(working)
         # the newest user message (the request being answered) always stays, whatever keep_recent says: a view
@@ -286,7 +316,7 @@ class SummaryContextManager(BaseContextManager[S]):
         cut = min(summary_cut(others, self.keep_recent), newest_user)
         if cut == 0:
             return None
-        return systems, others[:cut], others[cut:]
+        return systems, others[:cut], join_recall(others[cut:], recalls)
 
     async def _summarize(self, old: list[Message]) -> str | None:
         """A summary of ``old`` alone (it is appended, so the earlier summary is not sent), within
@@ -339,7 +369,10 @@ class SummaryContextManager(BaseContextManager[S]):
         before = self._begin_trim(state)
         made = 0
         previous = state.context_summary or None
-        planned = self.plan(list(state.context), previous)
+        context = list(state.context)
+        planned = self.plan(context, previous)
+        if self.recall is not None:
+            self.recall.observe(thread_key(state), context)
         if planned is not None:
             systems, old, kept = planned
             summary = await self._summarize(old)
@@ -347,8 +380,30 @@ class SummaryContextManager(BaseContextManager[S]):
                 state.context_summary = await self._bounded(_append_summary(previous, summary))
                 state.context = systems + kept
                 made = 1
+                if self.recall is not None:
+                    # what left: the summarized messages and, with remove_tool_msgs, the finished tool sequences
+                    now = {m.message_id for m in state.context}
+                    self.recall.left(thread_key(state), [m for m in context if m.message_id not in now])
+        if self.recall is not None:
+            self._place_recall(state)
         self._finish_trim(before, state, summaries_made=made)
         return state
+
+    def _place_recall(self, state: S) -> None:
+        """Place the recall message for a new user message, sized to what the view and summary leave of the budget."""
+        recall = self.recall
+        assert recall is not None and self.recall_budget is not None
+        view = list(state.context)
+        budget = self.recall_budget
+        summary = state.context_summary
+
+        def room() -> int:
+            count = recall.counter
+            return budget - count.count_messages(view) - (count.count_text(summary) if summary else 0)
+
+        placed = place_recall(recall, thread_key(state), view, room)
+        if placed is not None:
+            state.context = placed[0]
 
     def trim_context(self, state: S) -> S:
         """Run `atrim_context` to completion; refuses inside a running event loop (await it there instead)."""

@@ -5,16 +5,32 @@ messages of ``state.context`` the memory has not seen yet as events of the threa
 tiers run, and puts the memory's view back: live events into ``state.context``, the structured summary (rendered
 once) into ``state.context_summary``, which the `Agent` sends in the system zone. History stays in the memory's
 store, so a durable memory (`SQLiteMemory`, `TDAIMemory`) carries a thread across processes.
+
+With ``recall`` on (off by default), what the memory compacts or summarizes away is indexed verbatim by a
+`Recall` (the originals, not the gists), and a new user message that refers back gets a recall message right
+before it in ``state.context``, filling what the memory's view leaves of its ``pre_rot_threshold`` (the budget
+the memory keeps its view under). Recall messages are never added to the memory: they are the manager's view of
+old history, not new turns. One stays in the view, byte for byte, until the memory's next compaction or summary
+changes the view's prefix anyway; the one serving the current turn stays through that too, so a turn's tool steps
+keep seeing what was recalled for it. Only if the view grows until it and the recall messages would pass
+``pre_rot_threshold`` do the oldest recall messages go early.
 """
 
 from __future__ import annotations
 
 import logging
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._bridge import run_sync
 from ..context.base import BaseContextManager
+from ..context.message import make_recall
+from ..context.recall import Recall, join_recall, newest_user, place_recall
 from ..errors import ConfigurationError
+from ..messages import Message
+from ..prompt.recall import is_recall
 from ..state import AgentState
 from .backends import InMemoryMemory
 from .base import DEFAULT_SESSION, BaseMemory
@@ -24,15 +40,48 @@ logger = logging.getLogger(__name__)
 SUMMARY_ID_PREFIX = "summary:"
 
 
+@dataclass
+class _RecallTrack:
+    """What recall remembers of one session's view between calls."""
+
+    view: tuple[Message, ...] = ()
+    """The memory's view (without summaries and recall messages) the previous call returned."""
+    live: dict[str, Message] = field(default_factory=dict)
+    """Originals of the view's messages not yet handed to recall, by id: what to index when one leaves."""
+    placed: list[Message] = field(default_factory=list)
+    """Recall messages still in the view, oldest first."""
+
+
+def _extends(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
+    """Whether ``messages`` starts with ``prefix`` (the same objects, or equal ones after a reload)."""
+    if len(messages) < len(prefix):
+        return False
+    if all(map(operator.is_, messages, prefix)):
+        return True
+    return all(
+        a is b or (a.message_id == b.message_id and a.fingerprint() == b.fingerprint())
+        for a, b in zip(messages, prefix, strict=False)
+    )
+
+
 class MemoryContextManager(BaseContextManager[AgentState]):
     """Runs a `BaseMemory` as a graph's context manager (``StateGraph(context_manager=MemoryContextManager(...))``).
 
     ``memory`` defaults to an `InMemoryMemory` built from ``memory_options`` (e.g. ``thresholds=``). The session
     is ``session_id`` when given, else the run's ``thread_id``, so each thread has its own session.
+
+    ``recall=True`` (or a `Recall` to share) turns on query-aware recall (see the module docstring); the recall
+    index lives in this process, so after a restart the first call of a session reads its history once to rebuild
+    it.
     """
 
     def __init__(
-        self, memory: BaseMemory[Any] | None = None, *, session_id: str | None = None, **memory_options: Any
+        self,
+        memory: BaseMemory[Any] | None = None,
+        *,
+        session_id: str | None = None,
+        recall: bool | Recall = False,
+        **memory_options: Any,
     ) -> None:
         if memory is not None and memory_options:
             raise ConfigurationError(
@@ -44,6 +93,8 @@ class MemoryContextManager(BaseContextManager[AgentState]):
             raise ConfigurationError(f"session_id must be a non-empty string or None, got {session_id!r}")
         self.memory: BaseMemory[Any] = memory if memory is not None else InMemoryMemory(**memory_options)
         self.session_id = session_id
+        self.recall: Recall | None = make_recall(recall, self.memory.counter)
+        self._recall_tracks: dict[str, _RecallTrack] = {}
 
     def _session(self, state: AgentState) -> str:
         return self.session_id or state.execution_meta.thread_id or DEFAULT_SESSION
@@ -59,20 +110,102 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         before = self._begin_trim(state)
         sid = self._session(state)
         known = {str(m.message_id) for m in await self.memory.messages(sid)}
+        had_history = bool(known)
         summaries_before = len(await self.memory.summaries(sid))
+        added: list[Message] = []
         for message in state.context:
             mid = str(message.message_id)
-            if mid in known or mid.startswith(SUMMARY_ID_PREFIX):
+            # recall messages are the manager's view of old history, never history of their own
+            if mid in known or mid.startswith(SUMMARY_ID_PREFIX) or is_recall(message):
                 continue
             await self.memory.add(message, session_id=sid)
             known.add(mid)
+            added.append(message)
         view = await self.memory.messages(sid)
         summaries = await self.memory.summaries(sid)
-        state.context = [m for m in view if not str(m.message_id).startswith(SUMMARY_ID_PREFIX)]
+        context = [m for m in view if not str(m.message_id).startswith(SUMMARY_ID_PREFIX)]
+        if self.recall is not None:
+            context = await self._with_recall(sid, context, added, had_history)
+        state.context = context
         if summaries:
             state.context_summary = "\n\n".join(s.render() for s in summaries)
         self._finish_trim(before, state, summaries_made=max(0, len(summaries) - summaries_before))
         return state
+
+    async def _with_recall(
+        self, sid: str, context: list[Message], added: list[Message], had_history: bool
+    ) -> list[Message]:
+        """``context`` (the memory's view) with its recall messages: index what left, keep what was placed, and
+        place one for a new user message."""
+        recall = self.recall
+        assert recall is not None
+        track = self._recall_tracks.get(sid)
+        if track is None:
+            track = self._recall_tracks[sid] = _RecallTrack()
+            if had_history:  # a session this process has not seen: what left the view before is in the history
+                await self._recall_history(sid, track, context)
+        recall.observe(sid, added)
+        for message in added:
+            track.live[str(message.message_id)] = message
+        extended = _extends(context, track.view) and len(context) == len(track.view) + len(added)
+        if not extended:
+            self._recall_left(sid, track, context)
+            # the prefix changed anyway: older recall messages age out with it, the current turn's stays
+            i = newest_user(context)
+            current = str(context[i].message_id) if i is not None else None
+            track.placed = [r for r in track.placed if r.metadata.get("serves") == current]
+        track.view = tuple(context)
+        shown = {str(m.message_id) for m in context}
+        track.placed = [r for r in track.placed if r.metadata.get("serves") in shown]
+        i = newest_user(context)
+        new_turn = i is not None and recall.served(sid) != str(context[i].message_id)
+        budget = self.memory.thresholds.pre_rot_threshold
+        room = 0
+        if track.placed or new_turn:
+            memory_tokens = await self.memory.tokens(sid)
+            count = recall.counter.count_message
+            kept = sum(count(r) for r in track.placed)
+            while track.placed and memory_tokens + kept > budget:
+                # over the budget (the view grew since they were placed): the oldest go first
+                kept -= count(track.placed.pop(0))
+            room = budget - memory_tokens - kept
+        view = join_recall(context, {str(r.metadata.get("serves")): r for r in track.placed})
+        if not new_turn:
+            return view
+        placed = place_recall(recall, sid, view, room)
+        if placed is None:
+            return view
+        out, at, _ = placed
+        track.placed.append(out[at])
+        return out
+
+    async def _recall_history(self, sid: str, track: _RecallTrack, context: list[Message]) -> None:
+        """Seed recall for a session that already has history: positions in order, and what is out of view."""
+        recall = self.recall
+        assert recall is not None
+        history = await self.memory.history_messages(sid)
+        recall.observe(sid, history)
+        shown = {(str(m.message_id), m.fingerprint()) for m in context}
+        gone: list[Message] = []
+        for message in history:
+            if (str(message.message_id), message.fingerprint()) in shown:
+                track.live[str(message.message_id)] = message
+            else:
+                gone.append(message)
+        recall.left(sid, gone)
+        track.view = tuple(context)
+
+    def _recall_left(self, sid: str, track: _RecallTrack, context: list[Message]) -> None:
+        """Hand recall the originals of the messages the memory summarized away or compacted since the last call."""
+        assert self.recall is not None
+        now = {str(m.message_id): m for m in context}
+        gone: list[Message] = []
+        for key, original in list(track.live.items()):
+            current = now.get(key)
+            if current is None or (current is not original and current.fingerprint() != original.fingerprint()):
+                gone.append(original)
+                del track.live[key]
+        self.recall.left(sid, gone)
 
     async def aclose(self) -> None:
         """Close the memory (and its store, if the memory opened it)."""

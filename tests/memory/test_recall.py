@@ -1,0 +1,171 @@
+"""Recall on the three-tier memory: what it compacts or summarizes away comes back for a user message asking for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from windowkeeper import AgentState, Message, ToolCallBlock, ToolResultBlock
+from windowkeeper.context.recall import RECALL_HEADER, Recall, is_recall
+from windowkeeper.graph import Agent, StateGraph
+from windowkeeper.llm import ScriptedClient
+from windowkeeper.memory import InMemoryMemory, MemoryContextManager, SQLiteMemory
+from windowkeeper.tools import recall_tool
+from windowkeeper.units import validate
+
+FACT = "For the record: the staging database runs on host kestrel-4 at port 55432."
+QUESTION = "Which host and port does staging use?"
+THRESHOLDS = {"pre_rot_threshold": 1500, "keep_recent_count": 6}
+
+
+SYLLABLES = ("ka", "lo", "mi", "ne", "su", "ta", "vo", "ri")
+
+
+def word(n: int) -> str:
+    """A made-up word of its own for each ``n``: filler turns that do not refer back to each other."""
+    n += 64
+    out = ""
+    while n:
+        n, digit = divmod(n, len(SYLLABLES))
+        out += SYLLABLES[digit]
+    return out
+
+
+def turn_text(turn: int) -> str:
+    if turn == 0:
+        return FACT
+    return f"Turn {turn}: today I tried the {word(turn)} recipe with {word(turn + 1000)} and {word(turn + 2000)}."
+
+
+async def chat(manager: MemoryContextManager, turns: int, state: AgentState | None = None) -> AgentState:
+    state = state if state is not None else AgentState()
+    if not state.context:
+        state.context = [Message.text_message("You are helpful.", role="system", message_id="sys")]
+    for turn in range(turns):
+        state.context = [*state.context, Message.text_message(turn_text(turn), message_id=f"u{turn}")]
+        state = await manager.atrim_context(state)
+        for provider in ("openai", "anthropic"):
+            assert validate(state.context, provider) == [], (turn, provider)
+        reply = Message.text_message(f"Answer {turn}: noted.", role="assistant", message_id=f"a{turn}")
+        state.context = [*state.context, reply]
+    return state
+
+
+async def ask(manager: MemoryContextManager, state: AgentState, message_id: str = "q") -> AgentState:
+    state.context = [*state.context, Message.text_message(QUESTION, message_id=message_id)]
+    return await manager.atrim_context(state)
+
+
+async def test_what_the_memory_summarized_away_comes_back_verbatim_for_the_question() -> None:
+    manager = MemoryContextManager(InMemoryMemory(thresholds=THRESHOLDS), recall=True)
+    state = await chat(manager, 60)
+    assert await manager.memory.summaries("default"), "60 turns at a 1,500-token threshold reach the summary tier"
+    assert not any(FACT in m.text() for m in state.context)
+    state = await ask(manager, state)
+    recall = state.context[-2]
+    assert is_recall(recall) and recall.message_id == "recall:q" and recall.role == "user"
+    assert recall.text().startswith(RECALL_HEADER) and FACT in recall.text()
+    assert "--- message #1, turn 1, user, " in recall.text()
+    assert state.context[-1].message_id == "q"
+    for provider in ("openai", "anthropic", "gemini"):
+        assert validate(state.context, provider) == []
+    # the recall message fits what the memory's view leaves of its budget
+    tokens = await manager.memory.tokens("default")
+    assert tokens + manager.memory.counter.count_message(recall) <= THRESHOLDS["pre_rot_threshold"]
+    # never written to the memory as if the user had said it
+    history = await manager.memory.history_messages("default")
+    assert not any(is_recall(m) or RECALL_HEADER in m.text() for m in history)
+    assert [m.message_id for m in history][-1] == "q"
+
+
+async def test_recall_is_off_by_default() -> None:
+    manager = MemoryContextManager(InMemoryMemory(thresholds=THRESHOLDS))
+    assert manager.recall is None
+    state = await ask(manager, await chat(manager, 60))
+    assert not any(is_recall(m) for m in state.context)
+
+
+async def test_the_recall_message_is_byte_identical_through_the_turns_tool_steps() -> None:
+    manager = MemoryContextManager(InMemoryMemory(thresholds=THRESHOLDS), recall=True)
+    state = await ask(manager, await chat(manager, 60))
+    first = next(m for m in state.context if m.message_id == "recall:q")
+    for step in range(12):  # enough tool output to make the memory compact during the turn
+        call = Message(
+            role="assistant",
+            content=[ToolCallBlock(id=f"c{step}", name="lookup", args={"n": step})],
+            message_id=f"c{step}",
+        )
+        result = Message.tool_message(
+            [ToolResultBlock(call_id=f"c{step}", output=f"row {step} " * 40)], message_id=f"r{step}"
+        )
+        state.context = [*state.context, call, result]
+        state = await manager.atrim_context(state)
+        recalls = [m for m in state.context if m.message_id == "recall:q"]
+        assert len(recalls) == 1 and recalls[0] is first
+        assert state.context[state.context.index(first) + 1].message_id == "q"
+        for provider in ("openai", "anthropic"):
+            assert validate(state.context, provider) == []
+    # what the memory compacted during those steps is indexed from the originals, not the gists
+    assert manager.recall is not None
+    hits = manager.recall.search("default", "row 0 row 0")
+    assert hits and "[COMPACTED" not in hits[0].passage.text
+
+
+async def test_recall_messages_age_out_and_stay_out_of_the_memory() -> None:
+    manager = MemoryContextManager(InMemoryMemory(thresholds=THRESHOLDS), recall=True)
+    state = await ask(manager, await chat(manager, 60))
+    assert state.context[-2].message_id == "recall:q"
+    state.context = [*state.context, Message.text_message("Noted.", role="assistant", message_id="aq")]
+    for turn in range(100, 160):
+        state.context = [*state.context, Message.text_message(turn_text(turn), message_id=f"u{turn}")]
+        state = await manager.atrim_context(state)
+        for i, message in enumerate(state.context):
+            if is_recall(message):
+                assert state.context[i + 1].message_id == message.metadata["serves"]
+        state.context = [*state.context, Message.text_message("ok", role="assistant", message_id=f"a{turn}")]
+    assert not any(m.message_id == "recall:q" for m in state.context)
+    history = await manager.memory.history_messages("default")
+    assert not any(is_recall(m) for m in history)
+
+
+async def test_a_reopened_session_rebuilds_recall_from_the_stored_history(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    first = MemoryContextManager(SQLiteMemory(path, thresholds=THRESHOLDS))
+    state = await chat(first, 60)
+    await first.aclose()
+    again = MemoryContextManager(SQLiteMemory(path, thresholds=THRESHOLDS), recall=Recall())
+    state = await ask(again, state)
+    recall = state.context[-2]
+    assert is_recall(recall) and FACT in recall.text()
+    assert "--- message #1, turn 1, user, " in recall.text()  # positions come from the whole history
+    await again.aclose()
+
+
+async def test_recall_through_a_graph_run_with_the_recall_tool() -> None:
+    manager = MemoryContextManager(InMemoryMemory(thresholds=THRESHOLDS), recall=True)
+    client = ScriptedClient([f"Answer {i}: noted." for i in range(40)])
+    graph = StateGraph(context_manager=manager)
+    graph.add_node("MAIN", Agent(client=client, trim_context=True, system_prompt="You are helpful."))
+    graph.set_entry_point("MAIN")
+    app = graph.compile()
+    for turn in range(40):
+        text = QUESTION if turn == 39 else turn_text(turn)
+        await app.ainvoke({"messages": [Message.text_message(text, message_id=f"u{turn}")]}, {"thread_id": "t"})
+    sent = client.requests[-1].messages
+    assert any(is_recall(m) and FACT in m.text() for m in sent)
+    for request in client.requests:
+        for provider in ("openai", "anthropic"):
+            assert validate(request.messages, provider) == []
+    history = await manager.memory.history_messages("t")
+    assert [m.role for m in history] == ["user", "assistant"] * 40  # every turn logged once, no recall message
+    tool = recall_tool(manager, thread_id="t")
+    assert FACT in await tool.ainvoke({"query": "staging database host"})
+
+
+@pytest.mark.parametrize("value", ["yes", 1])
+def test_a_bad_recall_value_is_refused(value: object) -> None:
+    from windowkeeper import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="recall must be"):
+        MemoryContextManager(recall=value)  # type: ignore[arg-type]
