@@ -19,6 +19,8 @@ from .client import LLMRequest, LLMResponse, assistant_message, has_answer, merg
 if TYPE_CHECKING:
     from google.genai import Client as GenAIClient
 
+    from .formats.wire import GeminiContent, GeminiSystemInstruction
+
 logger = logging.getLogger(__name__)
 
 
@@ -48,10 +50,10 @@ def gemini_function_declarations(tools: list[dict[str, Any]]) -> list[dict[str, 
     ]
 
 
-def _system_text(system_instruction: dict[str, Any] | None) -> str | None:
+def _system_text(system_instruction: GeminiSystemInstruction | None) -> str | None:
     if not system_instruction:
         return None
-    texts = [p["text"] for p in system_instruction.get("parts") or [] if isinstance(p, dict) and p.get("text")]
+    texts = [p["text"] for p in system_instruction["parts"] if p.get("text")]
     return "\n\n".join(texts) or None
 
 
@@ -100,7 +102,7 @@ class GoogleClient(SDKClient["GenAIClient"]):
         client: GenAIClient = self._genai.Client(api_key=api_key, http_options=self._types.HttpOptions(**options))
         return client
 
-    def build_call(self, request: LLMRequest) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def build_call(self, request: LLMRequest) -> tuple[list[GeminiContent], dict[str, Any]]:
         """``(contents, config)`` for ``generate_content``; config as a plain dict of GenerateContentConfig fields."""
         from .formats.gemini import to_gemini
 

@@ -84,10 +84,11 @@ def swe_agent_function_calling(messages: list[Message]) -> Any:
     history: list[dict[str, Any]] = []
     for entry in to_openai_chat(messages):
         item: dict[str, Any] = {"role": entry["role"], "content": entry.get("content") or "", "agent": "main"}
-        if entry.get("tool_calls"):
-            item["tool_calls"] = repr(entry["tool_calls"])
+        if entry["role"] == "assistant" and entry.get("tool_calls"):
+            calls = list(entry.get("tool_calls", ()))
+            item["tool_calls"] = repr(calls)
             item["thought"] = item["content"]
-            item["action"] = entry["tool_calls"][0]["function"]["name"]
+            item["action"] = next(c["function"]["name"] for c in calls if c["type"] == "function")
             item["message_type"] = "action"
         if entry["role"] == "tool":
             item["tool_call_ids"] = repr([entry["tool_call_id"]])

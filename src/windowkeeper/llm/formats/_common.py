@@ -33,6 +33,7 @@ from ...blocks import (
 from ...boundary import MAX_JSON_DEPTH, json_depth
 from ...errors import FormatError
 from ...messages import Message
+from .wire import AudioFormat
 
 ReasoningMode = Literal["all", "signed", "none"]
 """Which reasoning blocks a converter writes: every one, only those a provider can verify, or none."""
@@ -345,7 +346,7 @@ def media_kind(media: MediaRef) -> Literal["url", "file_id", "data"]:
 
 
 AUDIO_FORMATS: dict[str, str] = {"wav": "audio/wav", "mp3": "audio/mpeg"}
-_AUDIO_MIME_TO_FORMAT = {
+_AUDIO_MIME_TO_FORMAT: dict[str, AudioFormat] = {
     "audio/wav": "wav",
     "audio/x-wav": "wav",
     "audio/wave": "wav",
@@ -354,7 +355,7 @@ _AUDIO_MIME_TO_FORMAT = {
 }
 
 
-def audio_format(media: MediaRef, *, index: int, key: str) -> str:
+def audio_format(media: MediaRef, *, index: int, key: str) -> AudioFormat:
     """OpenAI ``input_audio.format`` for a MIME type (only wav and mp3 are accepted there)."""
     fmt = _AUDIO_MIME_TO_FORMAT.get((media.mime_type or "").lower())
     if fmt is None:

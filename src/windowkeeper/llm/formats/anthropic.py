@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard, overload
 
 from ...blocks import (
     AudioBlock,
@@ -49,6 +49,26 @@ from ._common import (
     tool_results,
     unsupported,
 )
+from .wire import (
+    AnthropicBlock,
+    AnthropicImageType,
+    AnthropicMessage,
+    AnthropicSystem,
+    AnthropicTranscriptMessage,
+    AnthropicUnsignedThinkingBlock,
+)
+
+if TYPE_CHECKING:
+    from anthropic.types import (
+        CacheControlEphemeralParam,
+        DocumentBlockParam,
+        ImageBlockParam,
+        RedactedThinkingBlockParam,
+        ThinkingBlockParam,
+        ToolResultBlockParam,
+    )
+else:
+    CacheControlEphemeralParam = dict
 
 logger = logging.getLogger(__name__)
 
@@ -86,47 +106,90 @@ class _IdMap:
 # -- ours -> Anthropic ----------------------------------------------------------------------------------------
 
 
-def _source(media: MediaRef, *, index: int, key: str, default_mime: str) -> dict[str, Any]:
+_IMAGE_TYPES: dict[str, AnthropicImageType] = {
+    "image/jpeg": "image/jpeg",
+    "image/png": "image/png",
+    "image/gif": "image/gif",
+    "image/webp": "image/webp",
+}
+
+
+def _image(block: ImageBlock, *, index: int, key: str) -> ImageBlockParam:
+    media = block.media
     kind = media_kind(media)
-    if kind == "data":
-        return {"type": "base64", "media_type": media.mime_type or default_mime, "data": media.data_base64}
-    if kind == "url":
-        return {"type": "url", "url": media.url}
-    if kind == "file_id":
-        return {"type": "file", "file_id": media.file_id}
+    if kind == "data" and media.data_base64 is not None:
+        mime = media.mime_type or "image/png"
+        media_type = _IMAGE_TYPES.get(mime)
+        if media_type is None:
+            raise FormatError(
+                f"Anthropic takes base64 images of type {', '.join(_IMAGE_TYPES)}, not {mime!r}; convert the image "
+                "or send it by URL",
+                index=index,
+                key=f"{key}.media.mime_type",
+            )
+        return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": media.data_base64}}
+    if kind == "url" and media.url:
+        return {"type": "image", "source": {"type": "url", "url": media.url}}
+    if kind == "file_id" and media.file_id:
+        return {"type": "image", "source": {"type": "file", "file_id": media.file_id}}
     raise FormatError("media reference holds no url, file id or data", index=index, key=key)
 
 
-def _media_block(block: ContentBlock, role: str, *, index: int, key: str) -> dict[str, Any]:
-    block = resolve_data_block(block)
-    if isinstance(block, ImageBlock):
-        return {"type": "image", "source": _source(block.media, index=index, key=key, default_mime="image/png")}
-    if isinstance(block, DocumentBlock):
-        if block.media is not None:
-            out: dict[str, Any] = {
-                "type": "document",
-                "source": _source(block.media, index=index, key=key, default_mime="application/pdf"),
-            }
-            if block.media.filename:
-                out["title"] = block.media.filename
-            return out
+def _document(block: DocumentBlock, *, index: int, key: str) -> DocumentBlockParam:
+    media = block.media
+    if media is None:
         if block.text is not None:
             return {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": block.text}}
         raise FormatError("DocumentBlock has neither media nor text", index=index, key=key)
-    raise unsupported(block, FORMAT, role, index=index, key=key)
-
-
-def _thinking(block: ReasoningBlock) -> dict[str, Any]:
-    if not block.text and block.signature:
-        return {"type": "redacted_thinking", "data": block.signature}
-    out: dict[str, Any] = {"type": "thinking", "thinking": block.text}
-    if block.signature:
-        out["signature"] = block.signature
+    kind = media_kind(media)
+    out: DocumentBlockParam
+    if kind == "data" and media.data_base64 is not None:
+        if (media.mime_type or "application/pdf") != "application/pdf":
+            raise FormatError(
+                f"Anthropic takes base64 documents as application/pdf only, not {media.mime_type!r}; send text as "
+                "DocumentBlock(text=...)",
+                index=index,
+                key=f"{key}.media.mime_type",
+            )
+        out = {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": media.data_base64},
+        }
+    elif kind == "url" and media.url:
+        out = {"type": "document", "source": {"type": "url", "url": media.url}}
+    elif kind == "file_id" and media.file_id:
+        out = {"type": "document", "source": {"type": "file", "file_id": media.file_id}}
+    else:
+        raise FormatError("media reference holds no url, file id or data", index=index, key=key)
+    if media.filename:
+        out["title"] = media.filename
     return out
 
 
-def _content(message: Message, *, index: int, ids: _IdMap, reasoning: ReasoningMode) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _media_block(block: ContentBlock, role: str, *, index: int, key: str) -> ImageBlockParam | DocumentBlockParam:
+    block = resolve_data_block(block)
+    if isinstance(block, ImageBlock):
+        return _image(block, index=index, key=key)
+    if isinstance(block, DocumentBlock):
+        return _document(block, index=index, key=key)
+    raise unsupported(block, FORMAT, role, index=index, key=key)
+
+
+_Block: TypeAlias = "AnthropicBlock | AnthropicUnsignedThinkingBlock"
+
+
+def _thinking(
+    block: ReasoningBlock,
+) -> ThinkingBlockParam | RedactedThinkingBlockParam | AnthropicUnsignedThinkingBlock:
+    if not block.text and block.signature:
+        return {"type": "redacted_thinking", "data": block.signature}
+    if block.signature:
+        return {"type": "thinking", "thinking": block.text, "signature": block.signature}
+    return {"type": "thinking", "thinking": block.text}
+
+
+def _content(message: Message, *, index: int, ids: _IdMap, reasoning: ReasoningMode) -> list[_Block]:
+    out: list[_Block] = []
     if message.role == "assistant":
         out.extend(_thinking(b) for b in reasoning_blocks(message) if keep_reasoning(b, reasoning, needs="signature"))
     for j, block in enumerate(message.content):
@@ -154,10 +217,10 @@ def _content(message: Message, *, index: int, ids: _IdMap, reasoning: ReasoningM
     return out
 
 
-def _tool_results(message: Message, *, index: int, ids: _IdMap) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _tool_results(message: Message, *, index: int, ids: _IdMap) -> list[_Block]:
+    out: list[_Block] = []
     for _, block in tool_results(message, index=index):
-        item: dict[str, Any] = {
+        item: ToolResultBlockParam = {
             "type": "tool_result",
             "tool_use_id": ids.result(block.call_id),
             "content": tool_output_text(block.output),
@@ -170,24 +233,67 @@ def _tool_results(message: Message, *, index: int, ids: _IdMap) -> list[dict[str
 
 MAX_CACHE_BREAKPOINTS = 4
 """Anthropic rejects a request with more than four ``cache_control`` blocks."""
-CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
-_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
+CACHE_CONTROL: Final[CacheControlEphemeralParam] = {"type": "ephemeral"}
 
 CacheBreakpoint = int | Literal["system"]
 """Where `to_anthropic` puts a ``cache_control`` marker: ``"system"`` (the end of the system prompt) or the index
 of one of the input messages (its last markable block; negative indexes count from the end)."""
 
 
+def _mark(block: _Block) -> bool:
+    """Put ``cache_control`` on ``block``; False for a block that cannot carry it (thinking, empty text)."""
+    if block["type"] == "text":
+        if not block["text"]:
+            return False
+        block["cache_control"] = CACHE_CONTROL.copy()
+    elif (
+        block["type"] == "image"
+        or block["type"] == "document"
+        or block["type"] == "tool_use"
+        or block["type"] == "tool_result"
+    ):
+        block["cache_control"] = CACHE_CONTROL.copy()
+    else:
+        return False
+    return True
+
+
+def _sendable(block: _Block) -> TypeGuard[AnthropicBlock]:
+    return block["type"] != "thinking" or "signature" in block
+
+
+def _api_message(message: AnthropicTranscriptMessage) -> AnthropicMessage:
+    """A transcript message as the SDK's ``MessageParam``; for ``reasoning="signed"``/``"none"`` output, which holds
+    no unsigned thinking, the content is the same blocks (the filter only proves it to the type checker)."""
+    content = [b for b in message["content"] if _sendable(b)]
+    if message["role"] == "user":
+        return {"role": "user", "content": content}
+    return {"role": "assistant", "content": content}
+
+
+# The Literal overloads come first on purpose: "signed"/"none" output is the SDK's MessageParam.
+@overload
+def to_anthropic(  # type: ignore[overload-overlap]
+    messages: Sequence[Message], *, reasoning: Literal["signed", "none"], cache_breakpoints: None = None
+) -> tuple[str | None, list[AnthropicMessage]]: ...
+
+
+@overload
+def to_anthropic(  # type: ignore[overload-overlap]
+    messages: Sequence[Message], *, reasoning: Literal["signed", "none"], cache_breakpoints: Sequence[CacheBreakpoint]
+) -> tuple[AnthropicSystem | None, list[AnthropicMessage]]: ...
+
+
 @overload
 def to_anthropic(
     messages: Sequence[Message], *, reasoning: ReasoningMode = "all", cache_breakpoints: None = None
-) -> tuple[str | None, list[dict[str, Any]]]: ...
+) -> tuple[str | None, list[AnthropicTranscriptMessage]]: ...
 
 
 @overload
 def to_anthropic(
     messages: Sequence[Message], *, reasoning: ReasoningMode = "all", cache_breakpoints: Sequence[CacheBreakpoint]
-) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]: ...
+) -> tuple[AnthropicSystem | None, list[AnthropicTranscriptMessage]]: ...
 
 
 def to_anthropic(
@@ -195,11 +301,15 @@ def to_anthropic(
     *,
     reasoning: ReasoningMode = "all",
     cache_breakpoints: Sequence[CacheBreakpoint] | None = None,
-) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
+) -> (
+    tuple[AnthropicSystem | None, list[AnthropicMessage]]
+    | tuple[AnthropicSystem | None, list[AnthropicTranscriptMessage]]
+):
     """Our messages as ``(system, messages)`` for the Anthropic Messages API.
 
-    ``reasoning="signed"`` keeps only thinking blocks that carry a signature (the API rejects unsigned ones);
-    the default keeps every reasoning block so a stored transcript round-trips.
+    ``reasoning="signed"`` keeps only thinking blocks that carry a signature (the API rejects unsigned ones) and
+    returns the SDK's ``MessageParam`` dicts, ready for ``messages.create(messages=...)``; the default keeps every
+    reasoning block so a stored transcript round-trips (`AnthropicTranscriptMessage`, see `wire`).
 
     ``cache_breakpoints`` marks where the prompt cache should end (at most four, Anthropic's limit): ``"system"``
     returns the system prompt as one text block carrying ``cache_control`` (the prefix tools + system is cached),
@@ -210,10 +320,10 @@ def to_anthropic(
     check_mode(reasoning)
     marks = _check_breakpoints(cache_breakpoints, len(messages))
     system: list[str] = []
-    out: list[dict[str, Any]] = []
+    out: list[AnthropicTranscriptMessage] = []
     ids = _IdMap()
-    tool_turn: list[dict[str, Any]] | None = None
-    written: dict[int, list[dict[str, Any]]] = {}
+    tool_turn: list[_Block] | None = None
+    written: dict[int, list[_Block]] = {}
     for i, message in enumerate(messages):
         if message.role == "system":
             system.append(system_text(message, FORMAT, index=i))
@@ -228,26 +338,18 @@ def to_anthropic(
             continue
         tool_turn = None
         content = _content(message, index=i, ids=ids, reasoning=reasoning)
-        out.append({"role": message.role, "content": content})
+        out.append({"role": "assistant" if message.role == "assistant" else "user", "content": content})
         written[i] = content
     text = SYSTEM_SEPARATOR.join(system) if system else None
-    if cache_breakpoints is None:
-        return text, out
+    sent: AnthropicSystem | None = text
     for index in sorted(m for m in marks if isinstance(m, int)):
-        block = next(
-            (b for b in reversed(written.get(index, [])) if b.get("type") not in _UNMARKABLE and _has_content(b)), None
-        )
-        if block is None:
+        if not any(_mark(b) for b in reversed(written.get(index, []))):
             logger.debug("message %d has no block that can carry cache_control; no breakpoint there", index)
-        else:
-            block["cache_control"] = dict(CACHE_CONTROL)
     if "system" in marks and text:
-        return [{"type": "text", "text": text, "cache_control": dict(CACHE_CONTROL)}], out
-    return text, out
-
-
-def _has_content(block: Mapping[str, Any]) -> bool:
-    return block.get("type") != "text" or bool(block.get("text"))
+        sent = [{"type": "text", "text": text, "cache_control": CACHE_CONTROL.copy()}]
+    if reasoning == "all":
+        return sent, out
+    return sent, [_api_message(m) for m in out]
 
 
 def _check_breakpoints(breakpoints: Sequence[CacheBreakpoint] | None, n: int) -> set[CacheBreakpoint]:

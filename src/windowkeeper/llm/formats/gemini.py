@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 from ...blocks import (
     AudioBlock,
@@ -53,6 +53,14 @@ from ._common import (
     tool_results,
     unsupported,
 )
+from .wire import (
+    GeminiContent,
+    GeminiFileData,
+    GeminiPart,
+    GeminiSDKContent,
+    GeminiSDKPart,
+    GeminiSystemInstruction,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +75,7 @@ def _get(d: Mapping[str, Any], camel: str, snake: str) -> Any:
 # -- ours -> Gemini -------------------------------------------------------------------------------------------
 
 
-def _media_part(block: ContentBlock, role: str, *, index: int, key: str) -> dict[str, Any]:
+def _media_part(block: ContentBlock, role: str, *, index: int, key: str) -> GeminiPart:
     block = resolve_data_block(block)
     if not isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock):
         raise unsupported(block, FORMAT, role, index=index, key=key)
@@ -77,7 +85,7 @@ def _media_part(block: ContentBlock, role: str, *, index: int, key: str) -> dict
             return {"inlineData": {"mimeType": "text/plain", "data": _b64(block.text)}}
         raise FormatError("DocumentBlock has neither media nor text", index=index, key=key)
     kind = media_kind(media)
-    if kind == "data":
+    if kind == "data" and media.data_base64 is not None:
         if not media.mime_type:
             raise FormatError(
                 "Gemini inlineData needs a MIME type; set MediaRef.mime_type", index=index, key=f"{key}.media.mime_type"
@@ -86,7 +94,7 @@ def _media_part(block: ContentBlock, role: str, *, index: int, key: str) -> dict
     uri = media.url if kind == "url" else media.file_id
     if not uri:
         raise FormatError("media reference holds no url, file id or data", index=index, key=f"{key}.media")
-    file_data: dict[str, Any] = {"fileUri": uri}
+    file_data: GeminiFileData = {"fileUri": uri}
     if media.mime_type:
         file_data["mimeType"] = media.mime_type
     return {"fileData": file_data}
@@ -120,13 +128,13 @@ def _is_wrapper(obj: Mapping[str, Any]) -> bool:
     return len(obj) == 1 and ("result" in obj or "error" in obj)
 
 
-def _model_parts(message: Message, *, index: int, reasoning: ReasoningMode) -> list[dict[str, Any]]:
+def _model_parts(message: Message, *, index: int, reasoning: ReasoningMode) -> list[GeminiPart]:
     """Model parts in block order.
 
     A reasoning block with a signature but no text stands for a signature the model attached to a non-thought
     part (Gemini requires it back on that part, e.g. a functionCall), so it is attached to the next part.
     """
-    parts: list[dict[str, Any]] = []
+    parts: list[GeminiPart] = []
     pending: str | None = None
 
     def flush() -> None:
@@ -142,6 +150,7 @@ def _model_parts(message: Message, *, index: int, reasoning: ReasoningMode) -> l
         key = f"content[{j - offset}]"
         if is_dropped(block):
             continue
+        part: GeminiPart
         if isinstance(block, ReasoningBlock):
             if not keep_reasoning(block, reasoning, needs="signature"):
                 continue
@@ -149,7 +158,7 @@ def _model_parts(message: Message, *, index: int, reasoning: ReasoningMode) -> l
             if not block.text and block.signature:
                 pending = block.signature
                 continue
-            part: dict[str, Any] = {"text": block.text, "thought": True}
+            part = {"text": block.text, "thought": True}
             if block.signature:
                 part["thoughtSignature"] = block.signature
             parts.append(part)
@@ -172,8 +181,8 @@ def _model_parts(message: Message, *, index: int, reasoning: ReasoningMode) -> l
     return parts
 
 
-def _user_parts(message: Message, *, index: int) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
+def _user_parts(message: Message, *, index: int) -> list[GeminiPart]:
+    parts: list[GeminiPart] = []
     for j, block in enumerate(message.content):
         key = f"content[{j}]"
         if is_dropped(block):
@@ -189,8 +198,8 @@ def _user_parts(message: Message, *, index: int) -> list[dict[str, Any]]:
     return parts
 
 
-def _response_parts(message: Message, names: Mapping[str, str], *, index: int) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
+def _response_parts(message: Message, names: Mapping[str, str], *, index: int) -> list[GeminiPart]:
+    parts: list[GeminiPart] = []
     for j, block in tool_results(message, index=index):
         name = names.get(block.call_id) or block.name
         if not name:
@@ -204,15 +213,40 @@ def _response_parts(message: Message, names: Mapping[str, str], *, index: int) -
     return parts
 
 
+Spelling = Literal["rest", "sdk"]
+"""How `to_gemini` spells parts: the REST JSON form (camelCase keys, base64 strings; what Gemini files and the HTTP
+API use) or google-genai's ``ContentDict`` form (snake_case keys, bytes), which its type checker accepts."""
+
+
+@overload
 def to_gemini(
-    messages: Sequence[Message], *, reasoning: ReasoningMode = "all"
-) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """Our messages as ``(system_instruction, contents)``; each system message is one text part."""
+    messages: Sequence[Message], *, reasoning: ReasoningMode = "all", spelling: Literal["rest"] = "rest"
+) -> tuple[GeminiSystemInstruction | None, list[GeminiContent]]: ...
+
+
+@overload
+def to_gemini(
+    messages: Sequence[Message], *, reasoning: ReasoningMode = "all", spelling: Literal["sdk"]
+) -> tuple[GeminiSDKContent | None, list[GeminiSDKContent]]: ...
+
+
+def to_gemini(
+    messages: Sequence[Message], *, reasoning: ReasoningMode = "all", spelling: Spelling = "rest"
+) -> (
+    tuple[GeminiSystemInstruction | None, list[GeminiContent]] | tuple[GeminiSDKContent | None, list[GeminiSDKContent]]
+):
+    """Our messages as ``(system_instruction, contents)``; each system message is one text part.
+
+    ``spelling="sdk"`` writes google-genai's ``ContentDict``\\ s for ``generate_content(contents=...)`` and
+    ``config={"system_instruction": ...}`` (see `Spelling`); the default is the REST JSON form.
+    """
     check_mode(reasoning)
-    system_parts: list[dict[str, Any]] = []
-    contents: list[dict[str, Any]] = []
+    if spelling not in ("rest", "sdk"):
+        raise ValueError(f"spelling={spelling!r} is not supported; use 'rest' or 'sdk'")
+    system_parts: list[GeminiPart] = []
+    contents: list[GeminiContent] = []
     names: dict[str, str] = {}
-    responses: list[dict[str, Any]] | None = None
+    responses: list[GeminiPart] | None = None
     for i, message in enumerate(messages):
         if message.role == "system":
             system_parts.append({"text": system_text(message, FORMAT, index=i)})
@@ -231,7 +265,63 @@ def to_gemini(
             contents.append({"role": "model", "parts": _model_parts(message, index=i, reasoning=reasoning)})
         else:
             contents.append({"role": "user", "parts": _user_parts(message, index=i)})
-    return ({"parts": system_parts} if system_parts else None), contents
+    if spelling == "sdk":
+        sdk_system: GeminiSDKContent | None = (
+            {"parts": [_sdk_part(p, key=f"system_instruction.parts[{j}]") for j, p in enumerate(system_parts)]}
+            if system_parts
+            else None
+        )
+        return sdk_system, [_sdk_content(c, index=k) for k, c in enumerate(contents)]
+    system_instruction: GeminiSystemInstruction | None = {"parts": system_parts} if system_parts else None
+    return system_instruction, contents
+
+
+def _sdk_content(content: GeminiContent, *, index: int) -> GeminiSDKContent:
+    return {
+        "role": content["role"],
+        "parts": [_sdk_part(p, key=f"contents[{index}].parts[{j}]") for j, p in enumerate(content["parts"])],
+    }
+
+
+def _sdk_bytes(data: str, *, key: str) -> bytes:
+    import base64
+    import binascii
+
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise FormatError(
+            f"{data[:40]!r} is not base64, so it cannot become the bytes google-genai expects ({exc}); write it with "
+            "spelling='rest' or store base64 data",
+            key=key,
+        ) from None
+
+
+def _sdk_part(part: GeminiPart, *, key: str) -> GeminiSDKPart:
+    """One REST-spelled part in google-genai's ``PartDict`` spelling (base64 strings decoded to bytes)."""
+    out: GeminiSDKPart = {}
+    if "text" in part:
+        out["text"] = part["text"]
+    if "thought" in part:
+        out["thought"] = part["thought"]
+    if "thoughtSignature" in part:
+        out["thought_signature"] = _sdk_bytes(part["thoughtSignature"], key=f"{key}.thoughtSignature")
+    if "inlineData" in part:
+        blob = part["inlineData"]
+        out["inline_data"] = {"mime_type": blob["mimeType"], "data": _sdk_bytes(blob["data"], key=f"{key}.inlineData")}
+    if "fileData" in part:
+        file_data = part["fileData"]
+        out["file_data"] = (
+            {"file_uri": file_data["fileUri"], "mime_type": file_data["mimeType"]}
+            if "mimeType" in file_data
+            else {"file_uri": file_data["fileUri"]}
+        )
+    if "functionCall" in part:
+        out["function_call"] = {"name": part["functionCall"]["name"], "args": part["functionCall"]["args"]}
+    if "functionResponse" in part:
+        response = part["functionResponse"]
+        out["function_response"] = {"name": response["name"], "response": response["response"]}
+    return out
 
 
 # -- Gemini -> ours -------------------------------------------------------------------------------------------

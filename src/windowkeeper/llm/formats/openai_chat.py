@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...blocks import (
     AudioBlock,
@@ -49,6 +49,19 @@ from ._common import (
     tool_results,
     unsupported,
 )
+from .wire import (
+    OpenAIChatAssistantMessage,
+    OpenAIChatDeveloperMessage,
+    OpenAIChatMessage,
+    OpenAIChatSystemMessage,
+    OpenAIChatTextPart,
+    OpenAIChatToolMessage,
+    OpenAIChatUserMessage,
+    OpenAIChatUserPart,
+)
+
+if TYPE_CHECKING:
+    from openai.types.chat.chat_completion_content_part_param import FileFile
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +74,7 @@ _REPLY_KEYS = frozenset({"refusal", "annotations", "audio", "function_call"})
 # -- ours -> OpenAI -------------------------------------------------------------------------------------------
 
 
-def _user_part(block: ContentBlock, *, index: int, key: str) -> dict[str, Any]:
+def _user_part(block: ContentBlock, *, index: int, key: str) -> OpenAIChatUserPart:
     block = resolve_data_block(block)
     if isinstance(block, TextBlock):
         return {"type": "text", "text": block.text}
@@ -69,17 +82,19 @@ def _user_part(block: ContentBlock, *, index: int, key: str) -> dict[str, Any]:
         return {"type": "text", "text": error_text(block)}
     if isinstance(block, ImageBlock):
         kind = media_kind(block.media)
-        if kind == "url":
+        if kind == "url" and block.media.url:
             return {"type": "image_url", "image_url": {"url": block.media.url}}
         if kind == "data":
             return {"type": "image_url", "image_url": {"url": data_uri(block.media, default_mime="image/png")}}
-        raise FormatError(
-            "Chat Completions images need a URL or base64 data, not a file id; use the Responses API for file ids",
-            index=index,
-            key=key,
-        )
+        if kind == "file_id":
+            raise FormatError(
+                "Chat Completions images need a URL or base64 data, not a file id; use the Responses API for file ids",
+                index=index,
+                key=key,
+            )
+        raise FormatError("media reference holds no url, file id or data", index=index, key=key)
     if isinstance(block, AudioBlock):
-        if media_kind(block.media) != "data":
+        if media_kind(block.media) != "data" or block.media.data_base64 is None:
             raise FormatError("Chat Completions audio must be inline base64 data", index=index, key=key)
         return {
             "type": "input_audio",
@@ -88,8 +103,8 @@ def _user_part(block: ContentBlock, *, index: int, key: str) -> dict[str, Any]:
     if isinstance(block, DocumentBlock) and block.media is not None:
         media = block.media
         kind = media_kind(media)
-        file: dict[str, Any] = {}
-        if kind == "file_id":
+        file: FileFile = {}
+        if kind == "file_id" and media.file_id:
             file["file_id"] = media.file_id
         elif kind == "data":
             file["file_data"] = data_uri(media, default_mime="application/pdf")
@@ -101,16 +116,22 @@ def _user_part(block: ContentBlock, *, index: int, key: str) -> dict[str, Any]:
     raise unsupported(block, FORMAT, "user", index=index, key=key)
 
 
-def _text_content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+def _text_content(parts: list[OpenAIChatTextPart]) -> str | list[OpenAIChatTextPart]:
     """A lone text part is written as a plain string, the form most transcripts use."""
-    if len(parts) == 1 and parts[0]["type"] == "text":
-        text: str = parts[0]["text"]
-        return text
+    return parts[0]["text"] if len(parts) == 1 else parts
+
+
+def _user_content(parts: list[OpenAIChatUserPart]) -> str | list[OpenAIChatUserPart]:
+    """`_text_content` for a user message, whose parts may also be media."""
+    if len(parts) == 1:
+        first = parts[0]
+        if first["type"] == "text":
+            return first["text"]
     return parts
 
 
-def _text_only(message: Message, role: str, *, index: int) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
+def _text_only(message: Message, role: str, *, index: int) -> list[OpenAIChatTextPart]:
+    parts: list[OpenAIChatTextPart] = []
     for j, block in enumerate(message.content):
         if is_dropped(block) or (role == "assistant" and isinstance(block, ReasoningBlock | ToolCallBlock)):
             continue
@@ -123,30 +144,47 @@ def _text_only(message: Message, role: str, *, index: int) -> list[dict[str, Any
     return parts
 
 
-def _with_name(out: dict[str, Any], message: Message) -> dict[str, Any]:
+def _name(message: Message) -> str | None:
     name = message.metadata.get("name")
-    if isinstance(name, str) and name:
-        out["name"] = name
-    return out
+    return name if isinstance(name, str) and name else None
 
 
-def message_to_openai_chat(message: Message, *, index: int = 0, include_reasoning: bool = True) -> list[dict[str, Any]]:
+def _system(message: Message, *, index: int) -> OpenAIChatSystemMessage | OpenAIChatDeveloperMessage:
+    parts = _text_only(message, "system", index=index)
+    content = _text_content(parts) if parts else ""
+    name = _name(message)
+    if message.metadata.get("openai_role") == "developer":
+        developer: OpenAIChatDeveloperMessage = {"role": "developer", "content": content}
+        if name:
+            developer["name"] = name
+        return developer
+    system: OpenAIChatSystemMessage = {"role": "system", "content": content}
+    if name:
+        system["name"] = name
+    return system
+
+
+def message_to_openai_chat(
+    message: Message, *, index: int = 0, include_reasoning: bool = True
+) -> list[OpenAIChatMessage]:
     """One of our messages as Chat Completions dicts (a tool message with several results yields several)."""
     role = message.role
+    name = _name(message)
     if role == "system":
-        api_role = "developer" if message.metadata.get("openai_role") == "developer" else "system"
-        parts = _text_only(message, role, index=index)
-        return [_with_name({"role": api_role, "content": _text_content(parts) if parts else ""}, message)]
+        return [_system(message, index=index)]
     if role == "user":
         parts = [
             _user_part(b, index=index, key=f"content[{j}]") for j, b in enumerate(message.content) if not is_dropped(b)
         ]
-        return [_with_name({"role": "user", "content": _text_content(parts) if parts else ""}, message)]
+        user: OpenAIChatUserMessage = {"role": "user", "content": _user_content(parts) if parts else ""}
+        if name:
+            user["name"] = name
+        return [user]
     if role == "assistant":
-        parts = _text_only(message, role, index=index)
+        texts = _text_only(message, role, index=index)
         calls = message.tool_call_blocks()
-        out: dict[str, Any] = {"role": "assistant"}
-        out["content"] = _text_content(parts) if parts else (None if calls else "")
+        out: OpenAIChatAssistantMessage = {"role": "assistant"}
+        out["content"] = _text_content(texts) if texts else (None if calls else "")
         if include_reasoning:
             reasoning = message.reasoning_text()
             if reasoning:
@@ -161,10 +199,12 @@ def message_to_openai_chat(message: Message, *, index: int = 0, include_reasonin
                 }
                 for c in calls
             ]
-        return [_with_name(out, message)]
-    results: list[dict[str, Any]] = []
+        if name:
+            out["name"] = name
+        return [out]
+    results: list[OpenAIChatMessage] = []
     for _, block in tool_results(message, index=index, hint="; put other content in a user message"):
-        item: dict[str, Any] = {
+        item: OpenAIChatToolMessage = {
             "role": "tool",
             "tool_call_id": block.call_id,
             "content": tool_output_text(block.output),
@@ -175,13 +215,13 @@ def message_to_openai_chat(message: Message, *, index: int = 0, include_reasonin
     return results
 
 
-def to_openai_chat(messages: Sequence[Message], *, include_reasoning: bool = True) -> list[dict[str, Any]]:
-    """Our messages as a Chat Completions ``messages`` list.
+def to_openai_chat(messages: Sequence[Message], *, include_reasoning: bool = True) -> list[OpenAIChatMessage]:
+    """Our messages as a Chat Completions ``messages`` list (typed for ``chat.completions.create``; see `wire`).
 
     ``include_reasoning`` writes reasoning as ``reasoning_content`` (read back by this module and by
     DeepSeek-style servers); turn it off for endpoints that reject unknown keys.
     """
-    out: list[dict[str, Any]] = []
+    out: list[OpenAIChatMessage] = []
     for i, message in enumerate(messages):
         out.extend(message_to_openai_chat(message, index=i, include_reasoning=include_reasoning))
     return out

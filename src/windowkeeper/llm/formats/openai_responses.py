@@ -57,6 +57,16 @@ from ._common import (
     tool_results,
     unsupported,
 )
+from .wire import (
+    ResponsesInputFile,
+    ResponsesInputImage,
+    ResponsesInputMessage,
+    ResponsesInputPart,
+    ResponsesItem,
+    ResponsesOutputText,
+    ResponsesReasoning,
+    ResponsesSummaryText,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +78,7 @@ SystemMode = Literal["items", "instructions"]
 # -- ours -> Responses ----------------------------------------------------------------------------------------
 
 
-def _input_part(block: ContentBlock, role: str, *, index: int, key: str) -> dict[str, Any]:
+def _input_part(block: ContentBlock, role: str, *, index: int, key: str) -> ResponsesInputPart:
     block = resolve_data_block(block)
     if isinstance(block, TextBlock):
         return {"type": "input_text", "text": block.text}
@@ -77,15 +87,17 @@ def _input_part(block: ContentBlock, role: str, *, index: int, key: str) -> dict
     if role == "user":
         if isinstance(block, ImageBlock):
             kind = media_kind(block.media)
-            out: dict[str, Any] = {"type": "input_image", "detail": "auto"}
-            if kind == "file_id":
-                out["file_id"] = block.media.file_id
+            image: ResponsesInputImage = {"type": "input_image", "detail": "auto"}
+            if kind == "file_id" and block.media.file_id:
+                image["file_id"] = block.media.file_id
             elif kind == "data":
-                out["image_url"] = data_uri(block.media, default_mime="image/png")
+                image["image_url"] = data_uri(block.media, default_mime="image/png")
+            elif block.media.url:
+                image["image_url"] = block.media.url
             else:
-                out["image_url"] = block.media.url
-            return out
-        if isinstance(block, AudioBlock) and media_kind(block.media) == "data":
+                raise FormatError("media reference holds no url, file id or data", index=index, key=key)
+            return image
+        if isinstance(block, AudioBlock) and media_kind(block.media) == "data" and block.media.data_base64 is not None:
             return {
                 "type": "input_audio",
                 "input_audio": {
@@ -96,39 +108,45 @@ def _input_part(block: ContentBlock, role: str, *, index: int, key: str) -> dict
         if isinstance(block, DocumentBlock) and block.media is not None:
             media = block.media
             kind = media_kind(media)
-            out = {"type": "input_file"}
-            if kind == "file_id":
-                out["file_id"] = media.file_id
+            file: ResponsesInputFile = {"type": "input_file"}
+            if kind == "file_id" and media.file_id:
+                file["file_id"] = media.file_id
             elif kind == "data":
-                out["file_data"] = data_uri(media, default_mime="application/pdf")
+                file["file_data"] = data_uri(media, default_mime="application/pdf")
+            elif media.url:
+                file["file_url"] = media.url
             else:
-                out["file_url"] = media.url
+                raise FormatError("media reference holds no url, file id or data", index=index, key=key)
             if media.filename:
-                out["filename"] = media.filename
-            return out
+                file["filename"] = media.filename
+            return file
     raise unsupported(block, FORMAT, role, index=index, key=key)
 
 
-def _reasoning_item(block: ReasoningBlock) -> dict[str, Any]:
-    item: dict[str, Any] = {"type": "reasoning"}
-    if block.id:
-        item["id"] = block.id
+def _reasoning_item(block: ReasoningBlock) -> ResponsesReasoning:
+    summary: list[ResponsesSummaryText] = []
     if block.summary is not None:
-        item["summary"] = [{"type": "summary_text", "text": block.summary}]
+        summary.append({"type": "summary_text", "text": block.summary})
+    elif block.text:
+        summary.append({"type": "summary_text", "text": block.text})
+    item: ResponsesReasoning = (
+        {"type": "reasoning", "id": block.id, "summary": summary}
+        if block.id
+        else {"type": "reasoning", "summary": summary}
+    )
+    if block.summary is not None:
         item["content"] = [{"type": "reasoning_text", "text": block.text}]
-    else:
-        item["summary"] = [{"type": "summary_text", "text": block.text}] if block.text else []
     if block.signature:
         item["encrypted_content"] = block.signature
     return item
 
 
-def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
+def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) -> list[ResponsesItem]:
+    items: list[ResponsesItem] = []
     if message.reasoning and keep_reasoning(ReasoningBlock(text=message.reasoning), reasoning, needs="id"):
         items.append(_reasoning_item(ReasoningBlock(text=message.reasoning)))
     originals = original_arguments(message)
-    text_parts: list[dict[str, Any]] | None = None
+    text_parts: list[ResponsesOutputText] | None = None
     for j, block in enumerate(message.content):
         if is_dropped(block):
             continue
@@ -159,14 +177,16 @@ def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) 
     return items
 
 
-def _tool_items(message: Message, *, index: int) -> list[dict[str, Any]]:
+def _tool_items(message: Message, *, index: int) -> list[ResponsesItem]:
     return [
         {"type": "function_call_output", "call_id": block.call_id, "output": tool_output_text(block.output)}
         for _, block in tool_results(message, index=index)
     ]
 
 
-def _message_item(message: Message, role: str, *, index: int) -> dict[str, Any]:
+def _message_item(
+    message: Message, role: Literal["user", "system", "developer"], *, index: int
+) -> ResponsesInputMessage:
     parts = [
         _input_part(b, message.role, index=index, key=f"content[{j}]")
         for j, b in enumerate(message.content)
@@ -177,25 +197,31 @@ def _message_item(message: Message, role: str, *, index: int) -> dict[str, Any]:
 
 def message_to_responses_items(
     message: Message, *, index: int = 0, reasoning: ReasoningMode = "all"
-) -> list[dict[str, Any]]:
+) -> list[ResponsesItem]:
     """One of our messages as Responses input items."""
     if message.role == "assistant":
         return _assistant_items(message, index=index, reasoning=reasoning)
     if message.role == "tool":
         return _tool_items(message, index=index)
     if message.role == "system":
-        role = "developer" if message.metadata.get("openai_role") == "developer" else "system"
-        for j, block in enumerate(message.content):
-            if not isinstance(block, TextBlock | ErrorBlock) and not is_dropped(block):
-                raise unsupported(block, FORMAT, "system", index=index, key=f"content[{j}]")
-        return [_message_item(message, role, index=index)]
+        return [_system_item(message, index=index)]
     return [_message_item(message, "user", index=index)]
+
+
+def _system_item(message: Message, *, index: int) -> ResponsesInputMessage:
+    role: Literal["system", "developer"] = (
+        "developer" if message.metadata.get("openai_role") == "developer" else "system"
+    )
+    for j, block in enumerate(message.content):
+        if not isinstance(block, TextBlock | ErrorBlock) and not is_dropped(block):
+            raise unsupported(block, FORMAT, "system", index=index, key=f"content[{j}]")
+    return _message_item(message, role, index=index)
 
 
 def to_responses_input(
     messages: Sequence[Message], *, system: SystemMode = "items", reasoning: ReasoningMode = "all"
-) -> tuple[str | None, list[dict[str, Any]]]:
-    """Our messages as ``(instructions, input_items)``.
+) -> tuple[str | None, list[ResponsesItem]]:
+    """Our messages as ``(instructions, input_items)`` (`ResponsesItem` dicts, see `wire`).
 
     ``reasoning="signed"`` keeps only reasoning that has a Responses item id (the API rejects reasoning items
     without one); the default keeps every reasoning block so a stored transcript round-trips.
@@ -204,11 +230,11 @@ def to_responses_input(
     if system not in ("items", "instructions"):
         raise ValueError(f"system={system!r} is not supported; use 'items' or 'instructions'")
     instructions: list[str] = []
-    items: list[dict[str, Any]] = []
+    items: list[ResponsesItem] = []
     for i, message in enumerate(messages):
         if message.role == "system" and system == "instructions":
-            item = message_to_responses_items(message, index=i)[0]
-            instructions.append("".join(p["text"] for p in item["content"]))
+            item = _system_item(message, index=i)
+            instructions.append("".join(p["text"] for p in item["content"] if p["type"] == "input_text"))
             continue
         items.extend(message_to_responses_items(message, index=i, reasoning=reasoning))
     return (SYSTEM_SEPARATOR.join(instructions) if instructions else None), items
