@@ -16,6 +16,7 @@ from .tokenizing.counters import (
     CachingCounter,
     TiktokenCounter,
     TokenCounter,
+    counting_once,
     message_cache_key,
     tool_arguments_json,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "CalibratedCounter",
     "TiktokenCounter",
     "TokenCounter",
+    "counting_once",
     "TokenizerDataError",
     "base64_decoded_size",
     "counter_for_model",

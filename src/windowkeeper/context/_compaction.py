@@ -24,6 +24,7 @@ from ..messages import Message
 from ..prompt import summary_tokens
 from ..prompt.recall import is_recall
 from ..summarize.limits import DEFAULT_INPUT_LIMIT, newest_within
+from ..tokens import counting_once
 from ..units import UnitKind, group_units
 from .pointers import OffloadStore, _cut_middle, clear_reply, clear_tool_results, offload_info, truncate_message
 
@@ -68,37 +69,64 @@ class SummaryRequest:
     instructions: str | None = None
 
 
-@dataclass(frozen=True)
 class Segment:
-    """A unit of the view with its messages' token counts; replaced, never mutated, when a body changes."""
+    """A unit of the view with its messages' token counts; replaced, never mutated, when a body changes.
 
-    kind: UnitKind
-    messages: tuple[Message, ...]
-    counts: tuple[int, ...]
-    cleared: bool = False
+    A slotted class rather than a frozen dataclass: one is made per unit of every compaction, and a frozen
+    dataclass's ``__init__`` costs several times more. ``tokens``, the sum of ``counts``, is taken once because a
+    compaction reads it for every unit it weighs.
+    """
 
-    @property
-    def tokens(self) -> int:
-        return sum(self.counts)
+    __slots__ = ("cleared", "counts", "kind", "messages", "tokens")
+
+    def __init__(
+        self, kind: UnitKind, messages: tuple[Message, ...], counts: tuple[int, ...], cleared: bool = False
+    ) -> None:
+        self.kind: UnitKind = kind
+        self.messages = messages
+        self.counts = counts
+        self.cleared = cleared
+        self.tokens = sum(counts)
+
+    def __repr__(self) -> str:
+        return f"Segment({self.kind!r}, {len(self.messages)} messages, {self.tokens} tokens, cleared={self.cleared})"
 
 
-def segments(messages: Sequence[Message], counter: TokenCounter) -> list[Segment]:
-    count = counter.count_message
-    return [Segment(u.kind, u.messages, tuple(count(m) for m in u.messages)) for u in group_units(messages)]
+def segments(
+    messages: Sequence[Message], counter: TokenCounter, count: Callable[[Message], int] | None = None
+) -> list[Segment]:
+    """The units of ``messages`` with their counts (``count`` when the caller already knows them)."""
+    count = count or counter.count_message
+    return [Segment(u.kind, u.messages, tuple(map(count, u.messages))) for u in group_units(messages)]
 
 
 def extend_segments(
-    known: list[Segment], covered: int, view: Sequence[Message], counter: TokenCounter
+    known: list[Segment],
+    covered: int,
+    view: Sequence[Message],
+    counter: TokenCounter,
+    count: Callable[[Message], int] | None = None,
 ) -> list[Segment]:
     """Segments of ``view`` given those of its first ``covered`` messages; a trailing pending unit is regrouped.
 
     Only a pending unit can change when messages are appended (its results arrive); every other unit ends where
-    it ended, so grouping the rest alone gives the same units as grouping the whole view.
+    it ended, so grouping the rest alone gives the same units as grouping the whole view. ``count`` prices the
+    messages after ``covered`` (default: the counter's memo).
     """
     out = list(known)
     if out and out[-1].kind == "pending":
-        covered -= len(out.pop().messages)
-    out.extend(segments(view[covered:], counter))
+        pending = out.pop()
+        covered -= len(pending.messages)
+        # the pending unit's counts are known (its messages are alive in it, so their ids are unique); only the
+        # messages appended since need counting
+        known_counts = dict(zip(map(id, pending.messages), pending.counts, strict=True))
+        outer = count or counter.count_message
+
+        def count(message: Message) -> int:
+            n = known_counts.get(id(message))
+            return n if n is not None else outer(message)
+
+    out.extend(segments(view[covered:], counter, count))
     return out
 
 
@@ -155,6 +183,8 @@ class Compaction:
         self.segs = list(segs)
         self.limits = limits
         self.counter = counter
+        # a replacement is a new message, counted once here and carried in its segment
+        self.count_new = counting_once(counter)
         self.store = store
         self.summary = summary
         self.unsummarized = list(dropped_unread) if limits.summarize else []
@@ -198,10 +228,11 @@ class Compaction:
     def _size(self, j: int) -> int:
         return self.segs[self.ns[j]].tokens
 
-    def _replace(self, seg_index: int, position: int, replacement: Message, *, cleared: bool | None = None) -> None:
+    def _replace(
+        self, seg_index: int, position: int, replacement: Message, new_count: int, *, cleared: bool | None = None
+    ) -> None:
         seg = self.segs[seg_index]
         self.store.keep(seg.messages[position], replacement)
-        new_count = self.counter.count_message(replacement)
         self.total += new_count - seg.counts[position]
         messages = list(seg.messages)
         counts = list(seg.counts)
@@ -234,9 +265,10 @@ class Compaction:
                 if (info is not None and info.get("kind") == "cleared") or size < lim.clear_min_tokens:
                     continue
                 replacement = clear_tool_results(msg, calls, tokens_before=size)
-                if self.counter.count_message(replacement) >= size:
+                new_count = self.count_new(replacement)
+                if new_count >= size:
                     continue
-                self._replace(seg_index, position, replacement)
+                self._replace(seg_index, position, replacement, new_count)
                 self.cleared += len(replacement.tool_result_blocks())
             seg = self.segs[seg_index]
             self.segs[seg_index] = Segment(seg.kind, seg.messages, seg.counts, True)
@@ -262,8 +294,11 @@ class Compaction:
             if j in protected or seg.cleared or seg.counts[0] < lim.reply_min_tokens:
                 continue
             replacement = clear_reply(seg.messages[0], tokens_before=seg.counts[0])
-            if replacement is not None and self.counter.count_message(replacement) < seg.counts[0]:
-                self._replace(seg_index, 0, replacement, cleared=True)
+            if replacement is None:
+                continue
+            new_count = self.count_new(replacement)
+            if new_count < seg.counts[0]:
+                self._replace(seg_index, 0, replacement, new_count, cleared=True)
                 self.replies_cleared += 1
         if self.replies_cleared:
             logger.debug("cleared %d old assistant replies to pointers", self.replies_cleared)
@@ -432,9 +467,12 @@ class Compaction:
             seg = self.segs[seg_index]
             msg, size = seg.messages[position], seg.counts[position]
             replacement = truncate_message(msg, max(size - excess, _MIN_TRUNCATED_TOKENS), self.counter)
-            if replacement is None or replacement is msg or self.counter.count_message(replacement) >= size:
+            if replacement is None or replacement is msg:
                 continue
-            self._replace(seg_index, position, replacement)
+            new_count = self.counter.count_message(replacement)
+            if new_count >= size:
+                continue
+            self._replace(seg_index, position, replacement, new_count)
             logger.info("message %r alone exceeded the budget; cut from %d tokens with a marker", msg.message_id, size)
 
     def outcome(self) -> Outcome:

@@ -46,6 +46,10 @@ DEFAULT_OFFLOAD_CACHE_BYTES = 8 * 1024 * 1024
 """Default bound of the in-process cache of originals (estimated bytes); older originals come from the log."""
 _MESSAGE_BYTES = 600
 """Rough fixed cost of one cached message object (the model, its lists and dicts), added to its text size."""
+_JSON = json.JSONEncoder(ensure_ascii=False)
+_SORTED_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
+_LOOSE_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+"""Encoders built once (``json.dumps`` with options builds one per call; the output is the same)."""
 
 
 def offload_info(message: Message) -> dict[str, Any] | None:
@@ -72,7 +76,7 @@ def _call_signature(name: str | None, call: ToolCallBlock | None) -> str:
     shown = name or (call.name if call else None) or "tool"
     if call is None or not call.args:
         return f"{shown}()"
-    args = json.dumps(call.args, ensure_ascii=False, sort_keys=True, default=str)
+    args = _SORTED_JSON.encode(call.args)
     if len(args) > _ARGS_PREVIEW_CHARS:
         args = args[: _ARGS_PREVIEW_CHARS - 1] + "…"
     return f"{shown}({args})"
@@ -90,7 +94,7 @@ def pointer_text(result: ToolResultBlock, call: ToolCallBlock | None) -> str:
     first = _first_line(text)
     return (
         f"[tool result cleared from context: {_call_signature(result.name, call)} returned "
-        f"{len(text)} chars in {lines} lines; first line: {json.dumps(first, ensure_ascii=False)}. "
+        f"{len(text)} chars in {lines} lines; first line: {_JSON.encode(first)}. "
         f"The full output is kept: restore it with {RESTORE_TOOL}(pointer_id={json.dumps(result.call_id)}) or re-run "
         "the call.]"
     )
@@ -138,7 +142,7 @@ def reply_pointer_text(text: str, ref: str | int | None = None) -> str:
     first = _first_sentence(text)
     if len(first) > _REPLY_HEAD_CHARS:
         first = first[: _REPLY_HEAD_CHARS - 1] + "…"
-    began = json.dumps(first, ensure_ascii=False)
+    began = _JSON.encode(first)
     how = f" with {RESTORE_TOOL}(pointer_id={json.dumps(str(ref))})" if ref is not None else ""
     return (
         f"[earlier assistant reply of {len(text)} chars cleared from context, kept and restorable{how}; "
@@ -256,7 +260,7 @@ def approx_bytes(message: Message) -> int:
             elif isinstance(value, MediaRef) and value.data_base64:
                 size += len(value.data_base64)
             elif isinstance(value, dict | list):
-                size += len(json.dumps(value, default=str, ensure_ascii=False))
+                size += len(_LOOSE_JSON.encode(value))
     return size
 
 
@@ -272,9 +276,9 @@ class _Entries:
 class OffloadStore:
     """Originals of replaced message bodies, so a view can be turned back into what was really said.
 
-    Keyed by the replacement's ``(message_id, fingerprint)``: restoring needs only the message found in a view,
-    and two threads that reuse small integer ids cannot swap each other's originals. A replacement of a
-    replacement maps to the first original.
+    Keyed by the replacement's message id and the fingerprint of the original it records: restoring needs only
+    the message found in a view, and two threads that reuse small integer ids cannot swap each other's originals.
+    A replacement of a replacement maps to the first original.
 
     The originals are a cache of at most ``max_bytes`` (estimated with `approx_bytes`), least recently used out
     first, so a long session cannot grow it without bound. Nothing is lost by an eviction: the original is the
@@ -309,7 +313,18 @@ class OffloadStore:
 
     @staticmethod
     def _key(message: Message) -> tuple[Hashable, str]:
-        return (message.message_id, message.fingerprint())
+        """``(message_id, fingerprint of the original)`` as the replacement records it.
+
+        The record is read from the replacement's metadata, so keeping a pointer does not hash the pointer; every
+        replacement of one original (a cleared result later cut, say) maps to that original, as it should. A
+        replacement without a recorded original (made by an older version) falls back to its own fingerprint,
+        marked apart so it cannot meet an original's.
+        """
+        info = offload_info(message)
+        original = info.get("original") if info is not None else None
+        if isinstance(original, str):
+            return (message.message_id, original)
+        return (message.message_id, "self:" + message.fingerprint())
 
     def keep(self, original: Message, replacement: Message) -> None:
         """Remember ``original`` as the source of ``replacement`` (evicting the least recently used if full)."""
