@@ -23,8 +23,8 @@ import logging
 import operator
 import time
 from collections import OrderedDict
-from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._bridge import in_running_loop, run_sync
@@ -35,7 +35,7 @@ from ..prompt import SystemCost, summary_tokens, system_costs, system_message_te
 from ..state import AgentState
 from ..summarize.failsafe import call_summarizer, condense_input
 from ..summarize.limits import DEFAULT_INPUT_LIMIT, input_limit_of
-from ..tokens import TokenCounter, default_counter
+from ..tokens import TokenCounter, counting_once, default_counter
 from ._compaction import ColdPlan, Limits, Segment, SummaryRequest, compact, extend_segments, finish, plan_cold
 from .base import BaseContextManager, S, adapt_summarizer
 from .metrics import TrimMetrics, thread_key
@@ -63,6 +63,13 @@ class _Track:
     cost: SystemCost
     epoch: int = 0
     """`edit_epoch` when this call began: while it is unchanged no message was edited in place since."""
+    arrived: dict[int, tuple[Message, int]] = field(default_factory=dict)
+    """Counts of the messages after ``covered``, by object identity, taken once when they arrived.
+
+    A compaction groups those messages into segments; reading their counts here spares the counter's memo,
+    whose key would need each message's fingerprint. The message is kept with its count, so a reused ``id`` of a
+    dropped message cannot match. Shared by successive tracks of a thread while no compaction happens.
+    """
 
 
 @dataclass(frozen=True)
@@ -76,17 +83,23 @@ class _Scan:
 
 
 def _scan(messages: Sequence[Message], counter: TokenCounter, base: _Scan | None = None) -> _Scan:
-    """``base`` extended by ``messages``: the texts and tokens of their system messages, the tokens of recall."""
+    """``base`` extended by ``messages``: the texts and tokens of their system messages, the tokens of recall.
+
+    ``base`` itself when ``messages`` hold neither (the common case of a call that appended a turn).
+    """
+    found = [m for m in messages if m.role == "system" or is_recall(m)]
+    if not found and base is not None:
+        return base
     texts = list(base.system_texts) if base is not None else []
     system_tokens = base.system_tokens if base is not None else 0
     recall_tokens = base.recall_tokens if base is not None else 0
-    for message in messages:
+    for message in found:
         if message.role == "system":
             text = system_message_text(message)
             if text:
                 texts.append(text)
             system_tokens += counter.count_message(message)
-        elif is_recall(message):
+        else:
             recall_tokens += counter.count_message(message)
     return _Scan(tuple(texts), system_tokens, recall_tokens)
 
@@ -115,6 +128,18 @@ def _extends(messages: Sequence[Message], prefix: tuple[Message, ...]) -> bool:
         if mine is not theirs and (mine.message_id != theirs.message_id or mine.fingerprint() != theirs.fingerprint()):
             return False
     return True
+
+
+def _count_arrived(
+    messages: Sequence[Message], count_once: Callable[[Message], int], counted: dict[int, tuple[Message, int]]
+) -> int:
+    """Tokens of messages new to this thread, each counted once and recorded in ``counted`` for a compaction."""
+    total = 0
+    for message in messages:
+        n = count_once(message)
+        counted[id(message)] = (message, n)
+        total += n
+    return total
 
 
 def _unread_tokens(messages: Sequence[Message], plan: ColdPlan) -> int:
@@ -225,6 +250,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                 f"counter must be a TokenCounter (count_text, count_message, count_messages), got {counter!r}",
             )
         self.counter: TokenCounter = counter if counter is not None else default_counter()
+        self._count_once = counting_once(self.counter)
         self.summarizer = adapt_summarizer(summarizer) if summarizer is not None else None
         self.summary_input_limit = input_limit_of(summarizer) or DEFAULT_INPUT_LIMIT
 
@@ -391,7 +417,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             logger.debug("thread %s: a message of the previous view was edited in place; recounting", key)
             track = None
         count = self.counter.count_message
-        offloads = self._offloaded.for_thread(key)
+        count_once = self._count_once
         summary = state.context_summary or None
         scratchpad = state.scratchpad or None
 
@@ -400,17 +426,20 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         covered = 0
         plan = None
         arrived: Sequence[Message] = incoming
+        counted: dict[int, tuple[Message, int]] = {}
         if track is not None and _extends(incoming, track.view):
             working = incoming
             arrived = incoming[len(track.view) :]
-            message_tokens = track.message_tokens + sum(count(m) for m in incoming[len(track.view) :])
+            counted = track.arrived
+            message_tokens = track.message_tokens + _count_arrived(arrived, count_once, counted)
             known, covered = track.segments, track.covered
             scan = _scan(arrived, self.counter, track.scan)
             cost = self._system_cost(track, scan, summary, scratchpad)
         elif track is not None and track.source is not track.view and _extends(incoming, track.source):
             new = arrived = incoming[len(track.source) :]
             working = [*track.view, *new]
-            message_tokens = track.message_tokens + sum(count(m) for m in new)
+            counted = track.arrived
+            message_tokens = track.message_tokens + _count_arrived(new, count_once, counted)
             known, covered = track.segments, track.covered
             scan = _scan(new, self.counter, track.scan)
             cost = self._system_cost(track, scan, summary, scratchpad)
@@ -418,9 +447,11 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             working = incoming
             scan = _scan(incoming, self.counter)
             cost = self._system_cost(track, scan, summary, scratchpad)
-            plan = plan_cold(incoming, summary, self._limits(cost, scan), self.counter, offloads)
+            plan = plan_cold(
+                incoming, summary, self._limits(cost, scan), self.counter, self._offloaded.for_thread(key)
+            )
             if plan is None:
-                message_tokens = sum(count(m) for m in incoming)
+                message_tokens = _count_arrived(incoming, count_once, counted)
             else:
                 message_tokens = plan.raw_tokens + _unread_tokens(incoming, plan)
         previous_summary = track.summary if track is not None else None
@@ -433,16 +464,25 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             if plan is not None:
                 outcome = yield from finish(plan.work)
             else:
-                segs = extend_segments(known, covered, working, self.counter)
+
+                def recorded(message: Message) -> int:
+                    hit = counted.get(id(message))
+                    return hit[1] if hit is not None and hit[0] is message else count(message)
+
+                segs = extend_segments(known, covered, working, self.counter, recorded)
                 limits = self._limits(cost, scan)
+                offloads = self._offloaded.for_thread(key)
                 outcome = yield from compact(segs, summary, limits, self.counter, offloads)
             if self.recall is not None:
                 self._recall_left(key, working, outcome.messages)
             working, summary = outcome.messages, outcome.summary
             cleared, summaries = outcome.cleared, outcome.summaries
             known, covered = outcome.segments, len(working)
+            counted = {}
             message_tokens = sum(s.tokens for s in known)
-            scan = _scan(working, self.counter)
+            if scan.recall_tokens:
+                scan = _scan(working, self.counter)
+            # else: a compaction never drops, clears or cuts a system message, so without recall the scan holds
             cost = self._system_cost(track, scan, summary, scratchpad)
             total = self._total(cost, scan, message_tokens)
             if total > self.budget:
@@ -478,6 +518,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             scan=scan,
             cost=cost,
             epoch=epoch,
+            arrived=counted,
         )
         self._tracks.move_to_end(key)
         while len(self._tracks) > _MAX_TRACKED_THREADS:
