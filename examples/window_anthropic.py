@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from anthropic import Anthropic
+from anthropic import Anthropic, omit
 from anthropic.types import ToolParam
 
 from windowkeeper import Window
@@ -48,7 +48,8 @@ def main() -> None:
             while True:
                 fit = window.fit(history, system="You are a careful code reviewer.", tools=TOOLS)
                 reply = client.messages.create(
-                    model="claude-haiku-4-5", max_tokens=512, system=fit.system, messages=fit.messages, tools=TOOLS
+                    model="claude-haiku-4-5", max_tokens=512, system=fit.system or omit, messages=fit.messages,
+                    tools=TOOLS,
                 )
                 content = [block.model_dump(exclude_none=True) for block in reply.content]
                 history.append({"role": "assistant", "content": content})

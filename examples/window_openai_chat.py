@@ -17,6 +17,7 @@ from openai import OpenAI
 from openai.types.chat import ChatCompletionToolParam
 
 from windowkeeper import Window
+from windowkeeper.llm.formats import OpenAIChatMessage
 from windowkeeper.testing.fake_servers import FakeOpenAIServer, FakeReply, FakeToolCall
 
 TOOLS: list[ChatCompletionToolParam] = [
@@ -52,7 +53,7 @@ def main() -> None:
         window = Window(budget=4500)  # the model's context window, in tokens
         history: list[dict[str, Any]] = [{"role": "system", "content": "You are a careful code reviewer."}]
         stable = 0
-        pointers: list[dict[str, Any]] = []
+        pointers: list[OpenAIChatMessage] = []
         for t in range(turns):
             history.append({"role": "user", "content": f"What does src/m{t}.py define?"})
             while True:
@@ -72,10 +73,11 @@ def main() -> None:
         print(f"model calls: {calls}, history: {len(history)} messages, last request: {len(last)} messages")
         print(f"summary in the last request's system message: {'Summary of the earlier' in last[0]['content']}")
         print(f"prefix stable: {stable}/{calls - 1}")
-        pointer = pointers[0]  # an old tool output the window replaced with a pointer
-        original = window.restore(pointer)
-        print(f"restored {pointer['tool_call_id']}: {len(original['content'])} chars, equal to history: "
-              f"{original in history}")
+        original = window.restore(pointers[0])  # an old tool output the window replaced with a pointer
+        assert not isinstance(original, list) and original["role"] == "tool"  # one tool message in, one out
+        text = original["content"]
+        assert isinstance(text, str)
+        print(f"restored {original['tool_call_id']}: {len(text)} chars, equal to history: {original in history}")
 
 
 if __name__ == "__main__":

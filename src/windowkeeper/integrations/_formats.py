@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
 from ..errors import ConfigurationError, FormatError
 from ..llm.formats import (
@@ -38,7 +38,27 @@ from ..llm.formats.openai_responses import continues_turn
 from ..messages import Message
 from ..prompt import system_message
 
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
+    from ..llm.formats.wire import (
+        AnthropicMessage,
+        AnthropicSystem,
+        GeminiContent,
+        GeminiSystemInstruction,
+        OpenAIChatDeveloperMessage,
+        OpenAIChatMessage,
+        OpenAIChatSystemMessage,
+        ResponsesItem,
+    )
+
 logger = logging.getLogger(__name__)
+
+WireMessages: TypeAlias = (
+    "list[OpenAIChatMessage] | list[ResponsesItem] | list[AnthropicMessage] | list[GeminiContent] | list[BaseMessage]"
+)
+"""What `write_messages` returns for some format (which one is known at run time only)."""
+WireSystem: TypeAlias = "AnthropicSystem | GeminiSystemInstruction | None"
 
 WindowFormat = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "langchain"]
 WINDOW_FORMATS: tuple[WindowFormat, ...] = get_args(WindowFormat)
@@ -312,13 +332,16 @@ def write_messages(
     *,
     cache_breakpoints: Sequence[CacheBreakpoint] | None = None,
     developer: bool = False,
-) -> tuple[list[Any], Any]:
+) -> tuple[WireMessages, WireSystem]:
     """``(messages, system)`` in ``fmt``: system in its native place (in the list for Chat Completions/LangChain)."""
     if fmt == "openai_chat":
-        head: list[dict[str, Any]] = (
-            [{"role": "developer" if developer else "system", "content": system}] if system else []
-        )
-        return [*head, *to_openai_chat(messages)], None
+        chat = to_openai_chat(messages)
+        if system:
+            head: OpenAIChatSystemMessage | OpenAIChatDeveloperMessage = (
+                {"role": "developer", "content": system} if developer else {"role": "system", "content": system}
+            )
+            chat.insert(0, head)
+        return chat, None
     if fmt == "openai_responses":
         _, items = to_responses_input(messages, reasoning="signed")
         return items, system

@@ -20,7 +20,7 @@ import os
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from .._bridge import run_sync_anywhere
 from .._validate import check_int
@@ -38,6 +38,28 @@ from ..tokens import TokenCounter
 from ._formats import WindowFormat, check_format, read_messages, read_messages_cached, system_text, write_messages
 from ._threads import ThreadMemory, ThreadStore, chain_digest, restore_keys
 
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
+    # type checkers only (PEP 696 defaults; Python 3.11's TypeVar has none): a bare ``Window``/``FitResult`` is
+    # ``[Any, Any]``, while ``Window(budget=..., format="anthropic")`` is ``Window[AnthropicMessage, ...]``
+    from typing_extensions import TypeVar as DefaultTypeVar
+
+    from ..llm.formats.wire import (
+        AnthropicMessage,
+        AnthropicSystem,
+        GeminiContent,
+        GeminiSystemInstruction,
+        OpenAIChatMessage,
+        ResponsesItem,
+    )
+
+    M = DefaultTypeVar("M", default=Any)
+    Sys = DefaultTypeVar("Sys", default=Any)
+else:
+    M = TypeVar("M")
+    Sys = TypeVar("Sys")
+
 logger = logging.getLogger(__name__)
 
 
@@ -46,17 +68,18 @@ DEFAULT_RESERVE_TOKENS = 2000
 
 
 @dataclass(frozen=True)
-class FitResult:
+class FitResult(Generic[M, Sys]):
     """What to send for one call, and what the manager did.
 
     ``messages`` is the managed conversation in the window's format, ready to pass to the SDK. ``system`` is the
     system text for formats that carry it outside the list (Anthropic ``system``, which is a list with a
     ``cache_control`` block when prompt caching is on; Responses ``instructions``; Gemini ``system_instruction``),
-    with the summary merged in; None for Chat Completions and LangChain, whose list starts with it.
+    with the summary merged in; None for Chat Completions and LangChain, whose list starts with it. Both are
+    typed by the window's format (``M``, ``Sys``; see `Window` and ``windowkeeper.llm.formats.wire``).
     """
 
-    messages: list[Any]
-    system: Any
+    messages: list[M]
+    system: Sys
     metrics: TrimMetrics | None
     summary: str | None
     prompt: AssembledPrompt
@@ -86,7 +109,7 @@ def _default_manager(budget: object, tools: Sequence[Any] | None) -> TokenBudget
     )
 
 
-class Window:
+class Window(Generic[M, Sys]):
     """Keep a provider-shaped message list inside the context window (see the module docstring).
 
     ``manager`` is any context manager; without one, ``budget`` (the model's context window in tokens) builds a
@@ -99,7 +122,84 @@ class Window:
     ``prompt_cache`` (Anthropic only) marks the stable prefix with ``cache_control`` breakpoints.
 
     Calls on one thread must not overlap; different threads may run concurrently from async code.
+
+    For type checkers a literal ``format`` fixes the message type of `fit`'s result (``Window[M, Sys]``, with the
+    types of ``windowkeeper.llm.formats.wire``), so ``fit(...).messages`` passes type-checked to the SDK call:
+    ``openai_chat`` -> ``OpenAIChatMessage``, ``anthropic`` -> the SDK's ``MessageParam``, ``openai_responses`` ->
+    ``ResponsesItem``, ``gemini`` -> ``GeminiContent`` (REST spelling), ``langchain`` -> ``BaseMessage``.
     """
+
+    @overload
+    def __init__(
+        self: Window[OpenAIChatMessage, None],
+        manager: BaseContextManager[Any] | None = None,
+        *,
+        budget: int | None = None,
+        format: Literal["openai_chat"] = "openai_chat",
+        store: str | os.PathLike[str] | SessionStore | None = None,
+        thread_id: str = "default",
+        prompt_cache: bool = True,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Window[ResponsesItem, str | None],
+        manager: BaseContextManager[Any] | None = None,
+        *,
+        budget: int | None = None,
+        format: Literal["openai_responses"],
+        store: str | os.PathLike[str] | SessionStore | None = None,
+        thread_id: str = "default",
+        prompt_cache: bool = True,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Window[AnthropicMessage, AnthropicSystem | None],
+        manager: BaseContextManager[Any] | None = None,
+        *,
+        budget: int | None = None,
+        format: Literal["anthropic"],
+        store: str | os.PathLike[str] | SessionStore | None = None,
+        thread_id: str = "default",
+        prompt_cache: bool = True,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Window[GeminiContent, GeminiSystemInstruction | None],
+        manager: BaseContextManager[Any] | None = None,
+        *,
+        budget: int | None = None,
+        format: Literal["gemini"],
+        store: str | os.PathLike[str] | SessionStore | None = None,
+        thread_id: str = "default",
+        prompt_cache: bool = True,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Window[BaseMessage, None],
+        manager: BaseContextManager[Any] | None = None,
+        *,
+        budget: int | None = None,
+        format: Literal["langchain"],
+        store: str | os.PathLike[str] | SessionStore | None = None,
+        thread_id: str = "default",
+        prompt_cache: bool = True,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: Window[Any, Any],
+        manager: BaseContextManager[Any] | None = None,
+        *,
+        budget: int | None = None,
+        format: str,
+        store: str | os.PathLike[str] | SessionStore | None = None,
+        thread_id: str = "default",
+        prompt_cache: bool = True,
+    ) -> None: ...
 
     def __init__(
         self,
@@ -173,7 +273,7 @@ class Window:
         system: Any = None,
         tools: Sequence[Any] | None = None,
         thread_id: str | None = None,
-    ) -> FitResult:
+    ) -> FitResult[M, Sys]:
         """Sync form of `afit`. Inside a running event loop the work runs on a worker thread (blocking until done),
         so hosts that call a sync hook from async code still work; prefer ``await afit(...)`` there."""
         return run_sync_anywhere(lambda: self.afit(messages, system=system, tools=tools, thread_id=thread_id))
@@ -185,7 +285,7 @@ class Window:
         system: Any = None,
         tools: Sequence[Any] | None = None,
         thread_id: str | None = None,
-    ) -> FitResult:
+    ) -> FitResult[M, Sys]:
         """The managed form of ``messages`` (the whole conversation, in the window's format) for one model call.
 
         ``system`` is the system prompt (a string, or the provider's own system value); ``tools`` the tool
@@ -249,9 +349,11 @@ class Window:
             await self._store.save(tid, self.format, memory, new)
         else:
             memory.prune_originals(stored=False)
+        # the one crossing from the run-time format to the static one: ``write_messages`` wrote ``self.format``'s
+        # shape, which is the shape the ``__init__`` overload bound to ``M``/``Sys``
         return FitResult(
-            messages=out,
-            system=out_system,
+            messages=cast("list[M]", out),
+            system=cast("Sys", out_system),
             metrics=manager.last_metrics,
             summary=memory.summary,
             prompt=prompt,
@@ -278,9 +380,21 @@ class Window:
 
         return feed_calibration((self._counter,), prompt_tokens, estimate)
 
+    @overload
+    def restore(self, message: Message, *, thread_id: str | None = None) -> Message: ...
+
+    @overload
+    def restore(self, message: M, *, thread_id: str | None = None) -> M | list[M]: ...
+
     def restore(self, message: Any, *, thread_id: str | None = None) -> Any:
         """Sync form of `arestore`."""
         return run_sync_anywhere(lambda: self.arestore(message, thread_id=thread_id))
+
+    @overload
+    async def arestore(self, message: Message, *, thread_id: str | None = None) -> Message: ...
+
+    @overload
+    async def arestore(self, message: M, *, thread_id: str | None = None) -> M | list[M]: ...
 
     async def arestore(self, message: Any, *, thread_id: str | None = None) -> Any:
         """The original of a message the manager replaced with a pointer, in the form it was given.
@@ -327,13 +441,13 @@ class Window:
     def close(self) -> None:
         run_sync_anywhere(self.aclose)
 
-    async def __aenter__(self) -> Window:
+    async def __aenter__(self) -> Window[M, Sys]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    def __enter__(self) -> Window:
+    def __enter__(self) -> Window[M, Sys]:
         return self
 
     def __exit__(self, *exc: object) -> None:
