@@ -8,7 +8,9 @@ compacted text lives in the event's state, summarized events stay in the store m
 Cost. The view (`LiveView`) is maintained incrementally: an add is one write, its token count is computed once,
 and below the compaction trigger nothing else happens. A compaction pass frees down to ``compaction_target``
 (60% by default), so the view then grows untouched, its prompt prefix byte-identical, until the trigger is hit
-again. Reopening a session reads only the live records: the ``head`` record names where they start.
+again. Reopening a session reads only the live records (the ``head`` record names where they start), skips the
+archived originals written among them, and takes each event's visibility and token count from the leading fields
+of its stored text, so the event text is decoded only when a model call or management needs it.
 
 Consistency. Inside one memory object a per-session asyncio lock serializes add and management. Across objects
 (several processes on one durable store) every management write also bumps a per-session ``head`` record with an
@@ -38,7 +40,17 @@ from ..tokens import TokenCounter, default_counter
 from ..units import group_units
 from .compaction import compact_in_place, decompress_in_place, is_compacted
 from .config import Thresholds, resolve_thresholds
-from .events import COMPACTION_KEY, SUMMARY_MARK, event_to_message, normalize_event, original_event, same_event
+from .events import (
+    COMPACTION_KEY,
+    SOURCE_TEXT_KEY,
+    SUMMARY_MARK,
+    event_to_message,
+    full_source,
+    normalize_event,
+    original_event,
+    pack_source,
+    same_event,
+)
 from .report import ContextReport
 from .structured import StructuredSummary, as_structured_summarizer, coerce_summary, fit_summary
 from .view import EVENT_PREFIX, HEAD_KEY, SUMMARY_PREFIX, TOKENS_KEY, Entry, LiveView, is_visible, with_tokens
@@ -102,6 +114,15 @@ def _copy_json(value: Any) -> Any:
     if isinstance(value, list):
         return [_copy_json(v) for v in value]
     return value
+
+
+def _event_doc(event: EventDict, source: dict[str, Any] | None) -> dict[str, Any]:
+    """The stored doc of a new event. What a reload needs comes first (type, summary_id, pinned, then the token
+    count `with_tokens` fills in), so `view.peek` reads it without decoding the text; updates keep that order.
+    An added `Message`'s text is stored once, in the event (`pack_source`)."""
+    doc = {"type": "event", "summary_id": None, "pinned": False, TOKENS_KEY: None, "event": event, "source": source}
+    pack_source(doc)
+    return doc
 
 
 def _summary_event(summary: StructuredSummary, text: str) -> EventDict:
@@ -196,7 +217,7 @@ class BaseMemory(Generic[S]):
         sid = self._session_id(session_id, normalized)
         event_id = normalized["message"]["id"]
         key = EVENT_PREFIX + event_id
-        doc = {"type": "event", "event": normalized, "summary_id": None, "pinned": False, "source": source}
+        doc = _event_doc(normalized, source)
         async with self._lock(sid):
             view = self._view(sid)
             if not view.loaded:
@@ -208,7 +229,7 @@ class BaseMemory(Generic[S]):
                 await self._check_repeat(sid, key, normalized, source)
                 return None
             if not view.wrote(record, message):  # someone else added in between: read their events too
-                view.catch_up(await self.store.list_records_since(self.namespace, sid, view.max_seq + 1))
+                view.catch_up(await self._records_after(sid, view))
             if not self.enable_context_management:
                 return None
             return await self._manage_locked(sid, view)
@@ -277,7 +298,7 @@ class BaseMemory(Generic[S]):
         for record in _with_archived(records):
             if record.doc.get("type") != "event":
                 continue
-            source = record.doc.get("source")
+            source = full_source(record.doc)
             if source is not None:
                 out.append(Message.model_validate(source))
             else:
@@ -673,6 +694,8 @@ class BaseMemory(Generic[S]):
             if not isinstance(info, dict) or "original_content" not in info or doc.get(ARCHIVE_KEY):
                 continue
             items[key] = {"original_content": info["original_content"], "source": doc.get("source")}
+            if doc.get(SOURCE_TEXT_KEY) is not None:
+                items[key][SOURCE_TEXT_KEY] = doc[SOURCE_TEXT_KEY]
         if not items:
             return
         archive_key = ARCHIVE_PREFIX + uuid.uuid4().hex
@@ -684,6 +707,7 @@ class BaseMemory(Generic[S]):
             info = {k: v for k, v in event["state"][COMPACTION_KEY].items() if k != "original_content"}
             event["state"] = {**event["state"], COMPACTION_KEY: {**info, "archived": True}}
             doc.pop("source", None)
+            doc.pop(SOURCE_TEXT_KEY, None)
             doc[ARCHIVE_KEY] = archive_key
 
     async def _restore_archived(self, sid: str, records: Sequence[Record]) -> builtins.list[Record]:
@@ -702,7 +726,7 @@ class BaseMemory(Generic[S]):
         if stored is None or stored.doc.get("type") != "event":
             raise StorageError(f"session {sid!r}: key {key!r} is taken by a record that is not an event")
         stored = (await self._restore_archived(sid, [stored]))[0]
-        if same_event(original_event(stored.doc["event"]), event, stored.doc.get("source"), source):
+        if same_event(original_event(stored.doc["event"]), event, full_source(stored.doc), source):
             logger.debug("session %r already holds event %r; add ignored", sid, event["message"]["id"])
             return
         raise FormatError(
@@ -739,7 +763,8 @@ class BaseMemory(Generic[S]):
                 except ConflictError:
                     continue
             live_from = int(head.doc.get("live_from", 1))
-            records = await self.store.list_records_since(self.namespace, sid, live_from)
+            # archived originals sit between the live records; they are read only when asked for
+            records = await self.store.list_records_since_skipping(self.namespace, sid, live_from, ARCHIVE_PREFIX)
             older = [str(k) for k in head.doc.get("keep", ())]
             if older:
                 records = [*await self.store.get_records(self.namespace, sid, older), *records]
@@ -759,7 +784,11 @@ class BaseMemory(Generic[S]):
         if head is None or head.version != view.head_version:
             await self._reload(sid, view)
             return
-        view.catch_up(await self.store.list_records_since(self.namespace, sid, view.max_seq + 1))
+        view.catch_up(await self._records_after(sid, view))
+
+    async def _records_after(self, sid: str, view: LiveView) -> builtins.list[Record]:
+        """Records added since the view's last read, archives (never visible) left unread."""
+        return await self.store.list_records_since_skipping(self.namespace, sid, view.max_seq + 1, ARCHIVE_PREFIX)
 
     async def _commit(
         self, sid: str, view: LiveView, updates: Sequence[RecordUpdate], *, live_from: int | None = None
@@ -809,6 +838,8 @@ def _with_archived(records: Sequence[Record], archives: Sequence[Record] = ()) -
         doc = {k: v for k, v in record.doc.items() if k != ARCHIVE_KEY}
         doc["event"] = event
         doc["source"] = item.get("source")
+        if item.get(SOURCE_TEXT_KEY) is not None:
+            doc[SOURCE_TEXT_KEY] = item[SOURCE_TEXT_KEY]
         out.append(Record(record.key, record.seq, record.version, doc))
     return out
 

@@ -3,7 +3,8 @@
 Callers add either the reference's event dicts (``{"message": {...}, "state": {...}}``, plain-text content) or our
 `Message` objects. A `Message` becomes an event whose text renders its tool calls and results, so gists,
 summaries and token counts all see one text; the original is kept as JSON so `history` and the message view can
-give back the exact object.
+give back the exact object. Its text is stored once: when the source holds the event's text verbatim, that copy
+is left out and put back on reading (`pack_source`, `full_source`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from ..blocks import (
     AudioBlock,
@@ -198,6 +199,61 @@ def event_to_message(event: Mapping[str, Any], *, for_counting: bool = False) ->
     return Message(message_id=str(msg["id"]), role=role, content=blocks, timestamp=None)
 
 
+SOURCE_TEXT_KEY = "source_text"
+"""Doc field of an event added as a `Message` whose source holds the event's text once more: ``[block, field]``
+names the string in ``source["content"]`` that equals the event's original content. That string is stored as
+``null`` (the text is stored once, in the event) and `full_source` puts it back. Records written before this field
+existed hold the whole source and no such field; they are read as they are."""
+_TEXT_FIELDS = {"text": "text", "tool_result": "output"}
+"""Block type -> the string field a `Message` event's content can equal (a text block, a tool result's output)."""
+
+
+def original_content(event: Mapping[str, Any]) -> str:
+    """The event's content as it was added: its current text, or the original a compaction kept in its state."""
+    info = (event.get("state") or {}).get(COMPACTION_KEY)
+    if isinstance(info, Mapping) and "original_content" in info:
+        return str(info["original_content"])
+    return str(event["message"].get("content") or "")
+
+
+def pack_source(doc: dict[str, Any]) -> None:
+    """Store an event's source `Message` without the text the event already holds (see `SOURCE_TEXT_KEY`).
+
+    Only an exact match is replaced (a one-block message: text, or a tool result with a string output, the common
+    case), so `full_source` gives back byte-identical JSON; anything else is stored whole.
+    """
+    source = doc.get("source")
+    if not isinstance(source, dict) or SOURCE_TEXT_KEY in doc:
+        return
+    content = original_content(doc["event"])
+    blocks = source.get("content")
+    if not content or not isinstance(blocks, list):
+        return
+    for index, block in enumerate(blocks):
+        name = _TEXT_FIELDS.get(str(block.get("type"))) if isinstance(block, dict) else None
+        if name is not None and block.get(name) == content:
+            packed = list(blocks)
+            packed[index] = {**block, name: None}
+            doc["source"] = {**source, "content": packed}
+            doc[SOURCE_TEXT_KEY] = [index, name]
+            return
+
+
+def full_source(doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The source `Message` JSON of a stored event doc (``None`` for a dict event), its packed text put back.
+
+    ``doc`` must hold the original content: an uncompacted event, or one whose archived original was restored.
+    """
+    source = doc.get("source")
+    ref = doc.get(SOURCE_TEXT_KEY)
+    if not isinstance(source, dict) or ref is None:
+        return cast("dict[str, Any] | None", source)
+    index, name = ref
+    blocks = list(source["content"])
+    blocks[index] = {**blocks[index], name: original_content(doc["event"])}
+    return {**source, "content": blocks}
+
+
 def original_event(event: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``event`` with any compaction undone (content byte-identical to what was added)."""
     copy: dict[str, Any] = json.loads(json.dumps(event, ensure_ascii=False))
@@ -210,8 +266,12 @@ def original_event(event: Mapping[str, Any]) -> dict[str, Any]:
 __all__ = [
     "COMPACTION_KEY",
     "RESERVED_STATE_KEYS",
+    "SOURCE_TEXT_KEY",
     "SUMMARY_MARK",
     "SUMMARY_STATE_KEY",
+    "full_source",
+    "original_content",
+    "pack_source",
     "same_event",
     "event_to_message",
     "message_to_event",

@@ -12,6 +12,7 @@ position every event is already compacted or exempt, so a pass does not re-exami
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ from ..messages import Message
 from ..storage import Record
 from ..tokens import TokenCounter
 from .compaction import is_compacted
-from .events import event_to_message
+from .events import event_to_message, full_source
 from .structured import StructuredSummary
 
 HEAD_KEY = "head"
@@ -44,8 +45,8 @@ def view_message(doc: Mapping[str, Any]) -> Message:
     if doc.get("type") == "summary":
         summary = StructuredSummary.model_validate(doc["summary"])
         return Message.text_message(summary.render(), role="system", message_id=f"summary:{summary.id}", timestamp=None)
-    source = doc.get("source")
-    if source is not None and not is_compacted(doc["event"]):
+    source = None if is_compacted(doc["event"]) else full_source(doc)
+    if source is not None:
         return Message.model_validate(source)
     return event_to_message(doc["event"])
 
@@ -54,8 +55,8 @@ class Entry:
     """One visible record with its token count and (built on first use) its view message.
 
     Valid for exactly this record version. The message is built lazily: a reopened session whose records carry
-    their token count (see `TOKENS_KEY`) costs a JSON read per live record and nothing more until a model call
-    needs the messages.
+    their token count (see `TOKENS_KEY`, `peek`) costs a look at each live record's leading fields and nothing
+    more until a model call needs the messages.
     """
 
     __slots__ = ("_message", "record", "tokens")
@@ -81,7 +82,7 @@ class Entry:
 
     @property
     def is_summary(self) -> bool:
-        return self.record.doc.get("type") == "summary"
+        return self.record.key.startswith(SUMMARY_PREFIX)  # from the key: the doc may not be decoded yet
 
 
 def stored_tokens(doc: Mapping[str, Any], counter: TokenCounter) -> int | None:
@@ -92,6 +93,30 @@ def stored_tokens(doc: Mapping[str, Any], counter: TokenCounter) -> int | None:
         if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
             return n
     return None
+
+
+_EVENT_HEAD = re.compile(
+    r'\{"type":"event","summary_id":(null|"[^"\\]*"),"pinned":(?:true|false),'
+    r'"tokens":\{"counter":"([^"\\]*)","n":(\d+)\}[,}]'
+)
+"""The leading fields of an event doc as `BaseMemory.add` lays it out (type, summary_id, pinned, tokens first)."""
+
+
+def peek(record: Record, counter: TokenCounter) -> tuple[bool, int | None]:
+    """Whether ``record`` belongs in the view, and its stored token count by ``counter`` (``None``: count it).
+
+    An event record read undecoded (`Record.stored`) whose body starts with the fields `_EVENT_HEAD` matches is
+    answered from those few bytes, so a reload decodes none of the live events' text; the doc is decoded when a
+    model call or management needs it. Anything else (summaries, records written before that layout) is decoded.
+    """
+    body = record.body
+    if isinstance(body, str):
+        head = _EVENT_HEAD.match(body)
+        if head is not None:
+            if head[1] != "null":
+                return False, None
+            return True, int(head[3]) if head[2] == getattr(counter, "name", None) else None
+    return is_visible(record.doc), stored_tokens(record.doc, counter)
 
 
 def with_tokens(doc: dict[str, Any], counter: TokenCounter, message: Message | None = None) -> Message:
@@ -132,7 +157,7 @@ class LiveView:
         current = (self.by_key if known is None else known).get(record.key)
         if current is not None and current.record.version == record.version:
             return current
-        tokens = stored_tokens(record.doc, self.counter)
+        tokens = peek(record, self.counter)[1]
         if tokens is None:
             message = message if message is not None else view_message(record.doc)
             tokens = self.counter.count_message(message)
@@ -149,7 +174,7 @@ class LiveView:
                 newest[record.key] = record
         self.events, self.summaries, self.by_key, self.total, self.settled = [], [], {}, 0, 0
         for record in sorted(newest.values(), key=lambda r: r.seq):
-            if not is_visible(record.doc):
+            if not peek(record, self.counter)[0]:
                 continue
             new = self.entry(record, known)
             self.by_key[record.key] = new
@@ -188,7 +213,7 @@ class LiveView:
             old = self.by_key.get(record.key)
             if old is not None and old.record.version > record.version:
                 continue  # an older read racing a newer write: keep what we have
-            if not is_visible(record.doc):
+            if not peek(record, self.counter)[0]:
                 if old is not None:
                     self.total -= old.tokens
                     del self.by_key[record.key]

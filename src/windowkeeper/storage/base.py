@@ -19,11 +19,11 @@ U+FFFD like everywhere else.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -55,18 +55,73 @@ class RecordNotFoundError(StorageError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-@dataclass(frozen=True)
 class Record:
-    """One versioned document of the memory layer.
+    """One versioned document of the memory layer (immutable).
 
     ``seq`` orders records within a session (strictly increasing in add order, gaps allowed) and never changes;
     ``version`` starts at 1 and grows by one on every update, which is what optimistic updates compare against.
+
+    A record read with `Record.stored` keeps its JSON text and decodes it on the first access to ``doc``: a reader
+    that needs a few leading fields of many records (the memory's reload) can look at ``body`` instead of paying
+    for every document's text. A corrupt body then raises `StorageError` naming the key at that access.
     """
+
+    __slots__ = ("_body", "_doc", "key", "seq", "version")
 
     key: str
     seq: int
     version: int
-    doc: dict[str, Any]
+    _doc: dict[str, Any] | None
+    _body: str | bytes | None
+
+    def __init__(self, key: str, seq: int, version: int, doc: dict[str, Any]) -> None:
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "seq", seq)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "_doc", doc)
+        object.__setattr__(self, "_body", None)
+
+    @classmethod
+    def stored(cls, key: str, seq: int, version: int, body: str | bytes) -> Record:
+        """A record whose ``doc`` is decoded from ``body`` (the stored JSON text) when first used."""
+        record = cls.__new__(cls)
+        for name, value in (("key", key), ("seq", seq), ("version", version), ("_doc", None), ("_body", body)):
+            object.__setattr__(record, name, value)
+        return record
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] | None = self._doc
+        if doc is None:
+            doc = decode_doc(self._body if self._body is not None else "", key=self.key)
+            object.__setattr__(self, "_doc", doc)
+            object.__setattr__(self, "_body", None)
+        return doc
+
+    @property
+    def body(self) -> str | bytes | None:
+        """The stored JSON text while ``doc`` has not been decoded yet, else ``None``."""
+        return self._body
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Record is immutable; build a new Record instead of setting {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Record is immutable; {name!r} cannot be deleted")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Record)
+        return (self.key, self.seq, self.version, self.doc) == (other.key, other.seq, other.version, other.doc)
+
+    __hash__ = None  # type: ignore[assignment]  # the doc is a dict: records are not hashable
+
+    def __repr__(self) -> str:
+        return f"Record(key={self.key!r}, seq={self.seq!r}, version={self.version!r}, doc={self.doc!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Record, (self.key, self.seq, self.version, self.doc))
 
 
 RecordUpdate = tuple[str, dict[str, Any], int | None]
@@ -160,6 +215,21 @@ class SessionStore(ABC):
         backend, but it reads everything); backends override it with an indexed read.
         """
         return [r for r in await self.list_records(namespace, session_id) if r.seq >= seq]
+
+    async def list_records_since_skipping(
+        self, namespace: str, session_id: str, seq: int, skip_prefix: str
+    ) -> list[Record]:
+        """`list_records_since` without the records whose key starts with ``skip_prefix``.
+
+        The memory layer writes bulky records (archived originals) in between the small live ones; a reload skips
+        them without reading or decoding their bodies. This default filters `list_records_since` (correct on any
+        backend, including one that overrides only that method); the built-in backends filter in the query and
+        return records whose docs are decoded on first use (`Record.stored`), so a reader that needs only their
+        leading fields can read ``body``.
+        """
+        check_id(skip_prefix, "skip_prefix")
+        records = await self.list_records_since(namespace, session_id, seq)
+        return [r for r in records if not r.key.startswith(skip_prefix)]
 
     async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
         """The records named by ``keys`` that exist, in ``seq`` order (one read where the backend allows)."""
@@ -292,6 +362,11 @@ def make_record(key: str, seq: int | float | str, version: int | float | str, bo
     return Record(key=key, seq=int(seq), version=int(version), doc=decode_doc(body, key=key))
 
 
+def stored_record(key: str, seq: int | float | str, version: int | float | str, body: str | bytes) -> Record:
+    """`make_record` whose doc is decoded on first use (see `Record.stored`)."""
+    return Record.stored(key, int(seq), int(version), body)
+
+
 # -- JSON codec -----------------------------------------------------------------------------------------------
 
 
@@ -323,7 +398,50 @@ def encode_message(thread_id: str, message: Message) -> str:
     problem = _body_problem(body, MAX_JSON_DEPTH)
     if problem is not None:
         raise StorageError(f"thread {thread_id!r}: message {message.message_id!r} cannot be stored: {problem}")
-    return body
+    return _stamp(body, message.fingerprint())
+
+
+_FP_FIELD = ',"_fp":"'
+_FP_CHARS = 32
+_CHECK_CHARS = 8
+_STAMP_CHARS = len(_FP_FIELD) + _FP_CHARS + _CHECK_CHARS + 2
+"""A stored message body ends with ``,"_fp":"<fingerprint><check>"}``: 50 characters."""
+
+
+def _body_check(body: str) -> str:
+    return hashlib.blake2b(body.encode("utf-8", "surrogatepass"), digest_size=_CHECK_CHARS // 2).hexdigest()
+
+
+def _stamp(body: str, fingerprint: str) -> str:
+    """``body`` (a message's JSON object) with the message's fingerprint and a check of the body added.
+
+    A process that reads the log back (a restart, another worker) then has each message's fingerprint without
+    hashing it again: that is what lets a context manager recognise a reloaded view as cheaply as a live one. The
+    check (a short hash of the body as written) makes the stored fingerprint count only for exactly that body; a
+    row edited outside windowkeeper, or one written before fingerprints were stored, is fingerprinted afresh.
+    A message's JSON always ends with its ``raw`` field (``null`` or an object), never with ``"}``, so the stamp
+    cannot be mistaken for message content.
+    """
+    return f'{body[:-1]}{_FP_FIELD}{fingerprint}{_body_check(body)}"}}'
+
+
+def _unstamp(body: str | bytes) -> tuple[str | bytes, str | None]:
+    """The message JSON of a stored body and its stored fingerprint (None when absent or not for this body)."""
+    if isinstance(body, bytes):
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return body, None  # the validator reports it
+    else:
+        text = body
+    if not text.endswith('"}') or text[-_STAMP_CHARS : -_STAMP_CHARS + len(_FP_FIELD)] != _FP_FIELD:
+        return body, None
+    core = text[:-_STAMP_CHARS] + "}"
+    stamp = text[-_STAMP_CHARS + len(_FP_FIELD) : -2]
+    fingerprint, check = stamp[:_FP_CHARS], stamp[_FP_CHARS:]
+    if check != _body_check(core):
+        return core, None
+    return core, fingerprint
 
 
 def _body_problem(body: str, limit: int) -> str | None:
@@ -342,13 +460,23 @@ def _body_problem(body: str, limit: int) -> str | None:
 
 
 def decode_message(thread_id: str, body: str | bytes, position: int) -> Message:
+    """The stored message, with the fingerprint stored beside it already memoized (see `_stamp`).
+
+    An edit after loading clears the memo like any edit (`windowkeeper.messages`), so it never goes stale.
+    """
+    core, fingerprint = _unstamp(body)
     try:
-        return Message.model_validate_json(body)
+        message = Message.model_validate_json(core)
     except ValidationError as exc:
         raise StorageError(
             f"thread {thread_id!r}: stored message #{position} does not validate as a Message "
             f"(corrupt row or a block type this version does not know): {exc}",
         ) from exc
+    if fingerprint is not None:
+        private = message.__pydantic_private__
+        if private is not None:
+            private["_fingerprint"] = fingerprint
+    return message
 
 
 def encode_doc(doc: object, *, key: str, what: str = "record") -> str:

@@ -8,7 +8,7 @@ the servers exactly.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from .base import (
     encode_state,
     make_record,
     record_exists,
+    stored_record,
     unique_new,
 )
 
@@ -176,13 +177,26 @@ class InMemoryStore(SessionStore):
         return [self._record(key, row) for key, row in list(session.rows.items())]
 
     async def list_records_since(self, namespace: str, session_id: str, seq: int) -> list[Record]:
+        return self._tail(self._session(namespace, session_id), seq, None, make_record)
+
+    async def list_records_since_skipping(
+        self, namespace: str, session_id: str, seq: int, skip_prefix: str
+    ) -> list[Record]:
         session = self._session(namespace, session_id)
+        return self._tail(session, seq, check_id(skip_prefix, "skip_prefix"), stored_record)
+
+    @staticmethod
+    def _tail(
+        session: _Session, seq: int, skip_prefix: str | None, build: Callable[[str, int, int, str], Record]
+    ) -> list[Record]:
+        """Records from ``seq`` on, made by ``build``; bodies of skipped keys are never decoded."""
         tail: list[Record] = []
         for key in reversed(session.rows):  # insertion order is seq order: walk back only over the tail
             row = session.rows[key]
             if row.seq < seq:
                 break
-            tail.append(self._record(key, row))
+            if skip_prefix is None or not key.startswith(skip_prefix):
+                tail.append(build(key, row.seq, row.version, row.body))
         tail.reverse()
         return tail
 

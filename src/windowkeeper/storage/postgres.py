@@ -38,6 +38,7 @@ from .base import (
     encode_state,
     make_record,
     record_exists,
+    stored_record,
     unique_new,
 )
 from .url import postgres_target, resolve_prefix
@@ -508,6 +509,24 @@ class PostgresStore(SessionStore):
 
         rows = await self._run(op)
         return [make_record(k, s, v, b) for k, s, v, b in rows]
+
+    async def list_records_since_skipping(
+        self, namespace: str, session_id: str, seq: int, skip_prefix: str
+    ) -> list[Record]:
+        check_session(namespace, session_id)
+        check_id(skip_prefix, "skip_prefix")
+        records = self._t["records"]
+
+        async def op(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(
+                f"SELECT key, seq, version, body FROM {records} WHERE namespace = %s AND session_id = %s "
+                "AND seq >= %s AND left(key, %s) <> %s ORDER BY seq",
+                (namespace, session_id, int(seq), len(skip_prefix), skip_prefix),
+            )
+            return await cur.fetchall()
+
+        rows = await self._run(op)
+        return [stored_record(k, s, v, b) for k, s, v, b in rows]
 
     async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
         check_session(namespace, session_id)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from .._bridge import LoopThread
@@ -36,6 +36,7 @@ from .base import (
     make_record,
     record_exists,
     record_missing,
+    stored_record,
     unique_new,
     version_conflict,
 )
@@ -89,12 +90,15 @@ return out
 
 _RECORDS_SINCE = """
 local keys = redis.call('ZRANGEBYSCORE', KEYS[3], ARGV[1], '+inf', 'WITHSCORES')
+local skip = ARGV[2] or ''
 local out = {}
 for i = 1, #keys, 2 do
-  out[#out + 1] = keys[i]
-  out[#out + 1] = keys[i + 1]
-  out[#out + 1] = redis.call('HGET', KEYS[2], keys[i]) or ''
-  out[#out + 1] = redis.call('HGET', KEYS[1], keys[i]) or ''
+  if skip == '' or string.sub(keys[i], 1, #skip) ~= skip then
+    out[#out + 1] = keys[i]
+    out[#out + 1] = keys[i + 1]
+    out[#out + 1] = redis.call('HGET', KEYS[2], keys[i]) or ''
+    out[#out + 1] = redis.call('HGET', KEYS[1], keys[i]) or ''
+  end
 end
 return out
 """
@@ -331,8 +335,21 @@ class RedisStore(SessionStore):
         return out
 
     async def list_records_since(self, namespace: str, session_id: str, seq: int) -> list[Record]:
+        return await self._since(namespace, session_id, seq, "", make_record)
+
+    async def list_records_since_skipping(
+        self, namespace: str, session_id: str, seq: int, skip_prefix: str
+    ) -> list[Record]:
+        return await self._since(namespace, session_id, seq, check_id(skip_prefix, "skip_prefix"), stored_record)
+
+    async def _since(
+        self, namespace: str, session_id: str, seq: int, skip_prefix: str, build: Callable[..., Record]
+    ) -> list[Record]:
+        """One script call: the records from ``seq`` on, minus keys starting with ``skip_prefix`` (unless empty),
+        whose bodies then never leave the server; ``build`` makes each record (decoded now or on first use)."""
         check_session(namespace, session_id)
-        reply = await self._do(self._script, "since", self._session_keys(namespace, session_id), [int(seq)])
+        keys = self._session_keys(namespace, session_id)
+        reply = await self._do(self._script, "since", keys, [int(seq), skip_prefix])
         out: list[Record] = []
         for i in range(0, len(reply), 4):
             key, score, version, body = reply[i : i + 4]
@@ -341,7 +358,7 @@ class RedisStore(SessionStore):
                     f"record {key!r} in {namespace!r}/{session_id!r} is listed but its body or version is missing "
                     "(keys edited outside windowkeeper?)",
                 )
-            out.append(make_record(key, score, version, body))
+            out.append(build(key, score, version, body))
         return out
 
     async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:

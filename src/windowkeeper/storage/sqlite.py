@@ -35,6 +35,7 @@ from .base import (
     encode_state,
     make_record,
     record_exists,
+    stored_record,
     unique_new,
 )
 from .url import resolve_prefix, sqlite_target
@@ -348,6 +349,21 @@ class SQLiteStore(SessionStore):
             ).fetchall(),
         )
         return [make_record(k, s, v, b) for k, s, v, b in rows]
+
+    async def list_records_since_skipping(
+        self, namespace: str, session_id: str, seq: int, skip_prefix: str
+    ) -> list[Record]:
+        check_session(namespace, session_id)
+        check_id(skip_prefix, "skip_prefix")
+        records = self._t["records"]
+        rows = await self._run(
+            lambda c: c.execute(
+                f"SELECT key, seq, version, body FROM {records} WHERE namespace = ? AND session_id = ? AND seq >= ? "
+                "AND substr(key, 1, ?) <> ? ORDER BY seq",
+                (namespace, session_id, int(seq), len(skip_prefix), skip_prefix),
+            ).fetchall(),
+        )
+        return [stored_record(k, s, v, b) for k, s, v, b in rows]
 
     async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
         check_session(namespace, session_id)
