@@ -27,7 +27,7 @@ sliding window at 4k and >= 2x at 8k; final view >= the sliding window at every 
 
 ``--swap-roles`` swaps user and assistant in every haystack (the question stays a user message): a strategy
 whose gain comes from favouring one role loses it there. ``--compare-recall`` adds the budget manager with recall
-off.
+off and the other managers (message, summary, three-tier memory) with recall on.
 """
 
 from __future__ import annotations
@@ -181,7 +181,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--questions", type=int, default=None, help="first N dev questions only (default all)")
     parser.add_argument("--only", nargs="+", default=None, help="strategy names to run (default: all)")
     parser.add_argument("--no-memory", action="store_true", help="leave the three-tier memory out of the line-up")
-    parser.add_argument("--compare-recall", action="store_true", help="add the budget manager with recall off")
+    parser.add_argument(
+        "--compare-recall",
+        action="store_true",
+        help="add the budget manager with recall off and the other managers with recall on",
+    )
     parser.add_argument("--swap-roles", action="store_true", help="swap user and assistant in every haystack")
     parser.add_argument(
         "--subset", action="store_true", help="only the questions whose answer is word for word in the history"

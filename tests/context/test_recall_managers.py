@@ -9,6 +9,7 @@ import pytest
 from windowkeeper import AgentState, ConfigurationError, Message, ToolCallBlock, ToolResultBlock
 from windowkeeper.context import MessageContextManager, SummaryContextManager, TokenBudgetContextManager
 from windowkeeper.context.base import BaseContextManager
+from windowkeeper.context.message import fit_recall
 from windowkeeper.context.recall import (
     RECALL_HEADER,
     Recall,
@@ -241,3 +242,58 @@ def test_budget_manager_placement_is_unchanged_by_the_shared_helper() -> None:
     assert state.context[-2].message_id == "recall:q" and FACT in state.context[-2].text()
     metrics = manager.last_metrics
     assert metrics is not None and metrics.tokens_after <= manager.budget
+
+
+@pytest.mark.parametrize("kind", MANAGERS)
+def test_recall_never_changes_what_is_kept_or_summarized(kind: str) -> None:
+    """The manager's own decisions do not see recall: with it on, the view less its recall messages and the summary
+    are those of the manager without recall, turn for turn (recall only adds)."""
+    on, off = MANAGERS[kind](True), MANAGERS[kind](False)
+    states = [AgentState(), AgentState()]
+    asked = 0
+    for turn in range(120):
+        said = Message.text_message(QUESTION if turn % 15 == 14 else turn_text(turn), message_id=f"u{turn}")
+        reply = Message.text_message("ok", role="assistant", message_id=f"a{turn}")
+        for i, manager in enumerate((on, off)):
+            state = states[i]
+            state.context = [*state.context, said]
+            states[i] = manager.trim_context(state)
+        with_recall, without = states
+        assert [m for m in with_recall.context if not is_recall(m)] == without.context
+        assert with_recall.context_summary == without.context_summary
+        asked += any(is_recall(m) for m in with_recall.context)
+        for state in states:
+            state.context = [*state.context, reply]
+    assert asked
+
+
+def test_fit_recall_drops_the_oldest_recall_messages_first_and_keeps_the_current_turns() -> None:
+    counter = Recall().counter
+
+    def recalled(serves: str, words: int) -> Message:
+        text = " ".join(["passage"] * words)
+        return Message.text_message(
+            text, message_id=f"recall:{serves}", metadata={"windowkeeper": "recall", "serves": serves}
+        )
+
+    view = [
+        recalled("u1", 200),
+        Message.text_message("first", message_id="u1"),
+        recalled("u2", 200),
+        Message.text_message("second", message_id="u2"),
+        recalled("u3", 200),
+        Message.text_message("third", message_id="u3"),
+    ]
+    whole = counter.count_messages(view)
+    assert fit_recall(view, whole, counter) is view  # fits: unchanged, the same list
+    one = counter.count_message(view[0])
+    assert [m.message_id for m in fit_recall(view, whole - one, counter)] == [
+        "u1",
+        "recall:u2",
+        "u2",
+        "recall:u3",
+        "u3",
+    ]
+    kept = fit_recall(view, 10, counter)
+    assert [m.message_id for m in kept] == ["u1", "u2", "recall:u3", "u3"]  # the turn being answered keeps its own
+    assert fit_recall(view, whole, counter, extra=one) == view[1:]

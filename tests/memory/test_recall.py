@@ -169,3 +169,25 @@ def test_a_bad_recall_value_is_refused(value: object) -> None:
 
     with pytest.raises(ConfigurationError, match="recall must be"):
         MemoryContextManager(recall=value)  # type: ignore[arg-type]
+
+
+async def test_recall_never_changes_what_the_memory_keeps() -> None:
+    on = MemoryContextManager(InMemoryMemory(thresholds=THRESHOLDS), recall=True)
+    off = MemoryContextManager(InMemoryMemory(thresholds=THRESHOLDS))
+    states = [AgentState(), AgentState()]
+    asked = 0
+    for turn in range(90):
+        said = Message.text_message(QUESTION if turn % 15 == 14 else turn_text(turn), message_id=f"u{turn}")
+        reply = Message.text_message("ok", role="assistant", message_id=f"a{turn}")
+        for i, manager in enumerate((on, off)):
+            states[i].context = [*states[i].context, said]
+            states[i] = await manager.atrim_context(states[i])
+        with_recall, without = states
+        assert [m.message_id for m in with_recall.context if not is_recall(m)] == [
+            m.message_id for m in without.context
+        ]
+        assert with_recall.context_summary == without.context_summary
+        asked += any(is_recall(m) for m in with_recall.context)
+        for state in states:
+            state.context = [*state.context, reply]
+    assert asked

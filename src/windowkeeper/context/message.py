@@ -6,7 +6,7 @@ part has every tool call paired with its results and starts with a user turn, as
 With ``recall`` on (off by default: this is the reference's simple manager), what a cut drops is handed to a
 `Recall` index, and a new user message that refers back gets a recall message right before it, filling what the
 view leaves of ``recall_budget`` tokens. Recall messages are never counted as user turns; one stays in the view
-while the user message it serves does.
+while the user message it serves does and the view with it fits ``recall_budget`` (past that the oldest go first).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..tokens import TokenCounter
 from ._policy import oldest_kept_user, remove_completed_tool_sequences, split_system
 from .base import BaseContextManager, S
 from .metrics import thread_key
-from .recall import Recall, join_recall, place_recall, split_recall
+from .recall import Recall, is_recall, join_recall, newest_user, place_recall, split_recall
 
 
 def check_non_negative_int(name: str, value: object, *, allow_none: bool = False) -> None:
@@ -109,11 +109,38 @@ class MessageContextManager(BaseContextManager[S]):
             kept = {m.message_id for m in selected}
             recall.left(key, [m for m in context if m.message_id not in kept])
         budget = self.recall_budget
-        placed = place_recall(recall, key, view, lambda: budget - recall.counter.count_messages(view))
-        return selected if placed is None else placed[0]
+        fitted = fit_recall(view, budget, recall.counter)
+        placed = place_recall(recall, key, fitted, lambda: budget - recall.counter.count_messages(fitted))
+        if placed is not None:
+            return placed[0]
+        return fitted if fitted is not view else selected
 
     async def atrim_context(self, state: S) -> S:
         return self.trim_context(state)
+
+
+def fit_recall(messages: list[Message], budget: int, counter: TokenCounter, *, extra: int = 0) -> list[Message]:
+    """``messages`` without their oldest recall messages while they and ``extra`` tokens exceed ``budget``.
+
+    For a manager whose trigger does not count recall messages (so recall never changes when it summarizes or
+    cuts): a recall message is sized to the room left when it is placed, and as the view grows the older ones go
+    first. Dropping one changes the prompt only from where it stood, near the end; a summary or cut it caused
+    would change it from the start. The recall message of the newest user message (the turn being answered)
+    stays. Costs nothing while the view holds no older recall message.
+    """
+    newest = newest_user(messages)
+    serving = str(messages[newest].message_id) if newest is not None else None
+    older = [m for m in messages if is_recall(m) and m.metadata.get("serves") != serving]
+    if not older:
+        return messages
+    total = counter.count_messages(messages) + extra
+    drop: set[int] = set()
+    for message in older:
+        if total <= budget:
+            break
+        drop.add(id(message))
+        total -= counter.count_message(message)
+    return [m for m in messages if id(m) not in drop] if drop else messages
 
 
 def make_recall(recall: object, counter: TokenCounter | None) -> Recall | None:
@@ -125,4 +152,4 @@ def make_recall(recall: object, counter: TokenCounter | None) -> Recall | None:
     return Recall(counter) if recall else None
 
 
-__all__ = ["MessageContextManager", "check_non_negative_int", "make_recall"]
+__all__ = ["MessageContextManager", "check_non_negative_int", "fit_recall", "make_recall"]

@@ -22,8 +22,10 @@ failed"), because a context that is too long is recoverable and a lost history i
 With ``recall`` on (off by default: this is the reference's simple manager), the messages a summary replaces are
 also indexed verbatim by a `Recall`, and a new user message that refers back gets a recall message right before
 it, filling what the view and the summary leave of ``recall_budget`` (default ``token_budget``). Recall messages
-are never summarized; they count toward the token trigger (they are sent) but not toward ``max_messages``, and
-one stays in the view while the user message it serves does.
+are never summarized and do not count toward either trigger, so recall never changes when or what is summarized
+(counting them made summaries come earlier, in other batches, and the running summary lost facts to its bound).
+One stays in the view while the user message it serves does and the view with it fits ``recall_budget``; past
+that the oldest go first (`fit_recall`), which changes the prompt only from where they stood.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from ..summarize.failsafe import FAILURE_LOG, call_summarizer, condense_input
 from ..tokens import TokenCounter
 from ._policy import remove_completed_tool_sequences, split_system, summary_cut
 from .base import BaseContextManager, S, adapt_summarizer
-from .message import check_non_negative_int, make_recall
+from .message import check_non_negative_int, fit_recall, make_recall
 from .metrics import thread_key
 from .recall import Recall, join_recall, place_recall, split_recall
 
@@ -303,11 +305,7 @@ class SummaryContextManager(BaseContextManager[S]):
         should be made."""
         history, recalls = split_recall(context)
         working = remove_completed_tool_sequences(history) if self.remove_tool_msgs else history
-        if not self.should_summarize(working, summary) and not (
-            recalls
-            and self.token_budget is not None
-            and estimate_tokens([*working, *recalls.values()]) + estimate_text_tokens(summary) > self.token_budget
-        ):
+        if not self.should_summarize(working, summary):
             return None
         systems, others = split_system(working)
         # the newest user message (the request being answered) always stays, whatever keep_recent says: a view
@@ -390,20 +388,23 @@ class SummaryContextManager(BaseContextManager[S]):
         return state
 
     def _place_recall(self, state: S) -> None:
-        """Place the recall message for a new user message, sized to what the view and summary leave of the budget."""
+        """Drop older recall messages the budget no longer holds, then place the one for a new user message, sized to
+        what the view and the summary leave of the budget."""
         recall = self.recall
         assert recall is not None and self.recall_budget is not None
-        view = list(state.context)
         budget = self.recall_budget
         summary = state.context_summary
-
-        def room() -> int:
-            count = recall.counter
-            return budget - count.count_messages(view) - (count.count_text(summary) if summary else 0)
-
-        placed = place_recall(recall, thread_key(state), view, room)
+        count = recall.counter
+        summary_tokens = count.count_text(summary) if summary else 0
+        context = list(state.context)
+        view = fit_recall(context, budget, count, extra=summary_tokens)
+        placed = place_recall(
+            recall, thread_key(state), view, lambda: budget - count.count_messages(view) - summary_tokens
+        )
         if placed is not None:
-            state.context = placed[0]
+            view = placed[0]
+        if view is not context:
+            state.context = view
 
     def trim_context(self, state: S) -> S:
         """Run `atrim_context` to completion; refuses inside a running event loop (await it there instead)."""
