@@ -12,11 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from windowkeeper import Message, to_anthropic, to_gemini, to_openai_chat
 from windowkeeper.blocks import ImageBlock, MediaRef, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from windowkeeper.errors import FormatError
 from windowkeeper.testing.fake_servers import FakeAnthropicServer, FakeGeminiServer, FakeOpenAIServer, FakeReply
+
+from .test_formats_roundtrip_property import conversation
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -189,3 +193,42 @@ def test_mypy_strict_accepts_the_sdk_calls_and_rejects_the_wrong_shapes(tmp_path
     assert len(notes) == 2, out
     assert "ChatCompletionSystemMessageParam" in notes[0] and "OpenAIChatAssistantMessage" in notes[0], notes[0]
     assert "GeminiContent" in notes[1], notes[1]
+
+
+def _unb64(text: str) -> bytes:
+    """Standard or URL-safe base64 (pydantic, so google-genai, writes bytes URL-safe) as bytes."""
+    import base64
+
+    return base64.urlsafe_b64decode(text.replace("+", "-").replace("/", "_"))
+
+
+def _decoded(value: Any) -> Any:
+    """REST-spelled contents with base64 fields decoded: the same bytes, however the base64 was written."""
+    if isinstance(value, dict):
+        out = {k: _decoded(v) for k, v in value.items()}
+        if isinstance(out.get("thoughtSignature"), str):
+            out["thoughtSignature"] = _unb64(out["thoughtSignature"])
+        if isinstance(out.get("inlineData"), dict):
+            out["inlineData"] = {**out["inlineData"], "data": _unb64(out["inlineData"]["data"])}
+        return out
+    if isinstance(value, list):
+        return [_decoded(v) for v in value]
+    return value
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_gemini_sdk_spelling_is_the_rest_content(data: st.DataObject) -> None:
+    """For any conversation: google-genai reads the ``spelling="sdk"`` contents as the very content the REST spelling
+    states (same keys, same bytes), or the conversion refuses a field that is not base64."""
+    from google.genai import types
+
+    messages = data.draw(conversation("gemini"))
+    _, rest = to_gemini(messages)
+    try:
+        _, sdk = to_gemini(messages, spelling="sdk")
+    except FormatError as exc:
+        assert "not base64" in str(exc)
+        return
+    read = [types.Content.model_validate(c).model_dump(mode="json", by_alias=True, exclude_none=True) for c in sdk]
+    assert _decoded(read) == _decoded(_plain(rest))
