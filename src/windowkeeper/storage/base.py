@@ -61,9 +61,11 @@ class Record:
     ``seq`` orders records within a session (strictly increasing in add order, gaps allowed) and never changes;
     ``version`` starts at 1 and grows by one on every update, which is what optimistic updates compare against.
 
-    A record read with `Record.stored` keeps its JSON text and decodes it on the first access to ``doc``: a reader
+    A record made with `Record.stored` keeps its JSON text and decodes it on the first access to ``doc``: a reader
     that needs a few leading fields of many records (the memory's reload) can look at ``body`` instead of paying
-    for every document's text. A corrupt body then raises `StorageError` naming the key at that access.
+    for every document's text. The built-in backends return such records from `list_records_since_skipping` (a
+    corrupt body then raises `StorageError` naming the key at that access) and from writes (the text they just
+    encoded, so a writer that never reads the doc back never decodes it).
     """
 
     __slots__ = ("_body", "_doc", "key", "seq", "version")

@@ -144,7 +144,7 @@ class InMemoryStore(SessionStore):
         row = _Row(seq=session.next_seq, version=1, body=body)
         session.next_seq += 1
         session.rows[key] = row
-        return self._record(key, row)
+        return stored_record(key, row.seq, row.version, body)
 
     def _check(self, session: _Session, namespace: str, session_id: str, key: str, expected: int | None) -> _Row:
         row = session.rows.get(key)
@@ -164,7 +164,7 @@ class InMemoryStore(SessionStore):
         for row, (key, body, _) in zip(rows, checked, strict=True):
             row.version += 1
             row.body = body
-            out.append(self._record(key, row))
+            out.append(stored_record(key, row.seq, row.version, body))
         return out
 
     async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:

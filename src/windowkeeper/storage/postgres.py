@@ -430,7 +430,7 @@ class PostgresStore(SessionStore):
             return int(row[0])
 
         seq = await self._run(op, write=True, risky=True)
-        return make_record(key, seq, 1, body)
+        return stored_record(key, seq, 1, body)
 
     async def update_records(
         self,
@@ -459,7 +459,7 @@ class PostgresStore(SessionStore):
                     "WHERE namespace = %s AND session_id = %s AND key = %s",
                     (body, version + 1, namespace, session_id, key),
                 )
-                out.append(make_record(key, seq, version + 1, body))
+                out.append(stored_record(key, seq, version + 1, body))
             return out
 
         return await self._run(op, write=True, risky=True)

@@ -264,7 +264,7 @@ class RedisStore(SessionStore):
         seq = int(await self._do(self._script, "add", self._session_keys(namespace, session_id), [key, body]))
         if seq < 0:
             raise record_exists(namespace, session_id, key)
-        return make_record(key, seq, 1, body)
+        return stored_record(key, seq, 1, body)
 
     async def update_records(
         self,
@@ -291,7 +291,7 @@ class RedisStore(SessionStore):
         out: list[Record] = []
         for i in range(1, len(reply), 3):
             key = reply[i]
-            out.append(make_record(key, int(float(reply[i + 2])), reply[i + 1], bodies[key]))
+            out.append(stored_record(key, int(float(reply[i + 2])), reply[i + 1], bodies[key]))
         return out
 
     async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:

@@ -284,7 +284,7 @@ class SQLiteStore(SessionStore):
             return int(seq)
 
         seq = await self._run(op, write=True)
-        return make_record(key, seq, 1, body)
+        return stored_record(key, seq, 1, body)
 
     async def update_records(
         self,
@@ -309,7 +309,7 @@ class SQLiteStore(SessionStore):
                     f"UPDATE {records} SET body = ?, version = ? WHERE namespace = ? AND session_id = ? AND key = ?",
                     (body, version + 1, namespace, session_id, key),
                 )
-                out.append(make_record(key, seq, version + 1, body))
+                out.append(stored_record(key, seq, version + 1, body))
             return out
 
         return await self._run(op, write=True)
