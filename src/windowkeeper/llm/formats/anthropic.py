@@ -175,7 +175,7 @@ def _media_block(block: ContentBlock, role: str, *, index: int, key: str) -> Ima
     raise unsupported(block, FORMAT, role, index=index, key=key)
 
 
-_Block: TypeAlias = "AnthropicBlock | AnthropicUnsignedThinkingBlock"
+_Block: TypeAlias = AnthropicBlock | AnthropicUnsignedThinkingBlock
 
 
 def _thinking(

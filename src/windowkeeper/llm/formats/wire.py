@@ -21,7 +21,8 @@ it cannot be written at all (its content union includes the SDK's pydantic class
   ``id`` and a ``status`` and its ``reasoning`` item an ``id``, which a transcript does not have (the API accepts
   the items without them).
 
-At run time the SDK-based names are plain ``dict`` (they exist for annotations and ``cast`` only).
+At run time the SDK-based names are plain ``dict``, so annotations using them still evaluate
+(``typing.get_type_hints``) without the SDKs.
 """
 
 from __future__ import annotations
@@ -96,8 +97,11 @@ OpenAIChatUserMessage: TypeAlias = ChatCompletionUserMessageParam
 OpenAIChatUserPart: TypeAlias = ChatCompletionContentPartParam
 OpenAIChatTextPart: TypeAlias = ChatCompletionContentPartTextParam
 OpenAIChatMessage: TypeAlias = (
-    "OpenAIChatSystemMessage | OpenAIChatDeveloperMessage | OpenAIChatUserMessage | OpenAIChatAssistantMessage"
-    " | OpenAIChatToolMessage"
+    OpenAIChatSystemMessage
+    | OpenAIChatDeveloperMessage
+    | OpenAIChatUserMessage
+    | OpenAIChatAssistantMessage
+    | OpenAIChatToolMessage
 )
 """One ``messages`` entry `to_openai_chat` writes; a list of them is a valid ``chat.completions.create(messages=)``."""
 
@@ -107,11 +111,16 @@ AnthropicMessage: TypeAlias = MessageParam
 """One ``messages`` entry `to_anthropic(reasoning="signed")` writes (the SDK's ``MessageParam``)."""
 AnthropicTextBlock: TypeAlias = TextBlockParam
 AnthropicBlock: TypeAlias = (
-    "TextBlockParam | ImageBlockParam | DocumentBlockParam | ThinkingBlockParam | RedactedThinkingBlockParam"
-    " | ToolUseBlockParam | ToolResultBlockParam"
+    TextBlockParam
+    | ImageBlockParam
+    | DocumentBlockParam
+    | ThinkingBlockParam
+    | RedactedThinkingBlockParam
+    | ToolUseBlockParam
+    | ToolResultBlockParam
 )
 """A content block `to_anthropic` writes (signed thinking only)."""
-AnthropicSystem: TypeAlias = "str | list[TextBlockParam]"
+AnthropicSystem: TypeAlias = str | list[TextBlockParam]
 """The ``system=`` value: a string, or one text block carrying ``cache_control`` when the system is a breakpoint."""
 
 # -- Gemini (REST spelling) -----------------------------------------------------------------------------------
