@@ -92,6 +92,18 @@ class Segment:
         return f"Segment({self.kind!r}, {len(self.messages)} messages, {self.tokens} tokens, cleared={self.cleared})"
 
 
+def fingerprint_of(message: Message) -> str:
+    """`Message.fingerprint`, read from the memo directly when set (a reloaded message brings it from the store)."""
+    private = message.__pydantic_private__
+    fp = private.get("_fingerprint") if private is not None else None
+    return fp if fp is not None else message.fingerprint()
+
+
+def same_message(a: Message, b: Message) -> bool:
+    """Whether ``b`` is ``a`` or an equal copy (same id, same content): a view read back from a checkpointer."""
+    return a is b or (a.message_id == b.message_id and fingerprint_of(a) == fingerprint_of(b))
+
+
 def segments(
     messages: Sequence[Message], counter: TokenCounter, count: Callable[[Message], int] | None = None
 ) -> list[Segment]:
@@ -117,14 +129,14 @@ def extend_segments(
     if out and out[-1].kind == "pending":
         pending = out.pop()
         covered -= len(pending.messages)
-        # the pending unit's counts are known (its messages are alive in it, so their ids are unique); only the
-        # messages appended since need counting
-        known_counts = dict(zip(map(id, pending.messages), pending.counts, strict=True))
+        # the pending unit's counts are known (for its messages or equal ones read back from a checkpoint); only
+        # the messages appended since need counting
+        known_counts = {m.message_id: (m, n) for m, n in zip(pending.messages, pending.counts, strict=True)}
         outer = count or counter.count_message
 
         def count(message: Message) -> int:
-            n = known_counts.get(id(message))
-            return n if n is not None else outer(message)
+            hit = known_counts.get(message.message_id)
+            return hit[1] if hit is not None and same_message(hit[0], message) else outer(message)
 
     out.extend(segments(view[covered:], counter, count))
     return out

@@ -23,7 +23,7 @@ import logging
 import operator
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,7 +36,17 @@ from ..state import AgentState
 from ..summarize.failsafe import call_summarizer, condense_input
 from ..summarize.limits import DEFAULT_INPUT_LIMIT, input_limit_of
 from ..tokens import TokenCounter, counting_once, default_counter
-from ._compaction import ColdPlan, Limits, Segment, SummaryRequest, compact, extend_segments, finish, plan_cold
+from ._compaction import (
+    ColdPlan,
+    Limits,
+    Segment,
+    SummaryRequest,
+    compact,
+    extend_segments,
+    finish,
+    plan_cold,
+    same_message,
+)
 from .base import BaseContextManager, S, adapt_summarizer
 from .metrics import TrimMetrics, thread_key
 from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, OffloadStore, is_offloaded
@@ -63,12 +73,13 @@ class _Track:
     cost: SystemCost
     epoch: int = 0
     """`edit_epoch` when this call began: while it is unchanged no message was edited in place since."""
-    arrived: dict[int, tuple[Message, int]] = field(default_factory=dict)
-    """Counts of the messages after ``covered``, by object identity, taken once when they arrived.
+    arrived: dict[Hashable, tuple[Message, int]] = field(default_factory=dict)
+    """Counts of the messages after ``covered`` by message id, taken once when they arrived.
 
     A compaction groups those messages into segments; reading their counts here spares the counter's memo,
-    whose key would need each message's fingerprint. The message is kept with its count, so a reused ``id`` of a
-    dropped message cannot match. Shared by successive tracks of a thread while no compaction happens.
+    whose key would need each message's fingerprint. The message is kept with its count and a lookup must find
+    the same object (or, after a checkpointer reload, an equal one). Shared by successive tracks of a thread
+    while no compaction happens.
     """
 
 
@@ -117,6 +128,11 @@ def _edited(track: _Track) -> bool:
     )
 
 
+_ID = operator.attrgetter("message_id")
+_PRIVATE = operator.attrgetter("__pydantic_private__")
+_MEMO = operator.methodcaller("get", "_fingerprint")
+
+
 def _extends(messages: Sequence[Message], prefix: tuple[Message, ...]) -> bool:
     """Whether ``messages`` starts with exactly the message objects of ``prefix`` (or equal ones, after a reload)."""
     n = len(prefix)
@@ -124,20 +140,30 @@ def _extends(messages: Sequence[Message], prefix: tuple[Message, ...]) -> bool:
         return False
     if all(map(operator.is_, messages, prefix)):
         return True
-    for mine, theirs in zip(messages, prefix, strict=False):
-        if mine is not theirs and (mine.message_id != theirs.message_id or mine.fingerprint() != theirs.fingerprint()):
-            return False
-    return True
+    # after a reload: equal ids and fingerprints, compared list to list (the fingerprints came with the messages
+    # from the store, so this is a few C-level passes, not a Python call per message)
+    head = messages[:n]
+    if list(map(_ID, head)) != list(map(_ID, prefix)):
+        return False
+    try:
+        mine = list(map(_MEMO, map(_PRIVATE, head)))
+        theirs = list(map(_MEMO, map(_PRIVATE, prefix)))
+    except AttributeError:  # a message without pydantic private storage (built with model_construct)
+        return all(map(same_message, prefix, head))
+    if mine == theirs and None not in mine:
+        return True
+    return all(map(same_message, prefix, head))
+
 
 
 def _count_arrived(
-    messages: Sequence[Message], count_once: Callable[[Message], int], counted: dict[int, tuple[Message, int]]
+    messages: Sequence[Message], count_once: Callable[[Message], int], counted: dict[Hashable, tuple[Message, int]]
 ) -> int:
     """Tokens of messages new to this thread, each counted once and recorded in ``counted`` for a compaction."""
     total = 0
     for message in messages:
         n = count_once(message)
-        counted[id(message)] = (message, n)
+        counted[message.message_id] = (message, n)
         total += n
     return total
 
@@ -426,7 +452,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         covered = 0
         plan = None
         arrived: Sequence[Message] = incoming
-        counted: dict[int, tuple[Message, int]] = {}
+        counted: dict[Hashable, tuple[Message, int]] = {}
         if track is not None and _extends(incoming, track.view):
             working = incoming
             arrived = incoming[len(track.view) :]
@@ -466,8 +492,8 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             else:
 
                 def recorded(message: Message) -> int:
-                    hit = counted.get(id(message))
-                    return hit[1] if hit is not None and hit[0] is message else count(message)
+                    hit = counted.get(message.message_id)
+                    return hit[1] if hit is not None and same_message(hit[0], message) else count(message)
 
                 segs = extend_segments(known, covered, working, self.counter, recorded)
                 limits = self._limits(cost, scan)

@@ -7,7 +7,10 @@ The log already holds every message once, so a snapshot need not repeat them. A 
 
 where a list entry is a run of ``count`` consecutive log positions from ``start`` (its first and last message keys
 let a reader check that the log still holds those messages there) and an ``{"m": ...}`` entry is a message the log
-does not hold exactly as it is in the view (a pointer, a cut body, a copy with other metadata).
+does not hold exactly as it is in the view (a pointer, a cut body, a copy with other metadata), with its
+`Message.fingerprint` as ``"f"`` (absent in snapshots written before it was stored; then it is computed on use).
+Logged messages carry theirs in the log (`windowkeeper.storage.base.encode_message`), so a view read back in
+another process is recognised by a context manager without hashing any message.
 
 A view that only grew since the previous snapshot is encoded from what it appended: the earlier messages are the
 same objects, unedited (the message edit epoch covers content, role, tool calls and reasoning). Fields outside
@@ -79,7 +82,8 @@ def encode_context(context: Sequence[Message], index: LogIndex, into: list[Any] 
             out.append(run)
             continue
         run = None
-        out.append({"m": message.model_dump(mode="json")})
+        # the fingerprint goes along, so a reader in another process need not hash the message again
+        out.append({"m": message.model_dump(mode="json"), "f": message.fingerprint()})
     return out
 
 

@@ -53,6 +53,7 @@ logger = logging.getLogger(__name__)
 S = TypeVar("S", bound=AgentState)
 T = TypeVar("T")
 
+_FINGERPRINT_CHARS = 32
 _MAX_CACHED_THREADS = 256
 """Threads whose log index and newest view a checkpointer keeps in memory (least recently used out first)."""
 
@@ -281,11 +282,18 @@ class Checkpointer(BaseCheckpointer):
     @staticmethod
     def _inline(thread_id: str, entry: dict[str, Any]) -> Message:
         try:
-            return Message.model_validate(entry.get("m"))
+            message = Message.model_validate(entry.get("m"))
         except ValidationError as exc:
             raise StorageError(
                 f"thread {thread_id!r}: a message stored in the checkpoint does not validate: {exc}",
             ) from exc
+        fingerprint = entry.get("f")
+        if isinstance(fingerprint, str) and len(fingerprint) == _FINGERPRINT_CHARS:
+            # written with the message in the same atomic snapshot; an edit after loading clears it as usual
+            private = message.__pydantic_private__
+            if private is not None:
+                private["_fingerprint"] = fingerprint
+        return message
 
     async def _find_run(self, thread_id: str, count: int, first: str, last: str) -> list[Message]:
         """A run whose positions moved (another writer appended in between): found by its keys in the full log."""
