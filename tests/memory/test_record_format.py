@@ -142,6 +142,7 @@ async def test_sessions_written_in_the_previous_layout_still_load(
             if record.doc.get("type") == "event" and TOKENS_KEY in record.doc:
                 doc = {k: v for k, v in record.doc.items() if k != TOKENS_KEY}
                 await old.store.update_record(old.namespace, sid, record.key, doc, expected_version=record.version)
+    before = {r.key: r.version for r in await old.store.list_records(old.namespace, sid)}
 
     reopened = backend.open(thresholds=THRESHOLDS)
     assert await reopened.tokens(sid) == expected_tokens
@@ -150,6 +151,18 @@ async def test_sessions_written_in_the_previous_layout_still_load(
     assert await reopened.add(added[23], session_id=sid) is None  # an old record recognises its retried add
     for message in added[24:]:
         await reopened.add(message, session_id=sid)
+    rewritten = [
+        r
+        for r in await reopened.store.list_records(reopened.namespace, sid)
+        if r.key in before and r.version > before[r.key] and r.doc.get("type") == "event"
+    ]
+    assert rewritten, "the new adds compacted or summarized some events of the old layout"
+    for record in rewritten:  # written again since: now in the new layout
+        assert tuple(record.doc)[:4] == ("type", "summary_id", "pinned", TOKENS_KEY)
+        if not record.doc["summary_id"]:  # a live one is read without decoding its text on the next reload
+            body = json.dumps(record.doc, ensure_ascii=False, separators=(",", ":"))
+            lazy = Record.stored(record.key, record.seq, record.version, body)
+            assert peek(lazy, reopened.counter) == (True, record.doc[TOKENS_KEY]["n"]) and lazy.body is not None
     archived = [r for r in await reopened.store.list_records(reopened.namespace, sid) if r.doc.get("archive")]
     restored = await reopened.decompress(archived[0].key[2:], session_id=sid)
     assert "[COMPACTED" not in restored["message"]["content"]

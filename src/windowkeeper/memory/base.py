@@ -125,6 +125,22 @@ def _event_doc(event: EventDict, source: dict[str, Any] | None) -> dict[str, Any
     return doc
 
 
+_LEAD_FIELDS = ("type", "summary_id", "pinned", TOKENS_KEY)
+_LEAD_DEFAULTS: dict[str, Any] = {"summary_id": None, "pinned": False, TOKENS_KEY: None}
+
+
+def _lay_out(doc: dict[str, Any]) -> None:
+    """Give an event doc the layout of `_event_doc` in place (the fields a reload reads first), so an event
+    written before that layout gets it on its next write (compaction, restore) and reloads cheaply afterwards."""
+    if doc.get("type") != "event" or tuple(doc)[: len(_LEAD_FIELDS)] == _LEAD_FIELDS:
+        return
+    rest = dict(doc)
+    doc.clear()
+    for name in _LEAD_FIELDS:
+        doc[name] = rest.pop(name, _LEAD_DEFAULTS.get(name))
+    doc.update(rest)
+
+
 def _summary_event(summary: StructuredSummary, text: str) -> EventDict:
     return {
         "message": {
@@ -802,6 +818,7 @@ class BaseMemory(Generic[S]):
         leaving = {key for key, doc, _ in updates if not is_visible(doc)}
         keep = [k for k in view.keep_keys(start) if k not in leaving]
         for _, doc, _ in updates:
+            _lay_out(doc)
             if is_visible(doc):
                 with_tokens(doc, self.counter)  # the stored count always matches the doc it is stored with
         head_doc = {"type": "head", "live_from": start, "keep": keep}
