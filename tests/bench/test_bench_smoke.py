@@ -120,6 +120,10 @@ def test_longmemeval_retention(capsys: pytest.CaptureFixture[str]) -> None:
         assert tallies["no management"]["evidence"] == 1.0
         assert {"sliding window", "TokenBudgetContextManager", "SummaryContextManager"} <= set(tallies)
         assert "TokenBudgetContextManager (no recall)" in tallies
+        # recall in the other managers only adds to what they keep
+        for name in ("MessageContextManager(5)", "SummaryContextManager"):
+            assert tallies[f"{name} (recall)"]["answer_all"] >= tallies[name]["answer_all"]
+            assert tallies[f"{name} (recall)"]["evidence"] >= tallies[name]["evidence"]
     assert "budget 4,000, final view" in out and "budget 4,000, question asked" in out
 
 
