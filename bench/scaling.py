@@ -5,7 +5,8 @@ For every size it measures, in CPU seconds of this process (``time.process_time`
 * budget manager, incremental: the session fed call by call to `TokenBudgetContextManager` (8k budget, no
   summarizer); mean CPU per call, and the peak memory it allocated beyond the messages themselves (the messages
   are built before tracing starts);
-* budget manager, first call: one cold call on the whole history with the extractive summarizer (32k budget);
+* budget manager, first call: one cold call on the whole history with the extractive summarizer (32k budget),
+  without and with query-aware recall (the library default; it takes the unread history as one reference);
 * token counter, after an append: re-counting the history after one new message (the memo at work);
 * checkpointer, per step: `SQLiteCheckpointer.aput` after the history is stored, without a manager, for 20 steps
   of one call each: CPU per put and bytes written per step.
@@ -40,7 +41,6 @@ RESERVE = 2000
 STEPS = 20
 
 
-
 async def incremental(history: list[Message]) -> tuple[float, float]:
     chunks = call_chunks(history, 10**9)
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
@@ -61,10 +61,10 @@ async def incremental(history: list[Message]) -> tuple[float, float]:
     return 1000 * cpu / len(chunks), peak / 1e6
 
 
-async def first_call(history: list[Message]) -> float:
+async def first_call(history: list[Message], recall: bool = False) -> float:
     counter = fresh_counter()
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
-        32000 + RESERVE, RESERVE, counter=counter, summarizer=ExtractiveSummarizer(counter=counter), recall=False
+        32000 + RESERVE, RESERVE, counter=counter, summarizer=ExtractiveSummarizer(counter=counter), recall=recall
     )
     state = AgentState(context=list(history))
     started = time.process_time()
@@ -115,20 +115,30 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             history = build_history(size, 7)
             per_call, peak_mb = asyncio.run(incremental(history))
             cold = asyncio.run(first_call(history))
+            cold_recall = asyncio.run(first_call(history, recall=True))
             append_ms = recount(history)
             put_ms, put_bytes = asyncio.run(checkpoints(history, Path(tmp)))
             results[str(size)] = {
                 "manager_ms_per_call": per_call,
                 "manager_peak_mb": peak_mb,
                 "first_call_s": cold,
+                "first_call_recall_s": cold_recall,
                 "recount_after_append_ms": append_ms,
                 "put_ms": put_ms,
                 "put_bytes_per_step": put_bytes,
             }
-            rows.append((f"{len(history):,}", per_call, peak_mb, cold, append_ms, put_ms, put_bytes))
+            rows.append((f"{len(history):,}", per_call, peak_mb, cold, cold_recall, append_ms, put_ms, put_bytes))
     print_table(
-        ("messages", "manager ms/call", "manager peak MB", "first call s (extractive)", "recount after append ms",
-         "put ms/step", "put bytes/step"),
+        (
+            "messages",
+            "manager ms/call",
+            "manager peak MB",
+            "first call s (extractive)",
+            "first call s (+ recall)",
+            "recount after append ms",
+            "put ms/step",
+            "put bytes/step",
+        ),
         rows,
         title="CPU time per component (generated coding-agent session; manager: 8k budget, first call: 32k)",
     )

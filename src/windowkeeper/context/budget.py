@@ -50,7 +50,7 @@ from ._compaction import (
 from .base import BaseContextManager, S, adapt_summarizer
 from .metrics import TrimMetrics, thread_key
 from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, OffloadStore, is_offloaded
-from .recall import Recall, is_recall, recalled_rowids
+from .recall import Recall, is_recall, place_recall
 
 logger = logging.getLogger(__name__)
 
@@ -453,9 +453,11 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         plan = None
         arrived: Sequence[Message] = incoming
         counted: dict[Hashable, tuple[Message, int]] = {}
+        reloaded = False
         if track is not None and _extends(incoming, track.view):
             working = incoming
             arrived = incoming[len(track.view) :]
+            reloaded = bool(track.view) and incoming[len(track.view) - 1] is not track.view[-1]
             counted = track.arrived
             message_tokens = track.message_tokens + _count_arrived(arrived, count_once, counted)
             known, covered = track.segments, track.covered
@@ -500,7 +502,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                 offloads = self._offloaded.for_thread(key)
                 outcome = yield from compact(segs, summary, limits, self.counter, offloads)
             if self.recall is not None:
-                self._recall_left(key, working, outcome.messages)
+                self._recall_left(key, working, outcome.messages, plan.start if plan is not None else 0)
             working, summary = outcome.messages, outcome.summary
             cleared, summaries = outcome.cleared, outcome.summaries
             known, covered = outcome.segments, len(working)
@@ -532,7 +534,10 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             state.context = working
         if summary != (state.context_summary or None):
             state.context_summary = summary
-        view = tuple(working)
+        # when the caller's view is an equal copy of the one remembered (read back by a new checkpointer), keep
+        # remembering this manager's own objects: the copies are then freed with the caller's state, not here
+        keep_own = track is not None and reloaded and working is incoming
+        view = (*track.view, *arrived) if track is not None and keep_own else tuple(working)
         self._tracks[key] = _Track(
             view=view,
             source=view if working is incoming else tuple(incoming),
@@ -581,9 +586,18 @@ class TokenBudgetContextManager(BaseContextManager[S]):
 
     # -- recall ---------------------------------------------------------------------------------------------------
 
-    def _recall_left(self, key: str, before: Sequence[Message], after: Sequence[Message]) -> None:
-        """Hand recall the originals of what a compaction took out of the view: dropped messages and cleared bodies."""
+    def _recall_left(self, key: str, before: Sequence[Message], after: Sequence[Message], unread: int = 0) -> None:
+        """Hand recall the originals of what a compaction took out of the view: dropped messages and cleared bodies.
+
+        ``before[:unread]`` is what a cold plan dropped unread: it goes to recall as one reference (recall indexes
+        it newest first over later calls), so a first call on a 100k-message history does not touch each of them
+        here. They are indexed as the caller sent them (a placeholder this manager cleared among them had its
+        original handed over when it was cleared); the rest are restored from the offload store first.
+        """
         assert self.recall is not None
+        if unread:
+            self.recall.left(key, before[:unread])
+            before = before[unread:]
         kept = {m.message_id for m in after}
         restore = self._offloaded.restore
         gone = [restore(m) for m in before if m.message_id not in kept]
@@ -608,18 +622,10 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         assert recall is not None
         if not any(m.role == "user" and not is_recall(m) for m in arrived):
             return None
-        i = len(working) - 1
-        while i >= 0 and (working[i].role != "user" or is_recall(working[i])):
-            i -= 1
-        user = working[i]
-        served = str(user.message_id)
-        if recall.served(key) == served or (i > 0 and working[i - 1].metadata.get("serves") == served):
+        found = place_recall(recall, key, working, self.budget - total)
+        if found is None:
             return None
-        built = recall.build(key, user, self.budget - total, exclude=recalled_rowids(working))
-        if built is None:
-            return None
-        message, tokens = built
-        placed = [*working[:i], message, *working[i:]]
+        placed, i, tokens = found
         if i < covered:
             # segments before the recall still describe the view; the rest is regrouped on the next call
             n = 0

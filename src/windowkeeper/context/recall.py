@@ -2,9 +2,10 @@
 
 A context manager has to drop, clear or summarize old turns to stay within budget, and no rule about what to keep
 holds for every conversation. Recall makes the rule matter less: everything that leaves the view (dropped units,
-the originals of cleared tool results and replies, summarized messages) is indexed as it leaves (`RecallIndex`,
-SQLite FTS5 with BM25). When a new user message arrives, the index is searched with it, and the best passages go
-into one *recall message* placed right before that user message.
+the originals of cleared tool results and replies, summarized messages) is queued as it leaves and indexed, newest
+first, when the next user message arrives (`RecallIndex`, SQLite FTS5 with BM25). The index is then searched with
+that message, and the best passages go into one *recall message* placed right before it. A passage is named by
+its message id and part, so a recall message saved in a checkpoint names the same passages after a restart.
 
 The recall message is a ``user``-role message, because that is the only role every provider accepts anywhere in
 a conversation (Anthropic and Gemini reject a leading assistant turn; consecutive user turns are merged), with a
@@ -55,7 +56,15 @@ RELATED_COVERAGE = 0.1
 """Share a further passage needs once a turn does refer back: the room it fills would stay empty otherwise, and
 the answer often shares fewer words with the question than the passage that names the same task."""
 BACKLOG_PER_CALL = 512
-"""Messages indexed per call from a backlog: a cold trim of a huge history indexes it over the next calls."""
+"""Messages indexed per `Recall.build` from the queue: a cold trim of a huge history is indexed over later calls."""
+BACKLOG_CHARS_PER_CALL = 200_000
+"""Characters indexed per `Recall.build` from the queue (about 15-60 ms of CPU): more than one compaction drops at
+a 32k budget, so steady state indexes each drop at the next user turn; a cold backlog spreads over later calls."""
+SEARCH_BACKLOG_CHARS = 4_000_000
+"""Characters a `Recall.search` (the recall tool) indexes from the queue first: about a second of CPU at most."""
+_LAZY_OBSERVE = 4096
+_EAGER_TAIL = 4096
+_RESOLVE_SLICE = 1024
 _QUERY_CHARS = 4000
 _COST_CACHE = 65536
 _MIN_PASSAGE_TOKENS = 24
@@ -95,13 +104,28 @@ def render_recall(passages: Sequence[Passage]) -> str:
 
 
 @dataclass
+class _Block:
+    """Messages observed in one large batch into a fresh thread, whose positions are worked out on demand.
+
+    ``messages[:end]`` are not yet in `_Thread.positions`; the newest of them has position ``position - 1`` and
+    turn ``turn`` (resolving walks back from there, so the newest dropped messages, indexed first, cost first).
+    """
+
+    messages: list[Message]
+    end: int
+    position: int
+    turn: int
+
+
+@dataclass
 class _Thread:
     """What recall knows about one thread: where each message was said, what is indexed, what waits."""
 
-    positions: dict[str, tuple[int, int, str | None]] = field(default_factory=dict)
+    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
     next_position: int = 0
     turns: int = 0
-    backlog: list[Message] = field(default_factory=list)
+    blocks: list[_Block] = field(default_factory=list)
+    pending: list[list[Message]] = field(default_factory=list)
     indexed: set[str] = field(default_factory=set)
     originals: dict[str, Message] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
@@ -113,6 +137,11 @@ class Recall:
 
     ``index`` is a `RecallIndex` to share (default: a new in-memory one, or one at ``path``). ``max_passages``
     bounds the passages of one recall message and ``min_coverage`` the relevance each needs (`Hit.coverage`).
+
+    Feeding it costs what is new, whatever the history's length: `observe` of a large batch into a fresh thread
+    and `left` keep references and do the per-message work later, newest first, in bounded slices
+    (`BACKLOG_PER_CALL` messages and `BACKLOG_CHARS_PER_CALL` characters per `build`), so a cold first call on a
+    100k-message history does not index (or even label) the 99.8k messages it dropped unread.
     """
 
     def __init__(
@@ -131,7 +160,7 @@ class Recall:
             raise ConfigurationError(f"min_coverage must be a number between 0 and 1, got {min_coverage!r}")
         self.min_coverage = float(min_coverage)
         self._threads: dict[str, _Thread] = {}
-        self._costs: OrderedDict[int, int] = OrderedDict()
+        self._costs: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._header_cost: int | None = None
 
     def __repr__(self) -> str:
@@ -146,8 +175,20 @@ class Recall:
     # -- feeding ------------------------------------------------------------------------------------------
 
     def observe(self, thread: str, messages: Iterable[Message]) -> None:
-        """Note where each new message of ``thread`` was said (position, user turn, date), in arrival order."""
+        """Note where each new message of ``thread`` was said (position, user turn), in arrival order.
+
+        A batch of more than `_LAZY_OBSERVE` messages into a thread that has seen none is kept as a reference
+        (one pass counts its turns) and its newest `_EAGER_TAIL` messages are labelled now; older ones are labelled
+        when they are indexed. A large batch into a known thread is labelled at once (its messages may repeat
+        known ones).
+        """
         state = self._thread(thread)
+        large = isinstance(messages, Sequence) and len(messages) > _LAZY_OBSERVE
+        if large and not state.positions and not state.blocks:
+            self._observe_lazily(state, list(messages))
+            return
+        if state.blocks and (large or not isinstance(messages, Sequence)):
+            self._resolve(state, None)
         positions = state.positions
         for msg in messages:
             key = str(msg.message_id)
@@ -155,52 +196,120 @@ class Recall:
                 continue
             if msg.role == "user":
                 state.turns += 1
-            positions[key] = (state.next_position, state.turns, message_date(msg))
+            positions[key] = (state.next_position, state.turns)
             state.next_position += 1
 
+    def _observe_lazily(self, state: _Thread, batch: list[Message]) -> None:
+        users = 0
+        labelled = 0
+        for msg in batch:
+            if msg.metadata.get(MARK_KEY) == RECALL_MARK:
+                continue
+            labelled += 1
+            if msg.role == "user":
+                users += 1
+        state.next_position += labelled
+        state.turns += users
+        block = _Block(batch, len(batch), state.next_position, state.turns)
+        state.blocks.append(block)
+        self._resolve(state, _EAGER_TAIL)
+
+    def _resolve(self, state: _Thread, count: int | None) -> bool:
+        """Label up to ``count`` more messages of the newest unlabelled block (None: every block); False when none
+        is left."""
+        positions = state.positions
+        while state.blocks:
+            block = state.blocks[-1]
+            messages = block.messages
+            position, turn = block.position, block.turn
+            i = block.end
+            stop = 0 if count is None else max(0, i - count)
+            while i > stop:
+                i -= 1
+                msg = messages[i]
+                if is_recall(msg):
+                    continue
+                position -= 1
+                positions.setdefault(str(msg.message_id), (position, turn))
+                if msg.role == "user":
+                    turn -= 1
+            block.end, block.position, block.turn = i, position, turn
+            if i == 0:
+                state.blocks.pop()
+            if count is not None:
+                return True
+        return False
+
+    def _where(self, state: _Thread, thread: str, msg: Message, key: str) -> tuple[int, int]:
+        where = state.positions.get(key)
+        while where is None and self._resolve(state, _RESOLVE_SLICE):
+            where = state.positions.get(key)
+        if where is None:
+            self.observe(thread, [msg])
+            where = state.positions[key]
+        return where
+
     def left(self, thread: str, messages: Iterable[Message]) -> None:
-        """``messages`` (originals) left the view of ``thread``: keep them restorable and queue them for the index."""
-        state = self._thread(thread)
-        for msg in messages:
-            if is_recall(msg) or msg.role == "system":
+        """``messages`` (originals) left the view of ``thread``: keep them restorable and queue them for the index.
+
+        Only a copy of the list is made here; each message is looked at when it is indexed (`flush`), newest
+        first, so handing over 100k dropped messages costs what copying 100k references costs.
+        """
+        batch = list(messages)
+        if batch:
+            self._thread(thread).pending.append(batch)
+
+    def pending(self, thread: str) -> int:
+        """Messages of ``thread`` queued for the index and not yet looked at (duplicates included)."""
+        state = self._threads.get(thread)
+        return sum(len(batch) for batch in state.pending) if state is not None else 0
+
+    def flush(
+        self, thread: str, limit: int | None = BACKLOG_PER_CALL, chars: int | None = BACKLOG_CHARS_PER_CALL
+    ) -> int:
+        """Index queued messages of ``thread``, newest first, until ``limit`` messages or ``chars`` characters were
+        indexed (None: no bound); returns how many messages were indexed."""
+        state = self._threads.get(thread)
+        if state is None or not state.pending:
+            return 0
+        pending = state.pending
+        entries: list[Entry] = []
+        size = 0
+        while pending and (limit is None or len(entries) < limit) and (chars is None or size < chars):
+            batch = pending[-1]
+            msg = batch.pop()
+            if not batch:
+                pending.pop()
+            if msg.role == "system" or is_recall(msg):
                 continue
             key = str(msg.message_id)
             if key in state.indexed:
                 continue
             state.indexed.add(key)
             state.originals[key] = msg
-            for block in msg.tool_result_blocks():
-                state.aliases[block.call_id] = key
-            state.backlog.append(msg)
-
-    def flush(self, thread: str, limit: int | None = BACKLOG_PER_CALL) -> int:
-        """Index up to ``limit`` queued messages of ``thread``, newest first (None: all); returns how many."""
-        state = self._thread(thread)
-        backlog = state.backlog
-        if not backlog:
-            return 0
-        take = len(backlog) if limit is None else min(limit, len(backlog))
-        batch = backlog[len(backlog) - take :]
-        del backlog[len(backlog) - take :]
-        entries = []
-        for msg in reversed(batch):
-            key = str(msg.message_id)
-            where = state.positions.get(key)
-            if where is None:
-                self.observe(thread, [msg])
-                where = state.positions[key]
+            refs = tuple(block.call_id for block in msg.tool_result_blocks())
+            for ref in refs:
+                state.aliases[ref] = key
+            position, turn = self._where(state, thread, msg, key)
             text = msg.text() or msg.reasoning_text()
             for call in msg.tool_call_blocks():
                 text += f"\n{call.name}({call.args})"
-            entries.append(Entry(key, text, where[0], where[1], msg.role, where[2]))
-        self.index.add_many(thread, entries)
-        return take
+            entries.append(Entry(key, text, position, turn, msg.role, message_date(msg), refs))
+            size += len(text)
+        if entries:
+            self.index.add_many(thread, entries)
+        return len(entries)
 
     # -- reading ------------------------------------------------------------------------------------------
 
-    def search(self, thread: str, query: str, *, limit: int = 5, exclude: Iterable[int] = ()) -> list[Hit]:
-        """The best passages of ``thread`` for ``query`` (no relevance floor: a caller asking wants answers)."""
-        self.flush(thread, None)
+    def search(self, thread: str, query: str, *, limit: int = 5, exclude: Iterable[str] = ()) -> list[Hit]:
+        """The best passages of ``thread`` for ``query`` (no relevance floor: a caller asking wants answers).
+
+        Indexes the queue first, newest first, up to `SEARCH_BACKLOG_CHARS` characters: a search right after a
+        cold start on a huge history finds the most recent dropped text, and older text once later calls indexed
+        it.
+        """
+        self.flush(thread, None, SEARCH_BACKLOG_CHARS)
         return self.index.search(thread, query[:_QUERY_CHARS], limit=limit, exclude=exclude)
 
     def original(self, thread: str, message_id: str | int) -> Message | None:
@@ -209,7 +318,23 @@ class Recall:
         if state is None:
             return None
         key = str(message_id)
-        return state.originals.get(state.aliases.get(key, key))
+        found = state.originals.get(state.aliases.get(key, key))
+        if found is None:
+            for batch in reversed(state.pending):  # queued, not yet indexed
+                for msg in reversed(batch):
+                    if str(msg.message_id) == key or any(b.call_id == key for b in msg.tool_result_blocks()):
+                        return msg
+        return found
+
+    def original_text(self, thread: str, ref: str | int) -> str | None:
+        """The full text of a message that left the view, by its id or a tool call id it answers: from the original
+        while this process holds it, else rebuilt byte for byte from the index (a file-backed index keeps it
+        across a restart). None when it is unknown."""
+        msg = self.original(thread, ref)
+        if msg is not None:
+            return msg.text() or msg.reasoning_text()
+        found = self.index.message_text(thread, str(ref))
+        return found[1] if found is not None else None
 
     def served(self, thread: str) -> str | None:
         """Id of the user message the last recall of ``thread`` was decided for (None before the first)."""
@@ -217,16 +342,19 @@ class Recall:
         return state.served if state is not None else None
 
     def build(
-        self, thread: str, user: Message, room: int, *, exclude: Iterable[int] = ()
+        self, thread: str, user: Message, room: int, *, exclude: Iterable[str] = ()
     ) -> tuple[Message, int] | None:
         """The recall message for ``user`` and its tokens, at most ``room`` tokens; None when nothing fits or matches.
 
         Marks ``user`` as served either way, so a turn is searched once, however many tool steps follow.
+        ``exclude`` holds the keys (`Passage.key`) of passages already shown by a recall message still in view.
         """
         state = self._thread(thread)
         state.served = str(user.message_id)
         self.flush(thread)
-        if self._header_cost is not None and room < self._header_cost + _MIN_PASSAGE_TOKENS:
+        if room < _MIN_PASSAGE_TOKENS or (
+            self._header_cost is not None and room < self._header_cost + _MIN_PASSAGE_TOKENS
+        ):
             return None  # no passage could fit: skip the search
         # the best hit decides whether this turn refers back at all (a passage an earlier recall message still
         # shows counts: the turn refers back to it); once it does, the room is filled by rank
@@ -236,35 +364,36 @@ class Recall:
             user.text()[:_QUERY_CHARS],
             limit=self.max_passages + min(len(shown), self.max_passages),
             min_coverage=RELATED_COVERAGE,
+            gate=self.min_coverage,
         )
-        if not found or max(h.coverage for h in found) < self.min_coverage:
+        if not found:
             return None
-        hits = [h for h in found if h.passage.rowid not in shown][: self.max_passages]
+        hits = [h for h in found if h.passage.key not in shown][: self.max_passages]
         if self._header_cost is None:
             self._header_cost = self.counter.count_message(_recall_message(user, RECALL_HEADER, []))
-        base = self._header_cost
         chosen: list[Hit] = []
-        spent = base
+        spent = self._header_cost
         for hit in hits:
-            cost = self._cost(hit.passage)
+            cost = self._cost(thread, hit.passage)
             if spent + cost <= room:
                 chosen.append(hit)
                 spent += cost
         while chosen:
             passages = [h.passage for h in chosen]
-            message = _recall_message(user, render_recall(passages), [p.rowid for p in passages])
+            message = _recall_message(user, render_recall(passages), [p.key for p in passages])
             tokens = self.counter.count_message(message)
             if tokens <= room:
                 return message, tokens
             chosen.pop()
         return None
 
-    def _cost(self, passage: Passage) -> int:
+    def _cost(self, thread: str, passage: Passage) -> int:
         """Tokens a passage adds to a recall message (label, text, separator); memoized per passage."""
-        cost = self._costs.get(passage.rowid)
+        key = (thread, passage.key)
+        cost = self._costs.get(key)
         if cost is None:
             cost = self.counter.count_text(_label(passage) + "\n" + passage.text) + 2
-            self._costs[passage.rowid] = cost
+            self._costs[key] = cost
             if len(self._costs) > _COST_CACHE:
                 self._costs.popitem(last=False)
         return cost
@@ -272,25 +401,28 @@ class Recall:
     def forget(self, thread: str) -> None:
         """Drop everything known about ``thread``, its indexed passages included."""
         self._threads.pop(thread, None)
+        for key in [k for k in self._costs if k[0] == thread]:
+            del self._costs[key]
         self.index.forget(thread)
 
 
-def _recall_message(user: Message, text: str, rowids: list[int]) -> Message:
+def _recall_message(user: Message, text: str, keys: list[str]) -> Message:
     return Message(
         message_id=f"{RECALL_ID_PREFIX}{user.message_id}",
         role="user",
         content=[TextBlock(text=text)],
         timestamp=user.timestamp,
-        metadata={MARK_KEY: RECALL_MARK, "serves": str(user.message_id), "passages": rowids},
+        metadata={MARK_KEY: RECALL_MARK, "serves": str(user.message_id), "passages": keys},
     )
 
 
-def recalled_rowids(messages: Iterable[Message]) -> set[int]:
-    """Passage rowids shown by the recall messages among ``messages`` (so a new recall does not repeat them)."""
-    out: set[int] = set()
+def recalled_passages(messages: Iterable[Message]) -> set[str]:
+    """Keys (`Passage.key`) of the passages shown by the recall messages among ``messages`` (so a new recall does
+    not repeat them). Keys are message id and part, so they hold across restarts and index rebuilds."""
+    out: set[str] = set()
     for msg in messages:
         if is_recall(msg):
-            out.update(int(r) for r in msg.metadata.get("passages", ()) if isinstance(r, int))
+            out.update(r for r in msg.metadata.get("passages", ()) if isinstance(r, str))
     return out
 
 
@@ -325,7 +457,7 @@ def place_recall(
     if recall.served(thread) == served or (i > 0 and messages[i - 1].metadata.get("serves") == served):
         return None
     space = room() if callable(room) else room
-    built = recall.build(thread, messages[i], space, exclude=recalled_rowids(messages))
+    built = recall.build(thread, messages[i], space, exclude=recalled_passages(messages))
     if built is None:
         return None
     message, tokens = built
@@ -360,6 +492,7 @@ def join_recall(messages: Iterable[Message], recalls: dict[str, Message]) -> lis
 
 
 __all__ = [
+    "BACKLOG_CHARS_PER_CALL",
     "BACKLOG_PER_CALL",
     "DEFAULT_MIN_COVERAGE",
     "RELATED_COVERAGE",
@@ -367,6 +500,7 @@ __all__ = [
     "RECALL_HEADER",
     "RECALL_ID_PREFIX",
     "RECALL_MARK",
+    "SEARCH_BACKLOG_CHARS",
     "Recall",
     "is_recall",
     "join_recall",
@@ -374,7 +508,7 @@ __all__ = [
     "newest_user",
     "passage_where",
     "place_recall",
-    "recalled_rowids",
+    "recalled_passages",
     "render_recall",
     "split_recall",
 ]

@@ -188,22 +188,23 @@ class RecallTool:
         return recall
 
     async def _restore(self, thread: str, ref: str) -> str:
-        original: Message | None = None
+        text: str | None = None
         if self._recall is not None:
-            original = self._recall.original(thread, ref)
+            # the original while this process holds it, else rebuilt from a file-backed index after a restart
+            text = self._recall.original_text(thread, ref)
         else:
             assert self._memory is not None
             for msg in await self._memory.history_messages(thread):
                 if str(msg.message_id) == ref or ref in msg.tool_call_ids() or ref in _result_ids(msg):
-                    original = msg
+                    logger.debug("recall tool restored message %r (%s)", ref, message_date(msg))
+                    text = _full_text(msg)
                     break
-        if original is None:
+        if text is None:
             return (
                 f"No cleared content with id {ref!r} in this conversation; use the id shown in the "
                 "'[... cleared from context ...]' note, or search with `query`."
             )
-        logger.debug("recall tool restored message %r (%s)", ref, message_date(original))
-        return _full_text(original)
+        return text
 
 
 def _result_ids(message: Message) -> list[str]:
