@@ -96,10 +96,6 @@ async def test_a_view_reloaded_by_a_new_checkpointer_is_recognised_without_hashi
         await saver.aput("t", state, new)
         await saver.aclose()
     assert any("cleared" in str(m.metadata) for m in state.context)  # pointers are stored inline
-    saver = SQLiteCheckpointer(path)
-    reloaded = await saver.aget_state("t")
-    await saver.aclose()
-    assert reloaded is not None and all(memo(m) is not None for m in reloaded.context)
     hashed: list[str] = []
     original = Message.fingerprint
 
@@ -108,16 +104,22 @@ async def test_a_view_reloaded_by_a_new_checkpointer_is_recognised_without_hashi
             hashed.append(str(self.message_id))
         return original(self)
 
-    monkeypatch.setattr(Message, "fingerprint", counting)
-    new = turn(12)
-    reloaded.context = [*reloaded.context, *new]
-    result = await manager.atrim_context(reloaded)
-    assert hashed == []  # neither the reloaded view nor the new messages were hashed to recognise them
-    metrics = manager.last_metrics
-    assert metrics is not None and metrics.prefix_stable
-    monkeypatch.undo()
-    # and the running count is the exact count of the view
-    assert metrics.zones["recent"] == counter.count_messages(result.context)
+    for i in (12, 13):  # each turn read back by a new checkpointer, as after a restart
+        saver = SQLiteCheckpointer(path)
+        reloaded = await saver.aget_state("t")
+        assert reloaded is not None and all(memo(m) is not None for m in reloaded.context)
+        monkeypatch.setattr(Message, "fingerprint", counting)
+        new = turn(i)
+        reloaded.context = [*reloaded.context, *new]
+        result = await manager.atrim_context(reloaded)
+        assert hashed == []  # neither the reloaded view nor the new messages were hashed to recognise them
+        metrics = manager.last_metrics
+        assert metrics is not None and (metrics.prefix_stable or metrics.tokens_saved > 0)
+        monkeypatch.undo()
+        # the running count is the exact count of the view
+        assert metrics.zones["recent"] == counter.count_messages(result.context)
+        await saver.aput("t", result, new)
+        await saver.aclose()
 
 
 def test_count_message_once_is_count_message_without_hashing() -> None:

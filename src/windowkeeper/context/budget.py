@@ -43,6 +43,7 @@ from ._compaction import (
     SummaryRequest,
     compact,
     extend_segments,
+    fingerprint_of,
     finish,
     plan_cold,
     same_message,
@@ -73,6 +74,8 @@ class _Track:
     cost: SystemCost
     epoch: int = 0
     """`edit_epoch` when this call began: while it is unchanged no message was edited in place since."""
+    keys: _Keys = field(default_factory=lambda: _Keys())
+    """Ids and fingerprints of ``view``'s first messages, taken when a reloaded copy was first compared with it."""
     arrived: dict[Hashable, tuple[Message, int]] = field(default_factory=dict)
     """Counts of the messages after ``covered`` by message id, taken once when they arrived.
 
@@ -133,8 +136,34 @@ _PRIVATE = operator.attrgetter("__pydantic_private__")
 _MEMO = operator.methodcaller("get", "_fingerprint")
 
 
-def _extends(messages: Sequence[Message], prefix: tuple[Message, ...]) -> bool:
-    """Whether ``messages`` starts with exactly the message objects of ``prefix`` (or equal ones, after a reload)."""
+class _Keys:
+    """Ids and fingerprints of the first messages of a remembered view, kept while later views extend it.
+
+    A view read back by a new checkpointer every call is compared with the remembered one by value; the remembered
+    side's keys are taken once (its own messages, so hashing one it never hashed happens once) and only those of
+    what the view appended are added on later calls.
+    """
+
+    __slots__ = ("fingerprints", "ids")
+
+    def __init__(self) -> None:
+        self.ids: list[Hashable] = []
+        self.fingerprints: list[str] = []
+
+    def of(self, view: tuple[Message, ...]) -> tuple[list[Hashable], list[str]]:
+        known = len(self.ids)
+        if known < len(view):
+            rest = view[known:]
+            self.ids.extend(map(_ID, rest))
+            self.fingerprints.extend(map(fingerprint_of, rest))
+        return self.ids, self.fingerprints
+
+
+def _extends(messages: Sequence[Message], prefix: tuple[Message, ...], keys: _Keys | None = None) -> bool:
+    """Whether ``messages`` starts with exactly the message objects of ``prefix`` (or equal ones, after a reload).
+
+    ``keys``, when given, are ``prefix``'s (see `_Keys`).
+    """
     n = len(prefix)
     if len(messages) < n:
         return False
@@ -143,14 +172,14 @@ def _extends(messages: Sequence[Message], prefix: tuple[Message, ...]) -> bool:
     # after a reload: equal ids and fingerprints, compared list to list (the fingerprints came with the messages
     # from the store, so this is a few C-level passes, not a Python call per message)
     head = messages[:n]
-    if list(map(_ID, head)) != list(map(_ID, prefix)):
+    ids, fingerprints = keys.of(prefix) if keys is not None else (list(map(_ID, prefix)), None)
+    if list(map(_ID, head)) != ids:
         return False
     try:
         mine = list(map(_MEMO, map(_PRIVATE, head)))
-        theirs = list(map(_MEMO, map(_PRIVATE, prefix)))
     except AttributeError:  # a message without pydantic private storage (built with model_construct)
         return all(map(same_message, prefix, head))
-    if mine == theirs and None not in mine:
+    if fingerprints is not None and mine == fingerprints:
         return True
     return all(map(same_message, prefix, head))
 
@@ -454,7 +483,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         arrived: Sequence[Message] = incoming
         counted: dict[Hashable, tuple[Message, int]] = {}
         reloaded = False
-        if track is not None and _extends(incoming, track.view):
+        if track is not None and _extends(incoming, track.view, track.keys):
             working = incoming
             arrived = incoming[len(track.view) :]
             reloaded = bool(track.view) and incoming[len(track.view) - 1] is not track.view[-1]
@@ -538,6 +567,8 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         # remembering this manager's own objects: the copies are then freed with the caller's state, not here
         keep_own = track is not None and reloaded and working is incoming
         view = (*track.view, *arrived) if track is not None and keep_own else tuple(working)
+        # the keys of the remembered view stay valid while the new view starts with the same objects
+        keys = track.keys if track is not None and working is incoming and not plan else _Keys()
         self._tracks[key] = _Track(
             view=view,
             source=view if working is incoming else tuple(incoming),
@@ -550,6 +581,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             cost=cost,
             epoch=epoch,
             arrived=counted,
+            keys=keys,
         )
         self._tracks.move_to_end(key)
         while len(self._tracks) > _MAX_TRACKED_THREADS:
