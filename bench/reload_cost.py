@@ -9,7 +9,9 @@ end. Three ways to run the same turns through `TokenBudgetContextManager` with a
   (what a process restart pays on its first turn, paid on every turn).
 
 Only the manager's trim is timed (CPU seconds); loading and storing are timed separately and reported beside it.
-The acceptance ratio is ``reload / live`` for the trim, at 8k and at 32k.
+The acceptance ratios are ``reload / live`` and ``new process / live`` for the trim, at 8k and at 32k. In the
+``new process`` mode the manager survives (its knowledge of the view is what a long-lived worker keeps) while every
+message object is read back; the fingerprints stored with the messages let it recognise the view without hashing.
 
     python bench/reload_cost.py [--turns 400] [--budgets 8000 32000] [--source generated|tau]
 """
@@ -88,10 +90,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         rows,
         title=f"{len(chunks)} turns ({args.source}), TokenBudgetContextManager, SQLite checkpointer, CPU time",
     )
-    worst = max(results[str(b)]["reload"]["trim_ms"] / results[str(b)]["live"]["trim_ms"] for b in args.budgets)
-    verdict = "met" if worst <= TARGET else "MISSED"
-    print(f"reload / live, worst budget: {worst:.2f}x (target <= {TARGET}x: {verdict})")
-    results["worst_ratio"] = worst
+    for mode in ("reload", "new process"):
+        worst = max(results[str(b)][mode]["trim_ms"] / results[str(b)]["live"]["trim_ms"] for b in args.budgets)
+        verdict = "met" if worst <= TARGET else "MISSED"
+        print(f"{mode} / live, worst budget: {worst:.2f}x (target <= {TARGET}x: {verdict})")
+        results["worst_ratio" if mode == "reload" else "worst_new_process_ratio"] = worst
     return results
 
 
