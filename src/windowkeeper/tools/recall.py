@@ -1,8 +1,9 @@
 """`recall_tool`: the model's own way back to what left its view, by search or by a pointer's id.
 
 A cleared tool result says its output "can be restored"; that is only true for the model if it has a tool to ask
-for it. `recall_tool(manager_or_memory)` gives it one, for a `TokenBudgetContextManager` (its recall index and the
-originals of what it cleared or dropped) or a three-tier memory (its stored history). The same object serves
+for it. `recall_tool(manager_or_memory)` gives it one, for a context manager with recall on (its recall index and,
+for `TokenBudgetContextManager`, the originals of what it cleared or dropped) or a three-tier memory (its stored
+history). The same object serves
 three ways of calling tools:
 
 * `ToolNode([recall_tool(manager)])`: it is an async callable with a typed signature and a docstring; the
@@ -79,8 +80,10 @@ class RecallTool:
             self._memory_recall = Recall()
         else:
             raise ConfigurationError(
-                f"recall_tool needs a TokenBudgetContextManager with recall on (recall=True, the default) or a "
-                f"three-tier memory, got {type(source).__name__}; build the manager without recall=False",
+                f"recall_tool needs a context manager with recall on or a three-tier memory, got "
+                f"{type(source).__name__} without a recall index; build TokenBudgetContextManager without recall=False (on by "
+                f"default), or pass recall=True to MessageContextManager, SummaryContextManager or "
+                f"MemoryContextManager",
             )
         self.source = source
         self.thread_id = thread_id
@@ -226,7 +229,7 @@ def _arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
 
 
 def recall_tool(manager_or_memory: Any, *, thread_id: str | None = None) -> RecallTool:
-    """The recall tool for ``manager_or_memory`` (a `TokenBudgetContextManager` with recall, or a memory)."""
+    """The recall tool for ``manager_or_memory`` (a context manager with recall on, or a three-tier memory)."""
     return RecallTool(manager_or_memory, thread_id=thread_id)
 
 
