@@ -81,9 +81,9 @@ class RecallTool:
         else:
             raise ConfigurationError(
                 f"recall_tool needs a context manager with recall on or a three-tier memory, got "
-                f"{type(source).__name__} without a recall index; build TokenBudgetContextManager without recall=False (on by "
-                f"default), or pass recall=True to MessageContextManager, SummaryContextManager or "
-                f"MemoryContextManager",
+                f"{type(source).__name__} without a recall index; build TokenBudgetContextManager without "
+                f"recall=False (on by default), or pass recall=True to MessageContextManager, "
+                f"SummaryContextManager or MemoryContextManager",
             )
         self.source = source
         self.thread_id = thread_id
