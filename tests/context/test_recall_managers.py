@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
+from recall_chat import FACT, turn_text
 from windowkeeper import AgentState, ConfigurationError, Message, ToolCallBlock, ToolResultBlock
 from windowkeeper.context import MessageContextManager, SummaryContextManager, TokenBudgetContextManager
 from windowkeeper.context.base import BaseContextManager
@@ -24,30 +25,10 @@ from windowkeeper.llm import ScriptedClient
 from windowkeeper.tools import recall_tool
 from windowkeeper.units import validate
 
-FACT = "For the record: the staging database runs on host kestrel-4 at port 55432."
 QUESTION = "Which host and port does staging use?"
 
 Manager = MessageContextManager[AgentState] | SummaryContextManager[AgentState]
 AnyManager = BaseContextManager[AgentState]
-
-
-SYLLABLES = ("ka", "lo", "mi", "ne", "su", "ta", "vo", "ri")
-
-
-def word(n: int) -> str:
-    """A made-up word of its own for each ``n``: filler turns that do not refer back to each other."""
-    n += 64
-    out = ""
-    while n:
-        n, digit = divmod(n, len(SYLLABLES))
-        out += SYLLABLES[digit]
-    return out
-
-
-def turn_text(turn: int) -> str:
-    if turn == 0:
-        return FACT
-    return f"Turn {turn}: today I tried the {word(turn)} recipe with {word(turn + 1000)} and {word(turn + 2000)}."
 
 
 def chat(manager: AnyManager, turns: int) -> AgentState:
