@@ -47,7 +47,7 @@ def session_chunks(source: str, turns: int, seed: int) -> list[list[Message]]:
 
 
 async def run_ours(
-    chunks: Sequence[Sequence[Message]], budget: int, summarizer: str, recall: bool = False
+    chunks: Sequence[Sequence[Message]], budget: int, summarizer: str, recall: bool = False, clearing: bool = True
 ) -> dict[str, Any]:
     counter = fresh_counter()
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
@@ -56,6 +56,8 @@ async def run_ours(
         counter=counter,
         summarizer=ExtractiveSummarizer(counter=counter) if summarizer == "extractive" else None,
         recall=recall,
+        # clearing off: drop whole turns only, the one thing trim_messages does (no pointers to old results)
+        **({} if clearing else {"keep_tool_results": 10**9, "clear_reply_min_tokens": None}),
     )
     state = AgentState()
     clock = CpuClock()
@@ -129,7 +131,7 @@ def min_of_repeats(args: argparse.Namespace, chunks: list[list[Message]]) -> tup
     floor: dict[str, Any] | None = None
     for repeat in range(args.repeats):
         run = chunks if repeat == 0 else session_chunks(args.source, args.turns, args.seed)
-        mine = asyncio.run(run_ours(run, args.budget, args.summarizer, args.recall == "on"))
+        mine = asyncio.run(run_ours(run, args.budget, args.summarizer, args.recall == "on", args.clearing == "on"))
         least = run_floor(run)
         if args.repeats > 1:
             print(f"  repeat {repeat + 1}: ours {mine['seconds']:.3f} s, floor {least['seconds']:.3f} s, "
@@ -152,6 +154,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument(
         "--recall", choices=("off", "on"), default="off", help="ours: query-aware recall of dropped messages"
+    )
+    parser.add_argument(
+        "--clearing",
+        choices=("on", "off"),
+        default="on",
+        help="ours: clear old tool results and long replies to pointers (the default), or only drop turns as the peer",
     )
     parser.add_argument(
         "--repeats", type=int, default=1, help="run ours and the floor N times (fresh messages each), keep each min"
@@ -183,8 +191,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     label = "trim_messages, uncached counter" + (" (extrapolated)" if args.peer_stride > 1 else "")
     turns = len(chunks)
     rows = [
-        [f"TokenBudgetContextManager ({args.summarizer}, recall {args.recall})", ours["seconds"],
-         1000 * ours["seconds"] / turns, ours["max_view"], ours["final_messages"]],
+        [f"TokenBudgetContextManager ({args.summarizer}, recall {args.recall}, clearing {args.clearing})",
+         ours["seconds"], 1000 * ours["seconds"] / turns, ours["max_view"], ours["final_messages"]],
         ["floor: tokenize each new message once", floor["seconds"], 1000 * floor["seconds"] / turns, "-", "-"],
         ["trim_messages, memoized counter", memo["seconds"], 1000 * memo["seconds"] / turns, memo["max_view"],
          memo["final_messages"]],
