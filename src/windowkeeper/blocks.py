@@ -170,6 +170,278 @@ ContentBlock = Annotated[
 MEDIA_BLOCK_TYPES: tuple[type[_Block], ...] = (ImageBlock, AudioBlock, VideoBlock, DocumentBlock, DataBlock)
 
 
+# -- building blocks from stored JSON without validation -------------------------------------------------------
+#
+# Reading a stored history back builds every block again; through pydantic that is a validator call per text field
+# and a model constructor per block, most of the cost of reopening a session. `block_from_stored` builds a block
+# straight from the JSON its own ``model_dump(mode="json")`` wrote, after checking that each value has exactly the
+# type that dump produces and applying the same boundary rule (`clean_text`, `clean_id`, `clean_json`), so the block
+# equals the one validation builds. Anything else (a missing ``type``, an extra key, an int where a float is
+# written, a block type added later) returns ``None`` and the caller validates in full, which also reports errors.
+
+
+class NotStoredForm(Exception):
+    """Raised inside the stored-form builders: this value is not what a dump writes; validate it in full."""
+
+
+def _text(value: Any, clean: bool) -> Any:
+    if type(value) is not str:
+        raise NotStoredForm
+    return clean_text(value) if clean else value
+
+
+def _opt_text(value: Any, clean: bool) -> Any:
+    return None if value is None else _text(value, clean)
+
+
+def _ident(value: Any, clean: bool) -> Any:
+    if type(value) is not str:
+        raise NotStoredForm
+    return clean_id(value) if clean else value
+
+
+def _opt_ident(value: Any, clean: bool) -> Any:
+    return None if value is None else _ident(value, clean)
+
+
+def _opt_int(value: Any, clean: bool) -> Any:
+    if value is None or type(value) is int:
+        return value
+    raise NotStoredForm
+
+
+def _json_dict(value: Any, clean: bool) -> Any:
+    # a new dict, its values shared, as validating ``dict[str, Any]`` gives
+    if type(value) is not dict or any(type(key) is not str for key in value):
+        raise NotStoredForm
+    return dict(clean_json(value)) if clean else dict(value)
+
+
+def _json_copy(value: Any, clean: bool, depth: int = 0) -> Any:
+    # new containers all the way down, as validating a ``JsonValue`` gives; decoded JSON is always a valid one
+    kind = type(value)
+    if kind is str:
+        return clean_text(value) if clean else value
+    if kind is dict:
+        if depth >= _COPY_DEPTH or not all(type(k) is str for k in value):
+            raise NotStoredForm
+        return {(clean_text(k) if clean else k): _json_copy(v, clean, depth + 1) for k, v in value.items()}
+    if kind is list:
+        if depth >= _COPY_DEPTH:
+            raise NotStoredForm
+        return [_json_copy(v, clean, depth + 1) for v in value]
+    if kind is int or kind is float or kind is bool or value is None:
+        return value
+    raise NotStoredForm  # not something JSON decodes to (a tuple, a set, an object): validation decides
+
+
+_COPY_DEPTH = 200
+"""Deeper data is left to validation, which refuses what nothing could serialize."""
+
+
+def _json_value(value: Any, clean: bool) -> Any:
+    return _json_copy(value, clean)
+
+
+def _status(value: Any, clean: bool) -> Any:
+    if value == "completed" or value == "error":
+        return value
+    raise NotStoredForm
+
+
+def _opt_floats(value: Any, clean: bool) -> Any:
+    if value is None:
+        return None
+    if type(value) is not list or any(type(item) is not float for item in value):
+        raise NotStoredForm
+    return list(value)
+
+
+def _media(value: Any, clean: bool) -> Any:
+    return _build(MediaRef, value, clean)
+
+
+def _opt_media(value: Any, clean: bool) -> Any:
+    return None if value is None else _build(MediaRef, value, clean)
+
+
+def _media_kind(value: Any, clean: bool) -> Any:
+    if value == "url" or value == "file_id" or value == "data":
+        return value
+    raise NotStoredForm
+
+
+def _annotation(value: Any, clean: bool) -> Any:
+    return _build(AnnotationRef, value, clean)
+
+
+def _annotations(value: Any, clean: bool) -> Any:
+    if type(value) is not list:
+        raise NotStoredForm
+    return [_build(AnnotationRef, item, clean) for item in value]
+
+
+def _opt_ints(value: Any, clean: bool) -> Any:
+    if value is None:
+        return None
+    if type(value) is not list or any(type(item) is not int for item in value):
+        raise NotStoredForm
+    return list(value)
+
+
+_Check = Any  # Callable[[Any, bool], Any]; kept loose so the table below stays readable
+_FIELD_CHECKS: dict[type[BaseModel], dict[str, _Check]] = {
+    MediaRef: {
+        "kind": _media_kind, "url": _opt_text, "file_id": _opt_text, "data_base64": _opt_text,
+        "mime_type": _opt_text, "size_bytes": _opt_int, "filename": _opt_text, "sha256": _opt_text,
+        "width": _opt_int, "height": _opt_int, "duration_ms": _opt_int, "page": _opt_int,
+    },
+    AnnotationRef: {"url": _opt_text, "file_id": _opt_text, "page": _opt_int, "index": _opt_int, "title": _opt_text},
+    TextBlock: {"type": None, "text": _text, "annotations": _annotations},
+    ImageBlock: {"type": None, "media": _media, "alt_text": _opt_text, "bbox": _opt_floats},
+    AudioBlock: {
+        "type": None, "media": _media, "transcript": _opt_text, "sample_rate": _opt_int, "channels": _opt_int,
+    },
+    VideoBlock: {"type": None, "media": _media, "thumbnail": _opt_media},
+    DocumentBlock: {
+        "type": None, "media": _opt_media, "text": _opt_text, "pages": _opt_ints, "excerpt": _opt_text,
+    },
+    DataBlock: {"type": None, "mime_type": _text, "data_base64": _opt_text, "media": _opt_media},
+    ToolCallBlock: {"type": None, "id": _ident, "name": _text, "args": _json_dict, "tool_type": _opt_text},
+    ToolResultBlock: {"type": None, "call_id": _ident, "output": _json_value, "status": _status, "name": _opt_text},
+    ReasoningBlock: {"type": None, "text": _text, "summary": _opt_text, "id": _opt_text, "signature": _opt_text},
+    ErrorBlock: {"type": None, "error": _text, "tool_call_id": _opt_ident, "code": _opt_text},
+    AnnotationBlock: {"type": None, "annotation": _annotation},
+}
+"""Per model, every field in declaration order with the check of its dumped JSON form (``type``: the literal)."""
+
+_BY_TYPE: dict[str, type[BaseModel]] = {
+    cls.model_fields["type"].default: cls for cls in _FIELD_CHECKS if "type" in cls.model_fields
+}
+_set_attribute = object.__setattr__
+
+
+def _build(cls: type[BaseModel], data: Any, clean: bool) -> Any:
+    """``cls`` from its dumped JSON ``data`` without pydantic's validators, or `NotStoredForm`.
+
+    Only the complete dumped form is built here (every field present, no other key): a dict with fewer keys
+    or more is validated instead, which fills in defaults and names what is wrong.
+    """
+    checks = _FIELD_CHECKS[cls]
+    if type(data) is not dict or data.keys() != checks.keys():
+        raise NotStoredForm
+    values = {name: data[name] if check is None else check(data[name], clean) for name, check in checks.items()}
+    obj = cls.__new__(cls)
+    _set_attribute(obj, "__dict__", values)
+    _set_attribute(obj, "__pydantic_fields_set__", _FIELD_SETS[cls].copy())
+    _set_attribute(obj, "__pydantic_extra__", None)
+    _set_attribute(obj, "__pydantic_private__", None)
+    return obj
+
+
+def _make(cls: type[BaseModel], values: dict[str, Any], fields_set: set[str] | None = None) -> Any:
+    """A ``cls`` holding ``values`` (every field, in declaration order, already in their validated form);
+    ``fields_set`` as the constructor records it (default: every field, as validating a dump records it)."""
+    obj = cls.__new__(cls)
+    _set_attribute(obj, "__dict__", values)
+    _set_attribute(obj, "__pydantic_fields_set__", _FIELD_SETS[cls].copy() if fields_set is None else fields_set)
+    _set_attribute(obj, "__pydantic_extra__", None)
+    _set_attribute(obj, "__pydantic_private__", None)
+    return obj
+
+
+_FIELD_SETS: dict[type[BaseModel], set[str]] = {cls: set(cls.model_fields) for cls in _FIELD_CHECKS}
+
+
+def _text_block(data: dict[str, Any], clean: bool) -> Any:
+    # the common blocks are checked inline: a function call per field was most of the cost
+    text, annotations = data["text"], data["annotations"]
+    if type(text) is not str or type(annotations) is not list or len(data) != 3:
+        raise NotStoredForm
+    return _make(TextBlock, {
+        "type": "text",
+        "text": clean_text(text) if clean else text,
+        "annotations": [_build(AnnotationRef, a, clean) for a in annotations] if annotations else [],
+    })
+
+
+def _tool_call_block(data: dict[str, Any], clean: bool) -> Any:
+    call_id, name, args, tool_type = data["id"], data["name"], data["args"], data["tool_type"]
+    if type(call_id) is not str or type(name) is not str or len(data) != 5:
+        raise NotStoredForm
+    return _make(ToolCallBlock, {
+        "type": "tool_call",
+        "id": clean_id(call_id) if clean else call_id,
+        "name": clean_text(name) if clean else name,
+        "args": _json_dict(args, clean),
+        "tool_type": _opt_text(tool_type, clean),
+    })
+
+
+def _tool_result_block(data: dict[str, Any], clean: bool) -> Any:
+    call_id, output, status, name = data["call_id"], data["output"], data["status"], data["name"]
+    if type(call_id) is not str or (status != "completed" and status != "error") or len(data) != 5:
+        raise NotStoredForm
+    return _make(ToolResultBlock, {
+        "type": "tool_result",
+        "call_id": clean_id(call_id) if clean else call_id,
+        "output": (clean_text(output) if clean else output) if type(output) is str else _json_copy(output, clean),
+        "status": status,
+        "name": _opt_text(name, clean),
+    })
+
+
+_FAST: dict[str, Any] = {"text": _text_block, "tool_call": _tool_call_block, "tool_result": _tool_result_block}
+
+
+def make_block(kind: str, **values: Any) -> ContentBlock:
+    """A text, tool call or tool result block from values whose types the caller guarantees (``str`` text and
+    ids, a ``dict`` of ``args``), without pydantic's validators; the boundary rule is still applied.
+
+    For code of this library that builds many blocks from its own stored data (a reopened memory builds every
+    compacted event this way): the block equals the one the constructor builds. Anything else: use the classes.
+    """
+    if kind == "text" and len(values) == 1:  # the most common call, kept to one check
+        text = values.get("text")
+        if type(text) is str:
+            return _make(TextBlock, {"type": "text", "text": clean_text(text), "annotations": []}, {"text"})  # type: ignore[no-any-return]
+    try:
+        block: ContentBlock = _FAST[kind]({**_FULL_DEFAULTS[kind], **values}, True)
+        _set_attribute(block, "__pydantic_fields_set__", set(values))  # as the constructor records it
+    except (NotStoredForm, KeyError):
+        block = _BY_TYPE[kind](**values)  # type: ignore[assignment]  # validation names what is wrong
+    return block
+
+
+_FULL_DEFAULTS: dict[str, dict[str, Any]] = {
+    "text": {"type": "text", "annotations": []},
+    "tool_call": {"type": "tool_call", "args": {}, "tool_type": None},
+    "tool_result": {"type": "tool_result", "output": None, "status": "completed", "name": None},
+}
+
+
+def block_from_stored(data: Any, *, clean: bool = True) -> ContentBlock | None:
+    """The block whose ``model_dump(mode="json")`` is ``data``, built without validation; ``None`` when ``data``
+    is not in that form (validate it instead: that also explains what is wrong).
+
+    ``data`` must be decoded JSON (dicts, lists, str, int, float, bool, None). The block equals the one
+    ``TypeAdapter(ContentBlock).validate_python(data)`` builds, at a fraction of the cost. ``clean=False`` skips
+    the boundary rule and is only for data known to hold no lone surrogate (decoded by a parser that refuses them).
+    """
+    if type(data) is not dict:
+        return None
+    kind = data.get("type")
+    cls = _BY_TYPE.get(kind)  # type: ignore[arg-type]
+    if cls is None:
+        return None  # no type, or one this version does not know
+    try:
+        fast = _FAST.get(kind)  # type: ignore[arg-type]
+        block: ContentBlock = _build(cls, data, clean) if fast is None else fast(data, clean)
+    except (NotStoredForm, KeyError):
+        return None
+    return block
+
+
 def tool_output_text(output: Any) -> str:
     """Render a tool result's output as the text a model would read."""
     if output is None:
@@ -197,5 +469,7 @@ __all__ = [
     "ToolCallBlock",
     "ToolResultBlock",
     "VideoBlock",
+    "block_from_stored",
+    "make_block",
     "tool_output_text",
 ]

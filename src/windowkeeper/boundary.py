@@ -96,6 +96,25 @@ def clean_json(value: Any, *, _depth: int = 0) -> Any:
     allocation. Raises `ValueError` for data nested deeper than 240 levels (or cyclic), which nothing could
     serialize.
     """
+    kind = type(value)
+    if kind is str:
+        return value if value.isascii() else clean_text(value)
+    if kind is int or kind is float or kind is bool or value is None:
+        return value  # the common leaves first: this walk runs on every tool call read back
+    if kind is dict and _depth < _WALK_LIMIT:
+        copied: dict[Any, Any] | None = None
+        for key, item in value.items():
+            new_key = key if type(key) is not str or key.isascii() else clean_text(key)
+            new_item = item if type(item) is str and item.isascii() else clean_json(item, _depth=_depth + 1)
+            if copied is None and (new_key is not key or new_item is not item):
+                copied = {}
+                for done_key, done_item in value.items():  # copy what came before unchanged, then continue
+                    if done_key is key:
+                        break
+                    copied[done_key] = done_item
+            if copied is not None:
+                copied[new_key] = new_item
+        return value if copied is None else copied
     if isinstance(value, str):
         return clean_text(value)
     if isinstance(value, dict):

@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, SupportsIndex, overload
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
 from .blocks import (
     MEDIA_BLOCK_TYPES,
@@ -35,6 +35,7 @@ from .blocks import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    block_from_stored,
     tool_output_text,
 )
 from .boundary import clean_id, clean_json, clean_text
@@ -319,6 +320,51 @@ class Message(BaseModel):
     # -- constructors -------------------------------------------------------------------------------------
 
     @classmethod
+    def from_blocks(
+        cls, role: str, content: Sequence[ContentBlock], *, message_id: str, timestamp: float | None
+    ) -> Message:
+        """``Message(role=..., content=..., message_id=..., timestamp=...)`` for blocks that are already built
+        (block objects, not dicts), without validating them again; anything unexpected goes to the constructor.
+
+        For the library's own readers that build many messages (a reopened memory's compacted events).
+        """
+        blocks = BlockList(content)
+        if (
+            type(role) is str and role in _ROLE_SET and type(message_id) is str
+            and (timestamp is None or type(timestamp) is float)
+            and all([type(block) in _BLOCK_TYPE_SET for block in blocks])
+        ):
+            fields = {
+                "message_id": message_id if message_id.isascii() else clean_id(message_id), "role": role,
+                "content": blocks, "delta": False,
+                "tools_calls": None, "reasoning": None, "timestamp": timestamp, "metadata": {}, "usages": None,
+                "raw": None,
+            }
+            message = _make_message(fields)
+            _set_attribute(message, "__pydantic_fields_set__", {"message_id", "role", "content", "timestamp"})
+            return message
+        return cls(role=role, content=list(content), message_id=message_id, timestamp=timestamp)  # type: ignore[arg-type]
+
+    @classmethod
+    def from_stored(cls, data: Any, *, clean: bool = True, fingerprint: str | None = None) -> Message:
+        """The message whose ``model_dump(mode="json")`` is ``data`` (decoded JSON), built cheaply when it is in
+        exactly that form, else validated in full (which raises `pydantic.ValidationError` for bad data).
+
+        Reading a stored history builds every message again, and validation was most of the cost of reopening a
+        session (a validator call per text field, a constructor per block). Here each value is checked to have the
+        type the dump writes and gets the same boundary rule, so the result equals ``model_validate(data)``
+        (``==``, fingerprint, fields set); anything else (records of other versions, hand edits) is validated.
+        ``clean=False`` skips the boundary rule: only for data decoded by a parser that refuses lone surrogates.
+        ``fingerprint``, when known for exactly this data (stored with it), is memoized on the message.
+        """
+        message = message_from_stored(data, clean) if type(data) is dict else None
+        if message is None:
+            message = cls.model_validate(data)
+        if fingerprint is not None:
+            message.__pydantic_private__["_fingerprint"] = fingerprint  # type: ignore[index]
+        return message
+
+    @classmethod
     def text_message(
         cls,
         text: str,
@@ -421,4 +467,86 @@ class Message(BaseModel):
         return self.model_copy(update=update)  # a content update clears the copy's fingerprint
 
 
-__all__ = ["ROLES", "BlockList", "Message", "Role", "TokenUsages", "edit_epoch", "edited_since"]
+_MESSAGE_FIELDS = (
+    "message_id", "role", "content", "delta", "tools_calls", "reasoning", "timestamp", "metadata", "usages", "raw",
+)
+_MESSAGE_KEYS = frozenset(_MESSAGE_FIELDS)
+_MESSAGE_FIELD_SET = set(_MESSAGE_FIELDS)
+_ROLE_SET = frozenset(ROLES)
+_BLOCK_TYPE_SET = frozenset(_BLOCK_TYPES)
+_set_attribute = object.__setattr__
+
+
+def message_from_stored(data: dict[str, Any], clean: bool = True) -> Message | None:
+    """`Message.from_stored` without the fallback: ``None`` unless ``data`` is a dump's complete, exact form
+    (for a reader whose fallback is another validation, e.g. ``model_validate_json`` of the text it decoded)."""
+    if data.keys() != _MESSAGE_KEYS:
+        return None
+    role = data["role"]
+    content = data["content"]
+    message_id = data["message_id"]
+    tools_calls = data["tools_calls"]
+    reasoning = data["reasoning"]
+    timestamp = data["timestamp"]
+    metadata = data["metadata"]
+    usages = data["usages"]
+    raw = data["raw"]
+    if (
+        type(role) is not str
+        or role not in _ROLE_SET
+        or type(content) is not list
+        or (type(message_id) is not str and type(message_id) is not int)
+        or type(data["delta"]) is not bool
+        or (
+            tools_calls is not None
+            and (type(tools_calls) is not list or not all(type(c) is dict for c in tools_calls))
+        )
+        or (reasoning is not None and type(reasoning) is not str)
+        or (timestamp is not None and type(timestamp) is not float)
+        or type(metadata) is not dict
+        or (raw is not None and type(raw) is not dict)
+        or (usages is not None and type(usages) is not dict)
+    ):
+        return None
+    blocks = BlockList()
+    for item in content:
+        block = block_from_stored(item, clean=clean)
+        if block is None:
+            return None
+        list.append(blocks, block)
+    if usages is not None:  # a model of its own (extra fields allowed): validated, errors reported by the caller's
+        try:
+            usages = TokenUsages.model_validate(usages)
+        except ValidationError:
+            return None
+    # new containers where validation makes them (their values shared, as validation leaves them)
+    fields = {
+        "message_id": message_id, "role": role, "content": blocks, "delta": data["delta"],
+        "tools_calls": None if tools_calls is None else [dict(call) for call in tools_calls],
+        "reasoning": reasoning, "timestamp": timestamp, "metadata": dict(metadata) if metadata else {},
+        "usages": usages, "raw": None if raw is None else dict(raw),
+    }
+    if clean:  # what model_post_init does for validated messages
+        for name in _CLEANED:
+            value = fields[name]
+            if value:
+                fields[name] = _clean_field(name, value)
+    return _make_message(fields)
+
+
+def _make_message(fields: dict[str, Any]) -> Message:
+    """A `Message` holding ``fields`` (all of them, validated and cleaned, ``content`` a new `BlockList`)."""
+    message = Message.__new__(Message)
+    _set_attribute(message, "__dict__", fields)
+    _set_attribute(message, "__pydantic_fields_set__", _MESSAGE_FIELD_SET.copy())
+    _set_attribute(message, "__pydantic_extra__", None)
+    _set_attribute(message, "__pydantic_private__", {"_fingerprint": None})
+    fields["content"]._own(message)
+    return message
+
+
+
+
+__all__ = [
+    "ROLES", "BlockList", "Message", "Role", "TokenUsages", "edit_epoch", "edited_since", "message_from_stored",
+]

@@ -282,7 +282,7 @@ class Checkpointer(BaseCheckpointer):
     @staticmethod
     def _inline(thread_id: str, entry: dict[str, Any]) -> Message:
         try:
-            message = Message.model_validate(entry.get("m"))
+            message = Message.from_stored(entry.get("m"))  # cheap for what Message wrote, else validated
         except ValidationError as exc:
             raise StorageError(
                 f"thread {thread_id!r}: a message stored in the checkpoint does not validate: {exc}",

@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from ..blocks import (
     AudioBlock,
+    ContentBlock,
     DocumentBlock,
     ErrorBlock,
     ImageBlock,
@@ -24,6 +25,7 @@ from ..blocks import (
     ToolCallBlock,
     ToolResultBlock,
     VideoBlock,
+    make_block,
     tool_output_text,
 )
 from ..boundary import clean_id, clean_json
@@ -187,16 +189,20 @@ def event_to_message(event: Mapping[str, Any], *, for_counting: bool = False) ->
     msg = event["message"]
     text = str(msg.get("content") or "")
     role = msg["role"]
-    blocks: list[Any] = []
+    # `make_block` / `Message.from_blocks`: the same message as the constructors give, without a validator call
+    # per field (a reopened session builds every compacted event this way)
+    blocks: list[ContentBlock] = []
     ids = result_ids(event) if role == "tool" else []
     if ids and not for_counting:
-        blocks.append(ToolResultBlock(call_id=ids[0], output=text))
-        blocks.extend(ToolResultBlock(call_id=i, output="") for i in ids[1:])
+        blocks.append(make_block("tool_result", call_id=ids[0], output=text))
+        blocks.extend(make_block("tool_result", call_id=i, output="") for i in ids[1:])
     elif text:
-        blocks.append(TextBlock(text=text))
+        blocks.append(make_block("text", text=text))
     if role == "assistant" and not (for_counting and msg.get("calls_in_content")):
-        blocks.extend(ToolCallBlock(id=cid, name=name, args=args) for cid, name, args in event_tool_calls(event))
-    return Message(message_id=str(msg["id"]), role=role, content=blocks, timestamp=None)
+        blocks.extend(
+            make_block("tool_call", id=cid, name=name, args=args) for cid, name, args in event_tool_calls(event)
+        )
+    return Message.from_blocks(role, blocks, message_id=str(msg["id"]), timestamp=None)
 
 
 SOURCE_TEXT_KEY = "source_text"

@@ -47,7 +47,7 @@ def view_message(doc: Mapping[str, Any]) -> Message:
         return Message.text_message(summary.render(), role="system", message_id=f"summary:{summary.id}", timestamp=None)
     source = None if is_compacted(doc["event"]) else full_source(doc)
     if source is not None:
-        return Message.model_validate(source)
+        return Message.from_stored(source)  # validated in full unless in the exact form Message wrote
     return event_to_message(doc["event"])
 
 

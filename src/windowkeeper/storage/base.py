@@ -27,11 +27,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, from_json
 
 from ..boundary import MAX_DOC_DEPTH, MAX_JSON_DEPTH, clean_text, has_lone_surrogate, json_depth, json_problem
 from ..errors import ConfigurationError, StorageError
-from ..messages import Message
+from ..messages import Message, message_from_stored
 
 
 class ConflictError(StorageError):
@@ -468,7 +468,15 @@ def decode_message(thread_id: str, body: str | bytes, position: int) -> Message:
     """
     core, fingerprint = _unstamp(body)
     try:
-        message = Message.model_validate_json(core)
+        # the cheap read of what Message wrote (see Message.from_stored); pydantic's parser refuses lone
+        # surrogates, so the text needs no cleaning, and anything else is validated from the text as before
+        data = from_json(core)
+    except ValueError:
+        data = None
+    message = message_from_stored(data, clean=False) if type(data) is dict else None
+    try:
+        if message is None:
+            message = Message.model_validate_json(core)
     except ValidationError as exc:
         raise StorageError(
             f"thread {thread_id!r}: stored message #{position} does not validate as a Message "
@@ -511,6 +519,20 @@ def encode_doc(doc: object, *, key: str, what: str = "record") -> str:
 
 
 def decode_doc(body: str | bytes, *, key: str, what: str = "record") -> dict[str, Any]:
+    """The stored document ``body`` decodes to; `StorageError` naming ``key`` when it is not a JSON object.
+
+    pydantic's parser decodes about twice as fast as `json.loads` and gives the same values for every document
+    it accepts; it refuses lone surrogates (a ``"\\ud800"`` escape, which only a hand-edited row holds) and
+    nesting beyond 200 levels, so those, and anything malformed, are decoded by `json.loads` as before (same
+    values, same errors).
+    """
+    try:
+        value = from_json(body)
+    except ValueError:
+        pass
+    else:
+        if isinstance(value, dict):
+            return value
     try:
         value = json.loads(body)
     except RecursionError as exc:
