@@ -210,9 +210,13 @@ def _opt_int(value: Any, clean: bool) -> Any:
     raise NotStoredForm
 
 
+_STR_ONLY = frozenset({str})
+"""Key types a decoded JSON object has (checked in C: ``issuperset(map(type, keys))``)."""
+
+
 def _json_dict(value: Any, clean: bool) -> Any:
     # a new dict, its values shared, as validating ``dict[str, Any]`` gives
-    if type(value) is not dict or any(type(key) is not str for key in value):
+    if type(value) is not dict or (value and not _STR_ONLY.issuperset(map(type, value))):
         raise NotStoredForm
     return dict(clean_json(value)) if clean else dict(value)
 
@@ -223,7 +227,7 @@ def _json_copy(value: Any, clean: bool, depth: int = 0) -> Any:
     if kind is str:
         return clean_text(value) if clean else value
     if kind is dict:
-        if depth >= _COPY_DEPTH or not all(type(k) is str for k in value):
+        if depth >= _COPY_DEPTH or (value and not _STR_ONLY.issuperset(map(type, value))):
             raise NotStoredForm
         return {(clean_text(k) if clean else k): _json_copy(v, clean, depth + 1) for k, v in value.items()}
     if kind is list:

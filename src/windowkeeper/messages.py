@@ -332,7 +332,7 @@ class Message(BaseModel):
         if (
             type(role) is str and role in _ROLE_SET and type(message_id) is str
             and (timestamp is None or type(timestamp) is float)
-            and all([type(block) in _BLOCK_TYPE_SET for block in blocks])
+            and _BLOCK_TYPE_SET.issuperset(map(type, blocks))
         ):
             fields = {
                 "message_id": message_id if message_id.isascii() else clean_id(message_id), "role": role,
@@ -474,6 +474,7 @@ _MESSAGE_KEYS = frozenset(_MESSAGE_FIELDS)
 _MESSAGE_FIELD_SET = set(_MESSAGE_FIELDS)
 _ROLE_SET = frozenset(ROLES)
 _BLOCK_TYPE_SET = frozenset(_BLOCK_TYPES)
+_DICT_ONLY = frozenset({dict})
 _set_attribute = object.__setattr__
 
 
@@ -499,7 +500,7 @@ def message_from_stored(data: dict[str, Any], clean: bool = True) -> Message | N
         or type(data["delta"]) is not bool
         or (
             tools_calls is not None
-            and (type(tools_calls) is not list or not all(type(c) is dict for c in tools_calls))
+            and (type(tools_calls) is not list or not _DICT_ONLY.issuperset(map(type, tools_calls)))
         )
         or (reasoning is not None and type(reasoning) is not str)
         or (timestamp is not None and type(timestamp) is not float)
