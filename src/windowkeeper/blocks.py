@@ -405,10 +405,20 @@ def make_block(kind: str, **values: Any) -> ContentBlock:
     For code of this library that builds many blocks from its own stored data (a reopened memory builds every
     compacted event this way): the block equals the one the constructor builds. Anything else: use the classes.
     """
-    if kind == "text" and len(values) == 1:  # the most common call, kept to one check
+    # the calls a reopened memory makes for every compacted event, each kept to a few checks
+    if kind == "text" and len(values) == 1:
         text = values.get("text")
         if type(text) is str:
             return _make(TextBlock, {"type": "text", "text": clean_text(text), "annotations": []}, {"text"})  # type: ignore[no-any-return]
+    elif kind == "tool_result" and len(values) == 2:
+        call_id, output = values.get("call_id"), values.get("output")
+        if type(call_id) is str and type(output) is str:
+            return _make(  # type: ignore[no-any-return]
+                ToolResultBlock,
+                {"type": "tool_result", "call_id": clean_id(call_id), "output": clean_text(output),
+                 "status": "completed", "name": None},
+                {"call_id", "output"},
+            )
     try:
         block: ContentBlock = _FAST[kind]({**_FULL_DEFAULTS[kind], **values}, True)
         _set_attribute(block, "__pydantic_fields_set__", set(values))  # as the constructor records it

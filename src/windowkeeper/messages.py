@@ -340,9 +340,7 @@ class Message(BaseModel):
                 "tools_calls": None, "reasoning": None, "timestamp": timestamp, "metadata": {}, "usages": None,
                 "raw": None,
             }
-            message = _make_message(fields)
-            _set_attribute(message, "__pydantic_fields_set__", {"message_id", "role", "content", "timestamp"})
-            return message
+            return _make_message(fields, {"message_id", "role", "content", "timestamp"})
         return cls(role=role, content=list(content), message_id=message_id, timestamp=timestamp)  # type: ignore[arg-type]
 
     @classmethod
@@ -535,11 +533,12 @@ def message_from_stored(data: dict[str, Any], clean: bool = True) -> Message | N
     return _make_message(fields)
 
 
-def _make_message(fields: dict[str, Any]) -> Message:
-    """A `Message` holding ``fields`` (all of them, validated and cleaned, ``content`` a new `BlockList`)."""
+def _make_message(fields: dict[str, Any], fields_set: set[str] | None = None) -> Message:
+    """A `Message` holding ``fields`` (all of them, validated and cleaned, ``content`` a new `BlockList`);
+    ``fields_set`` as the constructor records it (default: every field, as validating a dump records it)."""
     message = Message.__new__(Message)
     _set_attribute(message, "__dict__", fields)
-    _set_attribute(message, "__pydantic_fields_set__", _MESSAGE_FIELD_SET.copy())
+    _set_attribute(message, "__pydantic_fields_set__", _MESSAGE_FIELD_SET.copy() if fields_set is None else fields_set)
     _set_attribute(message, "__pydantic_extra__", None)
     _set_attribute(message, "__pydantic_private__", {"_fingerprint": None})
     fields["content"]._own(message)
