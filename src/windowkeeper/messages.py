@@ -260,6 +260,19 @@ class Message(BaseModel):
     # "_edited" (the edit epoch of the last in-place edit) is written into the private dict only when an edit
     # happens: a second declared private attribute would double the cost of constructing every message
 
+    def __eq__(self, other: object) -> bool:
+        """Equal fields, equal messages: pydantic would also compare the private memo and edit stamp, so a message
+        that had computed its fingerprint was unequal to an identical one that had not."""
+        if not isinstance(other, Message):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self.__dict__ == other.__dict__
+            and self.__pydantic_extra__ == other.__pydantic_extra__
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: unhashable, as pydantic makes it
+
     def model_post_init(self, context: Any, /) -> None:
         """Apply the boundary rule to this message's own fields and adopt its content list.
 

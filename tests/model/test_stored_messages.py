@@ -384,3 +384,13 @@ def test_the_message_log_reads_rows_back_as_validation_does() -> None:
 def test_values_json_does_not_decode_to_are_left_to_validation(output: Any) -> None:
     data = {"type": "tool_result", "call_id": "c", "output": output, "status": "completed", "name": None}
     assert block_from_stored(data) is None
+
+
+def test_equality_ignores_the_fingerprint_memo() -> None:
+    from windowkeeper import Message
+
+    a = Message.text_message("same words", message_id="m1", timestamp=1.0)
+    b = a.model_copy()
+    a.fingerprint()
+    assert a == b and not (a != b)
+    assert a != Message.text_message("other words", message_id="m1", timestamp=1.0)
