@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from recall_chat import FACT, turn_text
-from windowkeeper import AgentState, ConfigurationError, Message, ToolCallBlock, ToolResultBlock
+from recall_chat import FACT, tool_step, turn_text
+from windowkeeper import AgentState, ConfigurationError, Message, ToolResultBlock
 from windowkeeper.context import MessageContextManager, SummaryContextManager, TokenBudgetContextManager
 from windowkeeper.context.base import BaseContextManager
 from windowkeeper.context.message import fit_recall
@@ -101,15 +101,7 @@ def test_recall_stays_byte_identical_through_the_turns_tool_steps(kind: str) -> 
     state = ask(manager, chat(manager, 60))
     first = next(m for m in state.context if m.message_id == "recall:q")
     for step in range(10):
-        call = Message(
-            role="assistant",
-            content=[ToolCallBlock(id=f"c{step}", name="lookup", args={"n": step})],
-            message_id=f"c{step}",
-        )
-        result = Message.tool_message(
-            [ToolResultBlock(call_id=f"c{step}", output=f"row {step} " * 40)], message_id=f"r{step}"
-        )
-        state.context = [*state.context, call, result]
+        state.context = [*state.context, *tool_step(step)]
         state = manager.trim_context(state)
         recalls = [m for m in state.context if m.message_id == "recall:q"]
         assert len(recalls) == 1 and recalls[0] is first  # the same object: byte for byte, never rebuilt

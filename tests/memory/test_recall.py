@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from recall_chat import FACT, turn_text
-from windowkeeper import AgentState, Message, ToolCallBlock, ToolResultBlock
+from recall_chat import FACT, tool_step, turn_text
+from windowkeeper import AgentState, Message
 from windowkeeper.context.recall import RECALL_HEADER, Recall, is_recall
 from windowkeeper.graph import Agent, StateGraph
 from windowkeeper.llm import ScriptedClient
@@ -72,15 +72,7 @@ async def test_the_recall_message_is_byte_identical_through_the_turns_tool_steps
     state = await ask(manager, await chat(manager, 60))
     first = next(m for m in state.context if m.message_id == "recall:q")
     for step in range(12):  # enough tool output to make the memory compact during the turn
-        call = Message(
-            role="assistant",
-            content=[ToolCallBlock(id=f"c{step}", name="lookup", args={"n": step})],
-            message_id=f"c{step}",
-        )
-        result = Message.tool_message(
-            [ToolResultBlock(call_id=f"c{step}", output=f"row {step} " * 40)], message_id=f"r{step}"
-        )
-        state.context = [*state.context, call, result]
+        state.context = [*state.context, *tool_step(step)]
         state = await manager.atrim_context(state)
         recalls = [m for m in state.context if m.message_id == "recall:q"]
         assert len(recalls) == 1 and recalls[0] is first
