@@ -546,6 +546,11 @@ def message_from_stored(data: dict[str, Any], clean: bool = True) -> Message | N
     return _make_message(fields)
 
 
+def same_message(a: Message, b: Message) -> bool:
+    """Whether ``b`` is ``a`` or an equal copy (same id, same content): a view read back from a checkpointer."""
+    return a is b or (a.message_id == b.message_id and a.fingerprint() == b.fingerprint())
+
+
 def _make_message(fields: dict[str, Any], fields_set: set[str] | None = None) -> Message:
     """A `Message` holding ``fields`` (all of them, validated and cleaned, ``content`` a new `BlockList`);
     ``fields_set`` as the constructor records it (default: every field, as validating a dump records it)."""
@@ -558,8 +563,7 @@ def _make_message(fields: dict[str, Any], fields_set: set[str] | None = None) ->
     return message
 
 
-
-
 __all__ = [
     "ROLES", "BlockList", "Message", "Role", "TokenUsages", "edit_epoch", "edited_since", "message_from_stored",
+    "same_message",
 ]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..messages import Message
+from ..messages import Message, same_message
 from ..prompt import summary_tokens
 from ..prompt.recall import is_recall
 from ..summarize.limits import DEFAULT_INPUT_LIMIT, newest_within
@@ -90,18 +90,6 @@ class Segment:
 
     def __repr__(self) -> str:
         return f"Segment({self.kind!r}, {len(self.messages)} messages, {self.tokens} tokens, cleared={self.cleared})"
-
-
-def fingerprint_of(message: Message) -> str:
-    """`Message.fingerprint`, read from the memo directly when set (a reloaded message brings it from the store)."""
-    private = message.__pydantic_private__
-    fp = private.get("_fingerprint") if private is not None else None
-    return fp if fp is not None else message.fingerprint()
-
-
-def same_message(a: Message, b: Message) -> bool:
-    """Whether ``b`` is ``a`` or an equal copy (same id, same content): a view read back from a checkpointer."""
-    return a is b or (a.message_id == b.message_id and fingerprint_of(a) == fingerprint_of(b))
 
 
 def segments(

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from .._bridge import in_running_loop, run_sync
 from .._validate import check_int, check_timeout
 from ..errors import ConfigurationError
-from ..messages import Message, edit_epoch, edited_since
+from ..messages import Message, edit_epoch, edited_since, same_message
 from ..prompt import SystemCost, summary_tokens, system_costs, system_message_text, tool_schema_tokens
 from ..state import AgentState
 from ..summarize.failsafe import call_summarizer, condense_input
@@ -43,10 +43,8 @@ from ._compaction import (
     SummaryRequest,
     compact,
     extend_segments,
-    fingerprint_of,
     finish,
     plan_cold,
-    same_message,
 )
 from .base import BaseContextManager, S, adapt_summarizer
 from .metrics import TrimMetrics, thread_key
@@ -155,7 +153,7 @@ class _Keys:
         if known < len(view):
             rest = view[known:]
             self.ids.extend(map(_ID, rest))
-            self.fingerprints.extend(map(fingerprint_of, rest))
+            self.fingerprints.extend(map(Message.fingerprint, rest))
         return self.ids, self.fingerprints
 
 
@@ -182,7 +180,6 @@ def _extends(messages: Sequence[Message], prefix: tuple[Message, ...], keys: _Ke
     if fingerprints is not None and mine == fingerprints:
         return True
     return all(map(same_message, prefix, head))
-
 
 
 def _count_arrived(

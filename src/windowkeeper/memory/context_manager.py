@@ -19,7 +19,6 @@ keep seeing what was recalled for it. Only if the view grows until it and the re
 from __future__ import annotations
 
 import logging
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +28,7 @@ from ..context.base import BaseContextManager
 from ..context.message import make_recall
 from ..context.recall import Recall, join_recall, newest_user, place_recall
 from ..errors import ConfigurationError
-from ..messages import Message
+from ..messages import Message, same_message
 from ..prompt.recall import is_recall
 from ..state import AgentState
 from .backends import InMemoryMemory
@@ -54,14 +53,7 @@ class _RecallTrack:
 
 def _extends(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
     """Whether ``messages`` starts with ``prefix`` (the same objects, or equal ones after a reload)."""
-    if len(messages) < len(prefix):
-        return False
-    if all(map(operator.is_, messages, prefix)):
-        return True
-    return all(
-        a is b or (a.message_id == b.message_id and a.fingerprint() == b.fingerprint())
-        for a, b in zip(messages, prefix, strict=False)
-    )
+    return len(messages) >= len(prefix) and all(map(same_message, messages, prefix))
 
 
 class MemoryContextManager(BaseContextManager[AgentState]):
