@@ -108,11 +108,7 @@ class MessageContextManager(BaseContextManager[S]):
         if selected is not None:
             kept = {m.message_id for m in selected}
             recall.left(key, [m for m in context if m.message_id not in kept])
-        budget = self.recall_budget
-        fitted = fit_recall(view, budget, recall.counter)
-        placed = place_recall(recall, key, fitted, lambda: budget - recall.counter.count_messages(fitted))
-        if placed is not None:
-            return placed[0]
+        fitted = fit_and_place(recall, key, view, self.recall_budget)
         return fitted if fitted is not view else selected
 
     async def atrim_context(self, state: S) -> S:
@@ -143,6 +139,18 @@ def fit_recall(messages: list[Message], budget: int, counter: TokenCounter, *, e
     return [m for m in messages if id(m) not in drop] if drop else messages
 
 
+def fit_and_place(
+    recall: Recall, thread: str, messages: list[Message], budget: int, *, extra: int = 0
+) -> list[Message]:
+    """``messages`` fitted to ``budget`` (`fit_recall`) with the recall message for a new user message placed,
+    sized to what they and ``extra`` tokens (a summary sent beside them) leave; ``messages`` itself when neither
+    step changes it. The recall step of every manager whose trigger does not count recall messages."""
+    counter = recall.counter
+    fitted = fit_recall(messages, budget, counter, extra=extra)
+    placed = place_recall(recall, thread, fitted, lambda: budget - counter.count_messages(fitted) - extra)
+    return placed[0] if placed is not None else fitted
+
+
 def make_recall(recall: object, counter: TokenCounter | None) -> Recall | None:
     """The `Recall` a manager's ``recall`` argument asks for: a new one for True, the given one, or None."""
     if isinstance(recall, Recall):
@@ -152,4 +160,4 @@ def make_recall(recall: object, counter: TokenCounter | None) -> Recall | None:
     return Recall(counter) if recall else None
 
 
-__all__ = ["MessageContextManager", "check_non_negative_int", "fit_recall", "make_recall"]
+__all__ = ["MessageContextManager", "check_non_negative_int", "fit_and_place", "fit_recall", "make_recall"]

@@ -42,9 +42,9 @@ from ..summarize.failsafe import FAILURE_LOG, call_summarizer, condense_input
 from ..tokens import TokenCounter
 from ._policy import remove_completed_tool_sequences, split_system, summary_cut
 from .base import BaseContextManager, S, adapt_summarizer
-from .message import check_non_negative_int, fit_recall, make_recall
+from .message import check_non_negative_int, fit_and_place, make_recall
 from .metrics import thread_key
-from .recall import Recall, join_recall, place_recall, split_recall
+from .recall import Recall, join_recall, split_recall
 
 logger = logging.getLogger(__name__)
 
@@ -392,17 +392,10 @@ class SummaryContextManager(BaseContextManager[S]):
         what the view and the summary leave of the budget."""
         recall = self.recall
         assert recall is not None and self.recall_budget is not None
-        budget = self.recall_budget
         summary = state.context_summary
-        count = recall.counter
-        summary_tokens = count.count_text(summary) if summary else 0
+        summary_tokens = recall.counter.count_text(summary) if summary else 0
         context = list(state.context)
-        view = fit_recall(context, budget, count, extra=summary_tokens)
-        placed = place_recall(
-            recall, thread_key(state), view, lambda: budget - count.count_messages(view) - summary_tokens
-        )
-        if placed is not None:
-            view = placed[0]
+        view = fit_and_place(recall, thread_key(state), context, self.recall_budget, extra=summary_tokens)
         if view is not context:
             state.context = view
 
