@@ -335,12 +335,7 @@ def _build(cls: type[BaseModel], data: Any, clean: bool) -> Any:
     if type(data) is not dict or data.keys() != checks.keys():
         raise NotStoredForm
     values = {name: data[name] if check is None else check(data[name], clean) for name, check in checks.items()}
-    obj = cls.__new__(cls)
-    _set_attribute(obj, "__dict__", values)
-    _set_attribute(obj, "__pydantic_fields_set__", _FIELD_SETS[cls].copy())
-    _set_attribute(obj, "__pydantic_extra__", None)
-    _set_attribute(obj, "__pydantic_private__", None)
-    return obj
+    return _make(cls, values)
 
 
 def _make(cls: type[BaseModel], values: dict[str, Any], fields_set: set[str] | None = None) -> Any:

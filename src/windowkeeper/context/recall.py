@@ -203,7 +203,7 @@ class Recall:
         users = 0
         labelled = 0
         for msg in batch:
-            if msg.metadata.get(MARK_KEY) == RECALL_MARK:
+            if is_recall(msg):
                 continue
             labelled += 1
             if msg.role == "user":
