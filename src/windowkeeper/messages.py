@@ -474,8 +474,13 @@ class Message(BaseModel):
 
     def with_content(self, content: Sequence[ContentBlock], **changes: Any) -> Message:
         """A copy with other content (same id), as used when a view replaces a message's body."""
-        update: dict[str, Any] = {"content": list(content), **changes}
-        return self.model_copy(update=update)  # a content update clears the copy's fingerprint
+        # built directly rather than through ``model_copy``: a budget manager makes one per cleared tool result,
+        # and pydantic's copy (plus a second content list for the update) cost more than the rest of the pointer
+        unknown = changes.keys() - _MESSAGE_KEYS
+        if unknown:
+            raise TypeError(f"with_content() got unknown message field(s) {sorted(unknown)}; use {_MESSAGE_FIELDS}")
+        fields = {**self.__dict__, **changes, "content": BlockList(content)}
+        return _make_message(fields, {*self.__pydantic_fields_set__, "content", *changes})
 
 
 _MESSAGE_FIELDS = (
