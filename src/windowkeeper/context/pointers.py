@@ -34,6 +34,7 @@ OFFLOAD_KEY = "windowkeeper_offload"
 
 OffloadKind = Literal["cleared", "truncated"]
 
+_ARGS_PREVIEW_CHARS = 200
 _FIRST_LINE_CHARS = 160
 _MAX_CUT_ROUNDS = 8
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s")
@@ -46,6 +47,7 @@ DEFAULT_OFFLOAD_CACHE_BYTES = 8 * 1024 * 1024
 _MESSAGE_BYTES = 600
 """Rough fixed cost of one cached message object (the model, its lists and dicts), added to its text size."""
 _JSON = json.JSONEncoder(ensure_ascii=False)
+_SORTED_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
 _LOOSE_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 """Encoders built once (``json.dumps`` with options builds one per call; the output is the same)."""
 
@@ -70,22 +72,31 @@ def _first_line(text: str) -> str:
     return ""
 
 
+def _call_signature(name: str | None, call: ToolCallBlock | None) -> str:
+    shown = name or (call.name if call else None) or "tool"
+    if call is None or not call.args:
+        return f"{shown}()"
+    args = _SORTED_JSON.encode(call.args)
+    if len(args) > _ARGS_PREVIEW_CHARS:
+        args = args[: _ARGS_PREVIEW_CHARS - 1] + "…"
+    return f"{shown}({args})"
+
+
 def pointer_text(result: ToolResultBlock, call: ToolCallBlock | None) -> str:
     """The stand-in a model reads instead of a cleared tool output.
 
-    It names the tool, gives the size and first line (so the model can tell whether it needs the output again)
-    and says how to get the output back: the recall tool (`windowkeeper.tools.recall_tool`) restores it by the
-    call id. The arguments are not repeated: the call that carries them stays in the view with its result (a
-    tool turn is kept or dropped whole), and repeating them made a pointer about 40% larger.
+    It names the call and its arguments (so the model can re-run it), gives the size and first line (so the
+    model can tell whether it needs the output again) and says how to get the output back: the recall tool
+    (`windowkeeper.tools.recall_tool`) restores it by the call id.
     """
     text = tool_output_text(result.output)
     lines = text.count("\n") + 1 if text else 0
     first = _first_line(text)
-    name = result.name or (call.name if call else None) or "tool"
     return (
-        f"[tool result cleared from context: {name} returned {len(text)} chars in {lines} lines; first line: "
-        f"{_JSON.encode(first)}. The full output is kept: restore it with "
-        f"{RESTORE_TOOL}(pointer_id={json.dumps(result.call_id)}) or re-run the call.]"
+        f"[tool result cleared from context: {_call_signature(result.name, call)} returned "
+        f"{len(text)} chars in {lines} lines; first line: {_JSON.encode(first)}. "
+        f"The full output is kept: restore it with {RESTORE_TOOL}(pointer_id={json.dumps(result.call_id)}) or re-run "
+        "the call.]"
     )
 
 
