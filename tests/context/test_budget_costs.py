@@ -9,8 +9,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from windowkeeper.blocks import ToolCallBlock, ToolResultBlock
+from windowkeeper.context import pointers
 from windowkeeper.context.budget import TokenBudgetContextManager
 from windowkeeper.context.pointers import OffloadStore, approx_bytes, is_offloaded, offload_info
 from windowkeeper.errors import ConfigurationError
@@ -268,3 +271,16 @@ def test_pointer_records_its_originals_fingerprint() -> None:
     for pointer in (m for m in state.context if is_offloaded(m)):
         info = offload_info(pointer)
         assert info is not None and info["original"] == by_id[pointer.message_id].fingerprint()
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab \t\n\r\x0b\x0c\x1c\x85\u2028")), max_size=60), st.integers(1, 20))
+def test_pointer_first_line_reads_only_a_head_and_matches_a_full_split(text: str, scan: int) -> None:
+    """The pointer's first line comes from a split of the output's head when that decides it; same answer always."""
+    expected = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(expected) > pointers._FIRST_LINE_CHARS:
+        expected = expected[: pointers._FIRST_LINE_CHARS - 1] + "…"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pointers, "_FIRST_LINE_SCAN", scan)
+        assert pointers._first_line(text) == expected
+    assert pointers._first_line("\n" * 100_000 + "  found  \nrest") == "found"

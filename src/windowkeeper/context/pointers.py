@@ -36,6 +36,7 @@ OffloadKind = Literal["cleared", "truncated"]
 
 _ARGS_PREVIEW_CHARS = 200
 _FIRST_LINE_CHARS = 160
+_FIRST_LINE_SCAN = 4096
 _MAX_CUT_ROUNDS = 8
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s")
 _MIN_SENTENCE_CHARS = 24
@@ -63,13 +64,28 @@ def is_offloaded(message: Message) -> bool:
 
 
 def _first_line(text: str) -> str:
-    for line in text.splitlines():
+    """The first non-blank line of ``text``, stripped and clipped to `_FIRST_LINE_CHARS`.
+
+    A tool output can be megabytes; splitting all of it into lines to read the first one allocated every line, so
+    only a head is split when the answer is in its complete lines (the same lines a full split gives).
+    """
+    head = text[:_FIRST_LINE_SCAN]
+    lines = head.splitlines()
+    cut = len(head) < len(text)
+    if cut:
+        lines.pop()  # possibly cut short: judged from the whole text when no earlier line is kept
+    found = _first_nonblank(lines)
+    if found is None and cut:
+        found = _first_nonblank(text.splitlines())
+    return found or ""
+
+
+def _first_nonblank(lines: Iterable[str]) -> str | None:
+    for line in lines:
         stripped = line.strip()
         if stripped:
-            if len(stripped) > _FIRST_LINE_CHARS:
-                return stripped[: _FIRST_LINE_CHARS - 1] + "…"
-            return stripped
-    return ""
+            return stripped if len(stripped) <= _FIRST_LINE_CHARS else stripped[: _FIRST_LINE_CHARS - 1] + "…"
+    return None
 
 
 def _call_signature(name: str | None, call: ToolCallBlock | None) -> str:
