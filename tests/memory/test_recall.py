@@ -11,7 +11,8 @@ from windowkeeper import AgentState, Message
 from windowkeeper.context.recall import RECALL_HEADER, Recall, is_recall
 from windowkeeper.graph import Agent, StateGraph
 from windowkeeper.llm import ScriptedClient
-from windowkeeper.memory import InMemoryMemory, MemoryContextManager, SQLiteMemory
+from windowkeeper.memory import InMemoryMemory, MemoryContextManager, SQLiteMemory, context_manager
+from windowkeeper.state import ExecMeta
 from windowkeeper.tools import recall_tool
 from windowkeeper.units import validate
 
@@ -164,3 +165,22 @@ async def test_recall_never_changes_what_the_memory_keeps() -> None:
         for state in states:
             state.context = [*state.context, reply]
     assert asked
+
+
+async def test_recall_state_is_kept_for_a_bounded_number_of_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server sees many sessions: the oldest session's recall state goes, and its next call rebuilds it."""
+    monkeypatch.setattr(context_manager, "MAX_RECALL_SESSIONS", 2)
+    manager = MemoryContextManager(InMemoryMemory(thresholds=THRESHOLDS), recall=True)
+    states = {}
+    for sid in ("s1", "s2", "s3"):
+        states[sid] = await chat(manager, 60, AgentState(execution_meta=ExecMeta(thread_id=sid)))
+        assert len(manager._recall_tracks) <= 2
+    assert list(manager._recall_tracks) == ["s2", "s3"]
+    state = await ask(manager, states["s1"])  # evicted: rebuilt from the stored history
+    recall = state.context[-2]
+    assert is_recall(recall) and FACT in recall.text()
+    assert list(manager._recall_tracks) == ["s3", "s1"]
+    manager.forget("s3")
+    assert list(manager._recall_tracks) == ["s1"]
+    manager.forget()
+    assert not manager._recall_tracks

@@ -19,6 +19,7 @@ keep seeing what was recalled for it. Only if the view grows until it and the re
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,9 @@ from .base import DEFAULT_SESSION, BaseMemory
 logger = logging.getLogger(__name__)
 
 SUMMARY_ID_PREFIX = "summary:"
+MAX_RECALL_SESSIONS = 1024
+"""Sessions whose recall state (the previous view and its originals) a manager keeps, least recently used out
+first; an evicted session's next call rebuilds it from the stored history, as after a restart."""
 
 
 @dataclass
@@ -86,7 +90,7 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         self.memory: BaseMemory[Any] = memory if memory is not None else InMemoryMemory(**memory_options)
         self.session_id = session_id
         self.recall: Recall | None = make_recall(recall, self.memory.counter)
-        self._recall_tracks: dict[str, _RecallTrack] = {}
+        self._recall_tracks: OrderedDict[str, _RecallTrack] = OrderedDict()
 
     def _session(self, state: AgentState) -> str:
         return self.session_id or state.execution_meta.thread_id or DEFAULT_SESSION
@@ -131,11 +135,16 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         place one for a new user message."""
         recall = self.recall
         assert recall is not None
-        track = self._recall_tracks.get(sid)
+        tracks = self._recall_tracks
+        track = tracks.get(sid)
         if track is None:
-            track = self._recall_tracks[sid] = _RecallTrack()
+            track = tracks[sid] = _RecallTrack()
+            while len(tracks) > MAX_RECALL_SESSIONS:  # a server sees many sessions; each track holds originals
+                tracks.popitem(last=False)
             if had_history:  # a session this process has not seen: what left the view before is in the history
                 await self._recall_history(sid, track, context)
+        else:
+            tracks.move_to_end(sid)
         recall.observe(sid, added)
         for message in added:
             track.live[str(message.message_id)] = message
@@ -198,6 +207,14 @@ class MemoryContextManager(BaseContextManager[AgentState]):
                 gone.append(original)
                 del track.live[key]
         self.recall.left(sid, gone)
+
+    def forget(self, session_id: str | None = None) -> None:
+        """Drop the recall state kept for ``session_id`` (every session when None); the memory keeps the history,
+        and the session's next call rebuilds the state from it."""
+        if session_id is None:
+            self._recall_tracks.clear()
+        else:
+            self._recall_tracks.pop(session_id, None)
 
     async def aclose(self) -> None:
         """Close the memory (and its store, if the memory opened it)."""
