@@ -3,8 +3,9 @@
 For every size it measures, in CPU seconds of this process (``time.process_time``) and with ``tracemalloc``:
 
 * budget manager, incremental: the session fed call by call to `TokenBudgetContextManager` (8k budget, no
-  summarizer); mean CPU per call, and the peak memory it allocated beyond the messages themselves (the messages
-  are built before tracing starts);
+  summarizer), without and with query-aware recall (its default); mean CPU per call, and the peak memory it
+  allocated beyond the messages themselves (the messages are built before tracing starts; the recall index is a
+  SQLite database, whose memory is not traced);
 * budget manager, first call: one cold call on the whole history with the extractive summarizer (32k budget),
   without and with query-aware recall (the library default; it takes the unread history as one reference);
 * token counter, after an append: re-counting the history after one new message (the memo at work);
@@ -41,10 +42,10 @@ RESERVE = 2000
 STEPS = 20
 
 
-async def incremental(history: list[Message]) -> tuple[float, float]:
+async def incremental(history: list[Message], recall: bool = False) -> tuple[float, float]:
     chunks = call_chunks(history, 10**9)
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
-        8000 + RESERVE, RESERVE, counter=fresh_counter(), recall=False
+        8000 + RESERVE, RESERVE, counter=fresh_counter(), recall=recall
     )
     state = AgentState()
     gc.collect()
@@ -114,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         for size in args.sizes:
             history = build_history(size, 7)
             per_call, peak_mb = asyncio.run(incremental(history))
+            recall_call, recall_peak = asyncio.run(incremental(history, recall=True))
             cold = asyncio.run(first_call(history))
             cold_recall = asyncio.run(first_call(history, recall=True))
             append_ms = recount(history)
@@ -121,18 +123,25 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             results[str(size)] = {
                 "manager_ms_per_call": per_call,
                 "manager_peak_mb": peak_mb,
+                "manager_recall_ms_per_call": recall_call,
+                "manager_recall_peak_mb": recall_peak,
                 "first_call_s": cold,
                 "first_call_recall_s": cold_recall,
                 "recount_after_append_ms": append_ms,
                 "put_ms": put_ms,
                 "put_bytes_per_step": put_bytes,
             }
-            rows.append((f"{len(history):,}", per_call, peak_mb, cold, cold_recall, append_ms, put_ms, put_bytes))
+            rows.append(
+                (f"{len(history):,}", per_call, peak_mb, recall_call, recall_peak, cold, cold_recall, append_ms,
+                 put_ms, put_bytes)
+            )
     print_table(
         (
             "messages",
             "manager ms/call",
             "manager peak MB",
+            "+ recall ms/call",
+            "+ recall peak MB",
             "first call s (extractive)",
             "first call s (+ recall)",
             "recount after append ms",

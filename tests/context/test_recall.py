@@ -170,3 +170,31 @@ def test_the_graph_never_logs_a_recall_message_as_history(tmp_path: Path) -> Non
     assert not any(is_recall(m) for m in log)
     assert [m.message_id for m in log if m.role == "user"] == [*(f"u{t}" for t in range(80)), "q"]
     assert tools.tool_names == []
+
+
+def test_recall_keeps_a_bounded_set_of_originals_and_rebuilds_older_text_from_the_index() -> None:
+    """An agent that runs for days hands recall its whole history: the originals it holds are bounded by bytes, the
+    positions of indexed messages are dropped, and an evicted message's text still comes back byte for byte."""
+    recall = Recall(original_cache_bytes=20_000)
+    messages: list[Message] = []
+    for i in range(300):
+        call = Message(
+            role="assistant",
+            content=[ToolCallBlock(id=f"call{i}", name="read", args={"n": i})],
+            message_id=f"c{i}",
+        )
+        body = f"line one of output {i}\n" + f"value {i} " * 30
+        result = Message.tool_message([ToolResultBlock(call_id=f"call{i}", output=body)], message_id=f"r{i}")
+        messages += [Message.text_message(f"step {i}", message_id=f"u{i}"), call, result]
+    recall.observe("t", messages)
+    recall.left("t", messages)
+    assert recall.flush("t", None, None) == len(messages)
+    state = recall._threads["t"]
+    assert not state.positions and len(state.indexed) == len(messages)
+    assert recall._originals.bytes <= 20_000 and len(recall._originals) < len(messages)
+    assert recall.original("t", "r0") is None  # evicted: the oldest went first
+    assert recall.original_text("t", "r0") == messages[2].text()  # rebuilt from the index
+    newest = recall.original("t", "call299")  # by the call id it answers
+    assert newest is messages[-1] and recall.original("t", "r299") is newest
+    recall.forget("t")
+    assert len(recall._originals) == 0

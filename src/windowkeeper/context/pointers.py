@@ -17,15 +17,13 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..blocks import ContentBlock, MediaRef, TextBlock, ToolCallBlock, ToolResultBlock, tool_output_text
-from ..errors import ConfigurationError
 from ..messages import Message
 from ..tokens import TokenCounter
+from ._sized_cache import SizedCache
 
 logger = logging.getLogger(__name__)
 
@@ -280,15 +278,6 @@ def approx_bytes(message: Message) -> int:
     return size
 
 
-@dataclass
-class _Entries:
-    """The cache shared by an `OffloadStore` and its per-thread views."""
-
-    max_bytes: int
-    originals: OrderedDict[tuple[Hashable, str], tuple[Message, int, str | None]] = field(default_factory=OrderedDict)
-    bytes: int = 0
-
-
 class OffloadStore:
     """Originals of replaced message bodies, so a view can be turned back into what was really said.
 
@@ -304,11 +293,8 @@ class OffloadStore:
     """
 
     def __init__(self, max_bytes: int = DEFAULT_OFFLOAD_CACHE_BYTES) -> None:
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
-            raise ConfigurationError(
-                f"max_bytes must be a non-negative int (0 keeps no originals in memory), got {max_bytes!r}",
-            )
-        self._entries = _Entries(max_bytes)
+        # the originals (with the thread that kept each) by the replacement's key
+        self._entries: SizedCache[tuple[Hashable, str], tuple[Message, str | None]] = SizedCache(max_bytes)
         self._thread: str | None = None
 
     def for_thread(self, thread: str) -> OffloadStore:
@@ -344,20 +330,8 @@ class OffloadStore:
 
     def keep(self, original: Message, replacement: Message) -> None:
         """Remember ``original`` as the source of ``replacement`` (evicting the least recently used if full)."""
-        entries = self._entries
         source = self.restore(original)
-        size = approx_bytes(source)
-        if size > entries.max_bytes:
-            return
-        key = self._key(replacement)
-        old = entries.originals.pop(key, None)
-        if old is not None:
-            entries.bytes -= old[1]
-        entries.originals[key] = (source, size, self._thread)
-        entries.bytes += size
-        while entries.bytes > entries.max_bytes:
-            _, (_, evicted, _) = entries.originals.popitem(last=False)
-            entries.bytes -= evicted
+        self._entries.put(self._key(replacement), (source, self._thread), approx_bytes(source))
 
     def restore(self, message: Message, log: Mapping[Hashable, Message] | None = None) -> Message:
         """The original of ``message`` if it is a replacement this store made, else ``message`` itself.
@@ -368,11 +342,8 @@ class OffloadStore:
         info = offload_info(message)
         if info is None:
             return message
-        entries = self._entries
-        key = self._key(message)
-        hit = entries.originals.get(key)
+        hit = self._entries.get(self._key(message))
         if hit is not None:
-            entries.originals.move_to_end(key)
             return hit[0]
         if log is not None:
             logged = log.get(message.message_id)
@@ -387,19 +358,13 @@ class OffloadStore:
 
     def forget(self, thread: str | None = None) -> None:
         """Drop the cached originals of ``thread`` (of every thread when None)."""
-        entries = self._entries
-        if thread is None:
-            entries.originals.clear()
-            entries.bytes = 0
-            return
-        for key in [k for k, (_, _, t) in entries.originals.items() if t == thread]:
-            entries.bytes -= entries.originals.pop(key)[1]
+        self._entries.drop(None if thread is None else lambda _, kept: kept[1] != thread)
 
     def __contains__(self, message: object) -> bool:
-        return isinstance(message, Message) and self._key(message) in self._entries.originals
+        return isinstance(message, Message) and self._key(message) in self._entries
 
     def __len__(self) -> int:
-        return len(self._entries.originals)
+        return len(self._entries)
 
 
 def log_index(messages: Iterable[Message]) -> dict[Hashable, Message]:

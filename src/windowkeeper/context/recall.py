@@ -39,6 +39,8 @@ from ..errors import ConfigurationError
 from ..messages import Message
 from ..prompt.recall import MARK_KEY, RECALL_MARK, is_recall
 from ..tokens import TokenCounter, default_counter
+from ._sized_cache import SizedCache
+from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, approx_bytes
 from .recall_index import Entry, Hit, Passage, RecallIndex
 
 logger = logging.getLogger(__name__)
@@ -67,6 +69,8 @@ _EAGER_TAIL = 4096
 _RESOLVE_SLICE = 1024
 _QUERY_CHARS = 4000
 _COST_CACHE = 65536
+_ALIAS_BYTES = 100
+"""What an entry naming a cached original by a tool call id costs in the originals cache (the message is shared)."""
 _MIN_PASSAGE_TOKENS = 24
 
 
@@ -127,8 +131,6 @@ class _Thread:
     blocks: list[_Block] = field(default_factory=list)
     pending: list[list[Message]] = field(default_factory=list)
     indexed: set[str] = field(default_factory=set)
-    originals: dict[str, Message] = field(default_factory=dict)
-    aliases: dict[str, str] = field(default_factory=dict)
     served: str | None = None
 
 
@@ -137,6 +139,8 @@ class Recall:
 
     ``index`` is a `RecallIndex` to share (default: a new in-memory one, or one at ``path``). ``max_passages``
     bounds the passages of one recall message and ``min_coverage`` the relevance each needs (`Hit.coverage`).
+    The originals of indexed messages are kept in memory up to ``original_cache_bytes`` (newest first): an agent
+    that runs for days must not hold its whole history; an older one's text is rebuilt from the index.
 
     Feeding it costs what is new, whatever the history's length: `observe` of a large batch into a fresh thread
     and `left` keep references and do the per-message work later, newest first, in bounded slices
@@ -152,6 +156,7 @@ class Recall:
         path: str | Path = ":memory:",
         max_passages: int = 8,
         min_coverage: float = DEFAULT_MIN_COVERAGE,
+        original_cache_bytes: int = DEFAULT_OFFLOAD_CACHE_BYTES,
     ) -> None:
         self.counter = counter if counter is not None else default_counter()
         self.index = index if index is not None else RecallIndex(path)
@@ -160,6 +165,10 @@ class Recall:
             raise ConfigurationError(f"min_coverage must be a number between 0 and 1, got {min_coverage!r}")
         self.min_coverage = float(min_coverage)
         self._threads: dict[str, _Thread] = {}
+        # the newest originals indexed, for `original`; older ones are rebuilt from the index (`original_text`)
+        self._originals: SizedCache[tuple[str, str], Message] = SizedCache(
+            original_cache_bytes, name="original_cache_bytes"
+        )
         self._costs: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._header_cost: int | None = None
 
@@ -192,7 +201,7 @@ class Recall:
         positions = state.positions
         for msg in messages:
             key = str(msg.message_id)
-            if key in positions or is_recall(msg):
+            if key in positions or key in state.indexed or is_recall(msg):
                 continue
             if msg.role == "user":
                 state.turns += 1
@@ -274,6 +283,7 @@ class Recall:
             return 0
         pending = state.pending
         entries: list[Entry] = []
+        kept: list[tuple[str, tuple[str, ...], Message]] = []
         size = 0
         while pending and (limit is None or len(entries) < limit) and (chars is None or size < chars):
             batch = pending[-1]
@@ -285,12 +295,12 @@ class Recall:
             key = str(msg.message_id)
             if key in state.indexed:
                 continue
-            state.indexed.add(key)
-            state.originals[key] = msg
-            refs = tuple(block.call_id for block in msg.tool_result_blocks())
-            for ref in refs:
-                state.aliases[ref] = key
             position, turn = self._where(state, thread, msg, key)
+            # its place is in the index now: a long thread keeps one set entry per indexed message, not a position
+            del state.positions[key]
+            state.indexed.add(key)
+            refs = tuple(block.call_id for block in msg.tool_result_blocks())
+            kept.append((key, refs, msg))
             text = msg.text() or msg.reasoning_text()
             for call in msg.tool_call_blocks():
                 text += f"\n{call.name}({call.args})"
@@ -298,6 +308,11 @@ class Recall:
             size += len(text)
         if entries:
             self.index.add_many(thread, entries)
+        originals = self._originals
+        for key, refs, msg in reversed(kept):  # oldest first, so the newest stay longest in the bounded cache
+            originals.put((thread, key), msg, approx_bytes(msg))
+            for ref in refs:  # `original` by a call id the message answers
+                originals.put((thread, ref), msg, _ALIAS_BYTES)
         return len(entries)
 
     # -- reading ------------------------------------------------------------------------------------------
@@ -318,7 +333,7 @@ class Recall:
         if state is None:
             return None
         key = str(message_id)
-        found = state.originals.get(state.aliases.get(key, key))
+        found = self._originals.get((thread, key))
         if found is None:
             for batch in reversed(state.pending):  # queued, not yet indexed
                 for msg in reversed(batch):
@@ -401,6 +416,7 @@ class Recall:
     def forget(self, thread: str) -> None:
         """Drop everything known about ``thread``, its indexed passages included."""
         self._threads.pop(thread, None)
+        self._originals.drop(lambda key, _: key[0] != thread)
         for key in [k for k in self._costs if k[0] == thread]:
             del self._costs[key]
         self.index.forget(thread)
