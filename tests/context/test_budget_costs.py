@@ -92,6 +92,21 @@ def test_forget_clears_a_threads_originals_only() -> None:
     assert len(manager.offloaded) == 0 and manager.offloaded.cached_bytes == 0
 
 
+def test_forget_drops_a_threads_recall_state_and_passages() -> None:
+    """A forgotten (deleted) thread is not searchable any more and holds no recall memory; other threads keep theirs."""
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(3000, 500, keep_tool_results=1)
+    assert manager.recall is not None
+    for thread in ("a", "b"):
+        state = AgentState(context=history(20, tag=thread), execution_meta=ExecMeta(thread_id=thread))
+        manager.trim_context(state)
+        assert manager.recall.search(thread, f"row 1 of result 1{thread}")
+    manager.forget("a")
+    assert "a" not in manager.recall._threads and not manager.recall.search("a", "row 1 of result 1a")
+    assert manager.recall.search("b", "row 1 of result 1b")
+    manager.forget()
+    assert not manager.recall._threads and not manager.recall.search("b", "row 1 of result 1b")
+
+
 def test_offload_store_rejects_a_bad_bound_and_skips_what_cannot_fit() -> None:
     with pytest.raises(ConfigurationError, match="max_bytes"):
         OffloadStore(-1)

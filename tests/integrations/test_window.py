@@ -12,6 +12,7 @@ from windowkeeper import AgentState, ExtractiveSummarizer, Message, TokenBudgetC
 from windowkeeper.errors import ConfigurationError, FormatError
 from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.integrations import Window
+from windowkeeper.integrations import window as window_module
 from windowkeeper.llm.formats import (
     from_anthropic,
     from_gemini,
@@ -235,6 +236,22 @@ def test_threads_are_kept_apart() -> None:
     )
     assert a.messages[0]["content"] == "about apples" and b.messages[0]["content"] == "about pears"
     assert again.metrics is not None and again.metrics.prefix_stable
+
+
+def test_a_window_keeps_the_views_of_a_bounded_number_of_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server fits many threads: the least recently used view goes, and that thread is managed afresh after."""
+    monkeypatch.setattr(window_module, "MAX_WINDOW_THREADS", 2)
+    window = Window(budget=BUDGET)
+    items, _ = _session_in("openai_chat")
+    first = window.fit(items[:20], thread_id="a")
+    window.fit([{"role": "user", "content": "about pears"}], thread_id="b")
+    window.fit([{"role": "user", "content": "about plums"}], thread_id="c")
+    assert list(window._threads) == ["b", "c"]
+    again = window.fit(items[:24], thread_id="a")  # evicted: fitted from the caller's list again
+    assert list(window._threads) == ["c", "a"]
+    assert validate(from_openai_chat(again.messages), "openai") == []
+    assert again.metrics is not None and again.metrics.tokens_after <= BUDGET
+    assert first.messages and again.messages == Window(budget=BUDGET).fit(items[:24]).messages  # as a new thread
 
 
 # -- bad input ----------------------------------------------------------------------------------------------------

@@ -399,12 +399,18 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             return result
 
     def forget(self, thread_id: str | None = None) -> None:
-        """Drop what is remembered about a thread (all threads when None); its next call starts from scratch."""
+        """Drop what is remembered about a thread (all threads this manager tracks when None); its next call starts
+        from scratch. With recall on, the thread's recall state and indexed passages go too (a deleted thread must
+        not stay searchable, nor keep its index in memory)."""
+        threads = list(self._tracks) if thread_id is None else [thread_id]
         if thread_id is None:
             self._tracks.clear()
         else:
             self._tracks.pop(thread_id, None)
         self._offloaded.forget(thread_id)
+        if self.recall is not None:
+            for thread in threads:
+                self.recall.forget(thread)
 
     # -- summarizer drivers -------------------------------------------------------------------------------------
 

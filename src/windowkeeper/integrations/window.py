@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
@@ -64,6 +65,10 @@ logger = logging.getLogger(__name__)
 
 
 DEFAULT_RESERVE_TOKENS = 2000
+MAX_WINDOW_THREADS = 1024
+"""Threads whose view a `Window` keeps in memory, least recently used out first. A server handles many threads and
+each kept view costs about a budget's worth of messages; an evicted thread is read back from the store, or without
+one is managed afresh from the caller's list on its next call (as the manager does with the threads it forgets)."""
 """Room a `Window` built from ``budget=`` leaves for the reply (at most a fifth of the budget)."""
 
 
@@ -233,7 +238,7 @@ class Window(Generic[M, Sys]):
         self.prompt_cache = prompt_cache
         self._manager = manager
         self._budget = budget
-        self._threads: dict[str, ThreadMemory] = {}
+        self._threads: OrderedDict[str, ThreadMemory] = OrderedDict()
         self._key = f"window-{uuid.uuid4().hex[:8]}"
         self._owns_store = store is not None and not isinstance(store, SessionStore)
         opened: SessionStore | None
@@ -466,12 +471,16 @@ class Window(Generic[M, Sys]):
         return f"{self._key}:{thread_id}"
 
     async def _memory(self, thread_id: str) -> ThreadMemory:
-        memory = self._threads.get(thread_id)
+        threads = self._threads
+        memory = threads.get(thread_id)
         if memory is not None:
+            threads.move_to_end(thread_id)
             return memory
         loaded = await self._store.load(thread_id) if self._store is not None else None
         memory = loaded if loaded is not None else ThreadMemory()
-        self._threads[thread_id] = memory
+        threads[thread_id] = memory
+        while len(threads) > MAX_WINDOW_THREADS:
+            threads.popitem(last=False)
         return memory
 
     async def _reseed(
