@@ -55,19 +55,18 @@ def test_dev_zero_stops_at_once() -> None:
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
 def test_endless_text_stops_at_the_size_limit() -> None:
     # `yes` writes text forever; the size limit ends the read
-    proc = subprocess.Popen(["yes", "[1, 2, 3]"], stdout=subprocess.PIPE)
-    try:
-        assert proc.stdout is not None
-        done = subprocess.run(
-            [sys.executable, "-m", "windowkeeper.cli", "inspect", "-", "--max-bytes", "100000"],
-            stdin=proc.stdout,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    finally:
-        proc.kill()
-        proc.wait()
+    with subprocess.Popen(["yes", "[1, 2, 3]"], stdout=subprocess.PIPE) as proc:  # closes the pipe on exit
+        try:
+            assert proc.stdout is not None
+            done = subprocess.run(
+                [sys.executable, "-m", "windowkeeper.cli", "inspect", "-", "--max-bytes", "100000"],
+                stdin=proc.stdout,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        finally:
+            proc.kill()
     _assert_one_line_error(done, "larger than 100,000 bytes", "--max-bytes")
 
 
