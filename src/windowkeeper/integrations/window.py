@@ -65,11 +65,11 @@ logger = logging.getLogger(__name__)
 
 
 DEFAULT_RESERVE_TOKENS = 2000
+"""Room a `Window` built from ``budget=`` leaves for the reply (at most a fifth of the budget)."""
 MAX_WINDOW_THREADS = 1024
 """Threads whose view a `Window` keeps in memory, least recently used out first. A server handles many threads and
 each kept view costs about a budget's worth of messages; an evicted thread is read back from the store, or without
 one is managed afresh from the caller's list on its next call (as the manager does with the threads it forgets)."""
-"""Room a `Window` built from ``budget=`` leaves for the reply (at most a fifth of the budget)."""
 
 
 @dataclass(frozen=True)
