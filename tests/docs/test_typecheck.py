@@ -6,11 +6,11 @@ blocks see earlier names; redefining a name between independent snippets of a pa
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from mypy_strict import mypy_strict
 
 from .test_docs import PAGES, ROOT, python_blocks
 
@@ -27,25 +27,5 @@ def test_docs_and_examples_pass_mypy_strict(tmp_path: Path) -> None:
             module.write_text("\n\n".join(f"# {page.name}:{b.line}\n{b.code}" for b in blocks), encoding="utf-8")
             files.append(str(module))
     files.extend(str(p) for p in sorted((ROOT / "examples").glob("*.py")))
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--python-version",
-            "3.11",
-            "--follow-imports=silent",
-            "--ignore-missing-imports",
-            "--allow-redefinition",
-            "--disable-error-code=no-redef",
-            "--cache-dir",
-            str(ROOT / ".mypy_cache"),
-            *files,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
+    done = mypy_strict(files, "--allow-redefinition", "--disable-error-code=no-redef")
     assert done.returncode == 0, done.stdout + done.stderr

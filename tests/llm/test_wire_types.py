@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -15,14 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mypy_strict import mypy_strict
 from windowkeeper import Message, to_anthropic, to_gemini, to_openai_chat
 from windowkeeper.blocks import ImageBlock, MediaRef, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from windowkeeper.errors import FormatError
 from windowkeeper.testing.fake_servers import FakeAnthropicServer, FakeGeminiServer, FakeOpenAIServer, FakeReply
 
 from .test_formats_roundtrip_property import conversation
-
-ROOT = Path(__file__).resolve().parents[2]
 
 CONVERSATION = [
     Message.text_message("Answer briefly.", role="system"),
@@ -165,25 +162,7 @@ def test_mypy_strict_accepts_the_sdk_calls_and_rejects_the_wrong_shapes(tmp_path
     """Not only "no errors": each shape an SDK refuses is an error, so the types have not degraded to Any."""
     module = tmp_path / "wire_snippet.py"
     module.write_text(textwrap.dedent(SNIPPET), encoding="utf-8")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--python-version",
-            "3.11",
-            "--follow-imports=silent",
-            "--ignore-missing-imports",
-            "--cache-dir",
-            str(ROOT / ".mypy_cache"),
-            str(module),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
+    done = mypy_strict([str(module)])
     out = done.stdout + done.stderr
     lines = module.read_text(encoding="utf-8").splitlines()
     expected = {n for n, line in enumerate(lines, start=1) if line.endswith("# rejected")}
