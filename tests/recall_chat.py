@@ -3,9 +3,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from windowkeeper import Message, ToolCallBlock, ToolResultBlock
+from windowkeeper.context.base import BaseContextManager
+from windowkeeper.graph import Agent, StateGraph
+from windowkeeper.llm import ScriptedClient
+from windowkeeper.units import validate
 
 FACT = "For the record: the staging database runs on host kestrel-4 at port 55432."
+QUESTION = "Which host and port does staging use?"
 SYLLABLES = ("ka", "lo", "mi", "ne", "su", "ta", "vo", "ri")
 
 
@@ -36,3 +43,22 @@ def tool_step(step: int) -> list[Message]:
         [ToolResultBlock(call_id=f"c{step}", output=f"row {step} " * 40)], message_id=f"r{step}"
     )
     return [call, result]
+
+
+async def ask_in_graph(manager: BaseContextManager[Any], turns: int, **agent_options: Any) -> ScriptedClient:
+    """Send ``turns`` user turns through a graph run by ``manager`` (thread ``"t"``), the last one asking `QUESTION`.
+
+    Returns the scripted client with every request it got; each was checked valid for OpenAI and Anthropic.
+    """
+    client = ScriptedClient([f"Answer {i}: noted." for i in range(turns)])
+    graph = StateGraph(context_manager=manager)
+    graph.add_node("MAIN", Agent(client=client, trim_context=True, **agent_options))
+    graph.set_entry_point("MAIN")
+    app = graph.compile()
+    for turn in range(turns):
+        text = QUESTION if turn == turns - 1 else turn_text(turn)
+        await app.ainvoke({"messages": [Message.text_message(text, message_id=f"u{turn}")]}, {"thread_id": "t"})
+    for request in client.requests:
+        for provider in ("openai", "anthropic"):
+            assert validate(request.messages, provider) == []
+    return client

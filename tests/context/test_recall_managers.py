@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from recall_chat import FACT, tool_step, turn_text
+from recall_chat import FACT, QUESTION, ask_in_graph, tool_step, turn_text
 from windowkeeper import AgentState, ConfigurationError, Message, ToolResultBlock
 from windowkeeper.context import MessageContextManager, SummaryContextManager, TokenBudgetContextManager
 from windowkeeper.context.base import BaseContextManager
@@ -20,12 +20,8 @@ from windowkeeper.context.recall import (
     place_recall,
     split_recall,
 )
-from windowkeeper.graph import Agent, StateGraph
-from windowkeeper.llm import ScriptedClient
 from windowkeeper.tools import recall_tool
 from windowkeeper.units import validate
-
-QUESTION = "Which host and port does staging use?"
 
 Manager = MessageContextManager[AgentState] | SummaryContextManager[AgentState]
 AnyManager = BaseContextManager[AgentState]
@@ -191,20 +187,10 @@ async def test_summary_manager_with_recall_serves_the_recall_tool_in_a_graph() -
     manager: SummaryContextManager[AgentState] = SummaryContextManager(
         model="extractive", max_messages=None, token_budget=900, keep_recent=4, recall=True
     )
-    client = ScriptedClient([f"Answer {i}: noted." for i in range(80)])
-    graph = StateGraph(context_manager=manager)
-    graph.add_node("MAIN", Agent(client=client, trim_context=True))
-    graph.set_entry_point("MAIN")
-    app = graph.compile()
-    for turn in range(80):
-        text = QUESTION if turn == 79 else turn_text(turn)
-        await app.ainvoke({"messages": [Message.text_message(text, message_id=f"u{turn}")]}, {"thread_id": "t"})
+    client = await ask_in_graph(manager, 80)
     sent = client.requests[-1].messages
     assert not any(FACT in m.text() for m in client.requests[-2].messages)
     assert any(is_recall(m) and FACT in m.text() for m in sent)
-    for request in client.requests:
-        for provider in ("openai", "anthropic"):
-            assert validate(request.messages, provider) == []
     tool = recall_tool(manager, thread_id="t")
     assert FACT in await tool.ainvoke({"query": "staging database host"})
 

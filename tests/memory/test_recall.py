@@ -6,17 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from recall_chat import FACT, tool_step, turn_text
+from recall_chat import FACT, QUESTION, ask_in_graph, tool_step, turn_text
 from windowkeeper import AgentState, Message
 from windowkeeper.context.recall import RECALL_HEADER, Recall, is_recall
-from windowkeeper.graph import Agent, StateGraph
-from windowkeeper.llm import ScriptedClient
 from windowkeeper.memory import InMemoryMemory, MemoryContextManager, SQLiteMemory, context_manager
 from windowkeeper.state import ExecMeta
 from windowkeeper.tools import recall_tool
 from windowkeeper.units import validate
 
-QUESTION = "Which host and port does staging use?"
 THRESHOLDS = {"pre_rot_threshold": 1500, "keep_recent_count": 6}
 
 
@@ -118,19 +115,9 @@ async def test_a_reopened_session_rebuilds_recall_from_the_stored_history(tmp_pa
 
 async def test_recall_through_a_graph_run_with_the_recall_tool() -> None:
     manager = MemoryContextManager(InMemoryMemory(thresholds=THRESHOLDS), recall=True)
-    client = ScriptedClient([f"Answer {i}: noted." for i in range(40)])
-    graph = StateGraph(context_manager=manager)
-    graph.add_node("MAIN", Agent(client=client, trim_context=True, system_prompt="You are helpful."))
-    graph.set_entry_point("MAIN")
-    app = graph.compile()
-    for turn in range(40):
-        text = QUESTION if turn == 39 else turn_text(turn)
-        await app.ainvoke({"messages": [Message.text_message(text, message_id=f"u{turn}")]}, {"thread_id": "t"})
+    client = await ask_in_graph(manager, 40, system_prompt="You are helpful.")
     sent = client.requests[-1].messages
     assert any(is_recall(m) and FACT in m.text() for m in sent)
-    for request in client.requests:
-        for provider in ("openai", "anthropic"):
-            assert validate(request.messages, provider) == []
     history = await manager.memory.history_messages("t")
     assert [m.role for m in history] == ["user", "assistant"] * 40  # every turn logged once, no recall message
     tool = recall_tool(manager, thread_id="t")
