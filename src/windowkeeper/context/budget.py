@@ -409,8 +409,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             self._tracks.pop(thread_id, None)
         self._offloaded.forget(thread_id)
         if self.recall is not None:
-            for thread in threads:
-                self.recall.forget(thread)
+            self.recall.forget(*threads)
 
     # -- summarizer drivers -------------------------------------------------------------------------------------
 

@@ -413,13 +413,17 @@ class Recall:
                 self._costs.popitem(last=False)
         return cost
 
-    def forget(self, thread: str) -> None:
-        """Drop everything known about ``thread``, its indexed passages included."""
-        self._threads.pop(thread, None)
-        self._originals.drop(lambda key, _: key[0] != thread)
-        for key in [k for k in self._costs if k[0] == thread]:
+    def forget(self, *threads: str) -> None:
+        """Drop everything known about ``threads``, their indexed passages included (one pass over the caches for
+        all of them: a manager forgetting every thread it tracks calls this once)."""
+        gone = set(threads)
+        for thread in gone:
+            self._threads.pop(thread, None)
+        self._originals.drop(lambda key, _: key[0] not in gone)
+        for key in [k for k in self._costs if k[0] in gone]:
             del self._costs[key]
-        self.index.forget(thread)
+        for thread in gone:
+            self.index.forget(thread)
 
 
 def _recall_message(user: Message, text: str, keys: list[str]) -> Message:
