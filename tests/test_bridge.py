@@ -158,3 +158,25 @@ async def test_run_sync_anywhere_inside_a_running_loop_runs_on_a_worker_loop() -
         return asyncio.get_running_loop() is not outer
 
     assert run_sync_anywhere(work) is True
+
+
+def test_async_generators_left_on_a_threads_loop_are_closed_when_the_thread_ends() -> None:
+    closed: list[str] = []
+    kept: list[object] = []  # holds the generator, as an SDK client cache holds its guard
+
+    async def guard() -> object:
+        try:
+            yield None
+        finally:
+            closed.append("closed")
+
+    async def open_client() -> None:
+        agen = guard()
+        await agen.__anext__()  # type: ignore[attr-defined]
+        kept.append(agen)
+
+    worker = threading.Thread(target=lambda: run_sync(open_client, caller="f()", instead="await af()"))
+    worker.start()
+    worker.join()
+    gc.collect()
+    assert closed == ["closed"]

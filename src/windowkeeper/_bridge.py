@@ -90,9 +90,11 @@ def run_sync_anywhere(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """
     if not in_running_loop():
         return drive(work)
-    # a thread of its own per call: a pooled one could be the thread this hook is (indirectly) called from
+    # a thread of its own per call (a pooled one could be the thread this hook is, indirectly, called from), so a
+    # loop of its own that asyncio.run closes fully, clients bound to it included (no SIGINT handler off the main
+    # thread, so none of the cost `drive` avoids)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="windowkeeper-sync") as pool:
-        return pool.submit(drive, work).result()
+        return pool.submit(lambda: asyncio.run(work())).result()
 
 
 def drive(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -221,7 +223,6 @@ class _OwnedLoop:
             return
         try:
             _cancel_leftovers(loop)
-            loop.run_until_complete(loop.shutdown_asyncgens())
             loop.run_until_complete(loop.shutdown_default_executor())
         except RuntimeError:  # another loop runs in this thread: leave the fuller shutdown, still close
             pass
@@ -229,9 +230,15 @@ class _OwnedLoop:
             self.close()
 
     def close(self) -> None:
+        """Close the loop; in the process that made it, async generators left on it (an SDK client's guard, see
+        `windowkeeper.llm._sdk`) are closed first, so the connections they hold are not leaked."""
         loop = self.loop
-        if not loop.is_closed() and not loop.is_running():
-            loop.close()
+        if loop.is_closed() or loop.is_running():
+            return
+        if self.pid == os.getpid() and not in_running_loop():
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
 
     def __del__(self) -> None:
         self.close()
