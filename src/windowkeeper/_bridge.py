@@ -238,6 +238,8 @@ class _OwnedLoop:
         if self.pid == os.getpid() and not in_running_loop():
             with contextlib.suppress(Exception):
                 loop.run_until_complete(loop.shutdown_asyncgens())
+                for _ in range(3):  # closing transports schedules their connection_lost callbacks: let them run
+                    loop.run_until_complete(asyncio.sleep(0))
         loop.close()
 
     def __del__(self) -> None:
