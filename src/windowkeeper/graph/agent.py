@@ -16,7 +16,7 @@ from typing import Any
 from ..blocks import ToolCallBlock
 from ..errors import ConfigurationError, GraphError
 from ..llm.client import LLMClient, LLMRequest, check_api_style, tool_calls_dicts
-from ..prompt import SUMMARY_HEADER, AssembledPrompt, assemble, count_request, join_sections, summary_section
+from ..prompt import SUMMARY_HEADER, AssembledPrompt, assemble, count_request
 from ..state import AgentState, add_messages
 from ..tokenizing.calibration import feed_calibration
 from ..tokens import TokenCounter
@@ -55,11 +55,6 @@ def _prompt_text(system_prompt: str | Sequence[Mapping[str, Any]] | None) -> str
             raise ConfigurationError(f"system_prompt[{index}] has no text 'content'")
     text = "\n\n".join(p for p in parts if p)
     return text or None
-
-
-def system_zone(prompt: str | None, summary: str | None) -> str | None:
-    """The system text of a prompt and a summary alone (no system messages, no scratchpad); see `assemble`."""
-    return join_sections((prompt, summary_section(summary)))
 
 
 class Agent:
@@ -207,4 +202,4 @@ class Agent:
         return state
 
 
-__all__ = ["NO_MANAGER_WARNING", "SUMMARY_HEADING", "Agent", "system_zone"]
+__all__ = ["NO_MANAGER_WARNING", "SUMMARY_HEADING", "Agent"]
