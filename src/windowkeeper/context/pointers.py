@@ -20,10 +20,10 @@ import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+from .._cache import SizedCache
 from ..blocks import ContentBlock, MediaRef, TextBlock, ToolCallBlock, ToolResultBlock, tool_output_text
 from ..messages import Message
 from ..tokens import TokenCounter
-from ._sized_cache import SizedCache
 
 logger = logging.getLogger(__name__)
 
