@@ -13,9 +13,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..blocks import ToolCallBlock
 from ..errors import ConfigurationError, GraphError
-from ..llm.client import LLMClient, LLMRequest, check_api_style, tool_calls_dicts
+from ..llm.client import LLMClient, LLMRequest, check_api_style
 from ..prompt import SUMMARY_HEADER, AssembledPrompt, assemble, count_request
 from ..state import AgentState, add_messages
 from ..tokenizing.calibration import feed_calibration
@@ -189,14 +188,7 @@ class Agent:
             usages.prompt_tokens if usages is not None else None,
             lambda base: count_request(request, base),
         )
-        reply = response.message
-        if reply.role != "assistant":
-            reply = reply.model_copy(update={"role": "assistant"})
-        calls = reply.tool_call_blocks()
-        if calls and not any(isinstance(b, ToolCallBlock) for b in reply.content):
-            reply.content = [*reply.content, *calls]
-        if calls and not reply.tools_calls:
-            reply.tools_calls = tool_calls_dicts(calls)
+        reply = response.message  # already an assistant reply with its calls in both forms (`LLMResponse`)
         reply.metadata.setdefault("node", run.node)
         state.context = add_messages(state.context, [reply])
         return state
