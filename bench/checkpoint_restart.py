@@ -21,6 +21,7 @@ import asyncio
 import sqlite3
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,13 +90,13 @@ async def put_cost(path: Path, history: list[Message], steps: list[list[Message]
     return spent / len(steps)
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000])
     parser.add_argument("--put-sizes", type=int, nargs="+", default=[1_000, 100_000])
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     worst_read = 0.0
     rows: list[tuple[object, ...]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,6 +128,7 @@ def main() -> None:
         f"{'met' if worst_read <= READ_TARGET else 'missed'}); put at {high:,} / put at {low:,}: {growth:.2f}x "
         f"(target <= {PUT_TARGET}x: {'met' if growth <= PUT_TARGET else 'missed'})"
     )
+    return {"read_ratio": worst_read, "put_growth": growth}
 
 
 if __name__ == "__main__":
