@@ -22,6 +22,7 @@ from .._bridge import LoopThread
 from ..errors import ConfigurationError, MissingDependencyError, StorageError
 from ..messages import Message
 from .base import (
+    MAX_COUNTER,
     ConflictError,
     Record,
     RecordNotFoundError,
@@ -31,6 +32,7 @@ from .base import (
     check_id,
     check_new_record,
     check_prefix,
+    check_seq,
     check_session,
     check_updates,
     decode_message,
@@ -38,10 +40,12 @@ from .base import (
     encode_state,
     make_record,
     record_exists,
+    stored_counter,
+    stored_limit,
     stored_record,
     unique_new,
 )
-from .url import postgres_target, resolve_prefix
+from .url import mask_url, postgres_target, resolve_prefix
 
 try:
     import psycopg
@@ -115,6 +119,9 @@ class PostgresStore(SessionStore):
         self._flusher: asyncio.Future[None] | None = None
         self._closed = False
         self._t = {name: f"{self.prefix}_{name}" for name in _TABLES}
+
+    def describe(self) -> str:
+        return f"PostgreSQL {mask_url(self.url)} (prefix {self.prefix!r})"
 
     # -- connection (all of this runs on the store's loop) ----------------------------------------------------
 
@@ -303,7 +310,7 @@ class PostgresStore(SessionStore):
                 f"PostgreSQL (prefix {self.prefix!r}): another writer inserted the same key first: {exc}",
             ) from exc
         except psycopg.Error as exc:
-            raise StorageError(f"PostgreSQL error (prefix {self.prefix!r}, {_safe_url(self.url)}): {exc}") from exc
+            raise StorageError(f"{self.describe()}: PostgreSQL error: {mask_url(str(exc), source=self.url)}") from exc
 
     # -- checkpointer side ----------------------------------------------------------------------------------
 
@@ -336,7 +343,8 @@ class PostgresStore(SessionStore):
             return await cur.fetchall()
 
         rows = await self._run(op)
-        return [decode_message(thread_id, row[0], i) for i, row in enumerate(rows)]
+        origin = self.describe()
+        return [decode_message(thread_id, row[0], i, origin=origin) for i, row in enumerate(rows)]
 
     async def count_messages(self, thread_id: str) -> int:
         check_id(thread_id, "thread_id")
@@ -364,7 +372,8 @@ class PostgresStore(SessionStore):
             return await cur.fetchall()
 
         rows = await self._run(op)
-        return [decode_message(thread_id, row[0], start + i) for i, row in enumerate(rows)]
+        origin = self.describe()
+        return [decode_message(thread_id, row[0], start + i, origin=origin) for i, row in enumerate(rows)]
 
     async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
         check_id(thread_id, "thread_id")
@@ -389,7 +398,7 @@ class PostgresStore(SessionStore):
             return await cur.fetchone()
 
         row = await self._run(op)
-        return None if row is None else decode_state(thread_id, row[0])
+        return None if row is None else decode_state(thread_id, row[0], origin=self.describe())
 
     async def delete_thread(self, thread_id: str) -> None:
         check_id(thread_id, "thread_id")
@@ -414,14 +423,23 @@ class PostgresStore(SessionStore):
             )
             if await cur.fetchone() is not None:
                 raise record_exists(namespace, session_id, key)
+            # past both the counter and the session's highest seq (an index lookup): an edited last_seq can
+            # never hand out a seq a stored record holds
             cur = await conn.execute(
-                f"INSERT INTO {sessions} (namespace, session_id, last_seq) VALUES (%s, %s, 1) "
-                f"ON CONFLICT (namespace, session_id) DO UPDATE SET last_seq = {sessions}.last_seq + 1 "
+                f"INSERT INTO {sessions} AS s (namespace, session_id, last_seq) VALUES (%s, %s, "
+                f"(SELECT COALESCE(MAX(seq), 0) + 1 FROM {records} WHERE namespace = %s AND session_id = %s)) "
+                "ON CONFLICT (namespace, session_id) DO UPDATE SET last_seq = GREATEST(s.last_seq + 1, "
+                f"(SELECT COALESCE(MAX(seq), 0) + 1 FROM {records} WHERE namespace = %s AND session_id = %s)) "
                 "RETURNING last_seq",
-                (namespace, session_id),
+                (namespace, session_id, namespace, session_id, namespace, session_id),
             )
             row = await cur.fetchone()
             assert row is not None
+            if not 1 <= row[0] <= MAX_COUNTER:
+                raise StorageError(
+                    f"{self._origin(namespace, session_id)}: the session's seq counter is at {row[0]} (an edited "
+                    "value?); list and remove bad records with `windowkeeper store check URL --remove`",
+                )
             await conn.execute(
                 f"INSERT INTO {records} (namespace, session_id, key, seq, version, body) "
                 "VALUES (%s, %s, %s, %s, 1, %s)",
@@ -430,7 +448,7 @@ class PostgresStore(SessionStore):
             return int(row[0])
 
         seq = await self._run(op, write=True, risky=True)
-        return stored_record(key, seq, 1, body)
+        return stored_record(key, seq, 1, body, origin=self._origin(namespace, session_id))
 
     async def update_records(
         self,
@@ -441,6 +459,7 @@ class PostgresStore(SessionStore):
         check_session(namespace, session_id)
         checked = check_updates(updates)
         records = self._t["records"]
+        origin = self._origin(namespace, session_id)
 
         async def op(conn: AsyncConnection[Any]) -> list[Record]:
             out: list[Record] = []
@@ -451,15 +470,18 @@ class PostgresStore(SessionStore):
                     (namespace, session_id, key),
                 )
                 row = await cur.fetchone()
-                version = check_expected(namespace, session_id, key, expected, None if row is None else int(row[1]))
+                stored = None if row is None else stored_counter(row[1], origin=origin, key=key, field="version")
+                version = check_expected(namespace, session_id, key, expected, stored)
                 assert row is not None  # check_expected raised otherwise
-                seq = int(row[0])
+                seq = stored_counter(row[0], origin=origin, key=key, field="seq")
+                if version >= MAX_COUNTER:
+                    raise stored_limit(origin, key, version)
                 await conn.execute(
                     f"UPDATE {records} SET body = %s, version = %s "
                     "WHERE namespace = %s AND session_id = %s AND key = %s",
                     (body, version + 1, namespace, session_id, key),
                 )
-                out.append(stored_record(key, seq, version + 1, body))
+                out.append(stored_record(key, seq, version + 1, body, origin=origin))
             return out
 
         return await self._run(op, write=True, risky=True)
@@ -478,7 +500,7 @@ class PostgresStore(SessionStore):
         row = await self._run(op)
         if row is None:
             return None
-        return make_record(key, row[0], row[1], row[2])
+        return make_record(key, row[0], row[1], row[2], origin=self._origin(namespace, session_id))
 
     async def list_records(self, namespace: str, session_id: str) -> list[Record]:
         check_session(namespace, session_id)
@@ -493,7 +515,8 @@ class PostgresStore(SessionStore):
             return await cur.fetchall()
 
         rows = await self._run(op)
-        return [make_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [make_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def list_records_since(self, namespace: str, session_id: str, seq: int) -> list[Record]:
         check_session(namespace, session_id)
@@ -503,12 +526,13 @@ class PostgresStore(SessionStore):
             cur = await conn.execute(
                 f"SELECT key, seq, version, body FROM {records} WHERE namespace = %s AND session_id = %s "
                 "AND seq >= %s ORDER BY seq",
-                (namespace, session_id, int(seq)),
+                (namespace, session_id, check_seq(seq)),
             )
             return await cur.fetchall()
 
         rows = await self._run(op)
-        return [make_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [make_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def list_records_since_skipping(
         self, namespace: str, session_id: str, seq: int, skip_prefix: str
@@ -521,12 +545,13 @@ class PostgresStore(SessionStore):
             cur = await conn.execute(
                 f"SELECT key, seq, version, body FROM {records} WHERE namespace = %s AND session_id = %s "
                 "AND seq >= %s AND left(key, %s) <> %s ORDER BY seq",
-                (namespace, session_id, int(seq), len(skip_prefix), skip_prefix),
+                (namespace, session_id, check_seq(seq), len(skip_prefix), skip_prefix),
             )
             return await cur.fetchall()
 
         rows = await self._run(op)
-        return [stored_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [stored_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
         check_session(namespace, session_id)
@@ -544,7 +569,8 @@ class PostgresStore(SessionStore):
             return await cur.fetchall()
 
         rows = await self._run(op)
-        return [make_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [make_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
         check_session(namespace, session_id)
@@ -620,16 +646,6 @@ def _detach_socket(conn: Any) -> None:
         os.dup2(null, fd)
     finally:
         os.close(null)
-
-
-def _safe_url(url: str) -> str:
-    """The URL without a password, for error messages."""
-    if "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}@{host}"
 
 
 __all__ = ["MIGRATIONS", "PostgresStore"]

@@ -22,12 +22,14 @@ from .._bridge import LoopThread
 from ..errors import MissingDependencyError, StorageError
 from ..messages import Message
 from .base import (
+    MAX_COUNTER,
     Record,
     RecordUpdate,
     SessionStore,
     check_id,
     check_new_record,
     check_prefix,
+    check_seq,
     check_session,
     check_updates,
     decode_message,
@@ -36,11 +38,12 @@ from .base import (
     make_record,
     record_exists,
     record_missing,
+    stored_counter,
     stored_record,
     unique_new,
     version_conflict,
 )
-from .url import redis_target, resolve_prefix
+from .url import mask_url, redis_target, resolve_prefix
 
 try:
     import redis.asyncio as aredis
@@ -64,17 +67,32 @@ return added
 
 _ADD_RECORD = """
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return -1 end
-local seq = redis.call('INCR', KEYS[4])
+local seq = tonumber(redis.call('GET', KEYS[4]) or '0')
+if not seq or seq ~= seq or seq < 0 or seq > 9007199254740991 or seq ~= math.floor(seq) then seq = 0 end
+local top = redis.call('ZREVRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+if top[2] then
+  local t = tonumber(top[2])
+  if not t or t ~= t or t > 9007199254740991 then return -2 end
+  if t > seq then seq = math.floor(t) end
+end
+seq = seq + 1
+redis.call('SET', KEYS[4], string.format('%d', seq))
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[1], 1)
 redis.call('ZADD', KEYS[3], seq, ARGV[1])
 return seq
 """
+"""The next seq is past both the counter and the highest seq in the order index, so an edited counter (lowered,
+text, 1e300) can never hand out a seq a record holds; a corrupt index top (inf, NaN) refuses the add (-2)."""
 
 _UPDATE_RECORDS = """
 for i = 1, #ARGV, 3 do
   local v = redis.call('HGET', KEYS[2], ARGV[i])
   if not v then return {'missing', ARGV[i]} end
+  if not string.match(v, '^[1-9]%d*$') or #v > 16 or tonumber(v) >= 9007199254740992 then
+    return {'bad', ARGV[i], 'version', v}
+  end
+  if not redis.call('ZSCORE', KEYS[3], ARGV[i]) then return {'bad', ARGV[i], 'seq', 'missing'} end
   if ARGV[i + 2] ~= '' and tonumber(v) ~= tonumber(ARGV[i + 2]) then return {'conflict', ARGV[i], v} end
 end
 local out = {'ok'}
@@ -128,6 +146,9 @@ class RedisStore(SessionStore):
         self._scripts: dict[str, AsyncScript] = {}
         self._closed = False
 
+    def describe(self) -> str:
+        return f"Redis {mask_url(self.url)} (prefix {self.prefix!r})"
+
     # -- plumbing (runs on the store's loop) ------------------------------------------------------------------
 
     def _redis(self) -> aredis.Redis:
@@ -164,7 +185,7 @@ class RedisStore(SessionStore):
         self._client = None
         self._scripts = {}
 
-    async def _do(self, coro_fn: Any, *args: Any) -> Any:
+    async def _do(self, coro_fn: Any, *args: Any, where: str | None = None) -> Any:
         self._check_fork()
 
         async def call() -> Any:
@@ -173,7 +194,8 @@ class RedisStore(SessionStore):
         try:
             return await self._io.run(call())
         except RedisError as exc:
-            raise StorageError(f"Redis error (prefix {self.prefix!r}): {exc}") from exc
+            problem = mask_url(str(exc), source=self.url)
+            raise StorageError(f"{where or self.describe()}: Redis error: {problem}") from exc
 
     def _thread_keys(self, thread_id: str) -> tuple[str, str, str]:
         base = f"{self.prefix}:t:{{{_part(thread_id)}}}"
@@ -204,7 +226,8 @@ class RedisStore(SessionStore):
             return cast(list[str], await self._redis().lrange(log, 0, -1))  # type: ignore[misc]
 
         bodies: list[str] = await self._do(op)
-        return [decode_message(thread_id, body, i) for i, body in enumerate(bodies)]
+        origin = self.describe()
+        return [decode_message(thread_id, body, i, origin=origin) for i, body in enumerate(bodies)]
 
     async def count_messages(self, thread_id: str) -> int:
         check_id(thread_id, "thread_id")
@@ -226,7 +249,8 @@ class RedisStore(SessionStore):
             return cast(list[str], await self._redis().lrange(log, start, stop - 1))  # type: ignore[misc]
 
         bodies: list[str] = await self._do(op)
-        return [decode_message(thread_id, body, start + i) for i, body in enumerate(bodies)]
+        origin = self.describe()
+        return [decode_message(thread_id, body, start + i, origin=origin) for i, body in enumerate(bodies)]
 
     async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
         check_id(thread_id, "thread_id")
@@ -246,7 +270,7 @@ class RedisStore(SessionStore):
             return cast("str | None", await self._redis().get(key))
 
         body = await self._do(op)
-        return None if body is None else decode_state(thread_id, body)
+        return None if body is None else decode_state(thread_id, body, origin=self.describe())
 
     async def delete_thread(self, thread_id: str) -> None:
         check_id(thread_id, "thread_id")
@@ -261,10 +285,17 @@ class RedisStore(SessionStore):
 
     async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
         body = check_new_record(namespace, session_id, key, doc)
-        seq = int(await self._do(self._script, "add", self._session_keys(namespace, session_id), [key, body]))
-        if seq < 0:
+        origin = self._origin(namespace, session_id)
+        keys = self._session_keys(namespace, session_id)
+        seq = int(await self._do(self._script, "add", keys, [key, body], where=origin))
+        if seq == -1:
             raise record_exists(namespace, session_id, key)
-        return stored_record(key, seq, 1, body)
+        if seq < 0:
+            raise StorageError(
+                f"{origin}: the order index {keys[2]!r} holds a seq that is not a finite integer up to {MAX_COUNTER} "
+                "(edited?); list and remove bad records with `windowkeeper store check URL --remove`",
+            )
+        return stored_record(key, seq, 1, body, origin=origin)
 
     async def update_records(
         self,
@@ -279,19 +310,23 @@ class RedisStore(SessionStore):
         args: list[Any] = []
         for key, body, expected in checked:
             args.extend((key, body, "" if expected is None else str(expected)))
-        reply = await self._do(self._script, "update", self._session_keys(namespace, session_id), args)
+        origin = self._origin(namespace, session_id)
+        reply = await self._do(self._script, "update", self._session_keys(namespace, session_id), args, where=origin)
         status = reply[0]
         if status == "missing":
             raise record_missing(namespace, session_id, reply[1])
+        if status == "bad":
+            stored_counter(reply[3], origin=origin, key=reply[1], field=reply[2])
+            raise StorageError(f"{origin}: record {reply[1]!r} has {reply[2]} {reply[3]!r} (edited?)")
         if status == "conflict":
-            key, actual = reply[1], int(reply[2])
+            key, actual = reply[1], stored_counter(reply[2], origin=origin, key=reply[1], field="version")
             expected = next(exp for k, _, exp in checked if k == key)
             raise version_conflict(namespace, session_id, key, expected, actual)
         bodies = {key: body for key, body, _ in checked}
         out: list[Record] = []
         for i in range(1, len(reply), 3):
             key = reply[i]
-            out.append(stored_record(key, int(float(reply[i + 2])), reply[i + 1], bodies[key]))
+            out.append(stored_record(key, reply[i + 2], reply[i + 1], bodies[key], origin=origin))
         return out
 
     async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
@@ -306,10 +341,11 @@ class RedisStore(SessionStore):
                 result: list[Any] = await pipe.execute()
                 return result
 
-        body, version, seq = await self._do(op)
-        if body is None or version is None or seq is None:
+        origin = self._origin(namespace, session_id)
+        body, version, seq = await self._do(op, where=origin)
+        if body is None and version is None and seq is None:
             return None
-        return make_record(key, seq, version, body)
+        return make_record(key, seq, version, body, origin=origin)
 
     async def list_records(self, namespace: str, session_id: str) -> list[Record]:
         check_session(namespace, session_id)
@@ -323,16 +359,9 @@ class RedisStore(SessionStore):
                 result: list[Any] = await pipe.execute()
                 return result
 
-        order, bodies, versions = await self._do(op)
-        out: list[Record] = []
-        for key, score in order:
-            if key not in bodies or key not in versions:
-                raise StorageError(
-                    f"record {key!r} in {namespace!r}/{session_id!r} is listed but its body or version is missing "
-                    "(keys edited outside windowkeeper?)",
-                )
-            out.append(make_record(key, score, versions[key], bodies[key]))
-        return out
+        origin = self._origin(namespace, session_id)
+        order, bodies, versions = await self._do(op, where=origin)
+        return [make_record(key, score, versions.get(key), bodies.get(key), origin=origin) for key, score in order]
 
     async def list_records_since(self, namespace: str, session_id: str, seq: int) -> list[Record]:
         return await self._since(namespace, session_id, seq, "", make_record)
@@ -349,16 +378,12 @@ class RedisStore(SessionStore):
         whose bodies then never leave the server; ``build`` makes each record (decoded now or on first use)."""
         check_session(namespace, session_id)
         keys = self._session_keys(namespace, session_id)
-        reply = await self._do(self._script, "since", keys, [int(seq), skip_prefix])
+        origin = self._origin(namespace, session_id)
+        reply = await self._do(self._script, "since", keys, [check_seq(seq), skip_prefix], where=origin)
         out: list[Record] = []
         for i in range(0, len(reply), 4):
             key, score, version, body = reply[i : i + 4]
-            if not version or not body:
-                raise StorageError(
-                    f"record {key!r} in {namespace!r}/{session_id!r} is listed but its body or version is missing "
-                    "(keys edited outside windowkeeper?)",
-                )
-            out.append(build(key, score, version, body))
+            out.append(build(key, score, version or None, body or None, origin=origin))
         return out
 
     async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
@@ -377,12 +402,13 @@ class RedisStore(SessionStore):
                 result: list[Any] = await pipe.execute()
                 return result
 
-        reply = await self._do(op)
+        origin = self._origin(namespace, session_id)
+        reply = await self._do(op, where=origin)
         bodies, versions, seqs = reply[0], reply[1], reply[2:]
         found = [
-            make_record(key, seq, version, body)
+            make_record(key, seq, version, body, origin=origin)
             for key, body, version, seq in zip(wanted, bodies, versions, seqs, strict=True)
-            if body is not None and version is not None and seq is not None
+            if body is not None or version is not None or seq is not None
         ]
         return sorted(found, key=lambda r: r.seq)
 

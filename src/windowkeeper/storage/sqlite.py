@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from ..errors import ConfigurationError, StorageError
 from ..messages import Message
 from .base import (
+    MAX_COUNTER,
     Record,
     RecordUpdate,
     SessionStore,
@@ -28,6 +29,7 @@ from .base import (
     check_id,
     check_new_record,
     check_prefix,
+    check_seq,
     check_session,
     check_updates,
     decode_message,
@@ -35,6 +37,8 @@ from .base import (
     encode_state,
     make_record,
     record_exists,
+    stored_counter,
+    stored_limit,
     stored_record,
     unique_new,
 )
@@ -89,6 +93,9 @@ class SQLiteStore(SessionStore):
         self._closed = False
         self._t = {name: f"{self.prefix}_{name}" for name in ("messages", "states", "sessions", "records", "schema")}
 
+    def describe(self) -> str:
+        return f"SQLite {self.path!r} (prefix {self.prefix!r})"
+
     # -- connection -----------------------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
@@ -133,7 +140,12 @@ class SQLiteStore(SessionStore):
         try:
             conn.execute(f"CREATE TABLE IF NOT EXISTS {schema} (version INTEGER NOT NULL)")
             row = conn.execute(f"SELECT version FROM {schema}").fetchone()
-            current = 0 if row is None else int(row[0])
+            current = 0 if row is None else row[0]
+            if type(current) is not int or current < 0:
+                raise StorageError(
+                    f"{self.describe()}: the schema table {schema} holds version {current!r}, not a schema version "
+                    "(edited?); restore it to the number of applied migrations",
+                )
             if current > len(MIGRATIONS):
                 raise StorageError(
                     f"SQLite file {self.path!r} has schema version {current} (prefix {self.prefix!r}), newer than "
@@ -174,7 +186,7 @@ class SQLiteStore(SessionStore):
         try:
             return await asyncio.to_thread(self._call, fn, write=write)
         except sqlite3.Error as exc:
-            raise StorageError(f"SQLite error on {self.path!r}: {exc}") from exc
+            raise StorageError(f"{self.describe()}: SQLite error: {exc}") from exc
 
     # -- checkpointer side ----------------------------------------------------------------------------------
 
@@ -203,7 +215,8 @@ class SQLiteStore(SessionStore):
         rows = await self._run(
             lambda c: c.execute(f"SELECT body FROM {table} WHERE thread_id = ? ORDER BY seq", (thread_id,)).fetchall(),
         )
-        return [decode_message(thread_id, body, i) for i, (body,) in enumerate(rows)]
+        origin = self.describe()
+        return [decode_message(thread_id, body, i, origin=origin) for i, (body,) in enumerate(rows)]
 
     async def count_messages(self, thread_id: str) -> int:
         check_id(thread_id, "thread_id")
@@ -225,7 +238,8 @@ class SQLiteStore(SessionStore):
                 (thread_id, stop - start, start),
             ).fetchall(),
         )
-        return [decode_message(thread_id, body, start + i) for i, (body,) in enumerate(rows)]
+        origin = self.describe()
+        return [decode_message(thread_id, body, start + i, origin=origin) for i, (body,) in enumerate(rows)]
 
     async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
         check_id(thread_id, "thread_id")
@@ -247,7 +261,7 @@ class SQLiteStore(SessionStore):
         row = await self._run(
             lambda c: c.execute(f"SELECT body FROM {table} WHERE thread_id = ?", (thread_id,)).fetchone(),
         )
-        return None if row is None else decode_state(thread_id, row[0])
+        return None if row is None else decode_state(thread_id, row[0], origin=self.describe())
 
     async def delete_thread(self, thread_id: str) -> None:
         check_id(thread_id, "thread_id")
@@ -263,7 +277,7 @@ class SQLiteStore(SessionStore):
 
     async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
         body = check_new_record(namespace, session_id, key, doc)
-        records, sessions = self._t["records"], self._t["sessions"]
+        records = self._t["records"]
 
         def op(conn: sqlite3.Connection) -> int:
             exists = conn.execute(
@@ -272,19 +286,45 @@ class SQLiteStore(SessionStore):
             ).fetchone()
             if exists:
                 raise record_exists(namespace, session_id, key)
-            seq = conn.execute(
-                f"INSERT INTO {sessions} (namespace, session_id, last_seq) VALUES (?, ?, 1) "
-                "ON CONFLICT (namespace, session_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq",
-                (namespace, session_id),
-            ).fetchone()[0]
-            conn.execute(
-                f"INSERT INTO {records} (namespace, session_id, key, seq, version, body) VALUES (?, ?, ?, ?, 1, ?)",
-                (namespace, session_id, key, seq, body),
-            )
-            return int(seq)
+            return self._next_seq(conn, namespace, session_id, key, body)
 
         seq = await self._run(op, write=True)
-        return stored_record(key, seq, 1, body)
+        return stored_record(key, seq, 1, body, origin=self._origin(namespace, session_id))
+
+    def _next_seq(self, conn: sqlite3.Connection, namespace: str, session_id: str, key: str, body: str) -> int:
+        """Insert the record under a seq no record of the session ever had, and return that seq.
+
+        The counter row alone is not trusted: an edited ``last_seq`` (lowered, text, a fraction, 1e300) would
+        hand out a seq a stored record holds. The next seq is past both the counter, when it is a sane integer,
+        and the session's highest integer seq (read from the ``(namespace, session_id, seq)`` index, so it
+        costs a lookup, not a scan); the counter is then written back repaired.
+        """
+        records, sessions = self._t["records"], self._t["sessions"]
+        row = conn.execute(
+            f"SELECT last_seq FROM {sessions} WHERE namespace = ? AND session_id = ?", (namespace, session_id),
+        ).fetchone()
+        counter = row[0] if row is not None and type(row[0]) is int and 0 <= row[0] <= MAX_COUNTER else 0
+        top = conn.execute(
+            f"SELECT seq FROM {records} WHERE namespace = ? AND session_id = ? AND typeof(seq) = 'integer' "
+            "ORDER BY seq DESC LIMIT 1",
+            (namespace, session_id),
+        ).fetchone()
+        seq = max(counter, top[0] if top is not None else 0) + 1
+        if seq > MAX_COUNTER:
+            raise StorageError(
+                f"{self._origin(namespace, session_id)}: the session's seq counter is exhausted ({seq - 1}, an "
+                "edited value?); list and remove bad records with `windowkeeper store check URL --remove`",
+            )
+        conn.execute(
+            f"INSERT INTO {sessions} (namespace, session_id, last_seq) VALUES (?, ?, ?) "
+            "ON CONFLICT (namespace, session_id) DO UPDATE SET last_seq = excluded.last_seq",
+            (namespace, session_id, seq),
+        )
+        conn.execute(
+            f"INSERT INTO {records} (namespace, session_id, key, seq, version, body) VALUES (?, ?, ?, ?, 1, ?)",
+            (namespace, session_id, key, seq, body),
+        )
+        return seq
 
     async def update_records(
         self,
@@ -295,6 +335,7 @@ class SQLiteStore(SessionStore):
         check_session(namespace, session_id)
         checked = check_updates(updates)
         records = self._t["records"]
+        origin = self._origin(namespace, session_id)
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             out: list[Record] = []
@@ -303,13 +344,16 @@ class SQLiteStore(SessionStore):
                     f"SELECT seq, version FROM {records} WHERE namespace = ? AND session_id = ? AND key = ?",
                     (namespace, session_id, key),
                 ).fetchone()
-                version = check_expected(namespace, session_id, key, expected, None if row is None else int(row[1]))
-                seq = int(row[0])
+                stored = None if row is None else stored_counter(row[1], origin=origin, key=key, field="version")
+                version = check_expected(namespace, session_id, key, expected, stored)
+                seq = stored_counter(row[0], origin=origin, key=key, field="seq")
+                if version >= MAX_COUNTER:
+                    raise stored_limit(origin, key, version)
                 conn.execute(
                     f"UPDATE {records} SET body = ?, version = ? WHERE namespace = ? AND session_id = ? AND key = ?",
                     (body, version + 1, namespace, session_id, key),
                 )
-                out.append(stored_record(key, seq, version + 1, body))
+                out.append(stored_record(key, seq, version + 1, body, origin=origin))
             return out
 
         return await self._run(op, write=True)
@@ -325,7 +369,7 @@ class SQLiteStore(SessionStore):
         )
         if row is None:
             return None
-        return make_record(key, row[0], row[1], row[2])
+        return make_record(key, row[0], row[1], row[2], origin=self._origin(namespace, session_id))
 
     async def list_records(self, namespace: str, session_id: str) -> list[Record]:
         check_session(namespace, session_id)
@@ -336,34 +380,39 @@ class SQLiteStore(SessionStore):
                 (namespace, session_id),
             ).fetchall(),
         )
-        return [make_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [make_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def list_records_since(self, namespace: str, session_id: str, seq: int) -> list[Record]:
         check_session(namespace, session_id)
+        since = check_seq(seq)
         records = self._t["records"]
         rows = await self._run(
             lambda c: c.execute(
                 f"SELECT key, seq, version, body FROM {records} WHERE namespace = ? AND session_id = ? AND seq >= ? "
                 "ORDER BY seq",
-                (namespace, session_id, int(seq)),
+                (namespace, session_id, since),
             ).fetchall(),
         )
-        return [make_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [make_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def list_records_since_skipping(
         self, namespace: str, session_id: str, seq: int, skip_prefix: str
     ) -> list[Record]:
         check_session(namespace, session_id)
         check_id(skip_prefix, "skip_prefix")
+        since = check_seq(seq)
         records = self._t["records"]
         rows = await self._run(
             lambda c: c.execute(
                 f"SELECT key, seq, version, body FROM {records} WHERE namespace = ? AND session_id = ? AND seq >= ? "
                 "AND substr(key, 1, ?) <> ? ORDER BY seq",
-                (namespace, session_id, int(seq), len(skip_prefix), skip_prefix),
+                (namespace, session_id, since, len(skip_prefix), skip_prefix),
             ).fetchall(),
         )
-        return [stored_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [stored_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
         check_session(namespace, session_id)
@@ -387,7 +436,8 @@ class SQLiteStore(SessionStore):
             return rows
 
         rows = await self._run(op)
-        return sorted((make_record(k, s, v, b) for k, s, v, b in rows), key=lambda r: r.seq)
+        origin = self._origin(namespace, session_id)
+        return sorted((make_record(k, s, v, b, origin=origin) for k, s, v, b in rows), key=lambda r: r.seq)
 
     async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
         check_session(namespace, session_id)
