@@ -24,6 +24,7 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -161,6 +162,27 @@ class Record:
         return (Record, (self.key, self.seq, self.version, self.doc))
 
 
+@dataclass(frozen=True)
+class RawRow:
+    """One stored row as a backend holds it, before any decoding: what `store check` validates and removes.
+
+    ``kind`` is ``"message"`` (``scope`` = ``(thread_id,)``, ``key`` the message key, ``position`` its index in
+    the log), ``"state"`` (``(thread_id,)``) or ``"record"`` (``(namespace, session_id)``, with ``seq`` and
+    ``version`` as stored). ``handle`` is the backend's own address of the row, for `SessionStore.remove_raw`.
+    """
+
+    kind: str
+    scope: tuple[str, ...]
+    key: str
+    body: object
+    position: int = 0
+    seq: object = None
+    version: object = None
+    handle: Any = None
+    problem: str | None = None
+    """Set by a backend that already knows the row is unusable (a Redis key of the wrong type)."""
+
+
 DocCheck = Callable[["Record", dict[str, Any]], None]
 """Validates a decoded record doc (`Record.checked`); raises `StorageError` naming the record."""
 
@@ -290,6 +312,19 @@ class SessionStore(ABC):
     @abstractmethod
     async def delete_session(self, namespace: str, session_id: str) -> int:
         """Remove every record of a session; return how many there were."""
+
+    # -- maintenance ----------------------------------------------------------------------------------------
+
+    async def raw_rows(self) -> list[RawRow]:
+        """Every stored row as written, undecoded, for `windowkeeper.storage.check` (reads the whole store).
+
+        A backend that cannot enumerate its rows raises `StorageError`; the built-in ones all can.
+        """
+        raise StorageError(f"{self.describe()} cannot list its rows; `store check` supports the built-in backends")
+
+    async def remove_raw(self, row: RawRow) -> bool:
+        """Delete one row `raw_rows` returned (a bad one); ``True`` if it was still there."""
+        raise StorageError(f"{self.describe()} cannot remove rows; `store check` supports the built-in backends")
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -696,6 +731,7 @@ def unique_new(thread_id: str, messages: Sequence[Message]) -> list[tuple[str, s
 
 __all__ = [
     "ConflictError",
+    "RawRow",
     "Record",
     "RecordNotFoundError",
     "RecordUpdate",

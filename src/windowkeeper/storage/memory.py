@@ -14,6 +14,7 @@ from typing import Any
 
 from ..messages import Message
 from .base import (
+    RawRow,
     Record,
     RecordUpdate,
     SessionStore,
@@ -217,6 +218,36 @@ class InMemoryStore(SessionStore):
         count = len(session.rows)
         self._sessions.pop((namespace, session_id), None)
         return count
+
+    async def raw_rows(self) -> list[RawRow]:
+        self._check_open()
+        rows: list[RawRow] = []
+        for thread_id, thread in self._threads.items():
+            for index, body in enumerate(thread.log):
+                rows.append(RawRow("message", (thread_id,), "", body, position=index, handle=body))
+            if thread.state is not None:
+                rows.append(RawRow("state", (thread_id,), "", thread.state, handle=thread_id))
+        for (namespace, session_id), session in self._sessions.items():
+            for key, row in session.rows.items():
+                rows.append(RawRow("record", (namespace, session_id), key, row.body, seq=row.seq,
+                                   version=row.version, handle=key))
+        return rows
+
+    async def remove_raw(self, row: RawRow) -> bool:
+        self._check_open()
+        if row.kind == "record":
+            session = self._sessions.get((row.scope[0], row.scope[1]))
+            return session is not None and session.rows.pop(row.key, None) is not None
+        thread = self._threads.get(row.scope[0])
+        if thread is None:
+            return False
+        if row.kind == "state":
+            found, thread.state = thread.state is not None, None
+            return found
+        if row.handle in thread.log:
+            thread.log.remove(row.handle)
+            return True
+        return False
 
     async def close(self) -> None:
         self._closed = True

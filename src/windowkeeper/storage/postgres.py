@@ -24,6 +24,7 @@ from ..messages import Message
 from .base import (
     MAX_COUNTER,
     ConflictError,
+    RawRow,
     Record,
     RecordNotFoundError,
     RecordUpdate,
@@ -599,6 +600,48 @@ class PostgresStore(SessionStore):
             return max(count, 0)
 
         return await self._run(op, write=True)
+
+    # -- maintenance ----------------------------------------------------------------------------------------
+
+    async def raw_rows(self) -> list[RawRow]:
+        t = self._t
+
+        async def op(conn: AsyncConnection[Any]) -> list[RawRow]:
+            rows: list[RawRow] = []
+            cur = await conn.execute(
+                f"SELECT seq, thread_id, message_key, body, "
+                f"row_number() OVER (PARTITION BY thread_id ORDER BY seq) - 1 FROM {t['messages']} "
+                "ORDER BY thread_id, seq"
+            )
+            for rowid, thread, mkey, body, index in await cur.fetchall():
+                rows.append(RawRow("message", (thread,), mkey, body, position=int(index), handle=rowid))
+            cur = await conn.execute(f"SELECT thread_id, body FROM {t['states']}")
+            for thread, body in await cur.fetchall():
+                rows.append(RawRow("state", (thread,), "", body, handle=thread))
+            cur = await conn.execute(
+                f"SELECT namespace, session_id, key, seq, version, body FROM {t['records']} "
+                "ORDER BY namespace, session_id, seq"
+            )
+            for ns, sid, key, seq, version, body in await cur.fetchall():
+                rows.append(RawRow("record", (ns, sid), key, body, seq=seq, version=version, handle=(ns, sid, key)))
+            return rows
+
+        return await self._run(op)
+
+    async def remove_raw(self, row: RawRow) -> bool:
+        t = self._t
+        if row.kind == "message":
+            sql, args = f"DELETE FROM {t['messages']} WHERE seq = %s", (row.handle,)
+        elif row.kind == "state":
+            sql, args = f"DELETE FROM {t['states']} WHERE thread_id = %s", (row.handle,)
+        else:
+            sql = f"DELETE FROM {t['records']} WHERE namespace = %s AND session_id = %s AND key = %s"
+            args = tuple(row.handle)
+
+        async def op(conn: AsyncConnection[Any]) -> int:
+            return (await conn.execute(sql, args)).rowcount
+
+        return bool(await self._run(op, write=True))
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 

@@ -17,12 +17,14 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import unquote
 
 from .._bridge import LoopThread
 from ..errors import MissingDependencyError, StorageError
 from ..messages import Message
 from .base import (
     MAX_COUNTER,
+    RawRow,
     Record,
     RecordUpdate,
     SessionStore,
@@ -440,6 +442,74 @@ class RedisStore(SessionStore):
 
         result = await self._do(op)
         return int(result[0])
+
+    # -- maintenance ----------------------------------------------------------------------------------------
+
+    async def raw_rows(self) -> list[RawRow]:
+        async def op() -> list[RawRow]:
+            client = self._redis()
+            rows: list[RawRow] = []
+            async for name in client.scan_iter(match=f"{self.prefix}:*", count=500):
+                try:
+                    rows.extend(await self._raw_key(client, name))
+                except RedisError as exc:  # WRONGTYPE: a key edited into another type
+                    rows.append(RawRow("key", (), name, None, handle=name, problem=f"unreadable key: {exc}"))
+            return rows
+
+        rows: list[RawRow] = await self._do(op)
+        return rows
+
+    async def _raw_key(self, client: aredis.Redis, name: str) -> list[RawRow]:
+        scope_text = name[name.find("{") + 1 : name.rfind("}")]
+        kind = name[len(self.prefix) + 1 : len(self.prefix) + 3]
+        if kind == "t:" and name.endswith(":log"):
+            thread = (unquote(scope_text),)
+            log = cast(list[str], await client.lrange(name, 0, -1))  # type: ignore[misc]
+            return [RawRow("message", thread, "", b, position=i, handle=(name, b)) for i, b in enumerate(log)]
+        if kind == "t:" and name.endswith(":state"):
+            return [RawRow("state", (unquote(scope_text),), "", await client.get(name), handle=name)]
+        if kind == "r:" and name.endswith(":order"):
+            ns, _, sid = scope_text.partition(":")
+            body_k, ver_k, order_k, _ = self._session_keys(unquote(ns), unquote(sid))
+            order: dict[str, Any] = dict(await client.zrange(order_k, 0, -1, withscores=True))  # type: ignore[arg-type]
+            bodies = cast(dict[str, str], await client.hgetall(body_k))  # type: ignore[misc]
+            versions = cast(dict[str, str], await client.hgetall(ver_k))  # type: ignore[misc]
+            scope = (unquote(ns), unquote(sid))
+            return [
+                RawRow("record", scope, key, bodies.get(key), seq=order.get(key), version=versions.get(key),
+                       handle=(body_k, ver_k, order_k, key))
+                for key in dict.fromkeys([*order, *bodies, *versions])
+            ]
+        if kind == "r:" and (name.endswith(":body") or name.endswith(":ver")):
+            ns, _, sid = scope_text.partition(":")
+            order_k = self._session_keys(unquote(ns), unquote(sid))[2]
+            if await client.exists(order_k):
+                return []  # listed with its order index
+            body_k, ver_k, order_k, _ = self._session_keys(unquote(ns), unquote(sid))
+            hashed = cast(dict[str, str], await client.hgetall(name))  # type: ignore[misc]
+            return [
+                RawRow("record", (unquote(ns), unquote(sid)), key, value if name == body_k else None,
+                       version=value if name == ver_k else None, handle=(body_k, ver_k, order_k, key))
+                for key, value in hashed.items()
+            ]
+        return []
+
+    async def remove_raw(self, row: RawRow) -> bool:
+        async def op() -> bool:
+            client = self._redis()
+            if row.kind == "message":
+                return bool(await client.lrem(row.handle[0], 1, row.handle[1]))  # type: ignore[misc]
+            if row.kind in ("state", "key"):
+                return bool(await client.delete(row.handle))
+            body_k, ver_k, order_k, key = row.handle
+            async with client.pipeline(transaction=True) as pipe:
+                pipe.hdel(body_k, key)
+                pipe.hdel(ver_k, key)
+                pipe.zrem(order_k, key)
+                removed: list[Any] = await pipe.execute()
+            return any(removed)
+
+        return bool(await self._do(op))
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from ..errors import ConfigurationError, StorageError
 from ..messages import Message
 from .base import (
     MAX_COUNTER,
+    RawRow,
     Record,
     RecordUpdate,
     SessionStore,
@@ -463,6 +464,42 @@ class SQLiteStore(SessionStore):
             return int(count)
 
         return await self._run(op, write=True)
+
+    # -- maintenance ----------------------------------------------------------------------------------------
+
+    async def raw_rows(self) -> list[RawRow]:
+        t = self._t
+
+        def op(conn: sqlite3.Connection) -> list[RawRow]:
+            rows: list[RawRow] = []
+            position: dict[object, int] = {}
+            for rowid, thread, mkey, body in conn.execute(
+                f"SELECT seq, thread_id, message_key, body FROM {t['messages']} ORDER BY thread_id, seq"
+            ):
+                index = position[thread] = position.get(thread, -1) + 1
+                rows.append(RawRow("message", (str(thread),), str(mkey), body, position=index, handle=rowid))
+            for thread, body in conn.execute(f"SELECT thread_id, body FROM {t['states']}"):
+                rows.append(RawRow("state", (str(thread),), "", body, handle=thread))
+            for ns, sid, key, seq, version, body in conn.execute(
+                f"SELECT namespace, session_id, key, seq, version, body FROM {t['records']} "
+                "ORDER BY namespace, session_id, seq"
+            ):
+                rows.append(RawRow("record", (str(ns), str(sid)), str(key), body, seq=seq, version=version,
+                                   handle=(ns, sid, key)))
+            return rows
+
+        return await self._run(op)
+
+    async def remove_raw(self, row: RawRow) -> bool:
+        t = self._t
+        if row.kind == "message":
+            sql, args = f"DELETE FROM {t['messages']} WHERE seq = ?", (row.handle,)
+        elif row.kind == "state":
+            sql, args = f"DELETE FROM {t['states']} WHERE thread_id = ?", (row.handle,)
+        else:
+            sql = f"DELETE FROM {t['records']} WHERE namespace = ? AND session_id = ? AND key = ?"
+            args = tuple(row.handle)
+        return bool(await self._run(lambda c: c.execute(sql, args).rowcount, write=True))
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
