@@ -90,11 +90,14 @@ text, 1e300) can never hand out a seq a record holds; a corrupt index top (inf, 
 _UPDATE_RECORDS = """
 for i = 1, #ARGV, 3 do
   local v = redis.call('HGET', KEYS[2], ARGV[i])
-  if not v then return {'missing', ARGV[i]} end
+  if not v then
+    if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then return {'bad', ARGV[i], 'version', false} end
+    return {'missing', ARGV[i]}
+  end
   if not string.match(v, '^[1-9]%d*$') or #v > 16 or tonumber(v) >= 9007199254740992 then
     return {'bad', ARGV[i], 'version', v}
   end
-  if not redis.call('ZSCORE', KEYS[3], ARGV[i]) then return {'bad', ARGV[i], 'seq', 'missing'} end
+  if not redis.call('ZSCORE', KEYS[3], ARGV[i]) then return {'bad', ARGV[i], 'seq', false} end
   if ARGV[i + 2] ~= '' and tonumber(v) ~= tonumber(ARGV[i + 2]) then return {'conflict', ARGV[i], v} end
 end
 local out = {'ok'}
@@ -317,9 +320,9 @@ class RedisStore(SessionStore):
         status = reply[0]
         if status == "missing":
             raise record_missing(namespace, session_id, reply[1])
-        if status == "bad":
-            stored_counter(reply[3], origin=origin, key=reply[1], field=reply[2])
-            raise StorageError(f"{origin}: record {reply[1]!r} has {reply[2]} {reply[3]!r} (edited?)")
+        if status == "bad":  # a version or seq that is not a counter, or missing beside a stored body
+            stored_counter(reply[3] if len(reply) > 3 else None, origin=origin, key=reply[1], field=reply[2])
+            raise StorageError(f"{origin}: record {reply[1]!r} has {reply[2]} {reply[3:]!r} (edited?)")
         if status == "conflict":
             key, actual = reply[1], stored_counter(reply[2], origin=origin, key=reply[1], field="version")
             expected = next(exp for k, _, exp in checked if k == key)
