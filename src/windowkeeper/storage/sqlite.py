@@ -43,7 +43,7 @@ from .base import (
     stored_record,
     unique_new,
 )
-from .url import resolve_prefix, sqlite_target
+from .url import mask_url, resolve_prefix, sqlite_target
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class SQLiteStore(SessionStore):
         self._t = {name: f"{self.prefix}_{name}" for name in ("messages", "states", "sessions", "records", "schema")}
 
     def describe(self) -> str:
-        return f"SQLite {self.path!r} (prefix {self.prefix!r})"
+        return f"SQLite {mask_url(repr(self.path))} (prefix {self.prefix!r})"
 
     # -- connection -----------------------------------------------------------------------------------------
 
@@ -109,7 +109,7 @@ class SQLiteStore(SessionStore):
             if self.path != ":memory:":
                 mode = self._enable_wal(conn)
                 if mode != "wal":
-                    logger.warning("SQLite file %s refused WAL journaling (mode %s)", self.path, mode)
+                    logger.warning("%s refused WAL journaling (mode %s)", self.describe(), mode)
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
             self._migrate(conn)
         except BaseException:
@@ -149,13 +149,13 @@ class SQLiteStore(SessionStore):
                 )
             if current > len(MIGRATIONS):
                 raise StorageError(
-                    f"SQLite file {self.path!r} has schema version {current} (prefix {self.prefix!r}), newer than "
+                    f"{self.describe()} has schema version {current}, newer than "
                     f"this windowkeeper knows ({len(MIGRATIONS)}); upgrade windowkeeper",
                 )
             for version in range(current, len(MIGRATIONS)):
                 for statement in MIGRATIONS[version]:
                     conn.execute(statement.format(p=self.prefix))
-                logger.info("SQLite %s: migrated prefix %r to schema version %d", self.path, self.prefix, version + 1)
+                logger.info("%s: migrated to schema version %d", self.describe(), version + 1)
             if row is None:
                 conn.execute(f"INSERT INTO {schema} (version) VALUES (?)", (len(MIGRATIONS),))
             elif current != len(MIGRATIONS):
@@ -168,7 +168,7 @@ class SQLiteStore(SessionStore):
     def _call(self, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
         with self._lock:
             if self._closed:
-                raise StorageError(f"SQLiteStore({self.path!r}) is closed; open a new store")
+                raise StorageError(f"{self.describe()} is closed; open a new store")
             if self._conn is None:
                 self._conn = self._connect()
             conn = self._conn

@@ -266,8 +266,10 @@ def open_store(url_or_path: str | os.PathLike[str], *, prefix: str | None = None
 
     ``prefix`` (or a ``prefix=`` query parameter) isolates tables/keys of several stores sharing one server.
     """
-    if isinstance(url_or_path, os.PathLike):
-        url_or_path = os.fspath(url_or_path)
+    if isinstance(url_or_path, os.PathLike):  # a path, whatever characters its name holds
+        from .sqlite import SQLiteStore
+
+        return SQLiteStore(url_or_path, prefix=prefix)
     if not isinstance(url_or_path, str) or not url_or_path:
         raise ConfigurationError(f"open_store needs a URL or a file path, got {url_or_path!r}")
     raw = url_or_path
