@@ -51,7 +51,7 @@ from .url import mask_url, postgres_target, resolve_prefix
 try:
     import psycopg
     from psycopg import errors as pg_errors
-    from psycopg_pool import AsyncConnectionPool
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("psycopg", "postgres") from exc
 
@@ -59,6 +59,10 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
 logger = logging.getLogger(__name__)
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+"""psycopg_pool warns about every broken connection it discards (after a failover, one line per connection);
+without logging configured, Python prints those on stderr. The handler keeps them off stderr in an application
+that configured no logging; one that did still receives them (they propagate as before)."""
 
 T = TypeVar("T")
 
@@ -144,8 +148,12 @@ class PostgresStore(SessionStore):
                     "autocommit": True,
                     "connect_timeout": max(1, int(self._connect_timeout)),
                     **self._session_options(),
+                    **self._application_name(),
                 },
                 configure=self._track,
+                # every connection handed out is checked first (one empty query): after a server restart or a
+                # terminated backend the pool replaces dead connections instead of failing one call per connection
+                check=self._check_connection,
                 timeout=self._connect_timeout,
                 name=f"windowkeeper-{self.prefix}",
             )
@@ -159,9 +167,29 @@ class PostgresStore(SessionStore):
             self._pool = pool
             return pool
 
+    async def _check_connection(self, conn: AsyncConnection[Any]) -> None:
+        """Pool ``check`` hook: `AsyncConnectionPool.check_connection`, and on a dead connection a check of every
+        idle one, so after a failover the pool replaces them all at once (it backs off ~1 s between failed
+        checks, which one dead connection after another would multiply)."""
+        try:
+            await AsyncConnectionPool.check_connection(conn)
+        except Exception:
+            if self._pool is not None:
+                await self._pool.check()
+            raise
+
     async def _track(self, conn: AsyncConnection[Any]) -> None:
         """Pool ``configure`` hook: remember every connection opened, so a forked child can detach them all."""
         self._opened.add(conn)
+
+    def _application_name(self) -> dict[str, str]:
+        """``application_name`` windowkeeper-<prefix> (unless the URL sets one): operators see whose sessions
+        these are in ``pg_stat_activity``."""
+        from psycopg.conninfo import conninfo_to_dict
+
+        if "application_name" in conninfo_to_dict(self.url):
+            return {}
+        return {"application_name": f"windowkeeper-{self.prefix}"}
 
     def _session_options(self) -> dict[str, str]:
         """Server-side limits of every connection: ``statement_timeout`` and ``lock_timeout``.
@@ -301,17 +329,36 @@ class PostgresStore(SessionStore):
         return outcomes
 
     async def _run(
-        self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]], *, write: bool = False, risky: bool = False,
+        self,
+        fn: Callable[[AsyncConnection[Any]], Awaitable[T]],
+        *,
+        write: bool = False,
+        risky: bool = False,
+        idempotent: bool = True,
     ) -> T:
+        """Run ``fn`` in a transaction (a read, or a queued write); retry once if the connection was lost.
+
+        Only ``idempotent`` operations are retried: reads, and writes whose second run cannot do more than the
+        first (appends deduplicate by message id, states and deletes replace, versioned updates and adds are
+        refused by their own checks if the first run committed). An update without an expected version would
+        bump twice, so it fails with `StorageError` instead.
+        """
         self._check_fork()
-        try:
-            return await self._io.run(self._write(fn, risky=risky) if write else self._in_tx(fn))
-        except pg_errors.UniqueViolation as exc:
-            raise ConflictError(
-                f"PostgreSQL (prefix {self.prefix!r}): another writer inserted the same key first: {exc}",
-            ) from exc
-        except psycopg.Error as exc:
-            raise StorageError(f"{self.describe()}: PostgreSQL error: {mask_url(str(exc), source=self.url)}") from exc
+        for attempt in (1, 2):
+            try:
+                return await self._io.run(self._write(fn, risky=risky) if write else self._in_tx(fn))
+            except pg_errors.UniqueViolation as exc:
+                raise ConflictError(
+                    f"{self.describe()}: another writer inserted the same key first: {exc}",
+                ) from exc
+            except psycopg.Error as exc:
+                if attempt == 1 and idempotent and _connection_lost(exc):
+                    logger.info("%s: connection lost (%s); retrying once", self.describe(), type(exc).__name__)
+                    continue
+                raise StorageError(
+                    f"{self.describe()}: PostgreSQL error: {mask_url(str(exc), source=self.url)}",
+                ) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- checkpointer side ----------------------------------------------------------------------------------
 
@@ -485,7 +532,8 @@ class PostgresStore(SessionStore):
                 out.append(stored_record(key, seq, version + 1, body, origin=origin))
             return out
 
-        return await self._run(op, write=True, risky=True)
+        guarded = all(expected is not None for _, _, expected in checked)
+        return await self._run(op, write=True, risky=True, idempotent=guarded)
 
     async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
         check_session(namespace, session_id)
@@ -672,6 +720,23 @@ class PostgresStore(SessionStore):
         if self._io.started:
             await self._io.run(self._forget_connection())
             await asyncio.to_thread(self._io.stop)
+
+
+_CONNECTION_STATES = ("57P01", "57P02", "57P03")
+"""admin_shutdown (pg_terminate_backend), crash_shutdown, cannot_connect_now: the server dropped the session."""
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection died (retry on a new one), not that the statement failed.
+
+    A client-side loss (socket closed, server gone) carries no SQLSTATE; class 08 and the shutdown codes are
+    the server's words for it. A pool timeout already waited its whole budget, and a statement or lock timeout
+    is not a connection problem: neither is retried.
+    """
+    if not isinstance(exc, psycopg.OperationalError) or isinstance(exc, PoolTimeout):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _CONNECTION_STATES
 
 
 _ABANDONED: list[tuple[Any, LoopThread]] = []

@@ -49,7 +49,11 @@ from .url import mask_url, redis_target, resolve_prefix
 
 try:
     import redis.asyncio as aredis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import RedisError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("redis", "redis") from exc
 
@@ -160,7 +164,10 @@ class RedisStore(SessionStore):
         if self._closed:
             raise StorageError(f"RedisStore (prefix {self.prefix!r}) is closed; open a new store")
         if self._client is None:
-            client = aredis.Redis.from_url(self.url, decode_responses=True)
+            # no retries inside the driver: it would re-send any command, a non-idempotent one included; `_do`
+            # retries what is safe to run twice. The client name shows whose connections these are (CLIENT LIST).
+            named: dict[str, Any] = {} if "client_name=" in self.url else {"client_name": f"windowkeeper-{self.prefix}"}
+            client = aredis.Redis.from_url(self.url, decode_responses=True, retry=Retry(NoBackoff(), 0), **named)
             self._scripts = {
                 "append": client.register_script(_APPEND),
                 "add": client.register_script(_ADD_RECORD),
@@ -190,17 +197,33 @@ class RedisStore(SessionStore):
         self._client = None
         self._scripts = {}
 
-    async def _do(self, coro_fn: Any, *args: Any, where: str | None = None) -> Any:
+    async def _do(self, coro_fn: Any, *args: Any, where: str | None = None, idempotent: bool = True) -> Any:
+        """Run ``coro_fn(*args)`` on the store's loop; on a lost connection, reconnect and retry once if safe.
+
+        Safe means ``idempotent``: reads, and writes whose second run cannot do more than the first (appends
+        deduplicate by message id, state writes and deletes replace, adds and versioned updates are refused by
+        their scripts' own checks). An update without an expected version would bump twice, so it fails typed.
+        Before the retry every pooled connection is dropped: one killed connection usually means all were.
+        """
         self._check_fork()
 
         async def call() -> Any:
             return await coro_fn(*args)
 
-        try:
-            return await self._io.run(call())
-        except RedisError as exc:
-            problem = mask_url(str(exc), source=self.url)
-            raise StorageError(f"{where or self.describe()}: Redis error: {problem}") from exc
+        for attempt in (1, 2):
+            try:
+                return await self._io.run(call())
+            except (RedisConnectionError, RedisTimeoutError) as exc:
+                if attempt == 1 and idempotent and self._client is not None:
+                    logger.info("%s: connection lost (%s); reconnecting and retrying once", self.describe(), exc)
+                    await self._io.run(self._client.connection_pool.disconnect())
+                    continue
+                problem = mask_url(str(exc), source=self.url)
+                raise StorageError(f"{where or self.describe()}: Redis error: {problem}") from exc
+            except RedisError as exc:
+                problem = mask_url(str(exc), source=self.url)
+                raise StorageError(f"{where or self.describe()}: Redis error: {problem}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _thread_keys(self, thread_id: str) -> tuple[str, str, str]:
         base = f"{self.prefix}:t:{{{_part(thread_id)}}}"
@@ -316,7 +339,9 @@ class RedisStore(SessionStore):
         for key, body, expected in checked:
             args.extend((key, body, "" if expected is None else str(expected)))
         origin = self._origin(namespace, session_id)
-        reply = await self._do(self._script, "update", self._session_keys(namespace, session_id), args, where=origin)
+        guarded = all(expected is not None for _, _, expected in checked)
+        keys = self._session_keys(namespace, session_id)
+        reply = await self._do(self._script, "update", keys, args, where=origin, idempotent=guarded)
         status = reply[0]
         if status == "missing":
             raise record_missing(namespace, session_id, reply[1])
