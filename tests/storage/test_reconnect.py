@@ -92,3 +92,54 @@ async def test_redis_survives_killed_clients(redis_server: str, capfd: pytest.Ca
     assert killed >= ROUNDS
     assert (failed_reads, failed_writes) == (0, 0)
     assert capfd.readouterr().err == ""
+
+
+SYNC_SCRIPT = """
+import sys
+from windowkeeper import Message
+from windowkeeper.context import MessageContextManager
+from windowkeeper.graph import END, Agent, PostgresCheckpointer, RedisCheckpointer, StateGraph
+from windowkeeper.llm import ScriptedClient
+
+kind, url, prefix = sys.argv[1:4]
+client = ScriptedClient(default=lambda req: "seen " + ",".join(m.text() for m in req.messages if m.role == "user"))
+graph = StateGraph(context_manager=MessageContextManager(max_messages=2))
+graph.add_node("MAIN", Agent(client=client, trim_context=True))
+graph.add_edge("MAIN", END)
+graph.set_entry_point("MAIN")
+checkpointer = (PostgresCheckpointer if kind == "postgres" else RedisCheckpointer)(url, prefix=prefix)
+app = graph.compile(checkpointer=checkpointer)
+for turn in range(3):
+    result = app.invoke({"messages": [Message.text_message(f"t{turn}", message_id=f"u{turn}")]}, {"thread_id": "p"})
+print(result["messages"][-1].text())
+"""
+
+
+@pytest.mark.parametrize("kind", ["postgres", "redis"])
+def test_sync_invoke_that_never_closes_its_checkpointer_exits_quietly(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """The store's loop resources are released at exit: no "Task was destroyed but it is pending", no unclosed
+    connection, with every warning shown (``-W always``)."""
+    import subprocess
+    import sys
+
+    url = str(request.getfixturevalue(f"{kind}_server"))
+    prefix = f"wky_{uuid.uuid4().hex[:10]}"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-W", "always", "-X", "tracemalloc", "-c", SYNC_SCRIPT, kind, url, prefix],
+            capture_output=True, text=True, timeout=120, check=False,
+        )
+    finally:
+        opener = PostgresStore if kind == "postgres" else RedisStore
+        store: SessionStore = opener(url, prefix=prefix)
+        asyncio.run(_drop_and_close(store))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "seen t1,t2"
+    assert proc.stderr == ""
+
+
+async def _drop_and_close(store: SessionStore) -> None:
+    await store.drop()  # type: ignore[attr-defined]
+    await store.close()

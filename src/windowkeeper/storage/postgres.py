@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._bridge import LoopThread
 from ..errors import ConfigurationError, MissingDependencyError, StorageError
 from ..messages import Message
+from ._exit import close_at_exit, closed
 from .base import (
     MAX_COUNTER,
     ConflictError,
@@ -165,6 +166,7 @@ class PostgresStore(SessionStore):
                 await pool.close()
                 raise
             self._pool = pool
+            close_at_exit(self)
             return pool
 
     async def _check_connection(self, conn: AsyncConnection[Any]) -> None:
@@ -717,9 +719,18 @@ class PostgresStore(SessionStore):
             return
         self._check_fork()
         self._closed = True
+        closed(self)
         if self._io.started:
             await self._io.run(self._forget_connection())
             await asyncio.to_thread(self._io.stop)
+
+    def _close_at_exit(self) -> None:
+        """`close` for the interpreter's exit (see `windowkeeper.storage._exit`): no caller loop, this process only."""
+        if self._closed or os.getpid() != self._pid or not self._io.started:
+            return
+        self._closed = True
+        self._io.run_sync(self._forget_connection())
+        self._io.stop()
 
 
 _CONNECTION_STATES = ("57P01", "57P02", "57P03")

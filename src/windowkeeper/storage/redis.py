@@ -22,6 +22,7 @@ from urllib.parse import unquote
 from .._bridge import LoopThread
 from ..errors import MissingDependencyError, StorageError
 from ..messages import Message
+from ._exit import close_at_exit, closed
 from .base import (
     MAX_COUNTER,
     RawRow,
@@ -175,6 +176,7 @@ class RedisStore(SessionStore):
                 "since": client.register_script(_RECORDS_SINCE),
             }
             self._client = client
+            close_at_exit(self)
         return self._client
 
     async def _script(self, name: str, keys: list[str], args: list[Any]) -> Any:
@@ -567,9 +569,19 @@ class RedisStore(SessionStore):
             return
         self._check_fork()
         self._closed = True
+        closed(self)
         if self._io.started:
             await self._io.run(self._aclose_client())
             await asyncio.to_thread(self._io.stop)
+
+
+    def _close_at_exit(self) -> None:
+        """`close` for the interpreter's exit (see `windowkeeper.storage._exit`): no caller loop, this process only."""
+        if self._closed or os.getpid() != self._pid or not self._io.started:
+            return
+        self._closed = True
+        self._io.run_sync(self._aclose_client())
+        self._io.stop()
 
 
 __all__ = ["RedisStore"]
