@@ -247,7 +247,7 @@ async def test_hostile_record(backend: tuple[str, str], probe: Probe) -> None:
     if kind not in probe.backends:
         pytest.skip(f"{kind} refuses this edit itself")
     prefix = f"wkh_{uuid.uuid4().hex[:10]}"
-    url = f"sqlite:///{target}?prefix={prefix}" if kind == "sqlite" else with_prefix(target, prefix)
+    url = _url(kind, target, prefix)
     memory, docs = await _fill(url, "victim")
     other, _ = await _fill(url, "other")
     store = memory.store
@@ -285,6 +285,10 @@ async def test_hostile_record(backend: tuple[str, str], probe: Probe) -> None:
         await memory.close()
 
 
+def _url(kind: str, target: str, prefix: str) -> str:
+    return f"sqlite:///{target}?prefix={prefix}" if kind == "sqlite" else with_prefix(target, prefix)
+
+
 async def _drop_store(store: SessionStore) -> None:
     drop = getattr(store, "drop", None)
     if drop is not None:
@@ -301,7 +305,7 @@ COUNTERS: dict[str, list[Any]] = {
 async def test_edited_counters_never_reuse_a_seq(backend: tuple[str, str]) -> None:
     kind, target = backend
     prefix = f"wkc_{uuid.uuid4().hex[:10]}"
-    url = f"sqlite:///{target}?prefix={prefix}" if kind == "sqlite" else with_prefix(target, prefix)
+    url = _url(kind, target, prefix)
     store = open_store(url)
     editor = Editor(kind, store, target)
     try:
@@ -323,7 +327,7 @@ async def test_edited_counters_never_reuse_a_seq(backend: tuple[str, str]) -> No
 async def test_hostile_messages_fail_typed_and_only_their_thread(backend: tuple[str, str]) -> None:
     kind, target = backend
     prefix = f"wkm_{uuid.uuid4().hex[:10]}"
-    url = f"sqlite:///{target}?prefix={prefix}" if kind == "sqlite" else with_prefix(target, prefix)
+    url = _url(kind, target, prefix)
     store = open_store(url)
     editor = Editor(kind, store, target)
     try:

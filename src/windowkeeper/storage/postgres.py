@@ -103,6 +103,7 @@ class PostgresStore(SessionStore):
         # psycopg's parser checks the URL; ?prefix= is ours (the argument wins only if they agree), the rest is libpq's
         self.url, url_prefix = postgres_target(url)
         self.prefix = check_prefix(resolve_prefix(url_prefix, prefix, url=self.url)).lower()
+        self._described: str | None = None
         self._connect_timeout = connect_timeout
         if statement_timeout is not None and not (
             isinstance(statement_timeout, int | float) and not isinstance(statement_timeout, bool)
@@ -127,7 +128,9 @@ class PostgresStore(SessionStore):
         self._t = {name: f"{self.prefix}_{name}" for name in _TABLES}
 
     def describe(self) -> str:
-        return f"PostgreSQL {mask_url(self.url)} (prefix {self.prefix!r})"
+        if self._described is None:  # named in every error: masked once, not on every call
+            self._described = f"PostgreSQL {mask_url(self.url)} (prefix {self.prefix!r})"
+        return self._described
 
     # -- connection (all of this runs on the store's loop) ----------------------------------------------------
 

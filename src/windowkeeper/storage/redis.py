@@ -150,6 +150,7 @@ class RedisStore(SessionStore):
         # redis-py's parse_url checks the URL and its driver options; ?prefix= is ours (the argument must agree)
         self.url, url_prefix = redis_target(url)
         self.prefix = check_prefix(resolve_prefix(url_prefix, prefix, url=self.url))
+        self._described: str | None = None
         self._pid = os.getpid()
         self._io = LoopThread(f"windowkeeper-redis-{self.prefix}")
         self._client: aredis.Redis | None = None
@@ -157,7 +158,9 @@ class RedisStore(SessionStore):
         self._closed = False
 
     def describe(self) -> str:
-        return f"Redis {mask_url(self.url)} (prefix {self.prefix!r})"
+        if self._described is None:  # named in every error: masked once, not on every call
+            self._described = f"Redis {mask_url(self.url)} (prefix {self.prefix!r})"
+        return self._described
 
     # -- plumbing (runs on the store's loop) ------------------------------------------------------------------
 

@@ -85,6 +85,7 @@ class SQLiteStore(SessionStore):
         # a path, or a sqlite:/// URL whose ?prefix= is ours and other parameters (mode=ro...) SQLite's
         self.path, url_prefix, self._uri = sqlite_target(path)
         self.prefix = check_prefix(resolve_prefix(url_prefix, prefix, url=self.path))
+        self._described: str | None = None
         if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ConfigurationError(f"synchronous={synchronous!r}; use 'NORMAL', 'FULL', 'EXTRA' or 'OFF'")
         self._synchronous = synchronous.upper()
@@ -95,7 +96,9 @@ class SQLiteStore(SessionStore):
         self._t = {name: f"{self.prefix}_{name}" for name in ("messages", "states", "sessions", "records", "schema")}
 
     def describe(self) -> str:
-        return f"SQLite {mask_url(repr(self.path))} (prefix {self.prefix!r})"
+        if self._described is None:  # named in every error: masked once, not on every call
+            self._described = f"SQLite {mask_url(repr(self.path))} (prefix {self.prefix!r})"
+        return self._described
 
     # -- connection -----------------------------------------------------------------------------------------
 

@@ -586,34 +586,7 @@ async def spec_concurrent_appends(backend: Backend) -> Measurements:
 async def spec_crash_leaves_last_checkpoint(backend: Backend) -> Measurements:
     """SIGKILL a process that writes checkpoints in a loop: the last committed one is readable and whole."""
     assert backend.url is not None
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "windowkeeper.testing.conformance", "crash-writer", backend.url, "crash",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    last = -1
-    killed = False
-    try:
-        deadline = time.monotonic() + 60
-        while last < 20:
-            line = await asyncio.wait_for(proc.stdout.readline(), timeout=max(0.1, deadline - time.monotonic()))
-            if not line:
-                err = (await proc.stderr.read()).decode(errors="replace")
-                raise AssertionError(f"crash-writer exited early (code {await proc.wait()}): {err[-2000:]}")
-            last = int(line)
-        await asyncio.sleep(0.003)  # land the kill somewhere inside the next writes
-        proc.send_signal(signal.SIGKILL)
-        killed = True
-        rest = await proc.stdout.read()
-    finally:
-        # never signal twice: Popen.send_signal polls, which would reap the child before asyncio's watcher does
-        if not killed:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-        await proc.wait()
-    for line in rest.splitlines():
-        last = max(last, int(line))
-    assert proc.returncode == -signal.SIGKILL
+    last = await _kill_writer("crash-writer", backend.url, "crash", steps=20, pause=0.003)
 
     cp = Checkpointer(backend.open())
     state = await cp.aget_state("crash")
@@ -920,32 +893,7 @@ async def spec_crash_mid_write_keeps_every_record(backend: Backend) -> Measureme
     from ..storage.check import check_store
 
     assert backend.url is not None
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "windowkeeper.testing.conformance", "crash-records", backend.url, "crashrec",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    last, killed = -1, False
-    try:
-        deadline = time.monotonic() + 90
-        while last < 15:
-            line = await asyncio.wait_for(proc.stdout.readline(), timeout=max(0.1, deadline - time.monotonic()))
-            if not line:
-                err = (await proc.stderr.read()).decode(errors="replace")
-                raise AssertionError(f"crash-records exited early (code {await proc.wait()}): {err[-2000:]}")
-            last = int(line)
-        await asyncio.sleep(0.002)
-        proc.send_signal(signal.SIGKILL)
-        killed = True
-        rest = await proc.stdout.read()
-    finally:
-        if not killed:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-        await proc.wait()
-    for line in rest.splitlines():
-        last = max(last, int(line))
-    assert proc.returncode == -signal.SIGKILL
+    last = await _kill_writer("crash-records", backend.url, "crashrec", steps=15, pause=0.002)
 
     store = backend.open()
     assert await check_store(store) == [], "a row written before the kill does not read back"
@@ -1077,6 +1025,40 @@ async def spec_adapters_on_fake_servers(backend: Backend) -> Measurements:
 
 
 # -- child-process programs -----------------------------------------------------------------------------------
+
+
+async def _kill_writer(command: str, url: str, thread: str, *, steps: int, pause: float) -> int:
+    """Start the child ``command`` (it prints each committed step), SIGKILL it after ``steps`` steps plus
+    ``pause`` seconds (somewhere inside the next writes), and return the last step it reported committed."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "windowkeeper.testing.conformance", command, url, thread,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    last = -1
+    killed = False
+    try:
+        deadline = time.monotonic() + 90
+        while last < steps:
+            line = await asyncio.wait_for(proc.stdout.readline(), timeout=max(0.1, deadline - time.monotonic()))
+            if not line:
+                err = (await proc.stderr.read()).decode(errors="replace")
+                raise AssertionError(f"{command} exited early (code {await proc.wait()}): {err[-2000:]}")
+            last = int(line)
+        await asyncio.sleep(pause)
+        proc.send_signal(signal.SIGKILL)
+        killed = True
+        rest = await proc.stdout.read()
+    finally:
+        # never signal twice: Popen.send_signal polls, which would reap the child before asyncio's watcher does
+        if not killed:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        await proc.wait()
+    for line in rest.splitlines():
+        last = max(last, int(line))
+    assert proc.returncode == -signal.SIGKILL
+    return last
 
 
 async def _child(*args: str) -> str:
