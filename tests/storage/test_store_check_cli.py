@@ -34,7 +34,9 @@ async def _fill(path: Path) -> None:
     await store.close()
 
 
-def test_store_check_lists_then_removes_exactly_the_bad_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_store_check_lists_then_removes_exactly_the_bad_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "s.db"
     asyncio.run(_fill(path))
     assert _cli(["store", "check", str(path)], capsys)[0] == 0
