@@ -181,7 +181,7 @@ PROBES = [
     Probe("head live_from 1e300", _doc_edit("head", _set(("live_from",), 1e300))),
     Probe("head live_from 10**30", _doc_edit("head", _set(("live_from",), 10**30))),
     Probe("head live_from text", _doc_edit("head", _set(("live_from",), "abc"))),
-    Probe("head live_from missing", _doc_edit("head", _drop(("live_from",)))),
+    Probe("head live_from null", _doc_edit("head", _set(("live_from",), None))),
     Probe("head keep is a dict", _doc_edit("head", _set(("keep",), {"a": 1}))),
     Probe("row of another session under another key", lambda e, s: e.copy_record("other", s, "e:1")),
 ]

@@ -792,7 +792,7 @@ class BaseMemory(Generic[S]):
                     head = await self.store.add_record(self.namespace, sid, HEAD_KEY, {"type": "head", "live_from": 1})
                 except ConflictError:
                     continue
-            live_from = head.doc["live_from"]  # checked: an int within the stores' range
+            live_from = head.doc.get("live_from", 1)  # checked: an int within the stores' range
             # archived originals sit between the live records; they are read only when asked for
             records = await self._docs.list_records_since_skipping(self.namespace, sid, live_from, ARCHIVE_PREFIX)
             older = list(head.doc.get("keep", ()))

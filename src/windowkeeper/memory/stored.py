@@ -35,7 +35,7 @@ def _is_int(value: object, low: int = 0) -> bool:
 def _head_problem(doc: dict[str, Any]) -> str | None:
     if doc.get("type") != "head":
         return f"type is {doc.get('type')!r}, expected 'head'"
-    if not _is_int(doc.get("live_from"), 1):
+    if not _is_int(doc.get("live_from", 1), 1):  # a head without it reads everything (live_from 1)
         return f"live_from is {doc.get('live_from')!r}, not an integer from 1 to {MAX_COUNTER}"
     keep = doc.get("keep", [])
     if not isinstance(keep, list) or not all(isinstance(k, str) and k for k in keep):
