@@ -4,6 +4,8 @@ and no version-checked write fails, nothing reaches stderr; an unguarded update 
 from __future__ import annotations
 
 import asyncio
+import logging
+import sys
 import uuid
 
 import pytest
@@ -66,9 +68,14 @@ async def _rounds(store: SessionStore, kill: object) -> tuple[int, int, int]:
 async def test_postgres_survives_terminated_backends(postgres_server: str, capfd: pytest.CaptureFixture[str]) -> None:
     prefix = f"wkr_{uuid.uuid4().hex[:10]}"
     store = PostgresStore(postgres_server, prefix=prefix)
+    # an application that logs warnings to stderr sees no driver noise either
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    logging.getLogger().addHandler(handler)
     try:
         killed, failed_reads, failed_writes = await _rounds(store, lambda: _kill_postgres(postgres_server, prefix))
     finally:
+        logging.getLogger().removeHandler(handler)
         await store.drop()
         await store.close()
     assert killed >= 2 * ROUNDS
@@ -122,7 +129,6 @@ def test_sync_invoke_that_never_closes_its_checkpointer_exits_quietly(
     """The store's loop resources are released at exit: no "Task was destroyed but it is pending", no unclosed
     connection, with every warning shown (``-W always``)."""
     import subprocess
-    import sys
 
     url = str(request.getfixturevalue(f"{kind}_server"))
     prefix = f"wky_{uuid.uuid4().hex[:10]}"

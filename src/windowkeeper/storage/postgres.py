@@ -60,10 +60,23 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
 logger = logging.getLogger(__name__)
-logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
-"""psycopg_pool warns about every broken connection it discards (after a failover, one line per connection);
-without logging configured, Python prints those on stderr. The handler keeps them off stderr in an application
-that configured no logging; one that did still receives them (they propagate as before)."""
+
+
+class _ExpectedDiscards(logging.Filter):
+    """psycopg_pool warns about every broken connection it discards: after a failover, one line per pooled
+    connection, on stderr when the application configured no logging. Replacing dead connections is what the
+    pool is for (the store retries and logs the event itself), so those records are passed on at INFO."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING and str(record.msg).startswith("discarding broken connection"):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+_POOL_LOGGER = logging.getLogger("psycopg.pool")
+if not any(isinstance(f, _ExpectedDiscards) for f in _POOL_LOGGER.filters):
+    _POOL_LOGGER.addFilter(_ExpectedDiscards())
+_POOL_LOGGER.addHandler(logging.NullHandler())  # nothing on stderr by Python's last-resort handler either
 
 T = TypeVar("T")
 
