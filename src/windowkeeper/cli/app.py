@@ -23,6 +23,7 @@ from ..io import DEFAULT_MAX_BYTES, InputFormat
 from .compact_cmd import OutFormat, Strategy
 from .files import check_target, write_bytes
 from .output import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, CliError, Output
+from .store_cmd import store_app
 
 logger = logging.getLogger(__name__)
 
@@ -459,6 +460,9 @@ def simulate(
         return EXIT_PROBLEMS if invalid else EXIT_OK
 
     _guarded(output, body)
+
+
+app.add_typer(store_app, name="store")
 
 
 def run(argv: list[str] | None = None) -> None:
