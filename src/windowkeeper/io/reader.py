@@ -208,6 +208,33 @@ def _message_list_format(items: Sequence[Any]) -> str | None:
     return None
 
 
+_RESPONSE_SHAPES: tuple[tuple[str, str], ...] = (
+    ("choices", "an OpenAI Chat completion (a reply, not a request); its 'choices[].message' go in 'messages'"),
+    ("candidates", "a Gemini reply, not a request; its 'candidates[].content' go in 'contents'"),
+    ("output", "a Responses API response; its 'output' items go in a request's 'input'"),
+    ("stop_reason", "an Anthropic reply message; put it in a request's 'messages' list"),
+    ("payload", "an event of a rollout log (JSON Lines, one event per line); pass the whole file"),
+    ("leafUuid", "an event of a coding agent's session log (JSON Lines); pass the whole file"),
+)
+
+
+def looks_like(data: Any) -> str | None:
+    """What a value that is not a readable conversation resembles, for the error message; None when unknown."""
+    first = data
+    if isinstance(data, list):
+        first = next((item for item in data if isinstance(item, Mapping)), None)
+        if first is None:
+            return None
+    if not isinstance(first, Mapping):
+        return None
+    for key, shape in _RESPONSE_SHAPES:
+        if key in first:
+            return shape
+    keys = ", ".join(repr(k) for k in list(first)[:6])
+    where = "a list of objects" if isinstance(data, list) else "an object"
+    return f"{where} with keys {keys}" if keys else None
+
+
 def detect_format(data: Any) -> str:
     """The `InputFormat` value of parsed JSON, or a `ConversationFileError` saying why none fits."""
     if isinstance(data, list):
@@ -571,7 +598,14 @@ def parse_conversations(
         try:
             fmt = detect_format(data)
         except ConversationFileError as exc:
-            raise ConversationFileError(f"{source}: {exc}") from exc
+            shape = looks_like(data)
+            raise ConversationFileError(f"{source}: {exc}{f'; it looks like {shape}' if shape else ''}") from exc
+        try:
+            return parse_conversations(data, fmt=fmt, source=source, lines=lines)
+        except ConversationFileError as exc:
+            # name the guess, so a wrong one is seen as such and overridden
+            message = str(exc).replace(f"{source}: ", f"{source} (read as {fmt}, detected; --format picks another): ", 1)
+            raise ConversationFileError(message, index=exc.index, key=exc.key, problems=exc.problems) from exc
     if fmt == InputFormat.JSONL.value:
         lines = data if isinstance(data, list) else [data]
         return _from_lines(ParsedDocument(source, lines, lines=lines), InputFormat.AUTO.value)
@@ -726,6 +760,7 @@ __all__ = [
     "InputFormat",
     "detect_format",
     "dumps",
+    "looks_like",
     "parse_conversations",
     "read_collection",
     "read_folder",

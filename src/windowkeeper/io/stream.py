@@ -59,6 +59,7 @@ class MessageStream:
     summary: str | None = None
     scratchpad: str | None = None
     skipped: dict[str, int] = field(default_factory=dict)
+    detected: bool = False
 
     def slices(self) -> Iterator[tuple[list[Message], list[str]]]:
         offset = 0
@@ -68,7 +69,8 @@ class MessageStream:
             except ConversationFileError as exc:
                 problems = [_shift(p, offset) for p in exc.problems]
                 summary = problems[0] if len(problems) == 1 else f"{len(problems)} problems"
-                raise ConversationFileError(f"{self.source}: {summary}", problems=problems) from None
+                how = f" (read as {self.format}, detected; --format picks another)" if self.detected else ""
+                raise ConversationFileError(f"{self.source}{how}: {summary}", problems=problems) from None
             roles = [str(v.get("role", "user")) if isinstance(v, Mapping) else "user" for v in chunk]
             offset += len(chunk)
             yield conversation.messages, roles
@@ -199,7 +201,8 @@ def open_stream(doc: RawDocument, fmt: str) -> MessageStream | None:
     if found not in STREAMED:
         return None
     name = Path(doc.source).stem or doc.source
-    return MessageStream(name, found, doc.source, values())
+    detected = fmt in (InputFormat.AUTO.value, InputFormat.JSONL.value)
+    return MessageStream(name, found, doc.source, values(), detected=detected)
 
 
 __all__ = ["MAX_SLICE", "SLICE", "STREAMED", "MessageStream", "open_stream"]
