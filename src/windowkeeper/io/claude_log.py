@@ -167,7 +167,7 @@ def write(transcript: Transcript, view: Sequence[Message], summary: str | None) 
     linked: list[dict[str, Any]] = []
     for event in events:
         if "uuid" in event:
-            if event.get("parentUuid") != parent:
+            if "parentUuid" not in event or event["parentUuid"] != parent:
                 event = {**event, "parentUuid": parent}
             parent = event["uuid"]
         linked.append(event)
