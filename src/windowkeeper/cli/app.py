@@ -37,6 +37,18 @@ def _command_of(argv: list[str]) -> str | None:
     return next((a for a in argv if a in COMMANDS), None)
 
 
+def _given_value(exc: Exception, argv: list[str]) -> str | None:
+    """The value the user gave the option a parser error is about (typer's messages do not always repeat it)."""
+    param = getattr(exc, "param", None)
+    for opt in getattr(param, "opts", ()):
+        for i, token in enumerate(argv):
+            if token == opt and i + 1 < len(argv):
+                return argv[i + 1]
+            if token.startswith(f"{opt}="):
+                return token.split("=", 1)[1]
+    return None
+
+
 COMMANDS = ("demo", "inspect", "compact", "simulate", "serve", "store")
 """Every command name, for naming the JSON schema of an error the parser found before a command ran."""
 
@@ -64,6 +76,9 @@ class _Group(TyperGroup):
             command = _command_of(argv)
             hint = f"see windowkeeper {command} -h" if command else "see windowkeeper -h"
             message = exc.format_message()
+            value = _given_value(exc, argv)
+            if value is not None and repr(value) not in message and f" {value} " not in message:
+                message += f" (got {value!r})"
             output = Output(json_mode=_wants_json(argv), command=command or "cli")
             if "unexpected extra argument" in message and "--json" in argv:
                 message += "; --json is a flag and takes no value"

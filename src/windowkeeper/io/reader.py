@@ -604,7 +604,8 @@ def parse_conversations(
             return parse_conversations(data, fmt=fmt, source=source, lines=lines)
         except ConversationFileError as exc:
             # name the guess, so a wrong one is seen as such and overridden
-            message = str(exc).replace(f"{source}: ", f"{source} (read as {fmt}, detected; --format picks another): ", 1)
+            how = f"{source} (read as {fmt}, detected; --format picks another): "
+            message = str(exc).replace(f"{source}: ", how, 1)
             raise ConversationFileError(message, index=exc.index, key=exc.key, problems=exc.problems) from exc
     if fmt == InputFormat.JSONL.value:
         lines = data if isinstance(data, list) else [data]
