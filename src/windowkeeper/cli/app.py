@@ -53,7 +53,7 @@ COMMANDS = ("demo", "inspect", "compact", "simulate", "serve", "store")
 """Every command name, for naming the JSON schema of an error the parser found before a command ran."""
 
 
-_CLICK_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+_CLICK_ERROR: Any = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 """click's error base, wherever this typer takes click from (recent typers vendor their own copy)."""
 
 

@@ -157,7 +157,8 @@ def write(transcript: Transcript, view: Sequence[Message], summary: str | None) 
 
     def rewrite(group: Group | None, messages: list[Message]) -> list[dict[str, Any]]:
         stamp = transcript.events[group.events[0]].get("timestamp") if group is not None else stamp_of
-        _instructions, items = to_responses_input(list(messages))
+        _instructions, typed = to_responses_input(list(messages))
+        items: list[Any] = list(typed)
         if group is not None and len(group.events) == 1 and len(items) == 1:
             original = transcript.events[group.events[0]]
             payload = original.get("payload", original)

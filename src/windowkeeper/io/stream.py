@@ -25,22 +25,21 @@ from .reader import _READERS, InputFormat, _is_conversation, _message_list_forma
 from .source import ConversationFileError, RawDocument, check_depth, has_surrogate_escape, is_jsonl, parse_json
 
 SLICE = 2048
-"""Messages converted together; a slice ends where a user turn starts once it holds this many."""
-
-MAX_SLICE = 32 * SLICE
-"""A slice also ends before any message that is not a tool result once it holds this many (a log with no user
-turns at all)."""
+"""Messages converted together; a slice ends where a user turn starts once it holds this many. Only there: a cut
+anywhere else could part a tool call from its result, or reasoning from the reply it belongs to, so a list with
+no user turns at all is one slice."""
 
 STREAMED = frozenset(
     {
         InputFormat.OPENAI.value,
         InputFormat.ANTHROPIC.value,
-        InputFormat.GEMINI.value,
         InputFormat.RESPONSES.value,
         InputFormat.LANGCHAIN.value,
         InputFormat.WINDOWKEEPER.value,
     }
 )
+"""Formats whose messages convert the same alone as in their list. Gemini is not among them: it has no call ids,
+and the ids made up for them count calls from the start of the list."""
 _WS = re.compile(r"[ \t\n\r]*")
 _PEEK = 50
 _MESSAGE_INDEX = re.compile(r"\bmessage (\d+)")
@@ -102,18 +101,10 @@ def _opens_turn(value: Any, fmt: str) -> bool:
     return True
 
 
-def _is_result(value: Any) -> bool:
-    if not isinstance(value, Mapping):
-        return False
-    return value.get("role") in ("tool", "function") or value.get("type") in ("function_call_output", "tool")
-
-
 def _cut(values: Iterator[Any], fmt: str) -> Iterator[list[Any]]:
     chunk: list[Any] = []
     for value in values:
-        if chunk and (
-            (len(chunk) >= SLICE and _opens_turn(value, fmt)) or (len(chunk) >= MAX_SLICE and not _is_result(value))
-        ):
+        if len(chunk) >= SLICE and _opens_turn(value, fmt):
             yield chunk
             chunk = []
         chunk.append(value)
@@ -205,4 +196,4 @@ def open_stream(doc: RawDocument, fmt: str) -> MessageStream | None:
     return MessageStream(name, found, doc.source, values(), detected=detected)
 
 
-__all__ = ["MAX_SLICE", "SLICE", "STREAMED", "MessageStream", "open_stream"]
+__all__ = ["SLICE", "STREAMED", "MessageStream", "open_stream"]

@@ -66,11 +66,11 @@ def write_events(transcript: Transcript, view: Sequence[Message], rewrite: Rewri
     read; any other group, and every message no group made, through ``rewrite``."""
     runs: list[tuple[int | None, list[Message]]] = []
     for message in view:
-        group = transcript.by_message.get(message.message_id)
-        if runs and runs[-1][0] == group:  # the same group, or another message no group made
+        made_by = transcript.by_message.get(message.message_id)
+        if runs and runs[-1][0] == made_by:  # the same group, or another message no group made
             runs[-1][1].append(message)
         else:
-            runs.append((group, [message]))
+            runs.append((made_by, [message]))
     out: list[dict[str, Any]] = []
     for index, messages in runs:
         if index is None:

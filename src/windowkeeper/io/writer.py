@@ -59,7 +59,7 @@ def resolve(out_format: OutFormat, conversation: Conversation) -> OutFormat:
     return out_format
 
 
-def alternate(turns: Sequence[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+def alternate(turns: Sequence[Any], key: str) -> list[dict[str, Any]]:
     """Merge consecutive turns of one role (content lists or strings under ``key``) into one turn."""
     out: list[dict[str, Any]] = []
     for turn in turns:

@@ -139,7 +139,8 @@ def claude_code_events(messages: list[Message]) -> list[dict[str, Any]]:
     split one content block per line under one ``message.id`` (thinking signed), each tool result its own user
     line with ``toolUseResult``, an image in the first prompt, and the events that are not conversation (a
     ``summary`` title, ``file-history-snapshot`` and ``system`` lines)."""
-    _system, turns = to_anthropic([m for m in messages if m.role != "system"])
+    _system, typed_turns = to_anthropic([m for m in messages if m.role != "system"])
+    turns: list[Any] = list(typed_turns)
     envelope = {
         "isSidechain": False,
         "userType": "external",
@@ -171,7 +172,7 @@ def claude_code_events(messages: list[Message]) -> list[dict[str, Any]]:
 
     for number, turn in enumerate(turns):
         content = turn["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
         if turn["role"] == "assistant":
             api_id = f"msg_01{number:022d}"
             for block in blocks:
@@ -240,7 +241,8 @@ def codex_rollout_events(messages: list[Message]) -> list[dict[str, Any]]:
     and an ``event_msg`` echo per user turn, ``response_item`` lines for every message, reasoning item (summary
     and encrypted content), function call and output; every third call a ``custom_tool_call`` (apply_patch) and
     one ``local_shell_call``; an image in the first prompt and ``token_count`` events."""
-    instructions, items = to_responses_input(messages)
+    instructions, typed_items = to_responses_input(messages)
+    items: list[Any] = list(typed_items)
     events: list[dict[str, Any]] = [
         {
             "timestamp": _stamp(0),
