@@ -104,6 +104,14 @@ def _cli(args: list[str]) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+def _shown(args: list[str], lines: list[str]) -> None:
+    """Run a command and append it, its status lines and its exit code to a console block."""
+    code, _, err = _cli(args)
+    lines.append("$ windowkeeper " + " ".join(args))
+    lines.extend(err.strip().splitlines())
+    lines.append(f"$ echo $?\n{code}")
+
+
 def _session_file() -> None:
     from windowkeeper.evaluation.sessiongen import generate_session
     from windowkeeper.llm.formats import to_openai_chat
@@ -162,10 +170,7 @@ def cli_compact() -> str:
                 "window.json",
             ],
         ):
-            code, _, err = _cli(args)
-            lines.append("$ windowkeeper " + " ".join(args))
-            lines.extend(err.strip().splitlines())
-            lines.append(f"$ echo $?\n{code}")
+            _shown(args, lines)
         lines.append("```")
         return "\n".join(lines) + "\n"
 
@@ -183,6 +188,7 @@ def cli_session_log() -> str:
         write_sample(Path("."), "claude-code", generate_session(60, seed=1).messages)
         lines = ["```console"]
         code, out, _ = _cli(["inspect", "session.jsonl", "--json"])
+        assert code == 0, out
         report = json.loads(out)["conversations"][0]
         brief = {k: report[k] for k in ("format", "messages", "tool_calls", "skipped_events")}
         lines.append(
@@ -191,10 +197,7 @@ def cli_session_log() -> str:
         )
         lines.append(json.dumps(brief, indent=1))
         args = ["compact", "session.jsonl", "--budget", "8000", "-o", "compacted.jsonl"]
-        code, _, err = _cli(args)
-        lines.append("$ windowkeeper " + " ".join(args))
-        lines.extend(err.strip().splitlines())
-        lines.append(f"$ echo $?\n{code}")
+        _shown(args, lines)
         lines.append("```")
         return "\n".join(lines) + "\n"
 

@@ -4,6 +4,7 @@ reject. Exit 1 when a structural problem is found."""
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -178,33 +179,35 @@ class _Tally:
         }
 
 
+def _report(
+    source: Conversation | MessageStream,
+    slices: Iterable[tuple[list[Message], list[str] | None]],
+    *,
+    reserve: int,
+    providers: tuple[str, ...],
+) -> dict[str, Any]:
+    tally = _Tally(source.format, providers)
+    for messages, roles in slices:
+        tally.add(messages, roles)
+    return tally.report(
+        name=source.name,
+        tools=source.tools,
+        summary=source.summary,
+        scratchpad=source.scratchpad,
+        reserve=reserve,
+        skipped=source.skipped,
+    )
+
+
 def conversation_report(conversation: Conversation, *, reserve: int, providers: tuple[str, ...]) -> dict[str, Any]:
     """The JSON object describing one conversation (its fields are listed in ``windowkeeper inspect -h``)."""
-    tally = _Tally(conversation.format, providers)
-    tally.add(conversation.messages, conversation.wire_roles)
-    return tally.report(
-        name=conversation.name,
-        tools=conversation.tools,
-        summary=conversation.summary,
-        scratchpad=conversation.scratchpad,
-        reserve=reserve,
-        skipped=conversation.skipped,
-    )
+    slices = [(conversation.messages, conversation.wire_roles)]
+    return _report(conversation, slices, reserve=reserve, providers=providers)
 
 
 def stream_report(stream: MessageStream, *, reserve: int, providers: tuple[str, ...]) -> dict[str, Any]:
     """`conversation_report` of a conversation read slice by slice."""
-    tally = _Tally(stream.format, providers)
-    for messages, roles in stream.slices():
-        tally.add(messages, roles)
-    return tally.report(
-        name=stream.name,
-        tools=stream.tools,
-        summary=stream.summary,
-        scratchpad=stream.scratchpad,
-        reserve=reserve,
-        skipped=stream.skipped,
-    )
+    return _report(stream, stream.slices(), reserve=reserve, providers=providers)
 
 
 def inspect_reports(

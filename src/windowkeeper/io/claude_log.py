@@ -19,7 +19,7 @@ from ..errors import FormatError
 from ..llm.formats import anthropic_message_to_messages, to_anthropic
 from ..messages import Message
 from ..prompt.sections import summary_section
-from .transcript import Group, Transcript, parse_timestamp, write_events
+from .transcript import Group, Transcript, event_objects, parse_timestamp, write_events
 
 KIND = "claude-code"
 CONVERSATION_TYPES = frozenset({"user", "assistant"})
@@ -86,13 +86,9 @@ def read(events: Sequence[Any], lines: Sequence[int]) -> tuple[list[Message], Tr
             emit(list(pending), "assistant", blocks)
             pending.clear()
 
-    for i, event in enumerate(events):
-        if not isinstance(event, Mapping):
-            problems.append(f"line {lines[i]}: is not a JSON object")
-            continue
-        kind = event.get("type")
-        if not isinstance(kind, str) or kind not in CONVERSATION_TYPES:
-            transcript.skipped[str(kind)] += 1
+    for i, event, kind in event_objects(events, lines, problems):
+        if kind not in CONVERSATION_TYPES:
+            transcript.skipped[kind] += 1
             continue
         message = event.get("message")
         if not isinstance(message, Mapping):

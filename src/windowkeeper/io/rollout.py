@@ -22,7 +22,7 @@ from ..errors import FormatError
 from ..llm.formats import from_responses_input, to_responses_input
 from ..messages import Message
 from ..prompt.sections import summary_section
-from .transcript import Group, Transcript, parse_timestamp, write_events
+from .transcript import Group, Transcript, event_objects, parse_timestamp, write_events
 
 KIND = "codex"
 EVENT_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
@@ -106,12 +106,7 @@ def read(events: Sequence[Any], lines: Sequence[int]) -> tuple[list[Message], Tr
             emit(list(pending))
             pending.clear()
 
-    for i, event in enumerate(events):
-        if not isinstance(event, Mapping):
-            problems.append(f"line {lines[i]}: is not a JSON object")
-            continue
-        kind = event.get("type")
-        kind = kind if isinstance(kind, str) else str(kind)
+    for i, event, kind in event_objects(events, lines, problems):
         payload = event.get("payload")
         if "payload" not in event and kind in _LEGACY_ITEMS:
             kind, payload = "response_item", event  # a rollout written before events had envelopes

@@ -11,7 +11,7 @@ that it added (a summary).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -45,6 +45,18 @@ class Transcript:
         self.groups.append(group)
         for message in messages:
             self.by_message[message.message_id] = index
+
+
+def event_objects(
+    events: Sequence[Any], lines: Sequence[int], problems: list[str]
+) -> Iterator[tuple[int, Mapping[str, Any], str]]:
+    """``(index, event, type)`` of each event that is a JSON object; any other value is a problem by line."""
+    for i, event in enumerate(events):
+        if not isinstance(event, Mapping):
+            problems.append(f"line {lines[i]}: is not a JSON object")
+            continue
+        kind = event.get("type")
+        yield i, event, kind if isinstance(kind, str) else str(kind)
 
 
 def parse_timestamp(value: Any) -> float | None:
@@ -87,4 +99,4 @@ def write_events(transcript: Transcript, view: Sequence[Message], rewrite: Rewri
     return out
 
 
-__all__ = ["Group", "Rewrite", "Transcript", "parse_timestamp", "write_events"]
+__all__ = ["Group", "Rewrite", "Transcript", "event_objects", "parse_timestamp", "write_events"]

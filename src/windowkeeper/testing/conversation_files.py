@@ -236,6 +236,11 @@ def _claude_code(messages: list[Message]) -> str:
     return _jsonl(claude_code_events(messages))
 
 
+def _item_text(item: Any) -> str:
+    content = item["content"]
+    return "".join(p.get("text", "") for p in content) if isinstance(content, list) else str(content)
+
+
 def codex_rollout_events(messages: list[Message]) -> list[dict[str, Any]]:
     """A Responses-family rollout in the shape Codex CLI writes it: ``session_meta`` first, a ``turn_context``
     and an ``event_msg`` echo per user turn, ``response_item`` lines for every message, reasoning item (summary
@@ -271,11 +276,7 @@ def codex_rollout_events(messages: list[Message]) -> list[dict[str, Any]]:
         kind = item.get("type")
         payload: dict[str, Any] = dict(item)
         if kind == "message" and item.get("role") == "user":
-            text = (
-                "".join(p.get("text", "") for p in item["content"])
-                if isinstance(item["content"], list)
-                else item["content"]
-            )
+            text = _item_text(item)
             events.append(
                 {
                     "timestamp": stamp,
@@ -355,11 +356,7 @@ def codex_rollout_events(messages: list[Message]) -> list[dict[str, Any]]:
             payload = {"type": kind_out, "call_id": item["call_id"], "output": wrapped}
         events.append({"timestamp": stamp, "type": "response_item", "payload": payload})
         if kind == "message" and item.get("role") == "assistant":
-            text = (
-                "".join(p.get("text", "") for p in item["content"])
-                if isinstance(item["content"], list)
-                else item["content"]
-            )
+            text = _item_text(item)
             events.append(
                 {"timestamp": stamp, "type": "event_msg", "payload": {"type": "agent_message", "message": text}}
             )
