@@ -290,3 +290,13 @@ def test_inspect_reads_a_folder_of_conversations(tmp_path: Path) -> None:
     assert sorted(c["name"] for c in doc["conversations"]) == sorted(
         ["request.json", "session.jsonl", "rollout-2025-09-01T10-00-00.jsonl"]
     )
+
+
+def test_another_providers_body_is_not_reused(tmp_path: Path) -> None:
+    path, _fmt = write_sample(tmp_path, "openai-request", LONG)
+    out = tmp_path / "out.json"
+    args = ["compact", str(path), "--budget", "3000", "--out-format", "anthropic", "-o", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    written = json.loads(out.read_text())
+    assert "model" not in written and set(written) == {"system", "tools", "messages"}
+    TypeAdapter(list[MessageParam]).validate_python(written["messages"])

@@ -81,8 +81,10 @@ def _as_list(value: Any, key: str) -> list[Any]:
 
 
 def _body(conversation: Conversation, key: str, messages: Any, **replaced: Any) -> Any:
-    """The input's request body with ``key`` replaced (others in their order), or the new parts alone."""
-    if conversation.envelope is None or conversation.messages_key != key:
+    """The input's request body with ``key`` replaced (others in their order), or the new parts alone. Only a
+    body of the format being written is reused: another provider's model name and settings mean nothing here."""
+    fmt = replaced.pop("fmt")
+    if conversation.envelope is None or conversation.messages_key != key or conversation.format != fmt.value:
         parts = {k: v for k, v in replaced.items() if v is not None}
         return {**parts, key: messages} if parts else messages
     body: dict[str, Any] = {}
@@ -106,7 +108,7 @@ def _langchain(conversation: Conversation, rendered: list[Message]) -> Any:
         from langchain_core.messages import messages_to_dict
 
         items = messages_to_dict(objects)
-    return _body(conversation, "messages", items)
+    return _body(conversation, "messages", items, fmt=OutFormat.LANGCHAIN)
 
 
 def payload(conversation: Conversation, state: AgentState, out_format: OutFormat) -> tuple[Any, OutFormat]:
@@ -123,20 +125,21 @@ def payload(conversation: Conversation, state: AgentState, out_format: OutFormat
             data["tools"] = tools
         return data, fmt
     rendered = assemble(state, tools=tools).to_messages()
-    has_tools = bool(tools) and (conversation.envelope is None or "tools" not in conversation.envelope)
+    reused = conversation.envelope is not None and conversation.format == fmt.value
+    has_tools = bool(tools) and not (reused and "tools" in (conversation.envelope or {}))
     extra: dict[str, Any] = {"tools": tools} if has_tools and fmt is not OutFormat.GEMINI else {}
     if fmt is OutFormat.OPENAI:
-        return _body(conversation, "messages", to_openai_chat(rendered), **extra), fmt
+        return _body(conversation, "messages", to_openai_chat(rendered), fmt=fmt, **extra), fmt
     if fmt is OutFormat.RESPONSES:
         instructions, items = to_responses_input(rendered)
-        return _body(conversation, "input", items, instructions=instructions, **extra), fmt
+        return _body(conversation, "input", items, fmt=fmt, instructions=instructions, **extra), fmt
     if fmt is OutFormat.ANTHROPIC:
         system, turns = to_anthropic(rendered)
-        return _body(conversation, "messages", alternate(turns, "content"), system=system, **extra), fmt
+        return _body(conversation, "messages", alternate(turns, "content"), fmt=fmt, system=system, **extra), fmt
     if fmt is OutFormat.GEMINI:
         system_instruction, contents = to_gemini(rendered)
         merged = alternate(contents, "parts")
-        return _body(conversation, "contents", merged, system_instruction=system_instruction), fmt
+        return _body(conversation, "contents", merged, fmt=fmt, system_instruction=system_instruction), fmt
     return _langchain(conversation, rendered), fmt
 
 
