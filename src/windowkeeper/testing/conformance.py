@@ -305,26 +305,14 @@ def all_block_messages(prefix: str = "rt") -> list[Message]:
             content=[
                 ReasoningBlock(text="I should call the tool.", summary="call tool"),
                 TextBlock(text="Checking."),
-                ToolCallBlock(
-                    id="call_1", name="lookup", args={"q": "cat", "n": 3, "deep": {"x": [1]}}, tool_type="function"
-                ),
+                ToolCallBlock(id="call_1", name="lookup", args={"q": "cat", "n": 3, "deep": {"x": [1]}},
+                              tool_type="function"),
             ],
-            tools_calls=[
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "lookup", "arguments": '{"q": "cat", "n": 3}'},
-                }
-            ],
+            tools_calls=[{"id": "call_1", "type": "function",
+                          "function": {"name": "lookup", "arguments": "{\"q\": \"cat\", \"n\": 3}"}}],
             reasoning="provider-level reasoning text",
-            usages=TokenUsages(
-                prompt_tokens=120,
-                completion_tokens=30,
-                total_tokens=150,
-                reasoning_tokens=12,
-                cache_read_input_tokens=64,
-                image_tokens=None,
-            ),
+            usages=TokenUsages(prompt_tokens=120, completion_tokens=30, total_tokens=150, reasoning_tokens=12,
+                               cache_read_input_tokens=64, image_tokens=None),
             raw={"id": "resp_1", "object": "response", "output": [{"type": "message"}]},
         ),
         Message.tool_message(
@@ -337,11 +325,8 @@ def all_block_messages(prefix: str = "rt") -> list[Message]:
         Message(
             message_id=f"{prefix}-final",
             role="assistant",
-            content=[
-                TextBlock(text="A cat."),
-                AnnotationBlock(annotation=ann),
-                ToolResultBlock(call_id="call_x", output="plain", status="error"),
-            ],
+            content=[TextBlock(text="A cat."), AnnotationBlock(annotation=ann),
+                     ToolResultBlock(call_id="call_x", output="plain", status="error")],
         ),
     ]
 
@@ -373,14 +358,8 @@ async def spec_round_trip_all_blocks(backend: Backend) -> None:
     assert len(block_types) == 11, f"sample lacks block types: {sorted(block_types)}"
     store = backend.open()
     cp = Checkpointer(store, owns_store=False)
-    state = _CustomState(
-        context=messages[-3:],
-        context_summary="earlier: greetings",
-        scratchpad="notes ✓",
-        counter=5,
-        notes=["a", "b"],
-        plan={"steps": [1, 2]},
-    )
+    state = _CustomState(context=messages[-3:], context_summary="earlier: greetings", scratchpad="notes ✓",
+                         counter=5, notes=["a", "b"], plan={"steps": [1, 2]})
     state.execution_meta.step = 4
     state.execution_meta.status = ExecutionStatus.INTERRUPTED_AFTER
     await cp.aput("rt-thread", state, messages)
@@ -608,14 +587,8 @@ async def spec_crash_leaves_last_checkpoint(backend: Backend) -> Measurements:
     """SIGKILL a process that writes checkpoints in a loop: the last committed one is readable and whole."""
     assert backend.url is not None
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "windowkeeper.testing.conformance",
-        "crash-writer",
-        backend.url,
-        "crash",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        sys.executable, "-m", "windowkeeper.testing.conformance", "crash-writer", backend.url, "crash",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     assert proc.stdout is not None and proc.stderr is not None
     last = -1
@@ -813,9 +786,7 @@ async def spec_codec_limits(backend: Backend) -> None:
     for depth in (MAX_JSON_DEPTH, 200, 260, 600):
         # beyond 240 levels the constructor itself refuses; model_construct stands for a caller's in-place edit
         block = (ToolCallBlock if depth < 240 else ToolCallBlock.model_construct)(
-            id=f"c{depth}",
-            name="f",
-            args={"a": _nested(depth)},
+            id=f"c{depth}", name="f", args={"a": _nested(depth)},
         )
         calls = Message(role="assistant", message_id=f"deep-call-{depth}", content=[block])
         try:
@@ -826,8 +797,7 @@ async def spec_codec_limits(backend: Backend) -> None:
             raise AssertionError(f"tool arguments nested {depth} levels must be refused at write time")
     # built without validation, as a caller editing a block's output in place could
     deep_output = Message.tool_message(
-        [ToolResultBlock.model_construct(call_id="c-out", output=_nested(200))],
-        message_id="deep-out",
+        [ToolResultBlock.model_construct(call_id="c-out", output=_nested(200))], message_id="deep-out",
     )
     try:
         await store.append_messages(thread, [deep_output])
@@ -928,12 +898,8 @@ async def spec_fork_safe(backend: Backend) -> None:
 
 async def _child(*args: str) -> str:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "windowkeeper.testing.conformance",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        sys.executable, "-m", "windowkeeper.testing.conformance", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
     if proc.returncode != 0:
@@ -980,9 +946,8 @@ async def _child_main(argv: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3:
-        print(
-            "usage: python -m windowkeeper.testing.conformance read|write|crash-writer URL THREAD [N]", file=sys.stderr
-        )
+        print("usage: python -m windowkeeper.testing.conformance read|write|crash-writer URL THREAD [N]",
+              file=sys.stderr)
         return 2
     return asyncio.run(_child_main(args))
 
