@@ -104,6 +104,9 @@ def test_inspect_counts_real_shapes(tmp_path: Path, case: str) -> None:
     assert report["tool_calls"] == sum(len(m.tool_call_blocks()) for m in expected.messages)
     assert report["skipped_events"] == expected.skipped
     assert all(not found for found in report["problems"].values())
+    if expected.skipped:
+        human = runner.invoke(app, ["inspect", str(path)])
+        assert f"Skipped {sum(expected.skipped.values())} events that are not conversation" in human.stdout
 
 
 def _validate_claude_log(events: list[dict[str, Any]]) -> None:

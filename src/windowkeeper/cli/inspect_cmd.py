@@ -264,6 +264,10 @@ def print_conversation(output: Output, report: dict[str, Any]) -> None:
     output.out.print(by_role)
     largest = ", ".join(f"#{e['index']} {e['role']} {e['tokens']:,}" for e in report["largest"])
     output.out.print(f"{report['tool_calls']} tool calls. Largest messages: {largest}", markup=False)
+    skipped = report["skipped_events"]
+    if skipped:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in skipped.items())
+        output.out.print(f"Skipped {sum(skipped.values())} events that are not conversation: {kinds}", markup=False)
     print_problems(output, report)
 
 
