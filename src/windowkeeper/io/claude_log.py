@@ -149,7 +149,8 @@ def write(transcript: Transcript, view: Sequence[Message], summary: str | None) 
                 out.append(_new_event(transcript, role, _blocks([message]), str(message.message_id)))
             return out
         first = transcript.events[group.events[0]]
-        event = copy.deepcopy(first)
+        # the envelope stays; the tool's raw output (shown by the agent's UI, never sent) would undo a clearing
+        event = copy.deepcopy({k: v for k, v in first.items() if k != "toolUseResult"})
         event["message"]["content"] = _blocks(messages)
         return [event]
 
