@@ -312,3 +312,13 @@ def test_another_providers_body_is_not_reused(tmp_path: Path) -> None:
     written = json.loads(out.read_text())
     assert "model" not in written and set(written) == {"system", "tools", "messages"}
     TypeAdapter(list[MessageParam]).validate_python(written["messages"])
+
+
+def test_a_log_under_another_name_is_read_with_format_and_named_without(tmp_path: Path) -> None:
+    path, _fmt = write_sample(tmp_path, "claude-code")
+    renamed = path.rename(tmp_path / "session.json")
+    forced = runner.invoke(app, ["inspect", str(renamed), "--format", "claude-code", "--json"])
+    assert forced.exit_code == 0, forced.output
+    assert _doc(forced.stdout)["conversations"][0]["format"] == "claude-code"
+    guessed = runner.invoke(app, ["inspect", str(renamed)])
+    assert guessed.exit_code == 2 and "it looks like JSON Lines" in guessed.stderr

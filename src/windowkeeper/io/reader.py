@@ -670,9 +670,13 @@ def read_conversations(
     return parse_text(read_text(path, max_bytes=max_bytes, timeout=timeout), fmt)
 
 
+_LINE_FORMATS = frozenset({InputFormat.JSONL.value, InputFormat.CLAUDE_CODE.value, InputFormat.CODEX.value})
+"""Formats that are always JSON Lines, whatever the file's name."""
+
+
 def parse_text(raw: RawDocument, fmt: str = "auto") -> list[Conversation]:
     """Every conversation in the text of one input."""
-    doc = parse_document(raw, jsonl=True if fmt == InputFormat.JSONL.value else None)
+    doc = parse_document(raw, jsonl=True if fmt in _LINE_FORMATS else None)
     if doc.lines is not None:
         return _from_lines(doc, InputFormat.AUTO.value if fmt == InputFormat.JSONL.value else fmt)
     return parse_conversations(doc.data, fmt=fmt, source=doc.source)

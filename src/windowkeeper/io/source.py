@@ -200,7 +200,10 @@ def parse_json(text: str, *, source: str, line: int | None = None) -> Any:
         value = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         where = f"line {line}" if line is not None else f"line {exc.lineno}, column {exc.colno}"
-        raise ConversationFileError(f"{source}: not valid JSON ({where}: {exc.msg})") from exc
+        hint = ""
+        if exc.msg == "Extra data" and line is None and text[: exc.pos].rstrip().endswith(("}", "]")):
+            hint = "; it looks like JSON Lines (one value per line): name it .jsonl or pass --format"
+        raise ConversationFileError(f"{source}: not valid JSON ({where}: {exc.msg}){hint}") from exc
     except RecursionError as exc:  # pragma: no cover - check_depth stops this first
         raise ConversationFileError(f"{source}: JSON nested too deeply") from exc
     # valid UTF-8 cannot hold a lone surrogate, but a JSON escape (\\ud83d) can; only then walk the value
