@@ -18,6 +18,7 @@ from windowkeeper.io import read_conversation, read_text
 from windowkeeper.io import stream as stream_module
 from windowkeeper.io.stream import open_stream
 from windowkeeper.llm.formats import to_anthropic, to_openai_chat, to_responses_input
+from windowkeeper.prompt import assemble
 from windowkeeper.testing.conversation_files import write_sample
 
 MESSAGES = generate_session(40, seed=5).messages
@@ -51,8 +52,12 @@ def test_a_streamed_report_equals_the_whole_one(tmp_path: Path, name: str) -> No
     fmt, text = _shapes()[name]
     path = tmp_path / name
     path.write_text(text)
-    whole = conversation_report(read_conversation(path), reserve=100, providers=PROVIDERS)
+    conversation = read_conversation(path)
+    whole = conversation_report(conversation, reserve=100, providers=PROVIDERS)
     assert _streamed(path) == whole
+    # the tally counts what `assemble` counts: the request an Agent would send
+    prompt = assemble(conversation.state(), tools=conversation.tools, reserve_tokens=100)
+    assert whole["tokens"]["zones"] == prompt.zone_tokens and whole["tokens"]["input"] == prompt.input_tokens
     assert whole["format"] == fmt and whole["messages"] >= 60
 
 
