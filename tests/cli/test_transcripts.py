@@ -137,8 +137,9 @@ def _validate_rollout(path: Path, events: list[dict[str, Any]]) -> None:
     every function and custom-tool item as written. (Codex stores reasoning and shell items without the ``id`` and
     images without the ``detail`` that the SDK's TypedDicts require; those lines are the input's, unchanged.)"""
     adapter = TypeAdapter(ResponseInputItemParam)
-    assert events[0]["type"] == "session_meta"
-    for event in events[1:]:
+    assert events[0]["type"] == "session_meta" and events[1]["type"] == "compacted"
+    assert events[1]["payload"]["message"].startswith("Summary of the earlier conversation")
+    for event in events[2:]:
         assert event["type"] == "response_item"
         if event["payload"]["type"] in _OWN_ITEMS:
             adapter.validate_python(event["payload"])

@@ -3,8 +3,9 @@
 Each line is ``{"timestamp", "type", "payload"}``. ``response_item`` payloads are Responses items (message,
 reasoning, function_call, function_call_output, custom_tool_call, local_shell_call, web_search_call, ...): the
 conversation. ``session_meta`` opens the file (its ``instructions``, when set, are the system prompt) and a
-``compacted`` event holds the summary an earlier compaction left. ``event_msg`` (which repeats the items for the
-terminal UI and adds token counts) and ``turn_context`` are not conversation: skipped and counted.
+``compacted`` event holds the summary an earlier compaction left (a compaction here writes its summary so too).
+``event_msg`` (which repeats the items for the terminal UI and adds token counts) and ``turn_context`` are not
+conversation: skipped and counted.
 
 The item types the message model has no name for are read as the function calls and outputs they are (a custom
 tool's free-form input, a shell call's action), so they are counted and paired; a compacted rollout writes every
@@ -144,7 +145,7 @@ def read(events: Sequence[Any], lines: Sequence[int]) -> tuple[list[Message], Tr
 
 
 def write(transcript: Transcript, view: Sequence[Message], summary: str | None) -> list[dict[str, Any]]:
-    """The rollout of ``view``: the session_meta line, ``summary`` as a user item, then the kept items."""
+    """The rollout of ``view``: the session_meta line, ``summary`` as a ``compacted`` event, then the kept items."""
     stamp_of = next((e.get("timestamp") for e in transcript.events if "timestamp" in e), None)
 
     def line(payload: Any, stamp: Any) -> dict[str, Any]:
@@ -171,9 +172,8 @@ def write(transcript: Transcript, view: Sequence[Message], summary: str | None) 
     text = summary_section(summary)
     if text:
         at = 1 if events and events[0].get("type") == "session_meta" else 0
-        events.insert(
-            at, line({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}, stamp_of)
-        )
+        # the rollout's own record of a compaction, which Codex replays as the summary of what came before
+        events.insert(at, {"timestamp": stamp_of, "type": "compacted", "payload": {"message": text}})
     return events
 
 
