@@ -209,3 +209,9 @@ def test_help_has_an_example_and_the_json_fields_and_no_flag_placeholders(comman
     assert "--json" in flags and "<bool>" not in text and "BOOLEAN" not in text
     json_line = next(line for line in text.splitlines() if line.strip().startswith("--json"))
     assert json_line.split()[1][0].isupper()  # the help text follows the flag directly, no value placeholder
+
+
+def test_bare_command_shows_the_help_not_an_error() -> None:
+    result = runner.invoke(app, [])
+    assert result.exit_code == 2
+    assert result.stdout.startswith("Usage: windowkeeper") and "error:" not in result.stdout + result.stderr

@@ -73,6 +73,11 @@ class _Group(TyperGroup):
         try:
             code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except _CLICK_ERROR as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare `windowkeeper`: the help, as click shows it
+                sys.stdout.write(exc.format_message() + "\n")
+                if standalone_mode:
+                    sys.exit(EXIT_USAGE)
+                return EXIT_USAGE
             command = _command_of(argv)
             hint = f"see windowkeeper {command} -h" if command else "see windowkeeper -h"
             message = exc.format_message()
