@@ -9,7 +9,9 @@ names the index, the key, the shape expected and, when it can tell, the format t
 
 from __future__ import annotations
 
+import bisect
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
@@ -210,10 +212,13 @@ def read_messages_cached(fmt: WindowFormat, messages: Any, cache: ReadCache | No
         if mine is not theirs:
             break
         same += 1
-    start, count = 0, 0
-    for item_index, message_count in cache.marks:
-        if item_index <= same and _safe_start(fmt, messages, item_index):
-            start, count = item_index, message_count
+    # the newest mark a read may restart from (marks ascend; one is added per call, so never walk them all)
+    start, count, kept = 0, 0, 0
+    for position in range(bisect.bisect_right(cache.marks, (same, math.inf)) - 1, 0, -1):
+        item_index, message_count = cache.marks[position]
+        if _safe_start(fmt, messages, item_index):
+            start, count, kept = item_index, message_count, position + 1
+            break
     if start == 0:
         return _fresh(fmt, messages)
     tail = list(messages[start:])
@@ -221,8 +226,11 @@ def read_messages_cached(fmt: WindowFormat, messages: Any, cache: ReadCache | No
     previous = str(cache.messages[count - 1].message_id) if count else None
     read = _guarded(fmt, messages, lambda: _read_tail(fmt, tail, start, previous))
     out = [*cache.messages[:count], *read]
-    marks = [m for m in cache.marks if m[0] <= start]
-    return out, ReadCache(items=list(messages), messages=out, marks=[*marks, (len(messages), len(out))])
+    marks = cache.marks if kept == len(cache.marks) else cache.marks[:kept]  # the old cache is replaced
+    end = (len(messages), len(out))
+    if marks[-1] != end:
+        marks.append(end)
+    return out, ReadCache(items=list(messages), messages=out, marks=marks)
 
 
 def _fresh(fmt: WindowFormat, messages: Any) -> tuple[list[Message], ReadCache]:
