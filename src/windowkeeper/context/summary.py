@@ -4,7 +4,8 @@ The split between "summarize" and "keep" is made on a user-message boundary at o
 point, and never after the newest user message. That keeps every tool call with its results, and the kept part
 starts with a user turn (the newest request at least, even with ``keep_recent=0``), which Anthropic and Gemini
 require and which no manager may fake by inventing a message. So the kept part may hold more than ``keep_recent``
-messages.
+messages. When a trigger fires but nothing lies before that turn (one long request over ``token_budget``, say),
+nothing can be summarized: the context is left as it is and an INFO log line says why.
 
 The running summary is bounded. Each new summary is appended (the documented behaviour), and the token trigger
 counts the summary along with the messages, since both are sent. Once the summary passes
@@ -313,6 +314,12 @@ class SummaryContextManager(BaseContextManager[S]):
         newest_user = max((i for i, m in enumerate(others) if m.role == "user"), default=0)
         cut = min(summary_cut(others, self.keep_recent), newest_user)
         if cut == 0:
+            logger.info(
+                "SummaryContextManager: a trigger fired but nothing can be summarized (%d messages; keep_recent=%d, "
+                "and the newest user turn, the request being answered, is always kept whole); context left as it is",
+                len(others),
+                self.keep_recent,
+            )
             return None
         return systems, others[:cut], join_recall(others[cut:], recalls)
 

@@ -657,10 +657,10 @@ class BaseMemory(Generic[S]):
             raise ProviderError(f"{attempt.error} (summary_timeout={self.summary_timeout:g}s)")
         raw = attempt.value
         summary = coerce_summary(raw, originals)
-        if summary.is_empty():
+        if not summary.says_something():
             raise ProviderError(
-                "summarizer returned an empty structured summary (no goal, step, decision, file or context); "
-                "the events stay in the view instead of vanishing",
+                "summarizer returned an empty structured summary (no count, time range or timestamp, and no goal, "
+                "step, decision, file or context); the events stay in the view instead of vanishing",
             )
         return fit_summary(summary, self.counter.count_text, self.summary_max_tokens)
 
