@@ -510,7 +510,7 @@ class _Writer:
     # -- writing ------------------------------------------------------------------------------------------------
 
     def _emit(self, speaker: int, text: str) -> Message:
-        role = "user" if speaker == 0 else "assistant"
+        role: Literal["user", "assistant"] = "user" if speaker == 0 else "assistant"
         stamp = self.day + timedelta(minutes=2 * self.turn_in_session)
         msg = Message.text_message(text, role=role, message_id=f"d{self.seed}:s{self.session}:t{self.turn_in_session}")
         msg.metadata["session_date"] = stamp.strftime("%Y/%m/%d (%a) %H:%M")
