@@ -134,17 +134,20 @@ def fit_recall(messages: list[Message], budget: int, counter: TokenCounter, *, e
     For a manager whose trigger does not count recall messages (so recall never changes when it summarizes or
     cuts): a recall message is sized to the room left when it is placed, and as the view grows the older ones go
     first. Dropping one changes the prompt only from where it stood, near the end; a summary or cut it caused
-    would change it from the start. The recall message of the newest user message (the turn being answered)
-    stays. Costs nothing while the view holds no older recall message.
+    would change it from the start. The recall message of the newest user message (the turn being answered) goes
+    last: only when the turn's own tool steps have grown the view past the budget with it. Costs nothing while the
+    view holds no recall message.
     """
+    recalls = [m for m in messages if is_recall(m)]
+    if not recalls:
+        return messages
     newest = newest_user(messages)
     serving = str(messages[newest].message_id) if newest is not None else None
-    older = [m for m in messages if is_recall(m) and m.metadata.get("serves") != serving]
-    if not older:
-        return messages
+    ordered = [m for m in recalls if m.metadata.get("serves") != serving]
+    ordered += [m for m in recalls if m.metadata.get("serves") == serving]
     total = counter.count_messages(messages) + extra
     drop: set[int] = set()
-    for message in older:
+    for message in ordered:
         if total <= budget:
             break
         drop.add(id(message))
