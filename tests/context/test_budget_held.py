@@ -33,6 +33,7 @@ MANAGERS: dict[str, Factory] = {
         model="extractive", max_messages=None, token_budget=b, keep_recent=8, recall=True
     ),
     "message+recall": lambda b: MessageContextManager(max_messages=5, recall=True, recall_budget=b),
+    "memory": lambda b: MemoryContextManager(InMemoryMemory(thresholds=memory_thresholds(b))),
     "memory+recall": lambda b: MemoryContextManager(InMemoryMemory(thresholds=memory_thresholds(b)), recall=True),
     "budget": lambda b: TokenBudgetContextManager(
         max_tokens=b + 500, reserve_tokens=500, summarizer=ExtractiveSummarizer(), recall=False
@@ -103,3 +104,20 @@ async def test_the_summary_manager_logs_the_one_prompt_it_cannot_fit(caplog: pyt
         got = await sizes(manager, steps, "and?")
     assert got[-2][0] > 300 and got[-2][1] == 1  # the newest request alone is over: kept whole, never summarized
     assert any("newest user turn" in r.getMessage() for r in caplog.records)
+
+
+def long_reply_chat(turns: int) -> list[Message]:
+    """Short questions and long advice replies (the shape of LongMemEval chat): ten events are over the budget."""
+    out: list[Message] = []
+    for t in range(turns):
+        out.append(Message.text_message(f"Question {t}: how should I plan week {t} of training?", message_id=f"u{t}"))
+        advice = " ".join(f"Step {k}: run {k + t} km at an easy pace and stretch for {k} minutes." for k in range(30))
+        out.append(Message.text_message(advice, role="assistant", message_id=f"a{t}"))
+    return out
+
+
+@pytest.mark.parametrize("name", ["memory", "memory+recall", "summary", "budget"])
+async def test_no_prompt_over_budget_when_the_recent_events_alone_are_larger(name: str) -> None:
+    got = await sizes(MANAGERS[name](BUDGET), user_steps(long_reply_chat(30)), "What did I plan for week 3?")
+    over = [size for size, _ in got if size > BUDGET]
+    assert over == [], f"{name}: {len(over)} of {len(got)} prompts over, max {max(over)}"
