@@ -355,3 +355,22 @@ async def test_the_references_count_only_summary_replaces_events_and_reaches_the
     assert (await memory.list("s"))[0]["message"]["content"].startswith(f"[Summary of {summaries[-1].count} earlier")
     if isinstance(memory, CountOnlyMemory):
         assert memory.hook_calls == [("store", "s"), ("clear", "s")] * len(summaries)
+
+
+class ManagesAfterEachAdd(CountOnlyMemory):
+    """The reference example's ``add`` override: management off in the base, run by hand after each event."""
+
+    async def add(self, event: Any, *, session_id: str | None = None) -> Any:  # type: ignore[override]
+        await super().add(event, session_id=session_id)
+        sid = event["state"].get("session_id", "default")
+        return await self._manage_context(sid)
+
+
+async def test_the_references_add_override_runs_management_by_hand() -> None:
+    memory = ManagesAfterEachAdd({"thresholds": {"pre_rot_threshold": 1000}, "enable_context_management": False})
+    for e in _shard_events(80):
+        e["state"]["session_id"] = "s"
+        report = await memory.add(e)
+        assert report is not None and report.failure is None
+        assert await memory.tokens("s") < 1000
+    assert memory.hook_calls and memory.hook_calls[:2] == [("store", "s"), ("clear", "s")]

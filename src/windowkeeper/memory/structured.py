@@ -46,10 +46,6 @@ REFERENCE_FIELDS = frozenset({"count", "time_range", "timestamp"})
 said what the reference asks of it, so its summary may replace the events."""
 
 
-def _alias(name: str, camel: str) -> Any:
-    return Field(validation_alias=AliasChoices(name, camel))
-
-
 class TimeRange(BaseModel):
     """When the summarized events happened (either end may be unknown)."""
 
