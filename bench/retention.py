@@ -40,12 +40,15 @@ from pathlib import Path
 from typing import Any
 
 from _common import fresh_counter, print_table, require_data
+from agent_retention import pick_probe
+from agent_retention import steps_of as agent_steps
+from longmemeval_retention import chat_steps
 
 from windowkeeper.evaluation.datasets import chain_trajectories, load_longmemeval
 from windowkeeper.evaluation.dialoguegen import generate_dialogue
 from windowkeeper.evaluation.lineup import standard_lineup
 from windowkeeper.evaluation.loaders import load_trajectories
-from windowkeeper.evaluation.replay import assembled, call_points, view_text
+from windowkeeper.evaluation.replay import assembled, view_text
 from windowkeeper.evaluation.sessiongen import generate_session_for_tokens
 from windowkeeper.evaluation.strategies import Strategy, View
 from windowkeeper.messages import Message
@@ -69,31 +72,6 @@ class Case:
     answer: str | None
 
 
-def chat_steps(messages: Sequence[Message]) -> list[list[Message]]:
-    """The conversation cut before every user message: one model call per user turn."""
-    steps: list[list[Message]] = []
-    current: list[Message] = []
-    for msg in messages:
-        if msg.role == "user" and any(m.role != "system" for m in current):
-            steps.append(current)
-            current = []
-        current.append(msg)
-    if current:
-        steps.append(current)
-    return steps
-
-
-def agent_steps(messages: Sequence[Message]) -> list[list[Message]]:
-    """What is new before each model call (each assistant message), then the session's tail."""
-    steps: list[list[Message]] = []
-    start = 0
-    for point in call_points(messages):
-        steps.append(list(messages[start:point]))
-        start = point
-    steps.append(list(messages[start:]))
-    return [s for s in steps if s]
-
-
 def chat_cases(n: int) -> list[Case]:
     files = sorted(require_data("longmemeval/s_dev").glob("*.json"))
     cases: list[Case] = []
@@ -111,8 +89,6 @@ def chat_cases(n: int) -> list[Case]:
 
 
 def agent_cases(n: int, tokens: int, counter: TokenCounter) -> list[Case]:
-    from agent_retention import pick_probe
-
     cases: list[Case] = []
     for seed in range(1, n + 1):
         session = generate_session_for_tokens(tokens, counter=counter, seed=seed)
