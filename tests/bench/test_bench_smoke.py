@@ -181,3 +181,17 @@ def test_chat_steps_cut_before_each_user_turn() -> None:
     steps = module.chat_steps(msgs)
     assert [[m.message_id for m in step] for step in steps] == [["s", "u1", "a1"], ["u2", "a2"]]
     assert module.whole_word("2", "i have 2 cats") and not module.whole_word("2", "in 2023")
+
+
+def test_retention_three_kinds_tiny(capsys: pytest.CaptureFixture[str]) -> None:
+    names = ["sliding window", "TokenBudgetContextManager", "SummaryContextManager", "BM25-fill"]
+    result = bench("retention").main(
+        ["--kinds", "dialogue", "agent", "--cases", "1", "--tokens", "4000", "--budgets", "1500", "--only", *names]
+    )
+    out = capsys.readouterr().out
+    assert "dialogue, budget 1,500" in out and "agent, budget 1,500" in out
+    for kind in ("dialogue", "agent"):
+        rows = result[kind]["1500"]
+        assert set(rows) == set(names)
+        assert rows["BM25-fill"]["cases"] == 1 and rows["BM25-fill"]["calls"] > 10
+        assert rows["TokenBudgetContextManager"]["over"] == 0  # the peer keeps a newest unit larger than the budget

@@ -708,6 +708,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             summary_instructions=self.summary_instructions,
             summarize=self.summarizer is not None,
             summary_input_limit=self.summary_input_limit,
+            budget=self.budget,
         )
 
 

@@ -270,6 +270,9 @@ class BaseMemory(Generic[S]):
             await self._refresh(session_id, view)
             return await self._manage_locked(session_id, view)
 
+    _manage_context = manage_context
+    """The name the reference's custom-memory example calls from its own ``add`` override; kept so it runs."""
+
     async def list(
         self, session_id: str = DEFAULT_SESSION, *, include_summaries: bool = True, limit: int | None = None
     ) -> EventList:
@@ -588,7 +591,7 @@ class BaseMemory(Generic[S]):
     ) -> ContextReport:
         live = [e.record for e in view.events]
         messages = [e.message for e in view.events]
-        cut = self._summary_cut(messages)
+        cut = self._fitting_cut(messages, [e.tokens for e in view.events], self._summary_cut(messages))
         opener = self._turn_opener(messages, cut)
         cover = [r for i, r in enumerate(live[:cut]) if r.doc["event"]["message"]["role"] != "system" and i != opener]
         if not cover:
@@ -668,10 +671,10 @@ class BaseMemory(Generic[S]):
             raise ProviderError(f"{attempt.error} (summary_timeout={self.summary_timeout:g}s)")
         raw = attempt.value
         summary = coerce_summary(raw, originals)
-        if summary.is_empty():
+        if not summary.says_something():
             raise ProviderError(
-                "summarizer returned an empty structured summary (no goal, step, decision, file or context); "
-                "the events stay in the view instead of vanishing",
+                "summarizer returned an empty structured summary (no count, time range or timestamp, and no goal, "
+                "step, decision, file or context); the events stay in the view instead of vanishing",
             )
         return fit_summary(summary, self.counter.count_text, self.summary_max_tokens)
 
@@ -693,6 +696,22 @@ class BaseMemory(Generic[S]):
         for unit in group_units(messages):
             if unit.start < cut < unit.end or (unit.kind == "pending" and unit.start < cut):
                 cut = unit.start
+        return cut
+
+    def _fitting_cut(self, messages: builtins.list[Message], tokens: builtins.list[int], cut: int) -> int:
+        """``cut`` moved to later user messages (never past the newest) while the events kept after it and a summary
+        of ``summary_max_tokens`` would not fit under the compaction trigger: ``keep_recent_count`` long events
+        (pasted documents, long replies) must not keep the view over ``pre_rot_threshold``. The newest user turn
+        is always kept, so it alone may stay over (the one case the threshold cannot hold)."""
+        room = self.thresholds.compaction_limit - self.summary_max_tokens
+        newest = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+        if newest is None or cut >= newest:
+            return cut
+        kept = sum(tokens[cut:])
+        while kept > room and cut < newest:
+            nxt = next(i for i in range(cut + 1, newest + 1) if messages[i].role == "user")
+            kept -= sum(tokens[cut:nxt])
+            cut = nxt
         return cut
 
     @staticmethod
