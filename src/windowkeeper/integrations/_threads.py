@@ -35,12 +35,18 @@ STATE_VERSION = 1
 OFFLOAD_NAMESPACE = "windowkeeper.window.offloaded"
 
 
-def chain_digest(messages: Iterable[Message]) -> str:
-    """A digest of the messages' ids and fingerprints in order: equal digests, equal lists (as far as a model sees)."""
-    h = hashlib.blake2b(digest_size=16)
+def chain_hasher(messages: Iterable[Message], hasher: Any = None) -> Any:
+    """A running hash of the messages' ids and fingerprints in order (``hasher`` continued when given): a thread
+    carries it from call to call and feeds it only the new messages."""
+    h = hasher if hasher is not None else hashlib.blake2b(digest_size=16)
     for message in messages:
         h.update(f"{message.message_id}\x1f{message.fingerprint()}\x1e".encode())
-    return h.hexdigest()
+    return h
+
+
+def chain_digest(messages: Iterable[Message]) -> str:
+    """A digest of the messages' ids and fingerprints in order: equal digests, equal lists (as far as a model sees)."""
+    return str(chain_hasher(messages).hexdigest())
 
 
 def restore_keys(message: Message) -> list[str]:
@@ -63,6 +69,10 @@ class ThreadMemory:
 
     source_count: int = 0
     source_digest: str = ""
+    hasher: Any = None
+    """The running `chain_hasher` of the ``source_count`` messages (in memory only; rebuilt once after a load)."""
+    developer: bool = False
+    """Whether the caller's system text comes as a Chat Completions ``developer`` message (seen once, kept)."""
     view: list[Message] = field(default_factory=list)
     summary: str | None = None
     scratchpad: str | None = None
@@ -202,4 +212,4 @@ def _original_of(thread_id: str, key: str, doc: dict[str, Any]) -> Message:
         raise StorageError(f"thread {thread_id!r}: offloaded original {key!r} is not readable: {exc}") from exc
 
 
-__all__ = ["OFFLOAD_NAMESPACE", "ThreadMemory", "ThreadStore", "chain_digest", "restore_keys"]
+__all__ = ["OFFLOAD_NAMESPACE", "ThreadMemory", "ThreadStore", "chain_digest", "chain_hasher", "restore_keys"]

@@ -37,7 +37,7 @@ from ..storage import SessionStore, open_store
 from ..tokenizing.calibration import feed_calibration
 from ..tokens import TokenCounter
 from ._formats import WindowFormat, check_format, read_messages, read_messages_cached, system_text, write_messages
-from ._threads import ThreadMemory, ThreadStore, chain_digest, restore_keys
+from ._threads import ThreadMemory, ThreadStore, chain_hasher, restore_keys
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -307,9 +307,11 @@ class Window(Generic[M, Sys]):
             memory.needs_reseed = False
 
         count = memory.source_count
-        if count and len(incoming) >= count and chain_digest(incoming[:count]) == memory.source_digest:
-            context = [*head, *memory.view, *incoming[count:]]
+        if count and len(incoming) >= count and _continues(memory, incoming):
             new = incoming[count:]
+            context = [*head, *memory.view, *new]
+            memory.hasher = chain_hasher(new, memory.hasher)
+            memory.developer = memory.developer or _developer(new)
         else:
             if count:
                 logger.info(
@@ -324,8 +326,10 @@ class Window(Generic[M, Sys]):
                     forget(self._manager_key(tid))
                 memory.summary = None
                 memory.sent, memory.sent_system = (), None
-            context = [*head, *incoming]
-            new = incoming
+            new = list(incoming)
+            context = [*head, *new]
+            memory.hasher = chain_hasher(new)
+            memory.developer = _developer(new)
         state = AgentState(context=context, context_summary=memory.summary, scratchpad=memory.scratchpad)
         state.execution_meta.thread_id = self._manager_key(tid)
         state = await manager.atrim_context(state)
@@ -335,7 +339,7 @@ class Window(Generic[M, Sys]):
         memory.summary = state.context_summary or None
         memory.scratchpad = state.scratchpad or None
         memory.source_count = len(incoming)
-        memory.source_digest = chain_digest(incoming)
+        memory.source_digest = memory.hasher.hexdigest()
         self._collect_originals(memory, manager, state.context)
         recall = getattr(manager, "recall", None)
         served = getattr(recall, "served", None)
@@ -343,9 +347,8 @@ class Window(Generic[M, Sys]):
 
         prompt = assemble(state, tools=[dict(t) for t in tools] if tools else None, counter=self._counter)
         breakpoints = self._breakpoints(memory, prompt)
-        developer = any(m.role == "system" and m.metadata.get("openai_role") == "developer" for m in incoming)
         out, out_system = write_messages(
-            self.format, prompt.system, prompt.messages, cache_breakpoints=breakpoints, developer=developer
+            self.format, prompt.system, prompt.messages, cache_breakpoints=breakpoints, developer=memory.developer
         )
         memory.sent = tuple(m.fingerprint() for m in prompt.messages)
         memory.sent_system = prompt.system
@@ -568,6 +571,33 @@ class Window(Generic[M, Sys]):
         if n and (n - 1) not in marks:
             marks.append(n - 1)
         return marks[:MAX_CACHE_BREAKPOINTS]
+
+
+def _developer(messages: Sequence[Message]) -> bool:
+    return any(m.role == "system" and m.metadata.get("openai_role") == "developer" for m in messages)
+
+
+def _continues(memory: ThreadMemory, incoming: Sequence[Message]) -> bool:
+    """Whether ``incoming`` starts with the ``memory.source_count`` messages managed so far, at a cost that does
+    not grow with them: the read cache recognized them (re-reading at most the last few, compared here), or, once
+    after a load from a store or a list of new objects, their digest matches."""
+    count = memory.source_count
+    cache = memory.read_cache
+    if memory.hasher is not None and cache is not None and cache.reused:
+        if cache.reused >= count:
+            return True
+        again = incoming[cache.reused : count]
+        before = cache.replaced[: count - cache.reused]
+        if len(again) == len(before) and all(
+            a.message_id == b.message_id and a.fingerprint() == b.fingerprint()
+            for a, b in zip(again, before, strict=True)
+        ):
+            return True
+    hasher = chain_hasher(incoming[:count])
+    if hasher.hexdigest() != memory.source_digest:
+        return False
+    memory.hasher = hasher
+    return True
 
 
 def as_window(
