@@ -19,13 +19,14 @@ import logging
 import os
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from .._bridge import run_sync_anywhere
 from .._validate import check_int
 from ..context import BaseContextManager, TokenBudgetContextManager, TrimMetrics
+from ..context.base import ThreadSeed
 from ..context.pointers import approx_bytes, is_offloaded
 from ..errors import ConfigurationError
 from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
@@ -266,8 +267,7 @@ class Window(Generic[M, Sys]):
 
     @property
     def _counter(self) -> TokenCounter | None:
-        counter = getattr(self._manager, "counter", None)
-        return counter if counter is not None and callable(getattr(counter, "count_message", None)) else None
+        return self._manager.counter if self._manager is not None else None
 
     # -- the public API -----------------------------------------------------------------------------------------
 
@@ -321,9 +321,7 @@ class Window(Generic[M, Sys]):
                     len(incoming),
                     count,
                 )
-                forget = getattr(manager, "forget", None)
-                if callable(forget):
-                    forget(self._manager_key(tid))
+                manager.forget(self._manager_key(tid))
                 memory.summary = None
                 memory.sent, memory.sent_system = (), None
             new = list(incoming)
@@ -340,10 +338,9 @@ class Window(Generic[M, Sys]):
         memory.scratchpad = state.scratchpad or None
         memory.source_count = len(incoming)
         memory.source_digest = memory.hasher.hexdigest()
-        self._collect_originals(memory, manager, state.context)
-        recall = getattr(manager, "recall", None)
-        served = getattr(recall, "served", None)
-        memory.recall_served = served(self._manager_key(tid)) if callable(served) else None
+        exported = manager.export_thread(self._manager_key(tid), memory.view)
+        _keep_originals(memory, exported.originals)
+        memory.recall_served = exported.recall_served
 
         prompt = assemble(state, tools=[dict(t) for t in tools] if tools else None, counter=self._counter)
         breakpoints = self._breakpoints(memory, prompt)
@@ -362,7 +359,7 @@ class Window(Generic[M, Sys]):
         return FitResult(
             messages=cast("list[M]", out),
             system=cast("Sys", out_system),
-            metrics=manager.last_metrics,
+            metrics=manager.metrics_for(self._manager_key(tid)),
             summary=memory.summary,
             prompt=prompt,
             thread_id=tid,
@@ -427,9 +424,8 @@ class Window(Generic[M, Sys]):
         """Forget a thread here, in the manager and in the store."""
         tid = self._thread_id(thread_id)
         self._threads.pop(tid, None)
-        forget = getattr(self._manager, "forget", None)
-        if callable(forget):
-            forget(self._manager_key(tid))
+        if self._manager is not None:
+            self._manager.forget(self._manager_key(tid))
         if self._store is not None:
             await self._store.delete(tid)
 
@@ -489,52 +485,15 @@ class Window(Generic[M, Sys]):
     async def _reseed(
         self, thread_id: str, manager: BaseContextManager[Any], memory: ThreadMemory, head: Sequence[Message]
     ) -> None:
-        """Give a manager that never saw this thread what it kept about it in the process that stopped.
-
-        The offload store gets the originals of the pointers in the view (so the manager's own ``restore`` works),
-        and recall, when the manager has it, gets the history in order and everything that left the view, so a
-        question about an early turn is still answered after a restart.
-        """
-        offloaded = getattr(manager, "offloaded", None)
-        keep = getattr(offloaded, "keep", None)
+        """Hand a manager that never saw this thread what was kept about it in the process that stopped (the
+        view's originals; the history, read from the store only when the manager wants it)."""
         pointers = [m for m in memory.view if is_offloaded(m)]
-        originals = {id(p): self._original(memory, p) for p in pointers}
-        if callable(keep):
-            for pointer in pointers:
-                original = originals[id(pointer)]
-                if original is not None:
-                    keep(original, pointer)
-        recall = getattr(manager, "recall", None)
-        if recall is None or not all(callable(getattr(recall, n, None)) for n in ("observe", "left", "build")):
-            return
-        assert self._store is not None
-        key = self._manager_key(thread_id)
-        history = await self._store.history(thread_id)
-        recall.observe(key, [*head, *history])
-        in_view = {m.message_id for m in memory.view}
-        gone = [m for m in history if m.message_id not in in_view]
-        gone.extend(o for o in originals.values() if o is not None)
-        recall.left(key, gone)
-        if memory.recall_served is not None:
-            served = next((m for m in memory.view if str(m.message_id) == memory.recall_served), None)
-            if served is not None:
-                recall.build(key, served, 0)  # marks the turn as decided, as it was before the restart
-
-    @staticmethod
-    def _collect_originals(memory: ThreadMemory, manager: BaseContextManager[Any], view: Sequence[Message]) -> None:
-        restore: Callable[[Message], Message] | None = getattr(manager, "restore", None)
-        if not callable(restore):
-            return
-        for message in view:
-            if not is_offloaded(message):
-                continue
-            original = restore(message)
-            if original is message:
-                continue
-            for key in restore_keys(message):
-                if key not in memory.originals:
-                    memory.originals[key] = original
-                    memory.original_bytes[key] = approx_bytes(original)
+        pairs = [(p, o) for p in pointers if (o := self._original(memory, p)) is not None]
+        history: list[Message] = []
+        if manager.wants_history and self._store is not None:
+            history = [*head, *await self._store.history(thread_id)]
+        seed = ThreadSeed(view=memory.view, originals=pairs, history=history, recall_served=memory.recall_served)
+        manager.import_thread(self._manager_key(thread_id), seed)
 
     async def _find_original(self, thread_id: str, memory: ThreadMemory, message: Message) -> Message | None:
         """The original of a pointer: kept in memory while the pointer is in the view (and, without a store, while
@@ -571,6 +530,15 @@ class Window(Generic[M, Sys]):
         if n and (n - 1) not in marks:
             marks.append(n - 1)
         return marks[:MAX_CACHE_BREAKPOINTS]
+
+
+def _keep_originals(memory: ThreadMemory, pairs: Sequence[tuple[Message, Message]]) -> None:
+    """Remember the originals of the view's pointers under their restore keys (each kept once)."""
+    for pointer, original in pairs:
+        for key in restore_keys(pointer):
+            if key not in memory.originals:
+                memory.originals[key] = original
+                memory.original_bytes[key] = approx_bytes(original)
 
 
 def _developer(messages: Sequence[Message]) -> bool:
