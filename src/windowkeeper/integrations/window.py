@@ -27,7 +27,7 @@ from .._bridge import run_sync_anywhere
 from .._validate import check_int
 from ..context import BaseContextManager, TokenBudgetContextManager, TrimMetrics
 from ..context.base import ThreadSeed
-from ..context.pointers import approx_bytes, is_offloaded
+from ..context.pointers import RESTORE_TOOL, approx_bytes, is_offloaded
 from ..errors import ConfigurationError
 from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
 from ..llm.formats.anthropic import MAX_CACHE_BREAKPOINTS, CacheBreakpoint
@@ -37,8 +37,10 @@ from ..state import AgentState
 from ..storage import SessionStore, open_store
 from ..tokenizing.calibration import feed_calibration
 from ..tokens import TokenCounter
+from ..tools.recall import RecallTool
 from ._formats import WindowFormat, check_format, read_messages, read_messages_cached, system_text, write_messages
-from ._threads import ThreadMemory, ThreadStore, chain_hasher, restore_keys
+from ._recall import WindowRecallTool, original_text, tool_names, without_restore_tool
+from ._threads import ThreadMemory, ThreadStore, chain_hasher, ref_keys, restore_keys
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -342,6 +344,12 @@ class Window(Generic[M, Sys]):
         _keep_originals(memory, exported.originals)
         memory.recall_served = exported.recall_served
 
+        if RESTORE_TOOL not in tool_names(tools):
+            # the model has no recall tool: pointers say how the application restores instead
+            sent = without_restore_tool(state.context, memory.rewritten)
+            live = {(str(m.message_id), m.fingerprint()) for m in state.context if is_offloaded(m)}
+            memory.rewritten = {k: v for k, v in memory.rewritten.items() if k in live}
+            state = state.model_copy(update={"context": sent})
         prompt = assemble(state, tools=[dict(t) for t in tools] if tools else None, counter=self._counter)
         breakpoints = self._breakpoints(memory, prompt)
         out, out_system = write_messages(
@@ -386,6 +394,9 @@ class Window(Generic[M, Sys]):
         return feed_calibration((self._counter,), prompt_tokens, estimate)
 
     @overload
+    def restore(self, message: str, *, thread_id: str | None = None) -> M | list[M] | None: ...
+
+    @overload
     def restore(self, message: Message, *, thread_id: str | None = None) -> Message: ...
 
     @overload
@@ -396,6 +407,9 @@ class Window(Generic[M, Sys]):
         return run_sync_anywhere(lambda: self.arestore(message, thread_id=thread_id))
 
     @overload
+    async def arestore(self, message: str, *, thread_id: str | None = None) -> M | list[M] | None: ...
+
+    @overload
     async def arestore(self, message: Message, *, thread_id: str | None = None) -> Message: ...
 
     @overload
@@ -404,12 +418,20 @@ class Window(Generic[M, Sys]):
     async def arestore(self, message: Any, *, thread_id: str | None = None) -> Any:
         """The original of a message the manager replaced with a pointer, in the form it was given.
 
-        ``message`` is one message from an earlier `FitResult.messages` (a provider dict, a LangChain message) or
-        a windowkeeper `Message`; the result is the original in the same form (a list when the original takes
-        several provider messages), or ``message`` itself when it is not a pointer this thread made.
+        ``message`` is one message from an earlier `FitResult.messages` (a provider dict, a LangChain message), a
+        windowkeeper `Message`, or the id a pointer shows (a tool call id or a message id, as in
+        ``recall(pointer_id="...")``); the result is the original in the same form (in the window's format for an
+        id; a list when the original takes several provider messages), ``message`` itself when it is not a
+        pointer this thread made, or None for an id it does not know.
         """
         tid = self._thread_id(thread_id)
         memory = await self._memory(tid)
+        if isinstance(message, str):
+            found = await self._original_by_ref(tid, memory, message)
+            if found is None:
+                return None
+            written = _write_plain(self.format, [found])
+            return written[0] if len(written) == 1 else written
         if isinstance(message, Message):
             return await self._find_original(tid, memory, message) or message
         converted = read_messages(self.format, [message])
@@ -419,6 +441,38 @@ class Window(Generic[M, Sys]):
         restored = [o if o is not None else m for o, m in zip(originals, converted, strict=True)]
         out = _write_plain(self.format, restored)
         return out[0] if len(out) == 1 else out
+
+    async def arestore_text(self, pointer_id: str, *, thread_id: str | None = None) -> str | None:
+        """What the model reads of the original a pointer id names (that call's output, or the reply's text), or
+        None when the thread has no such original. The recall tool answers with this."""
+        tid = self._thread_id(thread_id)
+        found = await self._original_by_ref(tid, await self._memory(tid), pointer_id)
+        return original_text(found, pointer_id) if found is not None else None
+
+    def recall_tool(self, *, thread_id: str | None = None) -> WindowRecallTool:
+        """The ``recall`` tool the window's pointers name, for ``thread_id`` (default: the window's thread).
+
+        Declare ``tool.definition(window.format)`` in the request's tools and answer the model's call with
+        ``await tool.ainvoke(arguments)``; with it in the tools passed to `fit`, pointers name it, without it they
+        say how the application restores (`restore` with the id).
+        """
+        fixed = thread_id
+
+        def thread_of() -> str:
+            return self._thread_id(fixed)
+
+        return WindowRecallTool(
+            lambda tid, ref: self.arestore_text(ref, thread_id=tid), self._search_tool, self._manager_key, thread_of
+        )
+
+    def _search_tool(self) -> RecallTool | None:
+        """A search over the manager's recall index (None when the manager keeps none)."""
+        if self._manager is None:
+            return None
+        try:
+            return RecallTool(self._manager)
+        except ConfigurationError:
+            return None
 
     async def adelete_thread(self, thread_id: str | None = None) -> None:
         """Forget a thread here, in the manager and in the store."""
@@ -504,6 +558,24 @@ class Window(Generic[M, Sys]):
         # a provider-shaped message read back carries no pointer mark: the store answers for any key it has
         return await self._store.original(thread_id, restore_keys(message))
 
+    async def _original_by_ref(self, thread_id: str, memory: ThreadMemory, ref: str) -> Message | None:
+        keys = ref_keys(ref)
+        for key in keys:
+            found = memory.originals.get(key)
+            if found is not None:
+                return found
+        if self._store is not None:
+            found = await self._store.original(thread_id, keys)
+            if found is not None:
+                return found
+        # a pointer the window no longer keeps (no store, evicted): the manager may still hold it
+        if self._manager is not None:
+            for message in memory.view:
+                if is_offloaded(message) and (str(message.message_id) == ref or ref in _result_ids(message)):
+                    original = self._manager.restore(message)
+                    return original if original is not message else None
+        return None
+
     @staticmethod
     def _original(memory: ThreadMemory, message: Message) -> Message | None:
         for key in restore_keys(message):
@@ -530,6 +602,10 @@ class Window(Generic[M, Sys]):
         if n and (n - 1) not in marks:
             marks.append(n - 1)
         return marks[:MAX_CACHE_BREAKPOINTS]
+
+
+def _result_ids(message: Message) -> list[str]:
+    return [b.call_id for b in message.tool_result_blocks()]
 
 
 def _keep_originals(memory: ThreadMemory, pairs: Sequence[tuple[Message, Message]]) -> None:
