@@ -272,7 +272,7 @@ class WindowkeeperSession:
             limit = getattr(self.session_settings, "limit", None)
         items = await self._refresh()
         if not items:
-            self._served = None
+            self._served = ([], 0)  # a run's input is then all new: the filter starts the session's thread
             return []
         count = len(items)
         result = await self.window.afit(items, thread_id=self.session_id)
