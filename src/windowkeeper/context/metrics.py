@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._cache import LRUCache
 from ..messages import Message
 from ..prompt import AssembledPrompt, assemble_messages
 
@@ -163,9 +163,9 @@ class MetricsRecorder:
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self._counter = counter
         self._lock = threading.Lock()
-        self._previous: OrderedDict[str, tuple[str | None, tuple[str, ...]]] = OrderedDict()
+        self._previous: LRUCache[str, tuple[str | None, tuple[str, ...]]] = LRUCache(_MAX_TRACKED_THREADS)
         self.last: TrimMetrics | None = None
-        self.last_by_thread: OrderedDict[str, TrimMetrics] = OrderedDict()
+        self.last_by_thread: LRUCache[str, TrimMetrics] = LRUCache(_MAX_TRACKED_THREADS)
         """Each thread's latest metrics (bounded like the previous views): concurrent calls on different threads
         each read their own, where ``last`` is whichever call finished last."""
         self.totals = MetricsTotals()
@@ -219,14 +219,11 @@ class MetricsRecorder:
                 after = self.assembled(after_summary, after_messages, after_scratchpad)
             tokens_after = _sent_tokens(after)
             key = (after_summary or None, _fingerprints(after_messages))
-            prev = self._previous.get(before.thread_id)
+            prev = self._previous.peek(before.thread_id)
             stable: bool | None = None
             if prev is not None:
                 stable = prev[0] == key[0] and key[1][: len(prev[1])] == prev[1]
-            self._previous[before.thread_id] = key
-            self._previous.move_to_end(before.thread_id)
-            while len(self._previous) > _MAX_TRACKED_THREADS:
-                self._previous.popitem(last=False)
+            self._previous.put(before.thread_id, key)
             metrics = TrimMetrics(
                 tokens_before=tokens_before,
                 tokens_after=tokens_after,
@@ -246,26 +243,23 @@ class MetricsRecorder:
         """Make ``metrics`` the latest (overall and of ``thread_id``) and add them to the totals."""
         with self._lock:
             self.last = metrics
-            self.last_by_thread[thread_id] = metrics
-            self.last_by_thread.move_to_end(thread_id)
-            while len(self.last_by_thread) > _MAX_TRACKED_THREADS:
-                self.last_by_thread.popitem(last=False)
+            self.last_by_thread.put(thread_id, metrics)
             self.totals.add(metrics)
 
     def forget(self, thread_id: str | None = None) -> None:
         """Drop a thread's previous view and latest metrics (every thread's when None); totals stay."""
         with self._lock:
             if thread_id is None:
-                self._previous.clear()
-                self.last_by_thread.clear()
+                self._previous.drop()
+                self.last_by_thread.drop()
             else:
-                self._previous.pop(thread_id, None)
-                self.last_by_thread.pop(thread_id, None)
+                self._previous.pop(thread_id)
+                self.last_by_thread.pop(thread_id)
 
     def reset(self) -> None:
         with self._lock:
-            self._previous.clear()
-            self.last_by_thread.clear()
+            self._previous.drop()
+            self.last_by_thread.drop()
             self.last = None
             self.totals = MetricsTotals()
 
