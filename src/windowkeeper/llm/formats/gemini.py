@@ -62,6 +62,7 @@ from ._common import (
 )
 from ._source import keep_source, unchanged, whole_group
 from .registry import ProviderFormat, register_format
+from .rules import RoundTripRules
 from .wire import (
     GeminiContent,
     GeminiFileData,
@@ -640,6 +641,19 @@ class GeminiFormat(ProviderFormat):
     """Gemini ``contents``: user and model contents of parts, function responses in user contents."""
 
     name = NAME
+    round_trip = RoundTripRules(
+        system="each_front",
+        tool_status=True,
+        tool_name="call",
+        json_outputs=True,
+        renumber_ids=True,
+        reasoning_fields=frozenset({"signature"}),
+        keep_media_mime_on_ref=True,
+        file_id_as_url=True,
+        retype_media_by_mime=True,
+        document_filename=False,
+        signature_text=True,
+    )
     priority = 10
     title = FORMAT
     expected = (

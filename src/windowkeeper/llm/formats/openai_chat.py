@@ -56,6 +56,7 @@ from ._common import (
 )
 from ._source import unchanged
 from .registry import ProviderFormat, content_part_types, register_format
+from .rules import RoundTripRules
 from .wire import (
     OpenAIChatAssistantMessage,
     OpenAIChatDeveloperMessage,
@@ -448,6 +449,14 @@ class OpenAIChatFormat(ProviderFormat):
     """OpenAI Chat Completions ``messages``: one item per message, the system text a leading system message."""
 
     name = NAME
+    round_trip = RoundTripRules(
+        reasoning="merge_front",
+        empty_is_blank_text=True,
+        calls_last=True,
+        default_media_mime=True,
+        canonical_audio_mime=True,
+        text_documents_as_text=True,
+    )
     priority = 30
     title = FORMAT
     expected = (

@@ -64,6 +64,7 @@ from ._common import (
 )
 from ._source import original_items, unchanged
 from .registry import ProviderFormat, content_part_types, register_format
+from .rules import RoundTripRules
 from .wire import (
     ResponsesInputFile,
     ResponsesInputImage,
@@ -528,6 +529,13 @@ class OpenAIResponsesFormat(ProviderFormat):
     """OpenAI Responses ``input`` items: an assistant turn is several items, the system text ``instructions``."""
 
     name = NAME
+    round_trip = RoundTripRules(
+        reasoning_fields=frozenset({"summary", "id", "signature"}),
+        merge_assistants=True,
+        default_media_mime=True,
+        canonical_audio_mime=True,
+        text_documents_as_text=True,
+    )
     priority = 20
     title = FORMAT
     expected = (
