@@ -44,7 +44,6 @@ from ._common import (
     parse_args,
     plain,
     reader,
-    recall_for_next,
     require_str,
     resolve_data_block,
     result_text,
@@ -52,9 +51,8 @@ from ._common import (
     tool_results,
     unknown_block,
     unsupported,
-    with_leading_text,
 )
-from ._source import unchanged
+from ._source import write_items
 from .registry import ProviderFormat, content_part_types, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -237,23 +235,14 @@ def to_openai_chat(
     DeepSeek-style servers); turn it off for endpoints that reject unknown keys. ``passthrough`` writes each
     message read with its source kept (`CHAT.read`) and unchanged since as the very item it was read from.
     """
-    out: list[OpenAIChatMessage] = []
-    leading: list[str] = []
-    for i, message in enumerate(messages):
-        if passthrough and recall_for_next(messages, i):
-            leading.append(message.text())
-            continue
-        if passthrough and (source := unchanged(message, NAME)) is not None:
-            written: list[Any] = list(source["items"])
-        else:
-            if passthrough:
-                CHAT.report(message, NAME)
-            written = list(message_to_openai_chat(message, index=i, include_reasoning=include_reasoning))
-        if leading and written:
-            written[0] = with_leading_text(written[0], leading, "text")
-            leading = []
-        out.extend(written)
-    return out
+    return write_items(
+        messages,
+        NAME,
+        lambda i, m: message_to_openai_chat(m, index=i, include_reasoning=include_reasoning),
+        passthrough=passthrough,
+        part_type="text",
+        report=CHAT.report,
+    )
 
 
 # -- OpenAI -> ours -------------------------------------------------------------------------------------------

@@ -52,7 +52,6 @@ from ._common import (
     plain,
     provided_id,
     reader,
-    recall_for_next,
     require_str,
     resolve_data_block,
     result_text,
@@ -60,9 +59,8 @@ from ._common import (
     tool_results,
     unknown_block,
     unsupported,
-    with_leading_text,
 )
-from ._source import original_items, unchanged
+from ._source import original_items, write_items
 from .registry import ProviderFormat, content_part_types, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -276,26 +274,23 @@ def to_responses_input(
     if system not in ("items", "instructions"):
         raise ValueError(f"system={system!r} is not supported; use 'items' or 'instructions'")
     instructions: list[str] = []
-    items: list[ResponsesItem] = []
-    leading: list[str] = []  # recall notes written into the user item they serve
-    for i, message in enumerate(messages):
+
+    def fresh(i: int, message: Message) -> list[ResponsesItem]:
         if message.role == "system" and system == "instructions":
             item = _system_item(message, index=i)
             instructions.append("".join(p["text"] for p in item["content"] if p["type"] == "input_text"))
-            continue
-        if passthrough and recall_for_next(messages, i):
-            leading.append(message.text())
-            continue
-        if passthrough and (source := unchanged(message, NAME)) is not None:
-            written: list[Any] = list(source["items"])
-        else:
-            if passthrough:
-                RESPONSES.report(message, NAME)
-            written = list(message_to_responses_items(message, index=i, reasoning=reasoning))
-        if leading and written:
-            written[0] = with_leading_text(written[0], leading, "input_text")
-            leading = []
-        items.extend(written)
+            return []
+        return message_to_responses_items(message, index=i, reasoning=reasoning)
+
+    items = write_items(
+        messages,
+        NAME,
+        fresh,
+        passthrough=passthrough,
+        part_type="input_text",
+        report=RESPONSES.report,
+        always_fresh=(lambda m: m.role == "system") if system == "instructions" else None,
+    )
     return (SYSTEM_SEPARATOR.join(instructions) if instructions else None), items
 
 
