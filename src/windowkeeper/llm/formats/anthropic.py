@@ -53,8 +53,9 @@ from ._common import (
     unknown_block,
     unsupported,
 )
-from ._source import keep_source, unchanged, whole_group
+from ._source import keep_source, split_parts, unchanged, whole_group
 from .registry import ProviderFormat, content_part_types, register_format
+from .rules import RoundTripRules
 from .wire import (
     AnthropicBlock,
     AnthropicImageType,
@@ -685,6 +686,10 @@ def read_items(
     return _read(items, offset=offset, previous=previous, sources=sources)
 
 
+def _is_tool_result(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "tool_result"
+
+
 _ANTHROPIC_PARTS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
 
@@ -692,6 +697,14 @@ class AnthropicFormat(ProviderFormat):
     """Anthropic Messages: user and assistant turns of blocks, tool results inside user turns, system apart."""
 
     name = NAME
+    round_trip = RoundTripRules(
+        system="one_front",
+        tool_status=True,
+        renumber_ids=True,
+        reasoning="hoist",
+        reasoning_fields=frozenset({"signature"}),
+        default_media_mime=True,
+    )
     priority = 40
     title = FORMAT
     expected = (
@@ -705,15 +718,7 @@ class AnthropicFormat(ProviderFormat):
         return read_items(items, offset=offset, previous=previous, sources=sources)
 
     def keep(self, source: Any, messages: Sequence[Message]) -> None:
-        blocks: list[list[Any] | None] | None = None
-        if len(messages) > 1:  # a user turn split into tool messages (one per result) and the rest
-            content = plain(source).get("content")
-            parts = [plain(b) for b in content] if isinstance(content, list) else []
-            results = [b for b in parts if isinstance(b, Mapping) and b.get("type") == "tool_result"]
-            rest = [b for b in parts if not (isinstance(b, Mapping) and b.get("type") == "tool_result")]
-            blocks = [[r] for r in results]
-            if len(messages) > len(results):
-                blocks.append(rest)
+        blocks = split_parts(plain(source).get("content"), messages, _is_tool_result)
         keep_source(self.name, messages, [source], blocks)
 
     def read_system(self, system: Any) -> str | None:

@@ -52,8 +52,9 @@ from ._common import (
     unknown_block,
     unsupported,
 )
-from ._source import unchanged
+from ._source import write_items
 from .registry import ProviderFormat, content_part_types, register_format
+from .rules import RoundTripRules
 from .wire import (
     OpenAIChatAssistantMessage,
     OpenAIChatDeveloperMessage,
@@ -234,16 +235,14 @@ def to_openai_chat(
     DeepSeek-style servers); turn it off for endpoints that reject unknown keys. ``passthrough`` writes each
     message read with its source kept (`CHAT.read`) and unchanged since as the very item it was read from.
     """
-    out: list[OpenAIChatMessage] = []
-    for i, message in enumerate(messages):
-        if passthrough:
-            source = unchanged(message, NAME)
-            if source is not None:
-                out.extend(source["items"])
-                continue
-            CHAT.report(message, NAME)
-        out.extend(message_to_openai_chat(message, index=i, include_reasoning=include_reasoning))
-    return out
+    return write_items(
+        messages,
+        NAME,
+        lambda i, m: message_to_openai_chat(m, index=i, include_reasoning=include_reasoning),
+        passthrough=passthrough,
+        part_type="text",
+        report=CHAT.report,
+    )
 
 
 # -- OpenAI -> ours -------------------------------------------------------------------------------------------
@@ -439,6 +438,14 @@ class OpenAIChatFormat(ProviderFormat):
     """OpenAI Chat Completions ``messages``: one item per message, the system text a leading system message."""
 
     name = NAME
+    round_trip = RoundTripRules(
+        reasoning="merge_front",
+        empty_is_blank_text=True,
+        calls_last=True,
+        default_media_mime=True,
+        canonical_audio_mime=True,
+        text_documents_as_text=True,
+    )
     priority = 30
     title = FORMAT
     expected = (

@@ -60,8 +60,9 @@ from ._common import (
     unknown_block,
     unsupported,
 )
-from ._source import original_items, unchanged
+from ._source import original_items, write_items
 from .registry import ProviderFormat, content_part_types, register_format
+from .rules import RoundTripRules
 from .wire import (
     ResponsesInputFile,
     ResponsesInputImage,
@@ -273,19 +274,23 @@ def to_responses_input(
     if system not in ("items", "instructions"):
         raise ValueError(f"system={system!r} is not supported; use 'items' or 'instructions'")
     instructions: list[str] = []
-    items: list[ResponsesItem] = []
-    for i, message in enumerate(messages):
+
+    def fresh(i: int, message: Message) -> list[ResponsesItem]:
         if message.role == "system" and system == "instructions":
             item = _system_item(message, index=i)
             instructions.append("".join(p["text"] for p in item["content"] if p["type"] == "input_text"))
-            continue
-        if passthrough:
-            source = unchanged(message, NAME)
-            if source is not None:
-                items.extend(source["items"])
-                continue
-            RESPONSES.report(message, NAME)
-        items.extend(message_to_responses_items(message, index=i, reasoning=reasoning))
+            return []
+        return message_to_responses_items(message, index=i, reasoning=reasoning)
+
+    items = write_items(
+        messages,
+        NAME,
+        fresh,
+        passthrough=passthrough,
+        part_type="input_text",
+        report=RESPONSES.report,
+        always_fresh=(lambda m: m.role == "system") if system == "instructions" else None,
+    )
     return (SYSTEM_SEPARATOR.join(instructions) if instructions else None), items
 
 
@@ -519,6 +524,13 @@ class OpenAIResponsesFormat(ProviderFormat):
     """OpenAI Responses ``input`` items: an assistant turn is several items, the system text ``instructions``."""
 
     name = NAME
+    round_trip = RoundTripRules(
+        reasoning_fields=frozenset({"summary", "id", "signature"}),
+        merge_assistants=True,
+        default_media_mime=True,
+        canonical_audio_mime=True,
+        text_documents_as_text=True,
+    )
     priority = 20
     title = FORMAT
     expected = (
