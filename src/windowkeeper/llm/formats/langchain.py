@@ -28,7 +28,6 @@ from ...blocks import (
 )
 from ...errors import FormatError, MissingDependencyError
 from ...messages import Message
-from ...prompt.sections import system_message
 from ._common import (
     IdChain,
     Source,
@@ -391,6 +390,8 @@ class LangChainFormat(ProviderFormat):
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
         out = self.write_messages(messages, options=options)
         if system:
+            from ...prompt.sections import system_message  # prompt imports llm.formats: read here, not at import
+
             out[:0] = to_langchain([system_message(system)])
         return out, None
 
