@@ -186,6 +186,7 @@ def test_restore_brings_back_originals_byte_identical() -> None:
     msgs: list[Message] = [SYSTEM, user(0)]
     for i in range(6):
         msgs += tool_turn(i, big_output(i, 80))
+    msgs += [answer(0, "all six files read"), user(1, "next, please")]  # an answered turn: its results may go
     mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) / 0.95), 0)
     originals = {m.message_id: m.model_dump_json() for m in msgs}
     state = mgr.trim_context(state_of(msgs))
