@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._cache import LRUCache
 from ..messages import Message
 from ..prompt import AssembledPrompt, assemble_messages
 
@@ -163,7 +163,7 @@ class MetricsRecorder:
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self._counter = counter
         self._lock = threading.Lock()
-        self._previous: OrderedDict[str, tuple[str | None, tuple[str, ...]]] = OrderedDict()
+        self._previous: LRUCache[str, tuple[str | None, tuple[str, ...]]] = LRUCache(_MAX_TRACKED_THREADS)
         self.last: TrimMetrics | None = None
         self.totals = MetricsTotals()
 
@@ -216,14 +216,11 @@ class MetricsRecorder:
                 after = self.assembled(after_summary, after_messages, after_scratchpad)
             tokens_after = _sent_tokens(after)
             key = (after_summary or None, _fingerprints(after_messages))
-            prev = self._previous.get(before.thread_id)
+            prev = self._previous.peek(before.thread_id)
             stable: bool | None = None
             if prev is not None:
                 stable = prev[0] == key[0] and key[1][: len(prev[1])] == prev[1]
-            self._previous[before.thread_id] = key
-            self._previous.move_to_end(before.thread_id)
-            while len(self._previous) > _MAX_TRACKED_THREADS:
-                self._previous.popitem(last=False)
+            self._previous.put(before.thread_id, key)
             metrics = TrimMetrics(
                 tokens_before=tokens_before,
                 tokens_after=tokens_after,
@@ -242,7 +239,7 @@ class MetricsRecorder:
 
     def reset(self) -> None:
         with self._lock:
-            self._previous.clear()
+            self._previous.drop()
             self.last = None
             self.totals = MetricsTotals()
 
