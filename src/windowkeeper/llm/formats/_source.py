@@ -24,7 +24,6 @@ from typing import Any
 
 from ...boundary import clean_json
 from ...messages import Message
-from ...prompt.recall import is_recall
 from ._common import plain
 
 logger = logging.getLogger(__name__)
@@ -168,6 +167,13 @@ def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: 
     return {**item, "content": [*({"type": part_type, "text": t} for t in texts), *own]}
 
 
+def is_recall(message: Message) -> bool:
+    """`windowkeeper.prompt.recall.is_recall`, imported when first asked: the prompt layer sits above the formats."""
+    from ...prompt.recall import is_recall as recall_mark
+
+    return recall_mark(message)
+
+
 def recall_for_next(messages: Sequence[Message], index: int) -> bool:
     """Whether ``messages[index]`` is a recall note serving the user message right after it (written into it)."""
     message = messages[index]
@@ -209,6 +215,7 @@ def warn_lost(what: str, fields: Iterable[str]) -> None:
 
 __all__ = [
     "SOURCE_KEY",
+    "is_recall",
     "keep_source",
     "split_parts",
     "key_paths",
