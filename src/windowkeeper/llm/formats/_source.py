@@ -167,11 +167,15 @@ def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: 
     return {**item, "content": [*({"type": part_type, "text": t} for t in texts), *own]}
 
 
-def is_recall(message: Message) -> bool:
-    """`windowkeeper.prompt.recall.is_recall`, imported when first asked: the prompt layer sits above the formats."""
-    from ...prompt.recall import is_recall as recall_mark
+RECALL_MARK = ("windowkeeper", "recall")
+"""The metadata key and value that mark a recall note (`windowkeeper.prompt.recall`, a layer above the formats,
+which cannot be imported here; a test holds the two equal)."""
 
-    return recall_mark(message)
+
+def is_recall(message: Message) -> bool:
+    """Whether ``message`` is a recall note (what `windowkeeper.prompt.recall.is_recall` says)."""
+    key, value = RECALL_MARK
+    return message.metadata.get(key) == value
 
 
 def recall_for_next(messages: Sequence[Message], index: int) -> bool:
@@ -214,6 +218,7 @@ def warn_lost(what: str, fields: Iterable[str]) -> None:
 
 
 __all__ = [
+    "RECALL_MARK",
     "SOURCE_KEY",
     "is_recall",
     "keep_source",
