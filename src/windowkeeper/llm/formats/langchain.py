@@ -40,6 +40,7 @@ from ._common import (
     resolve_data_block,
     tool_results,
     unknown_block,
+    unknown_part,
 )
 from ._source import keep_source, unchanged
 from .registry import ProviderFormat, register_format
@@ -231,10 +232,8 @@ def _parse_part(part: Any, *, index: int, key: str) -> ContentBlock:
         return VideoBlock(media=_parse_media(part, index=index, key=key))
     if ptype == "file":
         return DocumentBlock(media=_parse_media(part, index=index, key=key))
-    if not isinstance(ptype, str) or not ptype:
-        raise FormatError(f"content block has no 'type', got {ptype!r}", index=index, key=f"{key}.type")
     # a provider's own block (Anthropic ``tool_use``/``thinking``, ``server_tool_call``...): kept as its JSON
-    return unknown_block(ptype, part)
+    return unknown_part(part, "text, image, audio, video, file or reasoning", index=index, key=key)
 
 
 def _parse_content(content: Any, *, index: int) -> list[ContentBlock]:
@@ -390,9 +389,9 @@ class LangChainFormat(ProviderFormat):
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
         out = self.write_messages(messages, options=options)
         if system:
-            from ...prompt.sections import system_message  # prompt imports llm.formats: read here, not at import
-
-            out[:0] = to_langchain([system_message(system)])
+            # ``system_id``: the id the caller's prompt layer gives its system message (stable for the text)
+            head = Message.text_message(system, role="system", message_id=options.get("system_id"), timestamp=None)
+            out[:0] = to_langchain([head])
         return out, None
 
     def distinctive(self, item: Any) -> str | None:
