@@ -1,6 +1,6 @@
-"""windowkeeper: keep an LLM agent"s conversation inside its context window.
+"""windowkeeper: keep an LLM agent's conversation inside its context window.
 
-Everything public is importable from here; the reference documentation"s paths (``windowkeeper.core.state``,
+Everything public is importable from here; the reference documentation's paths (``windowkeeper.core.state``,
 ``windowkeeper.core.graph``, ``windowkeeper.utils.constants``) re-export the same objects.
 """
 
