@@ -20,6 +20,7 @@ from rich.markup import escape
 
 from ..errors import MissingDependencyError, WindowkeeperError
 from ..io import DEFAULT_MAX_BYTES, InputFormat
+from . import serve_cmd
 from .compact_cmd import OutFormat, Strategy
 from .files import check_target, write_bytes
 from .output import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, CliError, Output
@@ -459,6 +460,9 @@ def simulate(
         return EXIT_PROBLEMS if invalid else EXIT_OK
 
     _guarded(output, body)
+
+
+serve_cmd.register(app)
 
 
 def run(argv: list[str] | None = None) -> None:

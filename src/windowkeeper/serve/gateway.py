@@ -1,0 +1,157 @@
+"""The managing step of one request: which thread, what the manager makes of the list, what body goes upstream.
+
+`Gateway.plan` never changes what the client sent unless the conversation needs it: under budget the upstream body
+is the client's own bytes; over budget only the message list (and the system text, where the summary goes)
+is replaced, with every item the manager left as it was put back as the client's original (`projection`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..storage import SessionStore
+from .config import ServeConfig
+from .identity import Match, Recognizer, explicit_thread, internal_id, scope_of, session_of
+from .metrics import Metrics
+from .projection import PLAIN, ItemCache, item_key, project, restore_originals, system_value, with_fields
+from .protocols import Protocol
+from .recall import offer, tool_name
+from .threads import Thread, Threads
+
+logger = logging.getLogger(__name__)
+
+
+class BadRequest(ValueError):
+    """A request the gateway can tell is malformed: answered with 400 in the upstream's error shape."""
+
+
+@dataclass
+class Plan:
+    """What to send upstream for one request, and what the gateway did."""
+
+    protocol: Protocol
+    body: bytes
+    json: dict[str, Any]
+    thread: Thread
+    name: str
+    tokens_before: int
+    tokens_after: int
+    recall: str | None
+
+
+def system_text(value: Any) -> str | None:
+    """The text of a system value: a string, or the text blocks of a list (other blocks are not text)."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, list):
+        parts = [b["text"] for b in value if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
+        return "\n\n".join(parts) or None
+    return None
+
+
+def check_items(protocol: Protocol, body: Mapping[str, Any]) -> list[Any]:
+    """The client's list, or `BadRequest` naming what is wrong with it."""
+    key = protocol.list_key
+    if key not in body:
+        raise BadRequest(f"'{key}' is required: the conversation as a list of {protocol.fmt} items")
+    items = body[key]
+    if not isinstance(items, list):
+        raise BadRequest(f"'{key}' must be a list, got {type(items).__name__}")
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise BadRequest(f"'{key}[{index}]' must be an object, got {type(item).__name__}")
+    return items
+
+
+class Gateway:
+    """Threads, recognition and metrics for one process."""
+
+    def __init__(self, config: ServeConfig, store: SessionStore) -> None:
+        self.config = config
+        self.threads = Threads(config, store)
+        self.recognizer = Recognizer(store)
+        self.metrics = Metrics()
+
+    def _head(self, protocol: Protocol, items: list[Any], system: Any) -> str:
+        plain_of = PLAIN[protocol.fmt]
+        first = 0
+        if protocol.fmt == "openai_chat":
+            while first < len(items) - 1 and items[first].get("role") in ("system", "developer"):
+                first += 1
+        leading = [item_key(plain_of(i)) for i in items[:first]]
+        sys_key = item_key(system_text(system)) if system is not None else ""
+        return Recognizer.head_of("\x1f".join([sys_key, *leading]), item_key(plain_of(items[first])))
+
+    async def plan(
+        self, protocol: Protocol, headers: Mapping[str, str], body: dict[str, Any], items: list[Any], raw: bytes
+    ) -> Plan:
+        scope = scope_of(headers)
+        try:
+            explicit = explicit_thread(headers)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        system = body.get(protocol.system_key) if protocol.system_key else None
+        tools = body.get("tools") if isinstance(body.get("tools"), list) else None
+        match: Match | None = None
+        if explicit is not None:
+            name = explicit
+            local = self.threads.local(internal_id(scope, name))
+            cache = project(protocol.fmt, items, local.items if local is not None else None)
+        else:
+            head = self._head(protocol, items, system)
+            match = await self.recognizer.candidates(scope, session_of(headers, body), head)
+            cache = project(protocol.fmt, items, self._nearest(scope, match))
+            name = Recognizer.choose(match, cache).name
+        internal = internal_id(scope, name)
+        text = system_text(system)
+        async with self.threads.lock(internal):
+            thread, fit = await self.threads.fit(internal, protocol.fmt, cache.plains, text, tools)
+            thread.items = cache
+            if match is not None:
+                await self.recognizer.remember(match, cache)
+        written, unchanged = restore_originals(fit.messages, cache)
+        changes: dict[str, Any] = {}
+        if protocol.system_key is not None:
+            sent_system = system_value(system, fit.system, text)
+            if sent_system is not system:
+                unchanged = False
+                changes[protocol.system_key] = sent_system
+        metrics = fit.metrics
+        after = fit.input_tokens
+        removed = max(0, metrics.tokens_before - metrics.tokens_after) if metrics is not None else 0
+        before = after + thread.removed
+        thread.removed += removed
+        recall = tool_name(protocol, body) if self.config.recall and not unchanged else None
+        if unchanged:
+            out_json, out = body, raw
+        else:
+            out_json = with_fields(body, **{protocol.list_key: written}, **changes)
+            if recall is not None:
+                out_json = offer(protocol, out_json, thread, recall)
+            out = orjson.dumps(out_json)
+        self.metrics.managed_call(
+            protocol.name,
+            before,
+            after,
+            cut=not unchanged,
+            summarized=bool(metrics and metrics.summaries_made),
+            stable=metrics is None or metrics.prefix_stable is not False,
+        )
+        return Plan(protocol, out, out_json, thread, name, before, after, recall)
+
+    def _nearest(self, scope: str, match: Match) -> ItemCache | None:
+        """The item cache of the locally known candidate with the longest list (its prefix is likely ours)."""
+        known = sorted((match.threads or {}).items(), key=lambda kv: kv[1][0], reverse=True)
+        for name, _ in known:
+            local = self.threads.local(internal_id(scope, name))
+            if local is not None and local.items is not None:
+                return local.items
+        return None
+
+    async def close(self) -> None:
+        await self.threads.close()
