@@ -81,6 +81,8 @@ def _parse(raw: bytes) -> Any:
         return json.loads(raw)  # what orjson refuses but the providers' parsers may take (NaN, huge ints)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadRequest(f"the request body is not valid JSON ({exc}); send a JSON object") from None
+    except RecursionError:
+        raise BadRequest("the request body nests deeper than the gateway reads; send a flatter JSON object") from None
 
 
 def build_app(config: ServeConfig) -> Starlette:

@@ -68,6 +68,32 @@ def check_items(protocol: Protocol, body: Mapping[str, Any]) -> list[Any]:
     return items
 
 
+def _leading_system(protocol: Protocol, items: list[Any]) -> int:
+    """How many leading Chat Completions items are system or developer messages (kept as the client sent them)."""
+    if protocol.fmt != "openai_chat":
+        return 0
+    lead = 0
+    while lead < len(items) - 1 and items[lead].get("role") in ("system", "developer"):
+        lead += 1
+    return lead
+
+
+def _content_text(item: Mapping[str, Any] | None) -> str | None:
+    if item is None:
+        return None
+    content = item.get("content")
+    return content if isinstance(content, str) else system_text(content)
+
+
+def _added(original: str | None, managed: str | None) -> str | None:
+    """What the manager added to the system text (the summary), or None when it is the client's own."""
+    if (managed or None) == (original or None) or not managed:
+        return None
+    if original and original in managed:
+        return managed.replace(original, "", 1).strip() or None
+    return managed
+
+
 class Gateway:
     """Threads, recognition and metrics for one process."""
 
@@ -79,10 +105,7 @@ class Gateway:
 
     def _head(self, protocol: Protocol, items: list[Any], system: Any) -> str:
         plain_of = PLAIN[protocol.fmt]
-        first = 0
-        if protocol.fmt == "openai_chat":
-            while first < len(items) - 1 and items[first].get("role") in ("system", "developer"):
-                first += 1
+        first = _leading_system(protocol, items)
         leading = [item_key(plain_of(i)) for i in items[:first]]
         sys_key = item_key(system_text(system)) if system is not None else ""
         return Recognizer.head_of("\x1f".join([sys_key, *leading]), item_key(plain_of(items[first])))
@@ -108,14 +131,26 @@ class Gateway:
             cache = project(protocol.fmt, items, self._nearest(scope, match))
             name = Recognizer.choose(match, cache).name
         internal = internal_id(scope, name)
-        text = system_text(system)
+        lead = _leading_system(protocol, items)
+        text = system_text(system) if lead == 0 else "\n\n".join(filter(None, (_content_text(i) for i in items[:lead])))
         async with self.threads.lock(internal):
-            thread, fit = await self.threads.fit(internal, protocol.fmt, cache.plains, text, tools)
+            thread, fit = await self.threads.fit(internal, protocol.fmt, cache.plains[lead:], text or None, tools)
             thread.items = cache
             if match is not None:
                 await self.recognizer.remember(match, cache)
-        written, unchanged = restore_originals(fit.messages, cache)
+        managed = list(fit.messages)
         changes: dict[str, Any] = {}
+        if lead:
+            # Chat Completions: the client's leading system/developer items stay as sent; a summary follows them
+            head = managed.pop(0) if managed and managed[0].get("role") in ("system", "developer") else None
+            added = _added(text, _content_text(head) if head is not None else None)
+            kept = list(items[:lead])
+            if added:
+                kept.append({"role": items[lead - 1].get("role", "system"), "content": added})
+        written, unchanged = restore_originals(managed, cache, offset=lead)
+        if lead:
+            written = [*kept, *written]
+            unchanged = unchanged and not added
         if protocol.system_key is not None:
             sent_system = system_value(system, fit.system, text)
             if sent_system is not system:
@@ -124,8 +159,8 @@ class Gateway:
         metrics = fit.metrics
         after = fit.input_tokens
         removed = max(0, metrics.tokens_before - metrics.tokens_after) if metrics is not None else 0
-        before = after + thread.removed
         thread.removed += removed
+        before = after + thread.removed
         recall = tool_name(protocol, body) if self.config.recall and not unchanged else None
         if unchanged:
             out_json, out = body, raw

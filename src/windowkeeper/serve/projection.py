@@ -202,17 +202,18 @@ def chain(previous: str, key: str) -> str:
     return hashlib.blake2b(f"{previous}\x1e{key}".encode(), digest_size=16).hexdigest()
 
 
-def restore_originals(written: Sequence[Any], cache: ItemCache) -> tuple[list[Any], bool]:
+def restore_originals(written: Sequence[Any], cache: ItemCache, *, offset: int = 0) -> tuple[list[Any], bool]:
     """The list to send: each written item that equals a client item (by key, in order) as the client's original.
 
-    Returns ``(items, unchanged)``; ``unchanged`` is True when the result is exactly the client's list.
+    ``offset`` client items at the head are not part of ``written`` (kept apart by the caller). Returns
+    ``(items, unchanged)``; ``unchanged`` is True when the result is exactly the client's items from ``offset``.
     """
     where: dict[str, list[int]] = {}
-    for index, key in enumerate(cache.keys):
-        where.setdefault(key, []).append(index)
+    for index in range(offset, len(cache.keys)):
+        where.setdefault(cache.keys[index], []).append(index)
     out: list[Any] = []
-    last = -1
-    matched_all = len(written) == len(cache.items)
+    last = offset - 1
+    matched_all = len(written) == len(cache.items) - offset
     for item in written:
         found = None
         for index in where.get(item_key(item), ()):

@@ -91,6 +91,8 @@ class RecordedRequest:
     query: dict[str, list[str]]
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""
+    """The body's bytes exactly as received."""
 
     @property
     def json(self) -> dict[str, Any]:
@@ -388,6 +390,7 @@ def _make_handler(owner: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
                 query=parse_qs(parts.query),
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=body,
+                raw=raw,
             )
             if not owner.route(self.command, parts.path):
                 other = owner.answer_other(request)
