@@ -24,7 +24,6 @@ import argparse
 import json
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +34,8 @@ if str(ROOT) not in sys.path:
 
 import anthropic  # noqa: E402
 import openai  # noqa: E402
-
 from tests.serve.harness import running  # noqa: E402
+
 from windowkeeper.integrations._formats import read_messages  # noqa: E402
 from windowkeeper.serve import ServeConfig  # noqa: E402
 from windowkeeper.serve.projection import PLAIN, item_key  # noqa: E402

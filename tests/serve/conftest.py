@@ -11,10 +11,10 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from windowkeeper.serve import ServeConfig  # noqa: E402
-from windowkeeper.testing.fake_servers import FakeAnthropicServer, FakeOpenAIServer  # noqa: E402
+from windowkeeper.serve import ServeConfig
+from windowkeeper.testing.fake_servers import FakeAnthropicServer, FakeOpenAIServer
 
-from .harness import Gateway, running  # noqa: E402
+from .harness import Gateway, running
 
 
 @pytest.fixture

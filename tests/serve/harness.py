@@ -50,7 +50,7 @@ class Gateway:
         return f"http://127.0.0.1:{self.port}"
 
     @property
-    def gateway(self):  # noqa: ANN201 - the app's `Gateway` (tests read its threads and metrics)
+    def gateway(self):
         return self.app.state.gateway.gateway
 
     def stop(self) -> None:

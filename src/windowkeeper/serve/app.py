@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..storage import open_store
 from ..storage.url import sqlite_target
 from .config import ServeConfig
-from .gateway import BadRequest, Gateway, Plan, check_items
+from .gateway import BadRequest, Gateway, ManagementError, Plan, check_items
 from .protocols import PROTOCOLS, Family, Protocol, Responses, error_body
 from .recall import MAX_ROUNDS, answer
 from .streaming import CallFilter, EventSplitter, UsageReader
@@ -177,11 +177,9 @@ def build_app(config: ServeConfig) -> Starlette:
                 return _error(family, 400, str(exc))
             except Exception as exc:
                 gateway().metrics.count("fail_open", route)
+                thread, kind = (exc.thread, exc.kind) if isinstance(exc, ManagementError) else ("?", type(exc).__name__)
                 logger.warning(
-                    "%s: managing the request failed (%s in thread %s); forwarding it unchanged",
-                    route,
-                    type(exc).__name__,
-                    getattr(exc, "thread", "?"),
+                    "%s: managing the request failed (%s in thread %s); forwarding it unchanged", route, kind, thread
                 )
                 logger.debug("management failure", exc_info=True)
                 plan = None

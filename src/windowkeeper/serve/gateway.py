@@ -30,6 +30,15 @@ class BadRequest(ValueError):
     """A request the gateway can tell is malformed: answered with 400 in the upstream's error shape."""
 
 
+class ManagementError(Exception):
+    """Managing a request failed inside the gateway (the request is then forwarded as the client sent it)."""
+
+    def __init__(self, thread: str, cause: BaseException) -> None:
+        super().__init__(f"thread {thread}: {type(cause).__name__}")
+        self.thread = thread
+        self.kind = type(cause).__name__
+
+
 @dataclass
 class Plan:
     """What to send upstream for one request, and what the gateway did."""
@@ -130,6 +139,26 @@ class Gateway:
             match = await self.recognizer.candidates(scope, session_of(headers, body), head)
             cache = project(protocol.fmt, items, self._nearest(scope, match))
             name = Recognizer.choose(match, cache).name
+        try:
+            return await self._manage(protocol, body, items, raw, scope, name, match, cache, system, tools)
+        except BadRequest:
+            raise
+        except Exception as exc:
+            raise ManagementError(name, exc) from exc
+
+    async def _manage(
+        self,
+        protocol: Protocol,
+        body: dict[str, Any],
+        items: list[Any],
+        raw: bytes,
+        scope: str,
+        name: str,
+        match: Match | None,
+        cache: ItemCache,
+        system: Any,
+        tools: list[Any] | None,
+    ) -> Plan:
         internal = internal_id(scope, name)
         lead = _leading_system(protocol, items)
         text = system_text(system) if lead == 0 else "\n\n".join(filter(None, (_content_text(i) for i in items[:lead])))
