@@ -157,10 +157,11 @@ def test_reconverting_the_whole_list_every_call_matches_keeping_message_objects(
     items = to_openai_chat(SESSION)
     points = _call_points(items, "openai_chat")
     window = Window(_manager())
+    recall = [window.recall_tool().definition("openai_chat")]  # pointers then name it, as the manager wrote them
     views = []
     stable = 0
     for k in points:
-        result = window.fit(items[:k])
+        result = window.fit(items[:k], tools=recall)
         views.append((result.summary, to_openai_chat(result.view)))
         stable += bool(result.metrics and result.metrics.prefix_stable)
     kept_views, kept_stable = _kept_objects_run(items, points)

@@ -170,13 +170,17 @@ def _shape_error(fmt: WindowFormat, index: int, key: str, guess: str | None, det
 class ReadCache:
     """What the previous read of a thread's list produced, so the next read converts only the new tail.
 
-    ``items`` are the caller's own objects (kept by reference: an item that is the very same object as last time
-    is not read again) and ``marks`` the ``(item index, messages read before it)`` points a tail may start at.
+    ``items`` are the caller's items as last read (this cache's own list, grown in place) and ``marks`` the
+    ``(item index, messages read before it)`` points a tail may start at, ascending. ``reused`` is how many
+    leading messages the last read took from the read before it, and ``replaced`` the messages of that earlier
+    read it re-read instead (a tail restarted before the previous end), so a caller can compare them.
     """
 
     items: list[Any] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     marks: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
+    reused: int = 0
+    replaced: list[Message] = field(default_factory=list)
 
 
 def _safe_start(fmt: WindowFormat, items: Sequence[Any], index: int) -> bool:
@@ -195,34 +199,64 @@ def _safe_start(fmt: WindowFormat, items: Sequence[Any], index: int) -> bool:
     return True
 
 
-def read_messages_cached(fmt: WindowFormat, messages: Any, cache: ReadCache | None) -> tuple[list[Message], ReadCache]:
-    """`read_messages` that re-reads only what changed since ``cache`` (the same result, ids included).
+BOUNDARY_ITEMS = 4
+"""Items just before a mark that are always compared; before them the comparison steps back by doubling strides."""
 
-    The leading items that are the very objects of the previous call are taken from the cache, up to the last
-    point a read can restart from; the rest is read with the id chain continued. Work per call is proportional to
-    what is new, not to the history. Items must not be edited in place: replace an item to change history.
+
+def same_prefix(items: Sequence[Any], known: Sequence[Any], n: int) -> bool:
+    """Whether ``items[:n]`` are still ``known[:n]``, judged at the boundary: the last `BOUNDARY_ITEMS` items, then
+    log-spaced ones back to the first (O(log n) comparisons, identity first). An item replaced deep inside the
+    history between two of those points goes unnoticed; rewriting history means starting the thread over."""
+    if n > len(items) or n > len(known):
+        return False
+    i, step = n - 1, 1
+    while i >= 0:
+        mine, theirs = items[i], known[i]
+        if mine is not theirs and mine != theirs:
+            return False
+        if n - 1 - i >= BOUNDARY_ITEMS:
+            step *= 2
+        i -= step
+    return n == 0 or items[0] is known[0] or items[0] == known[0]
+
+
+def read_messages_cached(fmt: WindowFormat, messages: Any, cache: ReadCache | None) -> tuple[list[Message], ReadCache]:
+    """`read_messages` that re-reads only what is new since ``cache`` (the same result, ids included).
+
+    The leading items read last time (recognized at the boundary, see `same_prefix`) are taken from the cache, up
+    to the last point a read can restart from; the rest is read with the id chain continued. Work per call is
+    proportional to what is new, not to the history: the cache is updated in place and the returned list is the
+    cache's own (valid until the next read). Items must not be edited in place: replace an item to change history.
     """
     if cache is None or (fmt == "openai_responses" and isinstance(messages, str)):
         return _fresh(fmt, messages)
     _check_list(fmt, messages)
-    same = 0
-    for mine, theirs in zip(messages, cache.items, strict=False):
-        if mine is not theirs:
+    chosen = 0
+    for index in range(len(cache.marks) - 1, 0, -1):
+        item_index = cache.marks[index][0]
+        if (
+            item_index <= len(messages)
+            and _safe_start(fmt, messages, item_index)
+            and same_prefix(messages, cache.items, item_index)
+        ):
+            chosen = index
             break
-        same += 1
-    start, count = 0, 0
-    for item_index, message_count in cache.marks:
-        if item_index <= same and _safe_start(fmt, messages, item_index):
-            start, count = item_index, message_count
-    if start == 0:
+    if chosen == 0:
         return _fresh(fmt, messages)
+    start, count = cache.marks[chosen]
     tail = list(messages[start:])
     _check_shapes(fmt, tail, offset=start)
     previous = str(cache.messages[count - 1].message_id) if count else None
     read = _guarded(fmt, messages, lambda: _read_tail(fmt, tail, start, previous))
-    out = [*cache.messages[:count], *read]
-    marks = [m for m in cache.marks if m[0] <= start]
-    return out, ReadCache(items=list(messages), messages=out, marks=[*marks, (len(messages), len(out))])
+    cache.replaced = cache.messages[count:]
+    del cache.messages[count:]
+    cache.messages.extend(read)
+    del cache.items[start:]
+    cache.items.extend(tail)
+    del cache.marks[chosen + 1 :]
+    cache.marks.append((len(messages), len(cache.messages)))
+    cache.reused = count
+    return cache.messages, cache
 
 
 def _fresh(fmt: WindowFormat, messages: Any) -> tuple[list[Message], ReadCache]:
@@ -372,6 +406,7 @@ __all__ = [
     "ReadCache",
     "read_messages",
     "read_messages_cached",
+    "same_prefix",
     "system_text",
     "write_messages",
 ]

@@ -130,7 +130,7 @@ class RecallTool:
 
     async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None, *, thread_id: str | None = None) -> str:
         """Run the tool with the arguments a model sent (a dict or a JSON object string)."""
-        args = _arguments(arguments)
+        args = parse_arguments(arguments)
         return await self._run(
             args.get("query"), args.get("pointer_id"), args.get("max_results", DEFAULT_RESULTS), thread_id
         )
@@ -214,7 +214,8 @@ def _result_ids(message: Message) -> list[str]:
     return [b.call_id for b in message.tool_result_blocks()]
 
 
-def _arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+def parse_arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """The arguments a model sent a tool (a dict, or its JSON object string) as a dict."""
     if arguments is None:
         return {}
     if isinstance(arguments, str):
@@ -233,4 +234,4 @@ def recall_tool(manager_or_memory: Any, *, thread_id: str | None = None) -> Reca
     return RecallTool(manager_or_memory, thread_id=thread_id)
 
 
-__all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "RecallTool", "recall_tool"]
+__all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "RecallTool", "parse_arguments", "recall_tool"]
