@@ -20,7 +20,7 @@ from .identity import Match, Recognizer, explicit_thread, internal_id, scope_of,
 from .metrics import Metrics
 from .projection import PLAIN, ItemCache, item_key, project, restore_originals, system_value, with_fields
 from .protocols import Protocol
-from .recall import offer, tool_name
+from .recall import declared, offer, tool_name
 from .threads import Thread, Threads
 
 logger = logging.getLogger(__name__)
@@ -163,7 +163,9 @@ class Gateway:
         lead = _leading_system(protocol, items)
         text = system_text(system) if lead == 0 else "\n\n".join(filter(None, (_content_text(i) for i in items[:lead])))
         async with self.threads.lock(internal):
-            thread, fit = await self.threads.fit(internal, protocol.fmt, cache.plains[lead:], text or None, tools)
+            recall = tool_name(protocol, body) if self.config.recall else None
+            told = declared(protocol, tools, recall)
+            thread, fit = await self.threads.fit(internal, protocol.fmt, cache.plains[lead:], text or None, told)
             thread.items = cache
             if match is not None:
                 await self.recognizer.remember(match, cache)
@@ -190,7 +192,7 @@ class Gateway:
         removed = max(0, metrics.tokens_before - metrics.tokens_after) if metrics is not None else 0
         thread.removed += removed
         before = after + thread.removed
-        recall = tool_name(protocol, body) if self.config.recall and not unchanged else None
+        recall = recall if not unchanged else None
         if unchanged:
             out_json, out = body, raw
         else:

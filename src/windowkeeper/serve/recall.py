@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..tools.recall import RecallTool
+from ..tools.recall import TOOL_DESCRIPTION
 from .protocols import Protocol, ToolCall
 from .threads import Thread
 
@@ -33,28 +33,25 @@ def tool_name(protocol: Protocol, body: Mapping[str, Any]) -> str | None:
     return next((name for name in NAMES if name not in taken), None)
 
 
-def _tool(thread: Thread) -> RecallTool:
-    window = thread.window
-    # the window's own recall tool when it has one (bound to its manager's key for the thread)
-    make = getattr(window, "recall_tool", None)
-    if callable(make):
-        tool = make()
-        if isinstance(tool, RecallTool):
-            return tool
-    key = window._manager_key(window.thread_id)  # the key the window's manager files the thread under
-    return RecallTool(window.manager, thread_id=key)
-
-
 def offer(protocol: Protocol, body: dict[str, Any], thread: Thread, name: str) -> dict[str, Any]:
     """``body`` with the recall tool appended to its tools (the client's tools first and unchanged)."""
-    schema = {**_tool(thread).schema, "name": name}
+    schema = {**thread.window.recall_tool().schema, "name": name}
     tools = body.get("tools")
     return {**body, "tools": [*(tools if isinstance(tools, list) else []), protocol.tool_schema(schema)]}
 
 
+def declared(protocol: Protocol, tools: list[Any] | None, name: str | None) -> list[Any] | None:
+    """The tools to tell the window about: the client's, plus the recall tool when it keeps its own name (then
+    the window's pointers name the tool, the way the model will see it declared)."""
+    if name != "recall":
+        return tools
+    schema = {"name": name, "description": TOOL_DESCRIPTION, "parameters": {"type": "object"}}
+    return [*(tools or []), protocol.tool_schema(schema)]
+
+
 async def answer(thread: Thread, calls: Sequence[ToolCall]) -> dict[str, str]:
     """The gateway's answers to the model's recall calls, by call id."""
-    tool = _tool(thread)
+    tool = thread.window.recall_tool()
     out: dict[str, str] = {}
     for call in calls:
         try:
