@@ -76,6 +76,13 @@ def free_port() -> int:
 @contextmanager
 def process(*args: str) -> Iterator[str]:
     """``windowkeeper serve ARGS`` as its own process (the real command); yields its URL."""
+    with served(*args) as (url, _):
+        yield url
+
+
+@contextmanager
+def served(*args: str) -> Iterator[tuple[str, int]]:
+    """Like `process`, yielding ``(url, pid)`` (benchmarks read the process's CPU time and memory)."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     cmd = [sys.executable, "-m", "windowkeeper.cli", "serve", "--port", str(port), *args]
@@ -93,7 +100,7 @@ def process(*args: str) -> Iterator[str]:
                 err = proc.stderr.read().decode() if proc.stderr else ""
                 raise RuntimeError(f"windowkeeper serve did not start: {err[-2000:]}")
             time.sleep(0.1)
-        yield url
+        yield url, proc.pid
     finally:
         proc.terminate()
         try:

@@ -178,7 +178,15 @@ class Gateway:
             kept = list(items[:lead])
             if added:
                 kept.append({"role": items[lead - 1].get("role", "system"), "content": added})
-        written, unchanged = restore_originals(managed, cache, offset=lead)
+        metrics = fit.metrics
+        after = fit.input_tokens
+        removed = max(0, metrics.tokens_before - metrics.tokens_after) if metrics is not None else 0
+        thread.removed = None if thread.removed is None else thread.removed + removed
+        if thread.removed == 0 and fit.summary is None and len(managed) == len(items) - lead:
+            # nothing was ever taken out of this thread and nothing added: the manager's list is the client's
+            written, unchanged = list(items[lead:]), True
+        else:
+            written, unchanged = restore_originals(managed, cache, offset=lead)
         if lead:
             written = [*kept, *written]
             unchanged = unchanged and not added
@@ -187,11 +195,7 @@ class Gateway:
             if sent_system is not system:
                 unchanged = False
                 changes[protocol.system_key] = sent_system
-        metrics = fit.metrics
-        after = fit.input_tokens
-        removed = max(0, metrics.tokens_before - metrics.tokens_after) if metrics is not None else 0
-        thread.removed += removed
-        before = after + thread.removed
+        before = after + (thread.removed or 0)
         recall = recall if not unchanged else None
         if unchanged:
             out_json, out = body, raw

@@ -121,8 +121,9 @@ class Thread:
 
     window: Window
     items: ItemCache | None = None
-    removed: int = 0
-    """Tokens the gateway has taken out of this thread so far (what the client sends = what goes up + this)."""
+    removed: int | None = 0
+    """Tokens the gateway has taken out of this thread so far (what the client sends = what goes up + this);
+    None when this process did not see the thread from its start (read back from the store)."""
 
 
 class Threads:
@@ -184,8 +185,8 @@ class Threads:
                 self.store.forget(thread_id)
                 fresh = self._new(thread_id, fmt, tools)
                 old = self._threads.get(thread_id)
-                if old is not None:
-                    fresh.items, fresh.removed = old.items, old.removed
+                fresh.items = old.items if old is not None else None
+                fresh.removed = None if committed else 0
                 thread = fresh
             self._threads[thread_id] = thread
             self._threads.move_to_end(thread_id)
