@@ -62,7 +62,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def measure(size: int, requests: int, direct_url: str, gateway_url: str, pid: int, http: httpx.Client) -> dict[str, Any]:
+def measure(
+    size: int, requests: int, direct_url: str, gateway_url: str, pid: int, http: httpx.Client
+) -> dict[str, Any]:
     items = conversation(size)
     added: list[float] = []
     ttfb_added: list[float] = []
@@ -117,7 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", help="the gateway's store URL (default: a SQLite file in a temporary folder)")
     args = parser.parse_args(argv)
     with FakeOpenAIServer() as upstream, tempfile.TemporaryDirectory() as tmp:
-        flags = ["--budget", "128000", "--store", args.store or f"sqlite:///{tmp}/g.sqlite3", "--openai-base-url", upstream.base_url]
+        flags = [
+            "--budget",
+            "128000",
+            "--store",
+            args.store or f"sqlite:///{tmp}/g.sqlite3",
+            "--openai-base-url",
+            upstream.base_url,
+        ]
         with served(*flags) as (url, pid), httpx.Client(timeout=120) as http:
             rows = [measure(size, args.requests, upstream.base_url, url, pid, http) for size in SIZES]
     print("| conversation | tokens | added p50 | added p99 | first byte added (p50) | gateway CPU / request |")

@@ -66,7 +66,9 @@ def command_output(n: int, cmd: str) -> str:
     if n == 1:
         lines += ["APP_ENV=staging", f"DEPLOY_TOKEN={FACT}", "REGION=eu-west-3"]
     for i in range(60):
-        lines.append(f"[{n:03d}.{i:02d}] worker-{(n * 7 + i) % 23} step {i} of {cmd!r}: ok checksum {(n * 131 + i * 17) % 9973:04d}")
+        lines.append(
+            f"[{n:03d}.{i:02d}] worker-{(n * 7 + i) % 23} step {i} of {cmd!r}: ok checksum {(n * 131 + i * 17) % 9973:04d}"
+        )
     return "\n".join(lines)
 
 
@@ -122,7 +124,12 @@ class Client:
         elif protocol == "responses":
             self.items = [{**first, "type": "message"}]
         else:
-            self.items = [{"role": "user", "content": [{"type": "text", "text": TASK}, {"type": "x_unknown_block", "data": {"k": 1}}]}]
+            self.items = [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": TASK}, {"type": "x_unknown_block", "data": {"k": 1}}],
+                }
+            ]
 
     def _marked(self) -> list[dict[str, Any]]:
         """Anthropic: the list with a cache mark on the newest message only (clients move it every call)."""
@@ -218,7 +225,12 @@ class Client:
 
     def say(self, text: str) -> None:
         if self.protocol == "messages":
-            self.items.append({"role": "user", "content": [{"type": "text", "text": text}, {"type": "x_unknown_block", "n": len(self.items)}]})
+            self.items.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": text}, {"type": "x_unknown_block", "n": len(self.items)}],
+                }
+            )
         elif self.protocol == "responses":
             self.items.append({"type": "message", "role": "user", "content": text, "x_client_tag": "turn"})
         else:
@@ -278,7 +290,9 @@ def _marks(value: Any) -> int:
     return 0
 
 
-def analyze(protocol: str, client_lists: list[list[Any]], requests: list[RecordedRequest], budget: int, report: SessionReport) -> None:
+def analyze(
+    protocol: str, client_lists: list[list[Any]], requests: list[RecordedRequest], budget: int, report: SessionReport
+) -> None:
     """Check every upstream request against what the client sent for that call (see the module docstring)."""
     fmt = FMT[protocol]
     plain_of = PLAIN[fmt]
@@ -305,7 +319,9 @@ def analyze(protocol: str, client_lists: list[list[Any]], requests: list[Recorde
         previous = keys
 
 
-def run_session(protocol: str, calls: int, budget: int, *, store: str | None = None, stream_every: int = 2) -> SessionReport:
+def run_session(
+    protocol: str, calls: int, budget: int, *, store: str | None = None, stream_every: int = 2
+) -> SessionReport:
     """Run one session of ``calls`` client calls at ``budget`` through a fresh gateway and measure it."""
     server: FakeProviderServer = FakeAnthropicServer() if protocol == "messages" else FakeOpenAIServer()
     with server, tempfile.TemporaryDirectory() as tmp:
