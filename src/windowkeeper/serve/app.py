@@ -56,8 +56,9 @@ class _Gateway:
     async def start(self) -> None:
         url = self.config.store_url
         if url.startswith("sqlite:") or "://" not in url:
-            with contextlib.suppress(Exception):
-                Path(sqlite_target(url)).parent.mkdir(parents=True, exist_ok=True)
+            database, _, uri = sqlite_target(url)
+            if not uri and database != ":memory:":
+                Path(database).parent.mkdir(parents=True, exist_ok=True)  # the default lives in the data dir
         self.gateway = Gateway(self.config, open_store(url))
         self.client = make_client(self.config)
 
@@ -240,14 +241,14 @@ def build_app(config: ServeConfig) -> Starlette:
                 gateway().metrics.recall_calls[protocol.name] += len(ours)
                 answers = await answer(thread, ours)
                 body = protocol.follow_up(body, reply, answers)
-                opened = await open_upstream(request, protocol.family, protocol.name, orjson.dumps(body))
-                if isinstance(opened, Response):
-                    return opened
-                data = await opened.aread()
-                await opened.aclose()
-                headers = opened.headers
-                if opened.status_code != 200:
-                    response = Response(data, status_code=opened.status_code)
+                again = await open_upstream(request, protocol.family, protocol.name, orjson.dumps(body))
+                if isinstance(again, Response):
+                    return again
+                data = await again.aread()
+                await again.aclose()
+                headers = again.headers
+                if again.status_code != 200:
+                    response = Response(data, status_code=again.status_code)
                     response.raw_headers = [*response_headers(headers), *extra, *_length(data)]
                     return response
                 reply = _json_or_none(data)

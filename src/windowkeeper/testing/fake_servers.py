@@ -304,6 +304,7 @@ class _QuietServer(ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128  # the default backlog of 5 resets connections when a gateway opens 50 at once
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         logger.debug("fake server connection from %s ended with %r", client_address, sys.exc_info()[1])
