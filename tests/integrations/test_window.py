@@ -312,7 +312,7 @@ def test_langchain_messages_given_to_a_dict_format_and_dicts_to_langchain() -> N
     ("items", "index", "key"),
     [
         ([{"role": "user", "content": "hi"}, {"content": "no role"}], 1, "role"),
-        ([{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}], 1, "role"),
+        ([{"role": "user", "content": "hi"}, {"role": 5, "content": "x"}], 1, "role"),
         ([{"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": {"name": "f",
                                                                                           "arguments": "{bad"}}]}],
          0, "tool_calls[0].function.arguments"),

@@ -27,7 +27,7 @@ from ...blocks import (
     tool_output_text,
 )
 from ...messages import Message
-from ._common import error_text, is_dropped, media_block_for_mime, media_kind, resolve_data_block
+from ._common import error_text, is_dropped, media_block_for_mime, media_kind, resolve_data_block, result_text
 
 Format = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "langchain"]
 FORMATS: tuple[Format, ...] = ("openai_chat", "openai_responses", "anthropic", "gemini", "langchain")
@@ -52,7 +52,7 @@ class _Rules:
 
 _RULES: dict[str, _Rules] = {
     "openai_chat": _Rules(
-        "keep", False, "keep", False, False, "merge_front", frozenset(), True, False, True, False, False, False
+        "keep", False, "drop", False, False, "merge_front", frozenset(), True, False, True, False, False, False
     ),
     "openai_responses": _Rules(
         "keep",
@@ -166,6 +166,8 @@ def _block(block: ContentBlock, fmt: str, rules: _Rules) -> dict[str, Any]:
             "name": block.name,
         }
     if isinstance(block, DocumentBlock) and block.media is None:
+        if fmt in ("openai_chat", "openai_responses") and block.text is not None:
+            return {"type": "text", "text": block.text}  # written as a text part (no document part there)
         return {"type": "document", "text": block.text}
     if isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock):
         assert block.media is not None
@@ -180,6 +182,8 @@ def _tool_result(block: ToolResultBlock, rules: _Rules, names: dict[str, str]) -
             output = next(iter(output.values()))
     else:
         output = tool_output_text(output)
+        if block.status == "error" and not rules.tool_status:
+            output = result_text(block)  # formats without an error flag say it in the text
     name = (
         block.name
         if rules.tool_name == "keep"
