@@ -130,7 +130,9 @@ class WindowRecallTool:
         key: Callable[[str], str],
         thread_of: Callable[[], str],
     ) -> None:
-        self._restore, self._search, self._key, self._thread_of = restore, search, key, thread_of
+        self._restore, self._search, self._key = restore, search, key
+        self.thread_of = thread_of
+        """Names the thread a call without ``thread_id`` is for; an adapter sets it to its host's running thread."""
 
     def __repr__(self) -> str:
         return f"WindowRecallTool(name={self.name!r})"
@@ -155,12 +157,15 @@ class WindowRecallTool:
     async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None, *, thread_id: str | None = None) -> str:
         """Run the tool with the arguments a model sent (a dict or its JSON string)."""
         args = parse_arguments(arguments)
-        thread = thread_id or self._thread_of()
+        thread = thread_id or self.thread_of()
         pointer = args.get("pointer_id")
         if pointer not in (None, ""):
             text = await self._restore(thread, str(pointer))
             if text is not None:
                 return text
+            search = self._search()
+            if search is not None:  # a message that left the view whole (summarized): recall's index has it
+                return await search.ainvoke({"pointer_id": str(pointer)}, thread_id=self._key(thread))
             return (
                 f"No cleared content with id {str(pointer)!r} in this conversation; use the id shown in the "
                 "'[... cleared from context ...]' note, or search with `query`."

@@ -73,6 +73,21 @@ class WindowkeeperInputFilter:
         self.thread_id = thread_id
         self.session = session
         self.last_result: FitResult | None = None
+        self._last_thread = thread_id if isinstance(thread_id, str) else "default"
+        self._recall_tool: Any = None
+
+    @property
+    def recall_tool(self) -> Any:
+        """The ``recall`` ``FunctionTool`` the pointers name: ``Agent(tools=[..., my_filter.recall_tool])``.
+
+        Without it among the agent's tools the pointers tell the model to ask the user instead (the SDK ends a
+        run whose model calls a tool the agent lacks). It restores on the thread of the filter's latest call.
+        """
+        if self._recall_tool is None:
+            recall = self.window.recall_tool()
+            recall.thread_of = lambda: self._last_thread
+            self._recall_tool = recall.as_agents_tool()
+        return self._recall_tool
 
     def _thread(self, data: Any) -> str:
         return self.thread_id if isinstance(self.thread_id, str) else str(self.thread_id(data))
@@ -102,6 +117,7 @@ class WindowkeeperInputFilter:
     def __call__(self, data: Any) -> Any:
         """Sync filter: the SDK calls it inside its event loop; the work runs on a worker thread meanwhile."""
         items, thread = self._source(data)
+        self._last_thread = thread
         result = self.window.fit(
             items, system=data.model_data.instructions, tools=agent_tool_schemas(data.agent), thread_id=thread
         )
@@ -110,6 +126,7 @@ class WindowkeeperInputFilter:
     async def acall(self, data: Any) -> Any:
         """Async form, for ``RunConfig(call_model_input_filter=my_filter.acall)``."""
         items, thread = self._source(data)
+        self._last_thread = thread
         result = await self.window.afit(
             items, system=data.model_data.instructions, tools=agent_tool_schemas(data.agent), thread_id=thread
         )
@@ -255,7 +272,7 @@ class WindowkeeperSession:
             limit = getattr(self.session_settings, "limit", None)
         items = await self._refresh()
         if not items:
-            self._served = None
+            self._served = ([], 0)  # a run's input is then all new: the filter starts the session's thread
             return []
         count = len(items)
         result = await self.window.afit(items, thread_id=self.session_id)
@@ -279,6 +296,11 @@ class WindowkeeperSession:
         if len(model_input) < n or not same_prefix(model_input, view, n):
             return None
         return _Joined(self._items, count, model_input, n)
+
+    @property
+    def recall_tool(self) -> Any:
+        """The ``recall`` ``FunctionTool`` for this session's thread (the same as ``input_filter.recall_tool``)."""
+        return self.input_filter.recall_tool
 
     @property
     def input_filter(self) -> WindowkeeperInputFilter:
