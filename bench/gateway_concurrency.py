@@ -29,8 +29,8 @@ if str(ROOT) not in sys.path:
 
 import anthropic  # noqa: E402
 import openai  # noqa: E402
-
 from tests.serve.harness import served  # noqa: E402
+
 from windowkeeper.testing.fake_servers import FakeAnthropicServer, FakeOpenAIServer  # noqa: E402
 
 MARK = re.compile(r"\bS(\d{3})S\b")
@@ -80,7 +80,7 @@ async def session(index: int, urls: dict[str, str], until: float, stats: dict[st
                 reply = "".join(b.text for b in message.content if b.type == "text")
             threads.add(raw.headers.get("x-windowkeeper-thread", ""))
             stats["calls"] += 1
-        except Exception as exc:  # noqa: BLE001 - every failure is counted and named
+        except Exception as exc:
             stats["errors"].append(f"session {index} call {n}: {type(exc).__name__}: {exc}")
             await asyncio.sleep(0.1)
             continue
@@ -135,10 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     rss = stats["rss"]
     warm = [mb for t, mb in rss if t >= args.seconds / 4]
     print(
-        f"sessions {args.sessions}, {args.seconds:.0f} s, budget {args.budget:,}: {stats['calls']} calls, {len(stats['errors'])} errors"
+        f"sessions {args.sessions}, {args.seconds:.0f} s, budget {args.budget:,}: "
+        f"{stats['calls']} calls, {len(stats['errors'])} errors"
     )
     print(
-        f"threads: {split} sessions on more than one thread, {shared} threads shared by two sessions; {wired} upstream requests cross-wired of {len(requests)}"
+        f"threads: {split} sessions on more than one thread, {shared} threads shared by two sessions; "
+        f"{wired} upstream requests cross-wired of {len(requests)}"
     )
     print("gateway RSS (s, MB): " + ", ".join(f"{t}:{mb:.0f}" for t, mb in rss))
     if warm:

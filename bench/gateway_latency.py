@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -27,12 +26,29 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
-
 from tests.serve.harness import served  # noqa: E402
+
 from windowkeeper.testing.fake_servers import FakeOpenAIServer  # noqa: E402
 
 SIZES = (1_000, 10_000, 100_000)
-WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa".split()
+WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+    "papa",
+]
 
 
 def message(n: int, role: str) -> dict[str, Any]:
@@ -128,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             upstream.base_url,
         ]
         with served(*flags) as (url, pid), httpx.Client(timeout=120) as http:
+            measure(2_000, 10, upstream.base_url, url, pid, http)  # the process's first calls load its tokenizer
             rows = [measure(size, args.requests, upstream.base_url, url, pid, http) for size in SIZES]
     print("| conversation | tokens | added p50 | added p99 | first byte added (p50) | gateway CPU / request |")
     print("|---|---|---|---|---|---|")

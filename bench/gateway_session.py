@@ -67,7 +67,8 @@ def command_output(n: int, cmd: str) -> str:
         lines += ["APP_ENV=staging", f"DEPLOY_TOKEN={FACT}", "REGION=eu-west-3"]
     for i in range(60):
         lines.append(
-            f"[{n:03d}.{i:02d}] worker-{(n * 7 + i) % 23} step {i} of {cmd!r}: ok checksum {(n * 131 + i * 17) % 9973:04d}"
+            f"[{n:03d}.{i:02d}] worker-{(n * 7 + i) % 23} step {i} of {cmd!r}: "
+            f"ok checksum {(n * 131 + i * 17) % 9973:04d}"
         )
     return "\n".join(lines)
 
@@ -376,12 +377,14 @@ def _client_sent(client: Client) -> list[Any]:
 
 def table(reports: list[SessionReport]) -> str:
     rows = [
-        "| protocol | calls | upstream requests | over budget | invalid | originals changed | unknown field lost | >4 marks | prefix-stable | cut calls | recall answered fact | client saw recall |",
+        "| protocol | calls | upstream requests | over budget | invalid | originals changed | unknown field lost "
+        "| >4 marks | prefix-stable | cut calls | recall answered fact | client saw recall |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in reports:
         rows.append(
-            f"| {r.protocol} | {r.calls} | {r.upstream_requests} | {r.over_budget} | {r.invalid} | {r.changed_originals} | "
+            f"| {r.protocol} | {r.calls} | {r.upstream_requests} | {r.over_budget} | {r.invalid} "
+            f"| {r.changed_originals} | "
             f"{r.missing_unknown_top} | {r.too_many_marks} | {r.prefix_stable_share:.1%} | {r.managed_cuts} | "
             f"{r.recall_answer_has_fact} | {r.client_saw_recall} |"
         )

@@ -85,11 +85,13 @@ def test_a_stream_the_upstream_drops_is_dropped_for_the_client_too(
     else:
         anthropic_server.drop(after_events=4, text="one two three four five six")
         aclient = anthropic.Anthropic(base_url=gateway.url, api_key="sk", max_retries=0)
-        with pytest.raises((anthropic.APIError, *BROKEN)):
-            with aclient.messages.stream(model="c", max_tokens=5, messages=MESSAGES) as stream:
-                for _ in stream:
-                    pass
-                stream.get_final_message()
+        with (
+            pytest.raises((anthropic.APIError, *BROKEN)),
+            aclient.messages.stream(model="c", max_tokens=5, messages=MESSAGES) as stream,
+        ):
+            for _ in stream:
+                pass
+            stream.get_final_message()
         assert aclient.messages.create(model="c", max_tokens=5, messages=MESSAGES).content[0].text == "ok"  # type: ignore[union-attr]
 
 
