@@ -78,6 +78,18 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def first_byte(http: httpx.Client, url: str, content: bytes, headers: dict[str, str]) -> float:
+    """Seconds to the first byte of a streamed answer (the rest is read, so the connection can be reused)."""
+    started = time.perf_counter()
+    with http.stream("POST", url, content=content, headers=headers) as response:
+        chunks = response.iter_raw()
+        next(chunks)
+        first = time.perf_counter() - started
+        for _ in chunks:
+            pass
+    return first
+
+
 def measure(
     size: int, requests: int, direct_url: str, gateway_url: str, pid: int, http: httpx.Client
 ) -> dict[str, Any]:
@@ -99,20 +111,8 @@ def measure(
         c1 = cpu_seconds(pid)
         response.raise_for_status()
         stream = json.dumps({"model": "m", "messages": items, "stream": True}).encode()
-        t0 = time.perf_counter()
-        with http.stream("POST", direct_url + "/chat/completions", content=stream, headers=key) as r:
-            chunks = r.iter_raw()
-            next(chunks)
-            direct_first = time.perf_counter() - t0
-            for _ in chunks:
-                pass
-        t0 = time.perf_counter()
-        with http.stream("POST", gateway_url + "/v1/chat/completions", content=stream, headers=key) as r:
-            chunks = r.iter_raw()
-            next(chunks)
-            via_first = time.perf_counter() - t0
-            for _ in chunks:
-                pass
+        direct_first = first_byte(http, direct_url + "/chat/completions", stream, key)
+        via_first = first_byte(http, gateway_url + "/v1/chat/completions", stream, key)
         if n >= 5:  # warm-up: the thread's first calls read the whole list once
             added.append(via - direct)
             ttfb_added.append(via_first - direct_first)

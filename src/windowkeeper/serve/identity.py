@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..storage import ConflictError, SessionStore
-from .projection import ItemCache, chain
+from .projection import ItemCache
 
 logger = logging.getLogger(__name__)
 
@@ -165,9 +165,3 @@ class Recognizer:
                 version = record.version if record is not None else 0
         logger.warning("thread %s: the recognition index kept changing under 8 attempts; not recorded", match.name)
 
-
-def digest_of(keys: list[str]) -> str:
-    digest = ""
-    for key in keys:
-        digest = chain(digest, key)
-    return digest
