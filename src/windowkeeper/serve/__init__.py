@@ -26,7 +26,11 @@ def create_app(config: ServeConfig) -> Starlette:
 
 
 def run(config: ServeConfig, **uvicorn_options: Any) -> None:
-    """Serve ``config`` under uvicorn until interrupted."""
+    """Serve ``config`` under uvicorn until interrupted.
+
+    uvicorn's access log is off: it prints each request's query string, where some clients put their key.
+    """
     import uvicorn
 
-    uvicorn.run(create_app(config), host=config.host, port=config.port, log_level="info", **uvicorn_options)
+    options: dict[str, Any] = {"log_level": "info", "access_log": False, **uvicorn_options}
+    uvicorn.run(create_app(config), host=config.host, port=config.port, **options)
