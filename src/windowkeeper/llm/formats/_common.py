@@ -421,6 +421,23 @@ def unknown_block(kind: str, value: Any) -> TextBlock:
     return TextBlock(text=f"{UNKNOWN_PREFIX}{kind}] {canonical_json(value)}")
 
 
+def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: str) -> dict[str, Any]:
+    """A copy of the user item ``item`` whose content starts with ``texts`` (as ``part_type`` parts), every other
+    key kept: how a recall note joins the user turn it serves instead of being a second user turn before it."""
+    content = item.get("content")
+    own = [{"type": part_type, "text": content}] if isinstance(content, str) else list(content or [])
+    return {**item, "content": [*({"type": part_type, "text": t} for t in texts), *own]}
+
+
+def recall_for_next(messages: Sequence[Message], index: int) -> bool:
+    """Whether ``messages[index]`` is a recall note serving the user message right after it (written into it)."""
+    message = messages[index]
+    if message.metadata.get("windowkeeper") != "recall" or index + 1 >= len(messages):
+        return False
+    following = messages[index + 1]
+    return following.role == "user" and message.metadata.get("serves") == str(following.message_id)
+
+
 def is_dropped(block: ContentBlock) -> bool:
     """Blocks no provider format carries and that a model never reads (citations are metadata)."""
     return isinstance(block, AnnotationBlock)

@@ -55,6 +55,7 @@ from ._common import (
 )
 from ._source import keep_source, unchanged, whole_group
 from .registry import ProviderFormat, content_part_types, register_format
+from .rules import RoundTripRules
 from .wire import (
     AnthropicBlock,
     AnthropicImageType,
@@ -692,6 +693,14 @@ class AnthropicFormat(ProviderFormat):
     """Anthropic Messages: user and assistant turns of blocks, tool results inside user turns, system apart."""
 
     name = NAME
+    round_trip = RoundTripRules(
+        system="one_front",
+        tool_status=True,
+        renumber_ids=True,
+        reasoning="hoist",
+        reasoning_fields=frozenset({"signature"}),
+        default_media_mime=True,
+    )
     priority = 40
     title = FORMAT
     expected = (

@@ -6,9 +6,11 @@ Gemini differs from the other formats in three ways that shape this module:
   model turn's (parallel) calls go in one content.
 * ``functionResponse.response`` must be a JSON object: a non-object output is wrapped as ``{"result": output}``
   and an error as ``{"error": output}``; reading back unwraps exactly those single-key shapes.
-* Calls carry no id. Reading synthesizes ``{id_prefix}_{content_index}_{part_index}`` (stable for the same
-  input) and pairs each response with the first unanswered call of the same name in the latest model turn.
-  Writing omits our ids and names each response after its call.
+* Calls may carry no id. Reading keeps a ``functionCall.id`` and otherwise synthesizes
+  ``{id_prefix}_{content_index}_{part_index}`` (stable for the same input), pairing each response with its call
+  by id, else with the first unanswered call of the same name in the latest model turn. Writing keeps a call's
+  id (and puts it on its responses) unless it was synthesized or used twice in the request, and names each
+  response after its call.
 
 Parts are written in the REST (camelCase) spelling; reading accepts camelCase and the SDK's snake_case.
 """
@@ -60,6 +62,7 @@ from ._common import (
 )
 from ._source import keep_source, unchanged, whole_group
 from .registry import ProviderFormat, register_format
+from .rules import RoundTripRules
 from .wire import (
     GeminiContent,
     GeminiFileData,
@@ -638,6 +641,19 @@ class GeminiFormat(ProviderFormat):
     """Gemini ``contents``: user and model contents of parts, function responses in user contents."""
 
     name = NAME
+    round_trip = RoundTripRules(
+        system="each_front",
+        tool_status=True,
+        tool_name="call",
+        json_outputs=True,
+        renumber_ids=True,
+        reasoning_fields=frozenset({"signature"}),
+        keep_media_mime_on_ref=True,
+        file_id_as_url=True,
+        retype_media_by_mime=True,
+        document_filename=False,
+        signature_text=True,
+    )
     priority = 10
     title = FORMAT
     expected = (

@@ -44,6 +44,7 @@ from ._common import (
 )
 from ._source import keep_source, unchanged
 from .registry import ProviderFormat, register_format
+from .rules import RoundTripRules
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -360,6 +361,12 @@ class LangChainFormat(ProviderFormat):
     """``langchain_core.messages`` objects: one per message, the system text a leading ``SystemMessage``."""
 
     name = NAME
+    round_trip = RoundTripRules(
+        tool_status=True,
+        tool_name="keep",
+        reasoning_fields=frozenset({"summary", "id", "signature"}),
+        keep_media_mime_on_ref=True,
+    )
     title = FORMAT
     expected = "langchain_core message objects such as HumanMessage('hi'), AIMessage, ToolMessage"
     system_in_list = True

@@ -44,6 +44,7 @@ from ._common import (
     parse_args,
     plain,
     reader,
+    recall_for_next,
     require_str,
     resolve_data_block,
     result_text,
@@ -51,9 +52,11 @@ from ._common import (
     tool_results,
     unknown_block,
     unsupported,
+    with_leading_text,
 )
 from ._source import unchanged
 from .registry import ProviderFormat, content_part_types, register_format
+from .rules import RoundTripRules
 from .wire import (
     OpenAIChatAssistantMessage,
     OpenAIChatDeveloperMessage,
@@ -235,14 +238,21 @@ def to_openai_chat(
     message read with its source kept (`CHAT.read`) and unchanged since as the very item it was read from.
     """
     out: list[OpenAIChatMessage] = []
+    leading: list[str] = []
     for i, message in enumerate(messages):
-        if passthrough:
-            source = unchanged(message, NAME)
-            if source is not None:
-                out.extend(source["items"])
-                continue
-            CHAT.report(message, NAME)
-        out.extend(message_to_openai_chat(message, index=i, include_reasoning=include_reasoning))
+        if passthrough and recall_for_next(messages, i):
+            leading.append(message.text())
+            continue
+        if passthrough and (source := unchanged(message, NAME)) is not None:
+            written: list[Any] = list(source["items"])
+        else:
+            if passthrough:
+                CHAT.report(message, NAME)
+            written = list(message_to_openai_chat(message, index=i, include_reasoning=include_reasoning))
+        if leading and written:
+            written[0] = with_leading_text(written[0], leading, "text")
+            leading = []
+        out.extend(written)
     return out
 
 
@@ -439,6 +449,14 @@ class OpenAIChatFormat(ProviderFormat):
     """OpenAI Chat Completions ``messages``: one item per message, the system text a leading system message."""
 
     name = NAME
+    round_trip = RoundTripRules(
+        reasoning="merge_front",
+        empty_is_blank_text=True,
+        calls_last=True,
+        default_media_mime=True,
+        canonical_audio_mime=True,
+        text_documents_as_text=True,
+    )
     priority = 30
     title = FORMAT
     expected = (

@@ -52,6 +52,7 @@ from ._common import (
     plain,
     provided_id,
     reader,
+    recall_for_next,
     require_str,
     resolve_data_block,
     result_text,
@@ -59,9 +60,11 @@ from ._common import (
     tool_results,
     unknown_block,
     unsupported,
+    with_leading_text,
 )
 from ._source import original_items, unchanged
 from .registry import ProviderFormat, content_part_types, register_format
+from .rules import RoundTripRules
 from .wire import (
     ResponsesInputFile,
     ResponsesInputImage,
@@ -274,18 +277,25 @@ def to_responses_input(
         raise ValueError(f"system={system!r} is not supported; use 'items' or 'instructions'")
     instructions: list[str] = []
     items: list[ResponsesItem] = []
+    leading: list[str] = []  # recall notes written into the user item they serve
     for i, message in enumerate(messages):
         if message.role == "system" and system == "instructions":
             item = _system_item(message, index=i)
             instructions.append("".join(p["text"] for p in item["content"] if p["type"] == "input_text"))
             continue
-        if passthrough:
-            source = unchanged(message, NAME)
-            if source is not None:
-                items.extend(source["items"])
-                continue
-            RESPONSES.report(message, NAME)
-        items.extend(message_to_responses_items(message, index=i, reasoning=reasoning))
+        if passthrough and recall_for_next(messages, i):
+            leading.append(message.text())
+            continue
+        if passthrough and (source := unchanged(message, NAME)) is not None:
+            written: list[Any] = list(source["items"])
+        else:
+            if passthrough:
+                RESPONSES.report(message, NAME)
+            written = list(message_to_responses_items(message, index=i, reasoning=reasoning))
+        if leading and written:
+            written[0] = with_leading_text(written[0], leading, "input_text")
+            leading = []
+        items.extend(written)
     return (SYSTEM_SEPARATOR.join(instructions) if instructions else None), items
 
 
@@ -519,6 +529,13 @@ class OpenAIResponsesFormat(ProviderFormat):
     """OpenAI Responses ``input`` items: an assistant turn is several items, the system text ``instructions``."""
 
     name = NAME
+    round_trip = RoundTripRules(
+        reasoning_fields=frozenset({"summary", "id", "signature"}),
+        merge_assistants=True,
+        default_media_mime=True,
+        canonical_audio_mime=True,
+        text_documents_as_text=True,
+    )
     priority = 20
     title = FORMAT
     expected = (

@@ -23,6 +23,7 @@ from ...errors import ConfigurationError, FormatError
 from ...messages import Message
 from ._common import Source, plain
 from ._source import keep_source, key_paths, original_items, source_record, warn_lost
+from .rules import RoundTripRules
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,8 @@ class ProviderFormat(ABC):
     priority: ClassVar[int] = 100
     """Where the format comes in `guess_format` and the shape checks (lower first): a format whose items could
     look like another's (LangChain messages dump to dicts with a ``type``) goes before it."""
+    round_trip: ClassVar[RoundTripRules] = RoundTripRules()
+    """What a round trip through this format keeps (``compare.canonical`` applies it in tests)."""
     system_in_list: ClassVar[bool] = False
     """Whether the system text is the first item of the list (Chat Completions, LangChain) rather than a separate
     request field (Responses ``instructions``, Anthropic ``system``, Gemini ``system_instruction``)."""
