@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _common import CpuClock, build_history, fresh_counter, print_table
+from _common import CpuClock, build_history, fresh_counter, print_table, steps_from
 
 from windowkeeper.llm.formats import to_responses_input
 from windowkeeper.testing.fake_servers import FakeOpenAIServer, FakeReply, FakeToolCall
@@ -38,19 +38,6 @@ from windowkeeper.testing.fake_servers import FakeOpenAIServer, FakeReply, FakeT
 RESERVE = 2000
 SESSION_TARGET = 1.5
 MIDDLEWARE_TARGET = 1.0
-
-
-def responses_steps(items: Sequence[dict[str, Any]], start: int, turns: int) -> list[list[dict[str, Any]]]:
-    """What each of ``turns`` runs adds after ``start`` (a user message): the items up to the next user message."""
-    steps: list[list[dict[str, Any]]] = []
-    i = start
-    while len(steps) < turns and i < len(items):
-        j = i + 1
-        while j < len(items) and items[j].get("role") != "user":
-            j += 1
-        steps.append(list(items[i:j]))
-        i = j
-    return steps
 
 
 async def session_turns(session: Any, steps: Sequence[list[dict[str, Any]]], clock: CpuClock) -> None:
@@ -77,7 +64,7 @@ async def measure_session(size: int, turns: int, budget: int, folder: Path, kind
 
     _, items = to_responses_input(build_history(size + 40 * turns, seed=11))
     start = next(i for i in range(size, len(items)) if items[i].get("role") == "user")
-    steps = responses_steps(items, start, turns)
+    steps = steps_from(items, start, turns, "user")  # one run each: a user message up to the next
     prefill = list(items[:start])
 
     theirs = SQLiteSession(f"s{size}", str(folder / f"sdk-{kind}-{size}.db"))
@@ -151,7 +138,7 @@ class HookClock:
             return wrap(request, inner)
 
 
-def run_agent(middleware: Any, turns: int) -> None:
+def run_agent(middleware: Any, turns: int, entry: str = "sync") -> None:
     from langchain.agents import create_agent
     from langchain_core.messages import HumanMessage
     from langchain_core.tools import tool
@@ -165,11 +152,19 @@ def run_agent(middleware: Any, turns: int) -> None:
             checkpointer=InMemorySaver(),
         )
         config: Any = {"configurable": {"thread_id": "bench"}}
+
+        async def arun() -> None:
+            for turn in range(turns):
+                await agent.ainvoke({"messages": [HumanMessage(f"Turn {turn}: run tests/t_{turn}.py")]}, config)
+
+        if entry == "async":
+            asyncio.run(arun())
+            return
         for turn in range(turns):
             agent.invoke({"messages": [HumanMessage(f"Turn {turn}: run tests/t_{turn}.py")]}, config)
 
 
-def measure_middleware(turns: int, budget: int, kind: str) -> dict[str, float]:
+def measure_middleware(turns: int, budget: int, kind: str, entry: str) -> dict[str, float]:
     from langchain.agents.middleware import SummarizationMiddleware
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
@@ -181,18 +176,33 @@ def measure_middleware(turns: int, budget: int, kind: str) -> dict[str, float]:
         def wrap_model_call(self, request: Any, handler: Any) -> Any:
             return ours_clock.wrap(super().wrap_model_call, request, handler)
 
+        async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+            async def inner(req: Any) -> Any:
+                started = time.process_time()
+                try:
+                    return await handler(req)
+                finally:
+                    ours_clock.excluded += time.process_time() - started
+
+            with ours_clock.clock.timing():
+                return await super().awrap_model_call(request, inner)
+
     class TimedSummarization(SummarizationMiddleware):
         def before_model(self, state: Any, runtime: Any) -> Any:
             with theirs_clock.clock.timing():
                 return super().before_model(state, runtime)
+
+        async def abefore_model(self, state: Any, runtime: Any) -> Any:
+            with theirs_clock.clock.timing():
+                return await super().abefore_model(state, runtime)
 
     summarizer = FakeListChatModel(responses=["The user ran the tests of earlier turns; all passed."] * 1000)
     theirs = TimedSummarization(summarizer, trigger=("tokens", budget), keep=("tokens", budget // 2))
     ours = TimedWindowkeeper(session_manager(kind, budget))
     fresh_counter()  # loads the o200k_base encoding once, outside every timed region
     gc.collect()
-    run_agent(theirs, turns)
-    run_agent(ours, turns)
+    run_agent(theirs, turns, entry)
+    run_agent(ours, turns, entry)
     calls = 2 * turns
     return {
         "calls": float(calls),
@@ -208,6 +218,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--budget", type=int, default=8000)
     parser.add_argument("--agent-turns", type=int, default=40)
     parser.add_argument("--managers", nargs="+", choices=["lean", "default"], default=["lean", "default"])
+    parser.add_argument(
+        "--agent-entry", choices=["sync", "async"], default="sync", help="agent.invoke (sync hooks) or ainvoke"
+    )
     args = parser.parse_args(argv)
 
     sessions: dict[str, dict[int, dict[str, float]]] = {}
@@ -232,7 +245,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         print(f"{kind} manager: worst ratio {worst:.2f}x (target <= {SESSION_TARGET}x: {verdict})")
     print()
 
-    middleware = {kind: measure_middleware(args.agent_turns, args.budget, kind) for kind in args.managers}
+    middleware = {
+        kind: measure_middleware(args.agent_turns, args.budget, kind, args.agent_entry) for kind in args.managers
+    }
     print_table(
         ["middleware", "ms per model call", "ours / theirs"],
         [
@@ -243,7 +258,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 ["SummarizationMiddleware.before_model", m["theirs_ms"], "-"],
             )
         ],
-        title=f"create_agent loop, {2 * args.agent_turns} model calls (CPU in the hook, model call excluded)",
+        title=f"create_agent loop ({args.agent_entry}), {2 * args.agent_turns} model calls (CPU in the hook, model "
+        "call excluded)",
     )
     for kind, m in middleware.items():
         ratio = m["ours_ms"] / m["theirs_ms"]

@@ -25,7 +25,7 @@ import gc
 from collections.abc import Sequence
 from typing import Any
 
-from _common import CpuClock, build_history, fresh_counter, print_table
+from _common import CpuClock, build_history, fresh_counter, print_table, steps_from
 
 from windowkeeper import Window
 from windowkeeper.context.budget import TokenBudgetContextManager
@@ -34,20 +34,6 @@ from windowkeeper.llm.formats import from_openai_chat, to_openai_chat
 RESERVE = 2000
 GROWTH_TARGET = 1.5
 FLOOR_TARGET = 3.0
-
-
-def call_steps(items: Sequence[dict[str, Any]], start: int, calls: int) -> list[list[dict[str, Any]]]:
-    """The items each of ``calls`` model calls adds after position ``start``: up to and excluding the next
-    assistant message that follows a non-assistant one (one reply plus what answers it)."""
-    steps: list[list[dict[str, Any]]] = []
-    i = start
-    while len(steps) < calls and i < len(items):
-        j = i + 1
-        while j < len(items) and items[j].get("role") != "assistant":
-            j += 1
-        steps.append(list(items[i:j]))
-        i = j
-    return steps
 
 
 class TimedManager:
@@ -76,7 +62,7 @@ def measure(size: int, calls: int, budget: int, kind: str, entry: str) -> dict[s
     items = to_openai_chat(history)
     # start the timed calls at an assistant message after ``size`` items, so every step is one model call
     start = next(i for i in range(size, len(items)) if items[i].get("role") == "assistant")
-    steps = call_steps(items, start, calls)
+    steps = steps_from(items, start, calls, "assistant")  # one model call each: a reply and its results
     window = build_window(kind, budget)
     caller: list[dict[str, Any]] = list(items[:start])
     window.fit(caller)  # the first call reads the whole list once

@@ -153,3 +153,21 @@ def test_chat_steps_cut_before_each_user_turn() -> None:
     steps = module.chat_steps(msgs)
     assert [[m.message_id for m in step] for step in steps] == [["s", "u1", "a1"], ["u2", "a2"]]
     assert module.whole_word("2", "i have 2 cats") and not module.whole_word("2", "in 2023")
+
+
+def test_window_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    results = bench("window_cost").main(["--sizes", "200", "400", "--calls", "3", "--manager", "lean"])
+    out = capsys.readouterr().out
+    assert set(results) == {200, 400} and all(r["ours_ms"] > r["manager_ms"] > 0 for r in results.values())
+    assert "ours / floor" in out and "growth" in out
+
+
+def test_adapter_overhead(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("agents")
+    pytest.importorskip("langchain_openai")
+    result = bench("adapter_overhead").main(
+        ["--sizes", "200", "--turns", "2", "--agent-turns", "2", "--managers", "lean"]
+    )
+    out = capsys.readouterr().out
+    assert result["sessions"]["lean"][200]["theirs_ms"] > 0 and result["middleware"]["lean"]["theirs_ms"] > 0
+    assert "SQLiteSession" in out and "SummarizationMiddleware" in out

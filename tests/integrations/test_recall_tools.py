@@ -231,3 +231,39 @@ async def test_openai_agents_filter_and_its_tool(model_kind: str) -> None:
         finally:
             await client.close()
         _check(list(srv.requests))
+
+
+def test_langgraph_hook_called_from_a_custom_state_graph() -> None:
+    """The documented call in a graph of one's own: ``hook(state, config)["llm_input_messages"]``."""
+    pytest.importorskip("langchain_openai")
+    from langchain_core.messages import HumanMessage
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    from windowkeeper.integrations.langgraph import pre_model_hook
+
+    with FakeOpenAIServer(script()) as srv:
+        tools = [tool(read_file)]
+        hook = pre_model_hook(manager(), tools=tools)
+        model = ChatOpenAI(model="gpt-4o-mini", base_url=srv.base_url, api_key="test", max_retries=0)
+        bound = model.bind_tools([*tools, *hook.tools])
+
+        def call_model(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+            return {"messages": [bound.invoke(hook(state, config)["llm_input_messages"])]}
+
+        graph = StateGraph(MessagesState)
+        graph.add_node("model", call_model)
+        graph.add_node("tools", ToolNode([*tools, *hook.tools]))
+        graph.add_edge(START, "model")
+        graph.add_conditional_edges("model", tools_condition)
+        graph.add_edge("tools", "model")
+        app = graph.compile(checkpointer=InMemorySaver())
+        config: Any = {"configurable": {"thread_id": "custom"}}
+        for turn in range(TURNS):
+            app.invoke({"messages": [HumanMessage(f"Turn {turn}: read the next module.")]}, config)
+        _check(list(srv.requests))
+    assert hook.hook.last_result is not None and hook.hook.last_result.thread_id == "custom"

@@ -23,7 +23,7 @@ from ..blocks import TextBlock, ToolResultBlock, tool_output_text
 from ..context.pointers import RESTORE_TOOL, is_offloaded
 from ..errors import ConfigurationError
 from ..messages import Message
-from ..tools.recall import DEFAULT_RESULTS, MAX_RESULTS, TOOL_DESCRIPTION, TOOL_NAME, RecallTool, parse_arguments
+from ..tools.recall import DEFAULT_RESULTS, PARAMETERS, TOOL_DESCRIPTION, TOOL_NAME, RecallTool, parse_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -31,22 +31,6 @@ _TOOL_CLAUSE = re.compile(
     r"restore it with " + re.escape(RESTORE_TOOL) + r"\(pointer_id=(\"[^\"]*\")\) or re-run the call\."
 )
 _REPLY_CLAUSE = re.compile(r"restorable with " + re.escape(RESTORE_TOOL) + r"\(pointer_id=(\"[^\"]*\")\)")
-
-PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "query": {"type": "string", "description": "Words to search the earlier conversation for."},
-        "pointer_id": {"type": "string", "description": "Id from a cleared-content note, to restore it in full."},
-        "max_results": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_RESULTS,
-            "description": "How many passages to return for a query.",
-        },
-    },
-    "additionalProperties": False,
-}
-
 
 def tool_names(tools: Sequence[Any] | None) -> set[str]:
     """The function names declared by ``tools`` in any provider's shape (Chat, Responses, Anthropic, Gemini)."""

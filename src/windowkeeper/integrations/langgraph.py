@@ -1,7 +1,12 @@
-"""`pre_model_hook`: windowkeeper for LangGraph's prebuilt ReAct agent (extra ``langgraph``).
+"""`pre_model_hook`: windowkeeper for LangGraph's prebuilt ReAct agent and custom graphs (extra ``langgraph``).
 
     from windowkeeper.integrations.langgraph import pre_model_hook
-    agent = create_react_agent(model, tools, pre_model_hook=pre_model_hook(128_000), checkpointer=...)
+    hook = pre_model_hook(128_000, tools=tools)
+    agent = create_react_agent(model, [*tools, *hook.tools], pre_model_hook=hook, checkpointer=...)
+
+``create_react_agent`` is deprecated in LangGraph 1.x; its successor, LangChain's ``create_agent``, takes
+`windowkeeper.integrations.langchain.WindowkeeperMiddleware`. In a custom ``StateGraph``, call the hook from
+the node that calls the model: ``hook(state, config)["llm_input_messages"]`` is what to send.
 
 The hook runs before every model call and returns ``llm_input_messages``: the managed view of the state's
 messages with the running summary in a leading system message. The state's ``messages`` are left untouched, so
@@ -121,7 +126,17 @@ def pre_model_hook(
     async def arun(state: Any, config: RunnableConfig) -> dict[str, Any]:
         return await hook.acall(state, config)
 
-    node: Any = RunnableLambda(run, afunc=arun, name="windowkeeper_pre_model_hook")
+    class HookNode(RunnableLambda):  # type: ignore[type-arg,misc]
+        """The hook as a LangGraph node that is also callable as ``node(state, config)`` from a node of your own
+        (a custom ``StateGraph``); ``await node.acall(state, config)`` is the async form."""
+
+        def __call__(self, state: Any, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+            return hook(state, config)
+
+        async def acall(self, state: Any, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+            return await hook.acall(state, config)
+
+    node: Any = HookNode(run, afunc=arun, name="windowkeeper_pre_model_hook")
     node.hook = hook
     node.tools = hook.tools
     return node

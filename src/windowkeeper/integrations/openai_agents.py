@@ -10,7 +10,9 @@ synchronous callable (the SDK accepts sync or async filters), and it works with 
 `WindowkeeperSession` implements the SDK's ``Session`` protocol on a windowkeeper store: ``add_items`` keeps every
 item (the full history, byte for byte), ``get_items`` returns the managed view, opened by the running summary as
 a system message. Use the session to carry a long conversation across runs, the filter to manage the calls inside
-one run, or both.
+one run, or both through ``RunConfig(call_model_input_filter=session.input_filter)``: that filter shares the
+session's window and thread, so one manager and one summary serve the conversation. The ``recall`` tool the
+pointers name is ``.recall_tool`` of either (an SDK ``FunctionTool`` to put among the agent's tools).
 """
 
 from __future__ import annotations

@@ -41,6 +41,24 @@ TOOL_DESCRIPTION = (
 )
 DEFAULT_RESULTS = 5
 MAX_RESULTS = 20
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "Words to search the earlier conversation for."},
+        "pointer_id": {
+            "type": "string",
+            "description": "Id from a cleared-content note, to restore that content in full.",
+        },
+        "max_results": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_RESULTS,
+            "description": "How many passages to return for a query.",
+        },
+    },
+    "additionalProperties": False,
+}
+"""The tool's arguments as JSON Schema (every host's tool shape declares these)."""
 
 
 @runtime_checkable
@@ -104,23 +122,7 @@ class RecallTool:
         return {
             "name": TOOL_NAME,
             "description": TOOL_DESCRIPTION,
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "Words to search the earlier conversation for."},
-                    "pointer_id": {
-                        "type": "string",
-                        "description": "Id from a cleared-content note, to restore that content in full.",
-                    },
-                    "max_results": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": MAX_RESULTS,
-                        "description": "How many passages to return for a query.",
-                    },
-                },
-                "additionalProperties": False,
-            },
+            "parameters": PARAMETERS,
         }
 
     @property
@@ -234,4 +236,4 @@ def recall_tool(manager_or_memory: Any, *, thread_id: str | None = None) -> Reca
     return RecallTool(manager_or_memory, thread_id=thread_id)
 
 
-__all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "RecallTool", "parse_arguments", "recall_tool"]
+__all__ = ["PARAMETERS", "TOOL_DESCRIPTION", "TOOL_NAME", "RecallTool", "parse_arguments", "recall_tool"]
