@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -140,7 +141,7 @@ class Threads:
         self.config = config
         self.store = CommitStore(store)
         self._threads: OrderedDict[str, Thread] = OrderedDict()
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._summarizer: Any = None
         self.conflicts = 0
 
@@ -148,10 +149,8 @@ class Threads:
         """Calls on one thread in this process run one at a time (across processes the commit decides)."""
         lock = self._locks.get(thread_id)
         if lock is None:
+            # weakly held: a lock lives while a call holds or awaits it, so the map never outgrows the calls
             lock = self._locks[thread_id] = asyncio.Lock()
-            if len(self._locks) > 4 * self.config.max_threads:
-                for key in [k for k, v in self._locks.items() if not v.locked()][: self.config.max_threads]:
-                    del self._locks[key]
         return lock
 
     def local(self, thread_id: str) -> Thread | None:
