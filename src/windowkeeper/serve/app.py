@@ -33,6 +33,7 @@ from ..storage import open_store
 from ..storage.url import sqlite_target
 from .config import ServeConfig
 from .gateway import BadRequest, Gateway, ManagementError, Plan, check_items
+from .projection import dumps_body
 from .protocols import PROTOCOLS, Family, Protocol, Responses, error_body
 from .recall import MAX_ROUNDS, answer
 from .streaming import CallFilter, EventSplitter, UsageReader
@@ -236,12 +237,12 @@ def build_app(config: ServeConfig) -> Starlette:
                     break
                 if len(ours) < len(calls) or round_ == MAX_ROUNDS:
                     reply = protocol.without_calls(reply, {plan.recall})
-                    data = orjson.dumps(reply)
+                    data = dumps_body(reply)
                     break
                 gateway().metrics.recall_calls[protocol.name] += len(ours)
                 answers = await answer(thread, ours)
                 body = protocol.follow_up(body, reply, answers)
-                again = await open_upstream(request, protocol.family, protocol.name, orjson.dumps(body))
+                again = await open_upstream(request, protocol.family, protocol.name, dumps_body(body))
                 if isinstance(again, Response):
                     return again
                 data = await again.aread()
@@ -294,7 +295,7 @@ def build_app(config: ServeConfig) -> Starlette:
                     gateway().metrics.recall_calls[protocol.name] += len(filt.our_calls())
                     answers = await answer(thread, filt.our_calls())
                     body = protocol.follow_up(body, filt.reply(), answers)
-                    reopened = await open_upstream(request, protocol.family, protocol.name, orjson.dumps(body))
+                    reopened = await open_upstream(request, protocol.family, protocol.name, dumps_body(body))
                     if isinstance(reopened, Response):
                         yield _error_event(protocol, bytes(reopened.body))
                         return

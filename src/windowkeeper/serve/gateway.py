@@ -12,13 +12,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from ..storage import SessionStore
 from .config import ServeConfig
 from .identity import Match, Recognizer, explicit_thread, internal_id, scope_of, session_of
 from .metrics import Metrics
-from .projection import PLAIN, ItemCache, item_key, project, restore_originals, system_value, with_fields
+from .projection import (
+    PLAIN,
+    ItemCache,
+    dumps_body,
+    item_key,
+    project,
+    restore_originals,
+    system_value,
+    with_fields,
+)
 from .protocols import Protocol
 from .recall import declared, offer, tool_name
 from .threads import Thread, Threads
@@ -203,7 +210,7 @@ class Gateway:
             out_json = with_fields(body, **{protocol.list_key: written}, **changes)
             if recall is not None:
                 out_json = offer(protocol, out_json, thread, recall)
-            out = orjson.dumps(out_json)
+            out = dumps_body(out_json)
         self.metrics.managed_call(
             protocol.name,
             before,

@@ -164,4 +164,3 @@ class Recognizer:
                 threads = dict(record.doc.get("threads", {})) if record is not None else {}
                 version = record.version if record is not None else 0
         logger.warning("thread %s: the recognition index kept changing under 8 attempts; not recorded", match.name)
-

@@ -15,6 +15,7 @@ manager changed (a pointer, a summary) go out as written. The keys also feed thr
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,18 @@ TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 
 
 def _dumps(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:  # integers beyond 64 bits, which JSON allows and orjson refuses
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def dumps_body(value: Any) -> bytes:
+    """A request or reply body as JSON bytes (orjson, or the standard library for what orjson refuses)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _strip_marks(value: Any) -> Any:
