@@ -172,11 +172,112 @@ def cli_compact() -> str:
     return _in_temp_dir(run)
 
 
+PACKAGE = ROOT / "src" / "windowkeeper"
+
+
+def package_parts(package: Path = PACKAGE) -> list[str]:
+    """The parts of the package the architecture page maps: every subpackage (``"cli/"``) and every top-level
+    module (``"tokens.py"``, the package's own ``"__init__.py"`` included), sorted."""
+    parts = [f"{d.name}/" for d in package.iterdir() if (d / "__init__.py").is_file()]
+    parts += [f.name for f in package.glob("*.py")]
+    return sorted(parts)
+
+
+def _part_of(module: str, package: Path) -> str | None:
+    """The part (as `package_parts` names it) of ``package`` that dotted ``module`` (``windowkeeper.x.y``) is in."""
+    names = module.split(".")
+    if names[0] != package.name:
+        return None
+    if len(names) == 1:
+        return "__init__.py"
+    if (package / names[1] / "__init__.py").is_file():
+        return f"{names[1]}/"
+    if (package / f"{names[1]}.py").is_file():
+        return f"{names[1]}.py"
+    return "__init__.py"  # a name defined in windowkeeper/__init__.py, e.g. ``from .. import __version__``
+
+
+def package_imports(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """For each part, the other parts its modules import, read with `ast` from every ``import`` statement
+    (function-level and ``TYPE_CHECKING`` imports included: they are dependencies too)."""
+    import ast
+
+    found: dict[str, set[str]] = {part: set() for part in package_parts(package)}
+    for path in sorted(package.rglob("*.py")):
+        dotted = list(path.relative_to(package.parent).with_suffix("").parts)
+        here = dotted[:-1]  # the package a relative import starts from
+        if dotted[-1] == "__init__":
+            dotted = dotted[:-1]
+        part = _part_of(".".join(dotted), package) or "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = here[: len(here) - node.level + 1]
+                    base = ".".join([*anchor, *([node.module] if node.module else [])])
+                # ``from . import storage`` imports a module; ``from .x import name`` imports from module x
+                targets = [f"{base}.{alias.name}" for alias in node.names] if node.module is None else [base]
+            for target in targets:
+                other = _part_of(target, package)
+                if other is not None and other != part:
+                    found[part].add(other)
+    return found
+
+
+def package_summary(part: str, package: Path = PACKAGE) -> str:
+    """The first paragraph of the part's docstring (its ``__init__.py``'s for a subpackage), on one line."""
+    import ast
+
+    path = package / part.rstrip("/") / "__init__.py" if part.endswith("/") else package / part
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    if not doc:
+        raise SystemExit(f"{path} has no docstring; the architecture page shows its first paragraph")
+    first = " ".join(doc.split("\n\n")[0].split())
+    return first.rstrip(".")
+
+
+def package_layers(imports: dict[str, set[str]]) -> dict[str, int]:
+    """Each part's layer: 0 when it imports no other part, else one above the highest part it imports. Raises
+    on an import cycle between parts (imports point downward only)."""
+    layers: dict[str, int] = {}
+    visiting: list[str] = []
+
+    def layer(part: str) -> int:
+        if part in layers:
+            return layers[part]
+        if part in visiting:
+            cycle = [*visiting[visiting.index(part) :], part]
+            raise SystemExit("import cycle between parts of the package: " + " -> ".join(cycle))
+        visiting.append(part)
+        layers[part] = 1 + max((layer(other) for other in imports[part]), default=-1)
+        visiting.pop()
+        return layers[part]
+
+    for part in imports:
+        layer(part)
+    return layers
+
+
+def architecture_layers() -> str:
+    """The package map of docs/architecture.md: every part, top layer first, with what it imports."""
+    imports = package_imports()
+    layers = package_layers(imports)
+    rows = ["| layer | part | what it is | imports (windowkeeper parts) |", "|---|---|---|---|"]
+    for part in sorted(imports, key=lambda p: (-layers[p], p)):
+        uses = ", ".join(f"`{other}`" for other in sorted(imports[part])) or "-"
+        rows.append(f"| {layers[part]} | `{part}` | {package_summary(part)} | {uses} |")
+    return "\n".join(rows) + "\n"
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "readme-demo": readme_demo,
     "cli-demo": cli_demo,
     "cli-inspect": cli_inspect,
     "cli-compact": cli_compact,
+    "architecture-layers": architecture_layers,
 }
 
 

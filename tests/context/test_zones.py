@@ -1,4 +1,4 @@
-"""The five zones: what each holds, what it costs, and how they are rendered for a model."""
+"""The five zones (deprecated view over `assemble`): what each holds, what it costs, and how they are rendered."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from windowkeeper.prompt import system_message
 from windowkeeper.state import AgentState
 from windowkeeper.tokens import ApproxCounter, default_counter
 from windowkeeper.units import validate
+
+pytestmark = pytest.mark.filterwarnings("ignore:(build|render)_zones.* is deprecated:DeprecationWarning")
 
 COUNTER = default_counter()
 TOOLS = [
@@ -125,3 +127,17 @@ def test_counter_is_pluggable() -> None:
 def test_bad_reserve_is_rejected(reserve: object) -> None:
     with pytest.raises(ConfigurationError, match="reserve_tokens"):
         build_zones(sample_state(), reserve_tokens=reserve)  # type: ignore[arg-type]
+
+
+@pytest.mark.filterwarnings("error")
+def test_the_five_zone_view_is_deprecated_in_favour_of_assemble() -> None:
+    from windowkeeper.prompt import assemble
+
+    state = sample_state()
+    with pytest.warns(DeprecationWarning, match=r"build_zones\(state, \.\.\.\) is deprecated; use windowkeeper.prompt"):
+        zones = build_zones(state, system_prompt="You are helpful.", tools=TOOLS, counter=COUNTER)
+    with pytest.warns(DeprecationWarning, match=r"render_zones\(zones\) is deprecated"):
+        sent = render_zones(zones)
+    prompt = assemble(state, system_prompt="You are helpful.", tools=TOOLS, counter=COUNTER, reserve_tokens=2000)
+    assert sent == prompt.to_messages()
+    assert zones.input_tokens == prompt.input_tokens and zones.tool_tokens == prompt.zone_tokens["tools"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import pytest
@@ -10,10 +9,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.context.strategies import agent_states, conversations
 
-from windowkeeper import AgentState, ConfigurationError, ImageBlock, MediaRef, Message, TextBlock
+from windowkeeper import (
+    AgentState,
+    AnnotationBlock,
+    AnnotationRef,
+    ConfigurationError,
+    ErrorBlock,
+    FormatError,
+    ImageBlock,
+    MediaRef,
+    Message,
+    TextBlock,
+)
 from windowkeeper.context import TokenBudgetContextManager
 from windowkeeper.graph import Agent, ToolNode
 from windowkeeper.llm import ScriptedClient
+from windowkeeper.llm.formats import to_anthropic
 from windowkeeper.prompt import (
     MARK_KEY,
     RECALL_MARK,
@@ -120,13 +131,28 @@ def test_pieces_add_up_and_keep_the_prefix_before_a_changed_scratchpad() -> None
     assert a[3] != b[3] and a[4:] == b[4:]
 
 
-def test_a_system_message_with_media_sends_its_text_and_says_what_it_left_out(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_system_message_with_media_is_refused_like_every_format_refuses_it() -> None:
+    """The system zone is read the one way the format writers read system messages: text and error text, no
+    other block (docs/formats.md: a block a format cannot carry is a FormatError, never dropped unseen)."""
     image = ImageBlock(media=MediaRef(url="https://example.com/a.png", width=10, height=10))
     odd = Message(message_id="s1", role="system", content=[TextBlock(text="Rule."), image])
-    with caplog.at_level(logging.WARNING, logger="windowkeeper.prompt.sections"):
-        prompt = assemble(AgentState(context=[odd, text("user", "hi", "u1")]))
-    assert prompt.system == "Rule."
-    assert "system message 's1' holds a ImageBlock block" in caplog.text
+    refused = r"message 1, key 'content\[1\]': ImageBlock cannot be carried by any provider"
+    with pytest.raises(FormatError, match=refused):
+        assemble(AgentState(context=[text("user", "hi", "u1"), odd]))
+    with pytest.raises(FormatError, match=r"key 'content\[1\]'"):
+        to_anthropic([odd])
+
+
+def test_the_system_zone_reads_a_system_message_as_the_formats_write_it() -> None:
+    note = AnnotationBlock(annotation=AnnotationRef(url="https://example.com"))
+    rules = Message(
+        message_id="s1",
+        role="system",
+        content=[TextBlock(text="Rule one. "), ErrorBlock(error="config missing"), note, TextBlock(text=" Rule two.")],
+    )
+    prompt = assemble(AgentState(context=[rules, text("user", "hi", "u1")]))
+    system, _ = to_anthropic([rules, text("user", "hi", "u1")])
+    assert prompt.system == system == "Rule one. Error: config missing Rule two."
 
 
 @pytest.mark.parametrize("reserve", [-1, 1.5, True])

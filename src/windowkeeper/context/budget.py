@@ -22,12 +22,12 @@ from __future__ import annotations
 import logging
 import operator
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._bridge import in_running_loop, run_sync
+from .._cache import LRUCache
 from .._validate import check_int, check_timeout
 from ..errors import ConfigurationError
 from ..messages import Message, edit_epoch, edited_since, same_message
@@ -330,7 +330,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                 f"system_prompt and tools alone cost {self._fixed_tokens} tokens, which leaves no room under the "
                 f"low watermark ({self.low_limit} tokens of a {self.budget}-token budget); raise max_tokens",
             )
-        self._tracks: OrderedDict[str, _Track] = OrderedDict()
+        self._tracks: LRUCache[str, _Track] = LRUCache(_MAX_TRACKED_THREADS)
         self._offloaded = OffloadStore(check_int("offload_cache_bytes", offload_cache_bytes, minimum=0))
         if not isinstance(recall, bool | Recall):
             raise ConfigurationError(f"recall must be True, False or a Recall instance, got {recall!r}")
@@ -433,9 +433,9 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         not stay searchable, nor keep its index in memory)."""
         threads = list(self._tracks) if thread_id is None else [thread_id]
         if thread_id is None:
-            self._tracks.clear()
+            self._tracks.drop()
         else:
-            self._tracks.pop(thread_id, None)
+            self._tracks.pop(thread_id)
         self._offloaded.forget(thread_id)
         if self.recall is not None:
             self.recall.forget(*threads)
@@ -497,7 +497,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         key = thread_key(state)
         incoming = state.context
         epoch = edit_epoch()
-        track = self._tracks.get(key)
+        track = self._tracks.peek(key)
         if track is not None and _edited(track):
             # an edited message's count and segments are stale: plan this call from scratch
             logger.debug("thread %s: a message of the previous view was edited in place; recounting", key)
@@ -600,7 +600,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         view = (*track.view, *arrived) if track is not None and keep_own else tuple(working)
         # the keys of the remembered view stay valid while the new view starts with the same objects
         keys = track.keys if track is not None and working is incoming and not plan else _Keys()
-        self._tracks[key] = _Track(
+        remembered = _Track(
             view=view,
             source=view if working is incoming else tuple(incoming),
             message_tokens=message_tokens,
@@ -614,9 +614,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             arrived=counted,
             keys=keys,
         )
-        self._tracks.move_to_end(key)
-        while len(self._tracks) > _MAX_TRACKED_THREADS:
-            self._tracks.popitem(last=False)
+        self._tracks.put(key, remembered)
 
         stable: bool | None = None
         if track is not None:

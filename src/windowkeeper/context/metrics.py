@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._cache import LRUCache
 from ..messages import Message
 from ..prompt import AssembledPrompt, assemble_messages
 
@@ -163,7 +164,7 @@ class MetricsRecorder:
     def __init__(self, counter: TokenCounter | None = None) -> None:
         self._counter = counter
         self._lock = threading.Lock()
-        self._previous: OrderedDict[str, tuple[str | None, tuple[str, ...]]] = OrderedDict()
+        self._previous: LRUCache[str, tuple[str | None, tuple[str, ...]]] = LRUCache(_MAX_TRACKED_THREADS)
         self.last: TrimMetrics | None = None
         self.last_by_thread: OrderedDict[str, TrimMetrics] = OrderedDict()
         """Each thread's latest metrics (bounded like the previous views): concurrent calls on different threads
@@ -219,14 +220,11 @@ class MetricsRecorder:
                 after = self.assembled(after_summary, after_messages, after_scratchpad)
             tokens_after = _sent_tokens(after)
             key = (after_summary or None, _fingerprints(after_messages))
-            prev = self._previous.get(before.thread_id)
+            prev = self._previous.peek(before.thread_id)
             stable: bool | None = None
             if prev is not None:
                 stable = prev[0] == key[0] and key[1][: len(prev[1])] == prev[1]
-            self._previous[before.thread_id] = key
-            self._previous.move_to_end(before.thread_id)
-            while len(self._previous) > _MAX_TRACKED_THREADS:
-                self._previous.popitem(last=False)
+            self._previous.put(before.thread_id, key)
             metrics = TrimMetrics(
                 tokens_before=tokens_before,
                 tokens_after=tokens_after,
@@ -256,15 +254,15 @@ class MetricsRecorder:
         """Drop a thread's previous view and latest metrics (every thread's when None); totals stay."""
         with self._lock:
             if thread_id is None:
-                self._previous.clear()
+                self._previous.drop()
                 self.last_by_thread.clear()
             else:
-                self._previous.pop(thread_id, None)
+                self._previous.pop(thread_id)
                 self.last_by_thread.pop(thread_id, None)
 
     def reset(self) -> None:
         with self._lock:
-            self._previous.clear()
+            self._previous.drop()
             self.last_by_thread.clear()
             self.last = None
             self.totals = MetricsTotals()

@@ -20,10 +20,11 @@ import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+from .._cache import SizedCache
+from .._cut import Cut, cut_to_tokens
 from ..blocks import ContentBlock, MediaRef, TextBlock, ToolCallBlock, ToolResultBlock, tool_output_text
 from ..messages import Message
 from ..tokens import TokenCounter
-from ._sized_cache import SizedCache
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +36,11 @@ OffloadKind = Literal["cleared", "truncated"]
 _ARGS_PREVIEW_CHARS = 200
 _FIRST_LINE_CHARS = 160
 _FIRST_LINE_SCAN = 4096
-_MAX_CUT_ROUNDS = 8
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s")
 _MIN_SENTENCE_CHARS = 24
 _REPLY_HEAD_CHARS = 100
+TRUNCATE_CUT = Cut(marker="\n… [truncated {omitted} tokens] …\n", fallback="… [truncated {omitted} tokens] …")
+"""How a body too large for the whole budget is cut: the marker says how many tokens were left out."""
 RESTORE_TOOL = "recall"
 """Name of the tool pointer texts tell the model to call (`windowkeeper.tools.recall_tool`)."""
 DEFAULT_OFFLOAD_CACHE_BYTES = 8 * 1024 * 1024
@@ -197,29 +199,9 @@ def _replaced(message: Message, blocks: Sequence[ContentBlock], kind: OffloadKin
 
 
 def _cut_middle(text: str, keep_tokens: int, counter: TokenCounter) -> str:
-    """``text`` cut to about ``keep_tokens`` tokens, keeping its head and tail around a marker.
-
-    Counters only count, so the cut is found by scaling a character estimate until the result fits.
-    """
-    total = counter.count_text(text)
-    if total <= keep_tokens:
-        return text
-    chars_per_token = len(text) / max(total, 1)
-    budget = max(keep_tokens, 0)
-    for _ in range(_MAX_CUT_ROUNDS):
-        keep_chars = int(budget * chars_per_token)
-        head_chars = keep_chars // 2
-        tail_chars = keep_chars - head_chars
-        head = text[:head_chars]
-        tail = text[len(text) - tail_chars :] if tail_chars > 0 else ""
-        kept = counter.count_text(head) + counter.count_text(tail)
-        marker = f"\n… [truncated {max(total - kept, 0)} tokens] …\n"
-        candidate = head + marker + tail
-        if counter.count_text(candidate) <= keep_tokens or keep_chars == 0:
-            return candidate
-        over = counter.count_text(candidate) - keep_tokens
-        budget = max(budget - over - 1, 0)
-    return f"… [truncated {total} tokens] …"
+    """``text`` cut to at most ``keep_tokens`` tokens (`TRUNCATE_CUT`: head and tail around a marker that says
+    how many tokens were left out)."""
+    return cut_to_tokens(text, keep_tokens, counter.count_text, TRUNCATE_CUT)
 
 
 def truncate_message(message: Message, max_tokens: int, counter: TokenCounter) -> Message | None:

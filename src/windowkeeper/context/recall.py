@@ -28,18 +28,17 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._cache import LRUCache, SizedCache
 from .._validate import check_int
 from ..blocks import TextBlock
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..prompt.recall import MARK_KEY, RECALL_MARK, is_recall
 from ..tokens import TokenCounter, default_counter
-from ._sized_cache import SizedCache
 from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, approx_bytes
 from .recall_index import Entry, Hit, Passage, RecallIndex
 
@@ -169,7 +168,7 @@ class Recall:
         self._originals: SizedCache[tuple[str, str], Message] = SizedCache(
             original_cache_bytes, name="original_cache_bytes"
         )
-        self._costs: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._costs: LRUCache[tuple[str, str], int] = LRUCache(_COST_CACHE)
         self._header_cost: int | None = None
 
     def __repr__(self) -> str:
@@ -404,14 +403,9 @@ class Recall:
 
     def _cost(self, thread: str, passage: Passage) -> int:
         """Tokens a passage adds to a recall message (label, text, separator); memoized per passage."""
-        key = (thread, passage.key)
-        cost = self._costs.get(key)
-        if cost is None:
-            cost = self.counter.count_text(_label(passage) + "\n" + passage.text) + 2
-            self._costs[key] = cost
-            if len(self._costs) > _COST_CACHE:
-                self._costs.popitem(last=False)
-        return cost
+        return self._costs.memo(
+            (thread, passage.key), lambda: self.counter.count_text(_label(passage) + "\n" + passage.text) + 2
+        )
 
     def forget(self, *threads: str) -> None:
         """Drop everything known about ``threads``, their indexed passages included (one pass over the caches for
@@ -420,8 +414,7 @@ class Recall:
         for thread in gone:
             self._threads.pop(thread, None)
         self._originals.drop(lambda key, _: key[0] not in gone)
-        for key in [k for k in self._costs if k[0] in gone]:
-            del self._costs[key]
+        self._costs.drop(lambda key, _: key[0] not in gone)
         for thread in gone:
             self.index.forget(thread)
 

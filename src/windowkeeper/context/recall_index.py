@@ -36,12 +36,13 @@ import sqlite3
 import sys
 import threading
 from bisect import bisect_right
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
+from .._cache import LRUCache
 from ..errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -245,7 +246,7 @@ class RecallIndex:
         self._persist = self.path not in (":memory:", "")
         self._lock = threading.Lock()
         self._threads: dict[str, _Stats] = {}
-        self._terms: OrderedDict[int, tuple[str, ...]] = OrderedDict()
+        self._terms: LRUCache[int, tuple[str, ...]] = LRUCache(_TERMS_CACHE)
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False)
             self._setup()
@@ -505,9 +506,8 @@ class RecallIndex:
             found = self._terms.get(rowid)
             if found is None:
                 # a tuple of interned words: a frozenset per cached passage cost 59 MB at the cache's bound
-                found = self._terms[rowid] = tuple(map(sys.intern, normal_terms(row[8])))
-                if len(self._terms) > _TERMS_CACHE:
-                    self._terms.popitem(last=False)
+                found = tuple(map(sys.intern, normal_terms(row[8])))
+                self._terms.put(rowid, found)
             # summed in the query's (sorted) term order, so the float is the same in every process
             coverage = sum(idf[t] for t in sorted(idf.keys() & found)) / whole
             if coverage >= min_coverage:
@@ -589,8 +589,7 @@ class RecallIndex:
                 db.execute(f"DELETE FROM {table} WHERE slot = ?", (stats.slot,))
             db.commit()
             del self._threads[thread]
-            for rowid in [r for r in self._terms if r >> _SLOT_BITS == stats.slot]:
-                del self._terms[rowid]
+            self._terms.drop(lambda rowid, _: rowid >> _SLOT_BITS != stats.slot)
 
 
 __all__ = [

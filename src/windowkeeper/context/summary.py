@@ -35,10 +35,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._bridge import run_sync
+from .._cut import Cut, cut_text
 from .._validate import check_positive_int, check_timeout
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..summarize.failsafe import FAILURE_LOG, call_summarizer, condense_input
+from ..tokenizing.estimate import DOCUMENTED_ESTIMATE
 from ..tokens import TokenCounter
 from ._policy import remove_completed_tool_sequences, split_system, summary_cut
 from .base import BaseContextManager, S, adapt_summarizer
@@ -55,57 +57,36 @@ CONDENSE_INSTRUCTIONS = (
     "paths, identifiers, tool results, errors, decisions and open questions. Reply with the summary text only."
 )
 CUT_MARKER = "[... summary lines cut to stay within its bound ...]"
+SUMMARY_CUT = Cut(marker=CUT_MARKER, head_share=(1, 3), lines=True)
+"""How a running summary over its bound is cut (see `cut_summary`)."""
 
 
 def estimate_tokens(messages: Sequence[Message]) -> int:
-    """The documented trigger estimate: one token per four characters of text plus tool calls' string form.
+    """The documented trigger estimate (`DocumentedEstimate`): one token per four characters of text plus tool
+    calls' string form.
 
     Deliberately not the exact counter, so the token trigger fires where the reference says it does.
     """
-    chars = 0
-    for msg in messages:
-        chars += len(msg.text())
-        calls = msg.tools_calls or [{"id": c.id, "name": c.name, "args": c.args} for c in msg.tool_call_blocks()]
-        if calls:
-            chars += len(str(calls))
-    return chars // 4
+    return DOCUMENTED_ESTIMATE.count_messages(messages)
 
 
 def estimate_text_tokens(text: str | None) -> int:
     """The same estimate for a plain text (the running summary): one token per four characters."""
-    return len(text) // 4 if text else 0
+    return DOCUMENTED_ESTIMATE.count_text(text) if text else 0
 
 
 def cut_summary(summary: str, max_tokens: int) -> str:
     """``summary`` within ``max_tokens`` (estimated) by cutting its middle lines, with one `CUT_MARKER` line.
 
-    Whole lines are kept from both ends: the first lines hold the oldest facts (who the user is, the task), the
-    last ones the newest. Earlier markers are dropped first, so a summary cut many times still holds one marker and
-    no repeated line. A single line longer than its share is shortened by characters.
+    Whole lines are kept from both ends (`SUMMARY_CUT`): the first third of the room holds the oldest facts (who
+    the user is, the task), the rest the newest. Earlier markers are dropped first, so a summary cut many times
+    still holds one marker and no repeated line. A single line longer than its share is shortened by characters.
     """
     if estimate_text_tokens(summary) <= max_tokens:
         return summary
-    lines = [line for line in summary.splitlines() if line.strip() and line.strip() != CUT_MARKER]
-    room = max(max_tokens * 4 - len(CUT_MARKER) - 2, 0)
-    head_room, tail_room = room // 3, room - room // 3
-    head: list[str] = []
-    for line in lines:
-        if len(line) + 1 > head_room:
-            if not head and head_room > 1:
-                head.append(line[: head_room - 1])
-            break
-        head.append(line)
-        head_room -= len(line) + 1
-    tail: list[str] = []
-    for line in reversed(lines[len(head) :]):
-        if len(line) + 1 > tail_room:
-            if not tail and tail_room > 1:
-                tail.append(line[len(line) - (tail_room - 1) :])
-            break
-        tail.append(line)
-        tail_room -= len(line) + 1
-    text = "\n".join([*head, CUT_MARKER, *reversed(tail)])
-    return text if estimate_text_tokens(text) <= max_tokens else text[: max_tokens * 4]
+    chars = max_tokens * DOCUMENTED_ESTIMATE.chars_per_token
+    text = cut_text(summary, max(chars - len(CUT_MARKER) - 2, 0), SUMMARY_CUT)
+    return text if estimate_text_tokens(text) <= max_tokens else text[:chars]
 
 
 def _is_offline_name(name: str) -> bool:

@@ -1,4 +1,8 @@
-"""The five zones of a context window, each with its token cost: a compatibility view over `windowkeeper.prompt`.
+"""Deprecated: the five-zone view of a prompt. Use `windowkeeper.prompt.assemble` and `AssembledPrompt.zone_tokens`.
+
+`build_zones`, `render_zones` and `ContextZones` re-express what `assemble` already reports (the tokens of each
+zone, the messages sent) in a second shape with coarser zones; they stay, and warn, for code written against
+them. `summary_message` (a summary section as a message, for code laying out a list itself) is not deprecated.
 
 A prompt is easier to budget when its parts are named: (1) the system prompt with the tool schemas, (2) the
 compressed history (the running summary), (3) the recent messages, (4) the scratchpad of curated notes and
@@ -13,6 +17,7 @@ The system prompt, the state's system messages, the summary and the scratchpad a
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -114,7 +119,11 @@ def build_zones(
 
     System messages found anywhere in ``state.context`` belong to zone 1: providers hoist them into the system
     instructions anyway, and that is where they cost tokens.
+
+    Deprecated: ``assemble(state, ...)`` gives the same counts (`AssembledPrompt.zone_tokens`, tools and recall
+    apart) and the request itself.
     """
+    _deprecated("build_zones(state, ...)", "assemble(state, ...) and its .zone_tokens")
     prompt = assemble(state, system_prompt=system_prompt, tools=tools, counter=counter, reserve_tokens=reserve_tokens)
     zones = prompt.zone_tokens
     priming = prompt.counter.count_messages([])
@@ -136,13 +145,24 @@ def build_zones(
     )
 
 
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(
+        f"{old} is deprecated; use windowkeeper.prompt.{new}, which counts the same prompt",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+
+
 def render_zones(zones: ContextZones) -> list[Message]:
     """The message list to send: the one system text (prompt, system messages, summary, scratchpad), then the rest.
 
     Tool schemas are not messages; pass ``zones.tools`` to the client's ``tools`` parameter. The scratchpad
     comes last in the system text because it changes most often, so a change to it leaves the longest possible
     cached prefix in front of it.
+
+    Deprecated: ``assemble(state, ...).to_messages()`` is the same list.
     """
+    _deprecated("render_zones(zones)", "assemble(state, ...).to_messages()")
     return assemble_messages(
         [*zones.system, *zones.recent], summary=zones.summary, scratchpad=zones.scratchpad
     ).to_messages()

@@ -5,7 +5,7 @@ a time, so the CLI and the benchmarks report the same numbers.
 """
 
 from .lineup import standard_lineup
-from .loaders import load_conversation, load_state, load_trajectories
+from .loaders import load_trajectories
 from .pricing import Prices
 from .replay import CallRecord, ReplayReport, StrategyReport, replay
 from .strategies import FullHistory, ManagedStrategy, MemoryStrategy, SlidingWindow, Strategy, View
@@ -21,8 +21,6 @@ __all__ = [
     "Strategy",
     "StrategyReport",
     "View",
-    "load_conversation",
-    "load_state",
     "load_trajectories",
     "replay",
     "standard_lineup",

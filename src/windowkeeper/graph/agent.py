@@ -13,10 +13,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..blocks import ToolCallBlock
 from ..errors import ConfigurationError, GraphError
-from ..llm.client import LLMClient, LLMRequest, check_api_style, tool_calls_dicts
-from ..prompt import SUMMARY_HEADER, AssembledPrompt, assemble, count_request, join_sections, summary_section
+from ..llm.client import LLMClient, LLMRequest, check_api_style
+from ..prompt import SUMMARY_HEADER, AssembledPrompt, assemble, count_request
 from ..state import AgentState, add_messages
 from ..tokenizing.calibration import feed_calibration
 from ..tokens import TokenCounter
@@ -55,11 +54,6 @@ def _prompt_text(system_prompt: str | Sequence[Mapping[str, Any]] | None) -> str
             raise ConfigurationError(f"system_prompt[{index}] has no text 'content'")
     text = "\n\n".join(p for p in parts if p)
     return text or None
-
-
-def system_zone(prompt: str | None, summary: str | None) -> str | None:
-    """The system text of a prompt and a summary alone (no system messages, no scratchpad); see `assemble`."""
-    return join_sections((prompt, summary_section(summary)))
 
 
 class Agent:
@@ -194,17 +188,10 @@ class Agent:
             usages.prompt_tokens if usages is not None else None,
             lambda base: count_request(request, base),
         )
-        reply = response.message
-        if reply.role != "assistant":
-            reply = reply.model_copy(update={"role": "assistant"})
-        calls = reply.tool_call_blocks()
-        if calls and not any(isinstance(b, ToolCallBlock) for b in reply.content):
-            reply.content = [*reply.content, *calls]
-        if calls and not reply.tools_calls:
-            reply.tools_calls = tool_calls_dicts(calls)
+        reply = response.message  # already an assistant reply with its calls in both forms (`LLMResponse`)
         reply.metadata.setdefault("node", run.node)
         state.context = add_messages(state.context, [reply])
         return state
 
 
-__all__ = ["NO_MANAGER_WARNING", "SUMMARY_HEADING", "Agent", "system_zone"]
+__all__ = ["NO_MANAGER_WARNING", "SUMMARY_HEADING", "Agent"]

@@ -21,7 +21,6 @@ import operator
 import os
 import uuid
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
@@ -30,6 +29,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from .._bridge import run_sync
+from .._cache import LRUCache
 from ..errors import ConfigurationError, StorageError
 from ..messages import Message, edit_epoch, edited_since
 from ..state import AgentState
@@ -172,8 +172,8 @@ class Checkpointer(BaseCheckpointer):
             raise ConfigurationError(f"Checkpointer needs a SessionStore, got {type(store).__name__}")
         self.store = store
         self._owns_store = owns_store
-        self._logs: OrderedDict[str, LogIndex] = OrderedDict()
-        self._views: OrderedDict[str, _View] = OrderedDict()
+        self._logs: LRUCache[str, LogIndex] = LRUCache(_MAX_CACHED_THREADS)
+        self._views: LRUCache[str, _View] = LRUCache(_MAX_CACHED_THREADS)
 
     @classmethod
     def from_url(cls, url_or_path: str | os.PathLike[str], *, prefix: str | None = None) -> Checkpointer:
@@ -201,7 +201,7 @@ class Checkpointer(BaseCheckpointer):
             await self._append(thread_id, index, complete)
         context = list(state.context)
         epoch = edit_epoch()
-        previous = self._views.get(thread_id)
+        previous = self._views.peek(thread_id)
         try:
             if previous is not None and _grew(previous, context):
                 # the view is the previous one plus new messages: only those are looked at
@@ -216,7 +216,7 @@ class Checkpointer(BaseCheckpointer):
         self._remember(thread_id, index, _View(checkpoint, tuple(context), encoded, epoch))
 
     async def _index(self, thread_id: str) -> LogIndex:
-        cached = self._logs.get(thread_id)
+        cached = self._logs.peek(thread_id)
         if cached is None:
             cached = LogIndex(await self.store.count_messages(thread_id))
         return cached
@@ -245,23 +245,17 @@ class Checkpointer(BaseCheckpointer):
         index.length = length
 
     def _remember(self, thread_id: str, index: LogIndex, view: _View) -> None:
-        self._logs[thread_id] = index
-        self._logs.move_to_end(thread_id)
-        self._views[thread_id] = view
-        self._views.move_to_end(thread_id)
-        while len(self._logs) > _MAX_CACHED_THREADS:
-            self._logs.popitem(last=False)
-        while len(self._views) > _MAX_CACHED_THREADS:
-            self._views.popitem(last=False)
+        self._logs.put(thread_id, index)
+        self._views.put(thread_id, view)
 
     async def _context(self, thread_id: str, raw: dict[str, Any]) -> list[Message]:
         """The view of a stored checkpoint: this process's own objects when it wrote it, else read from the log."""
         checkpoint = raw.get("id")
-        view = self._views.get(thread_id)
+        view = self._views.peek(thread_id)
         # a message edited in place since it was stored is no longer the stored one: read the view back instead
         if view is not None and view.checkpoint == checkpoint and not _edited(view):
             return list(view.context)
-        index = self._logs.get(thread_id) or LogIndex(await self.store.count_messages(thread_id))
+        index = self._logs.peek(thread_id) or LogIndex(await self.store.count_messages(thread_id))
         context: list[Message] = []
         for entry in raw["context"]:
             if isinstance(entry, dict):
@@ -346,8 +340,8 @@ class Checkpointer(BaseCheckpointer):
 
     async def adelete(self, thread_id: str) -> None:
         check_id(thread_id, "thread_id")
-        self._logs.pop(thread_id, None)
-        self._views.pop(thread_id, None)
+        self._logs.pop(thread_id)
+        self._views.pop(thread_id)
         await self.store.delete_thread(thread_id)
 
     async def aclose(self) -> None:

@@ -339,14 +339,41 @@ class CompiledGraph:
         )
 
     async def _persist(self, thread_id: str, state: AgentState, new_messages: list[Message]) -> AgentState:
-        """Trim with the manager, then store state + new messages; returns the (trimmed) state."""
-        if self.context_manager is not None:
+        """Trim with the manager, then store state + new messages; returns the (trimmed) state.
+
+        Why trim again: the snapshot is what the next run starts from (the "persisted state" decision of the
+        design notes), and after the last model call it holds that call's reply and tool results, so trimming
+        here stores the managed view (the manager finds its own view plus those messages: a cheap call) while the
+        log keeps every message.
+
+        Why a manager that fails here does not fail the run: nothing is sent to a model at this point, and the run's
+        messages (model calls already made, tools already run) would otherwise not be stored. So the state is
+        stored untrimmed and the failure is logged at ERROR, with the manager's exception, or its wrong return
+        type; the next call trims again, and there a failure does stop the run (an untrimmed prompt could
+        overflow the model's window). A run that failed before persisting still stores its state with the error.
+        """
+        manager = self.context_manager
+        if manager is not None:
             try:
-                trimmed = await self.context_manager.atrim_context(state)
+                trimmed = await manager.atrim_context(state)
+            except Exception:
+                logger.exception(
+                    "thread %s: %s.atrim_context raised while the run was being persisted; the state is stored "
+                    "untrimmed so the run's messages are kept, and the next call trims it",
+                    thread_id,
+                    type(manager).__name__,
+                )
+            else:
                 if isinstance(trimmed, AgentState):
                     state = trimmed
-            except Exception:
-                logger.exception("thread %s: the context manager failed while persisting; storing untrimmed", thread_id)
+                else:
+                    logger.error(
+                        "thread %s: %s.atrim_context returned %s while the run was being persisted, not the state; "
+                        "the state is stored untrimmed (a context manager must return the state it was given)",
+                        thread_id,
+                        type(manager).__name__,
+                        type(trimmed).__name__,
+                    )
         state.execution_meta.thread_id = thread_id
         await self.checkpointer.aput(thread_id, state, list(new_messages))
         return state

@@ -18,12 +18,12 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from .._bridge import run_sync_anywhere
+from .._cache import LRUCache
 from .._validate import check_int
 from ..context import BaseContextManager, TokenBudgetContextManager, TrimMetrics
 from ..context.base import ThreadSeed
@@ -241,7 +241,7 @@ class Window(Generic[M, Sys]):
         self.prompt_cache = prompt_cache
         self._manager = manager
         self._budget = budget
-        self._threads: OrderedDict[str, ThreadMemory] = OrderedDict()
+        self._threads: LRUCache[str, ThreadMemory] = LRUCache(MAX_WINDOW_THREADS)
         self._key = f"window-{uuid.uuid4().hex[:8]}"
         self._owns_store = store is not None and not isinstance(store, SessionStore)
         opened: SessionStore | None
@@ -380,7 +380,7 @@ class Window(Generic[M, Sys]):
         provider's real sizes; exact counters ignore it. Returns how many counters were calibrated. The adapters
         call this themselves where the host shows them the usage.
         """
-        memory = self._threads.get(self._thread_id(thread_id))
+        memory = self._threads.peek(self._thread_id(thread_id))
         prompt = memory.last_prompt if memory is not None else None
         if prompt is None or self._manager is None:
             return 0
@@ -477,7 +477,7 @@ class Window(Generic[M, Sys]):
     async def adelete_thread(self, thread_id: str | None = None) -> None:
         """Forget a thread here, in the manager and in the store."""
         tid = self._thread_id(thread_id)
-        self._threads.pop(tid, None)
+        self._threads.pop(tid)
         if self._manager is not None:
             self._manager.forget(self._manager_key(tid))
         if self._store is not None:
@@ -488,7 +488,7 @@ class Window(Generic[M, Sys]):
 
     def summary(self, thread_id: str | None = None) -> str | None:
         """The thread's running summary as of the last call (None before any cut)."""
-        memory = self._threads.get(self._thread_id(thread_id))
+        memory = self._threads.peek(self._thread_id(thread_id))
         return memory.summary if memory is not None else None
 
     async def aclose(self) -> None:
@@ -524,16 +524,12 @@ class Window(Generic[M, Sys]):
         return f"{self._key}:{thread_id}"
 
     async def _memory(self, thread_id: str) -> ThreadMemory:
-        threads = self._threads
-        memory = threads.get(thread_id)
+        memory = self._threads.get(thread_id)
         if memory is not None:
-            threads.move_to_end(thread_id)
             return memory
         loaded = await self._store.load(thread_id) if self._store is not None else None
         memory = loaded if loaded is not None else ThreadMemory()
-        threads[thread_id] = memory
-        while len(threads) > MAX_WINDOW_THREADS:
-            threads.popitem(last=False)
+        self._threads.put(thread_id, memory)
         return memory
 
     async def _reseed(

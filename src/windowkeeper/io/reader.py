@@ -92,7 +92,6 @@ _RESPONSES_ITEM_TYPES = {
 }
 _RESPONSES_PART_TYPES = {"input_text", "output_text", "input_image", "input_file", "input_audio", "refusal"}
 _ANTHROPIC_BLOCK_TYPES = {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "server_tool_use"}
-_OPENAI_ONLY_ROLES = {"tool", "function", "developer"}
 _LANGCHAIN_TYPES = {"human", "ai", "system", "tool", "chat", "function", "AIMessageChunk", "HumanMessageChunk"}
 
 

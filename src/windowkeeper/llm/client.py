@@ -54,12 +54,21 @@ class LLMRequest(BaseModel):
 
 
 class LLMResponse(BaseModel):
-    """One assistant reply: the parsed `Message` (with ``usages``) and the provider's raw JSON for debugging."""
+    """One assistant reply: the parsed `Message` (with ``usages``) and the provider's raw JSON for debugging.
+
+    ``message`` is normalised here, once for every client (`as_reply`): whoever reads a response (the `Agent`, a
+    summarizer) gets an assistant message whose tool calls are both blocks and their ``tools_calls`` mirror.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     message: Message
     raw: dict[str, Any] | None = None
+
+    @field_validator("message")
+    @classmethod
+    def _as_reply(cls, message: Message) -> Message:
+        return as_reply(message)
 
     @property
     def text(self) -> str:
@@ -127,6 +136,23 @@ def assistant_message(
         raw=raw,
         metadata=metadata or {},
     )
+
+
+def as_reply(message: Message) -> Message:
+    """``message`` as the assistant reply of one call: role ``assistant``, and tool calls present both as
+    `ToolCallBlock` content and as their ``tools_calls`` mirror (whichever one a client filled in).
+
+    A reply built by `assistant_message` (every built-in client's) already is one and comes back as it is; a
+    custom client's reply is completed in place, except for its role, which is changed on a copy.
+    """
+    if message.role != "assistant":
+        message = message.model_copy(update={"role": "assistant"})
+    calls = message.tool_call_blocks()
+    if calls and not any(isinstance(b, ToolCallBlock) for b in message.content):
+        message.content = [*message.content, *calls]
+    if calls and not message.tools_calls:
+        message.tools_calls = tool_calls_dicts(calls)
+    return message
 
 
 def merge_reply_messages(messages: Sequence[Message]) -> list[ContentBlock]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import json
 import logging
 import random
 import uuid
@@ -256,8 +255,6 @@ class BaseMemory(Generic[S]):
             view = self._view(session_id)
             await self._refresh(session_id, view)
             return await self._manage_locked(session_id, view)
-
-    _manage_context = manage_context
 
     async def list(
         self, session_id: str = DEFAULT_SESSION, *, include_summaries: bool = True, limit: int | None = None
@@ -861,11 +858,6 @@ def _with_archived(records: Sequence[Record], archives: Sequence[Record] = ()) -
     return out
 
 
-def event_json(event: Mapping[str, Any]) -> str:
-    """Canonical JSON of an event, for comparing what was stored with what was added."""
-    return json.dumps(event, ensure_ascii=False, sort_keys=True)
-
-
 __all__ = [
     "DEFAULT_NAMESPACE",
     "DEFAULT_SESSION",
@@ -873,5 +865,4 @@ __all__ = [
     "BaseMemory",
     "EventDict",
     "EventList",
-    "event_json",
 ]

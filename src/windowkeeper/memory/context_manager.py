@@ -19,12 +19,12 @@ keep seeing what was recalled for it. Only if the view grows until it and the re
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._bridge import run_sync
+from .._cache import LRUCache
 from ..context.base import BaseContextManager
 from ..context.message import make_recall
 from ..context.recall import Recall, join_recall, newest_user, place_recall
@@ -90,7 +90,7 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         self.memory: BaseMemory[Any] = memory if memory is not None else InMemoryMemory(**memory_options)
         self.session_id = session_id
         self.recall: Recall | None = make_recall(recall, self.memory.counter)
-        self._recall_tracks: OrderedDict[str, _RecallTrack] = OrderedDict()
+        self._recall_tracks: LRUCache[str, _RecallTrack] = LRUCache(MAX_RECALL_SESSIONS)
 
     def _session(self, state: AgentState) -> str:
         return self.session_id or state.execution_meta.thread_id or DEFAULT_SESSION
@@ -138,13 +138,10 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         tracks = self._recall_tracks
         track = tracks.get(sid)
         if track is None:
-            track = tracks[sid] = _RecallTrack()
-            while len(tracks) > MAX_RECALL_SESSIONS:  # a server sees many sessions; each track holds originals
-                tracks.popitem(last=False)
+            track = _RecallTrack()
+            tracks.put(sid, track)  # bounded: a server sees many sessions, and each track holds originals
             if had_history:  # a session this process has not seen: what left the view before is in the history
                 await self._recall_history(sid, track, context)
-        else:
-            tracks.move_to_end(sid)
         recall.observe(sid, added)
         for message in added:
             track.live[str(message.message_id)] = message
@@ -212,9 +209,9 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         """Drop the recall state kept for ``session_id`` (every session when None); the memory keeps the history,
         and the session's next call rebuilds the state from it."""
         if session_id is None:
-            self._recall_tracks.clear()
+            self._recall_tracks.drop()
         else:
-            self._recall_tracks.pop(session_id, None)
+            self._recall_tracks.pop(session_id)
 
     async def aclose(self) -> None:
         """Close the memory (and its store, if the memory opened it)."""

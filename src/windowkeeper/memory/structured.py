@@ -42,10 +42,6 @@ MAX_MEASUREMENTS = 16
 MAX_TEXT = 300
 
 
-def _alias(name: str, camel: str) -> Any:
-    return Field(validation_alias=AliasChoices(name, camel))
-
-
 class TimeRange(BaseModel):
     """When the summarized events happened (either end may be unknown)."""
 

@@ -142,10 +142,10 @@ def assemble_messages(
     reserve = check_int("reserve_tokens", reserve_tokens, minimum=0)
     parts: list[str] = [system_prompt] if system_prompt else []
     system_messages = [m for m in messages if m.role == "system"]
-    for message in system_messages:
-        text = system_message_text(message)
-        if text:
-            parts.append(text)
+    if system_messages:  # positions only for naming a bad block: the common view has no system message
+        for index, message in enumerate(messages):
+            if message.role == "system" and (text := system_message_text(message, index=index)):
+                parts.append(text)
     conversation = [m for m in messages if m.role != "system"] if system_messages else list(messages)
     summary = summary if summary and summary.strip() else None
     scratchpad = scratchpad if scratchpad and scratchpad.strip() else None

@@ -11,13 +11,10 @@ are labelled so a model never takes them for something a person said or for inst
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Iterable
 
-from ..blocks import TextBlock
+from ..llm.formats._common import system_text
 from ..messages import Message
-
-logger = logging.getLogger(__name__)
 
 SUMMARY_HEADER = "Summary of the earlier conversation (older turns were condensed; treat as background):"
 SCRATCHPAD_HEADER = "Scratchpad (working notes kept across turns):"
@@ -44,22 +41,16 @@ def scratchpad_section(scratchpad: str | None) -> str | None:
     return f"{SCRATCHPAD_HEADER}\n{scratchpad.strip()}"
 
 
-def system_message_text(message: Message) -> str:
-    """The text of a system message as it goes into the system zone (its text blocks, in order).
+def system_message_text(message: Message, *, index: int | None = None) -> str:
+    """The text of a system message as it goes into the system zone, read the one way every format writes it
+    (`windowkeeper.llm.formats`): its text blocks and the text of its error blocks, in order; citations are
+    metadata and left out.
 
-    A system message can only be sent as text by every provider; any other block in it is left out and logged.
+    A provider takes system text only, so any other block (an image, a tool call) raises `FormatError` naming
+    the block (and ``index``, the message's position, when given) rather than being dropped unseen: the prompt
+    that is counted is the prompt that is sent, and neither silently loses what the caller put there.
     """
-    parts: list[str] = []
-    for block in message.content:
-        if isinstance(block, TextBlock):
-            parts.append(block.text)
-        else:
-            logger.warning(
-                "system message %r holds a %s block; only text goes into the system zone, the block is not sent",
-                message.message_id,
-                type(block).__name__,
-            )
-    return "".join(parts)
+    return system_text(message, "any provider", index=index)
 
 
 def join_sections(sections: Iterable[str | None]) -> str | None:

@@ -28,11 +28,11 @@ import heapq
 import json
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._cache import LRUCache
 from .._validate import check_positive_int
 from ..blocks import DocumentBlock, ErrorBlock, ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock, tool_output_text
 from ..messages import Message
@@ -125,8 +125,8 @@ class ExtractiveSummarizer:
     def __init__(self, counter: TokenCounter | None = None, *, input_limit: int = DEFAULT_INPUT_LIMIT) -> None:
         self._counter = counter
         self.input_limit = check_positive_int("input_limit", input_limit)
-        self._pieces: OrderedDict[tuple[Hashable, str], tuple[_Piece, ...]] = OrderedDict()
-        self._costs: OrderedDict[str, int] = OrderedDict()
+        self._pieces: LRUCache[tuple[Hashable, str], tuple[_Piece, ...]] = LRUCache(_CACHE_SIZE)
+        self._costs: LRUCache[str, int] = LRUCache(_CACHE_SIZE)
 
     def __repr__(self) -> str:
         return f"ExtractiveSummarizer(counter={self.counter.name!r})"
@@ -248,16 +248,7 @@ class ExtractiveSummarizer:
         return facts, topics
 
     def _message_pieces(self, message: Message) -> tuple[_Piece, ...]:
-        key = (message.message_id, message.fingerprint())
-        cached = self._pieces.get(key)
-        if cached is not None:
-            self._pieces.move_to_end(key)
-            return cached
-        pieces = tuple(self._extract(message))
-        self._pieces[key] = pieces
-        if len(self._pieces) > _CACHE_SIZE:
-            self._pieces.popitem(last=False)
-        return pieces
+        return self._pieces.memo((message.message_id, message.fingerprint()), lambda: tuple(self._extract(message)))
 
     def _extract(self, message: Message) -> list[_Piece]:
         role = message.role
@@ -347,13 +338,7 @@ class ExtractiveSummarizer:
     # -- selection and rendering ---------------------------------------------------------------------------
 
     def _cost(self, text: str) -> int:
-        cost = self._costs.get(text)
-        if cost is None:
-            cost = self.counter.count_text(text)
-            self._costs[text] = cost
-            if len(self._costs) > _CACHE_SIZE:
-                self._costs.popitem(last=False)
-        return cost
+        return self._costs.memo(text, lambda: self.counter.count_text(text))
 
     @staticmethod
     def _select(facts: list[_Fact], max_tokens: int) -> list[_Fact]:

@@ -13,8 +13,9 @@ cut the same way first. A request that cannot fit is never sent as is.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
+from .._cut import Cut, cut_to_tokens
 from .._validate import check_int
 from ..errors import ConfigurationError
 from ..llm.client import LLMClient, LLMRequest
@@ -37,24 +38,13 @@ DEFAULT_LLM_INPUT_LIMIT = 100_000
 """Tokens of one summary request by default: under every current frontier model's window with room to spare."""
 _REQUEST_SLACK = 64
 """Tokens kept free for the request framing a counter cannot see (role markers, the output instruction line)."""
-_MAX_CUT_ROUNDS = 8
-
-
-def cut_to_tokens(text: str, limit: int, count_text: Callable[[str], int]) -> str:
-    """``text`` cut in the middle (head and tail kept around a marker) until it costs at most ``limit`` tokens."""
-    total = count_text(text)
-    if total <= limit:
-        return text
-    keep = len(text) * max(limit, 0) // max(total, 1)
-    for _ in range(_MAX_CUT_ROUNDS):
-        head = keep // 2
-        cut = f"{text[:head]} … [cut: over the summarizer's input limit] … {text[len(text) - (keep - head):]}"
-        if keep <= 0:
-            cut = "… [cut: over the summarizer's input limit] …"
-        if count_text(cut) <= limit:
-            return cut
-        keep = keep * 3 // 4
-    return ""
+INPUT_LIMIT_CUT = Cut(
+    marker=" … [cut: over the summarizer's input limit] … ",
+    search="geometric",
+    alone="… [cut: over the summarizer's input limit] …",
+)
+"""How a text over the summarizer's input limit is cut: an empty result when not even the marker fits, which
+the prompt builder then leaves out."""
 
 
 def build_summary_prompt(
@@ -97,7 +87,7 @@ def bounded_summary_prompt(
     count_text = counter.count_text
     previous = previous_summary.strip() if previous_summary else None
     if previous and count_text(previous) > room // 2:
-        previous = cut_to_tokens(previous, room // 2, count_text) or None
+        previous = cut_to_tokens(previous, room // 2, count_text, INPUT_LIMIT_CUT) or None
     frame = count_text(_compose(previous, "", max_tokens, omitted=len(messages)))
     left = max(room - frame, 0)
     lines: dict[int, str] = {}
@@ -109,7 +99,7 @@ def bounded_summary_prompt(
     rendered = [lines[i] for i in newest_within(range(len(messages)), left, cost)]
     if not rendered and messages:
         newest = render_message(messages[-1], max_result_chars=max_result_chars)
-        cut = cut_to_tokens(newest, left - 1, count_text)
+        cut = cut_to_tokens(newest, left - 1, count_text, INPUT_LIMIT_CUT)
         rendered = [cut] if cut else []
     omitted = len(messages) - len(rendered)
     return _compose(previous, "\n".join(rendered), max_tokens, omitted=omitted), len(rendered)
@@ -201,5 +191,4 @@ __all__ = [
     "LLMSummarizer",
     "bounded_summary_prompt",
     "build_summary_prompt",
-    "cut_to_tokens",
 ]

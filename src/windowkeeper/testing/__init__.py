@@ -1,1 +1,5 @@
-"""windowkeeper.testing"""
+"""Importable test helpers: fake provider HTTP servers, the storage conformance suite, sample conversation files.
+
+They ship with the library so a third-party backend or a host application can run the same checks windowkeeper's
+own suite runs (the fake servers speak each provider's wire format to the official SDKs).
+"""

@@ -385,7 +385,7 @@ def audio_mime(fmt: Any, *, index: int, key: str) -> str:
     return AUDIO_FORMATS.get(fmt.lower(), f"audio/{fmt.lower()}")
 
 
-def unsupported(block: ContentBlock, fmt: str, role: str, *, index: int, key: str) -> FormatError:
+def unsupported(block: ContentBlock, fmt: str, role: str, *, index: int | None, key: str) -> FormatError:
     return FormatError(
         f"{type(block).__name__} cannot be carried by {fmt} in a {role!r} message; "
         "remove it or convert it to text before sending",
@@ -443,7 +443,7 @@ def is_dropped(block: ContentBlock) -> bool:
     return isinstance(block, AnnotationBlock)
 
 
-def system_text(message: Message, fmt: str, *, index: int) -> str:
+def system_text(message: Message, fmt: str, *, index: int | None) -> str:
     """A system message as the one string formats with a separate system slot take (text and error text only)."""
     parts: list[str] = []
     for j, block in enumerate(message.content):
