@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from windowkeeper.blocks import TextBlock, ToolResultBlock
 from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.integrations import Window
-from windowkeeper.llm.formats import to_anthropic, to_gemini, to_openai_chat, to_responses_input
+from windowkeeper.llm.formats import from_anthropic, to_anthropic, to_gemini, to_openai_chat, to_responses_input
 from windowkeeper.llm.formats.registry import convert, formats, get_format
 from windowkeeper.messages import Message
 from windowkeeper.prompt.recall import MARK_KEY, RECALL_MARK
@@ -386,3 +386,55 @@ def test_what_window_fit_writes_validates_against_the_sdk_types(fmt: str) -> Non
 
                 assert sdk_problems(result.system, TextBlockParam) == []
     assert written > 0  # pointers, recall or changed messages were written anew, not only passed through
+
+
+_EXTRA: st.SearchStrategy[dict[str, Any]] = st.dictionaries(
+    st.sampled_from(["cache_control", "citations", "x_meta", "title"]),
+    st.one_of(st.just({"type": "ephemeral"}), st.just([]), st.integers(0, 3), st.text("ab", max_size=3)),
+    max_size=2,
+)
+
+
+@st.composite
+def anthropic_turns(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A valid Anthropic conversation: a user question, then tool rounds whose results share a turn with text."""
+    turns: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": "q", **draw(_EXTRA)}]}]
+    for r in range(draw(st.integers(1, 3))):
+        calls = [f"toolu_{r}_{k}" for k in range(draw(st.integers(1, 2)))]
+        assistant: list[dict[str, Any]] = [{"type": "text", "text": "working", **draw(_EXTRA)}]
+        assistant += [{"type": "tool_use", "id": c, "name": "f", "input": {"k": k}} for k, c in enumerate(calls)]
+        if draw(st.booleans()):
+            assistant.append({"type": "mystery_block", "payload": draw(st.integers())})
+        turns.append({"role": "assistant", "content": assistant})
+        user: list[dict[str, Any]] = [
+            {"type": "tool_result", "tool_use_id": c, "content": "out", "is_error": draw(st.booleans()), **draw(_EXTRA)}
+            for c in calls
+        ]
+        if draw(st.booleans()):
+            user.append({"type": "text", "text": "and?", **draw(_EXTRA)})
+        turns.append({"role": "user", "content": user, **({"x_turn": 1} if draw(st.booleans()) else {})})
+    return turns
+
+
+@settings(max_examples=60, deadline=None)
+@given(turns=anthropic_turns(), cleared=st.integers(0, 5))
+def test_anthropic_turns_pass_through_and_a_cleared_result_keeps_its_turn(
+    turns: list[dict[str, Any]], cleared: int
+) -> None:
+    fmt = get_format("anthropic")
+    read = fmt.read(turns)
+    assert fmt.write_plain(read) == turns
+    tools = [k for k, m in enumerate(read) if m.role == "tool"]
+    k = tools[cleared % len(tools)]
+    (result,) = read[k].tool_result_blocks()
+    changed = [
+        *read[:k],
+        read[k].with_content([ToolResultBlock(call_id=result.call_id, output="[cleared]")]),
+        *read[k + 1 :],
+    ]
+    out = fmt.write_plain(changed)
+    assert len(out) == len(turns)  # the turn holding the cleared result is still one turn
+    assert [t["role"] for t in out] == [t["role"] for t in turns]
+    differing = [j for j, (a, b) in enumerate(zip(out, turns, strict=True)) if a != b]
+    assert len(differing) == 1  # only the turn with the cleared result changed
+    assert from_anthropic(None, out)[k].text() == "[cleared]"

@@ -421,21 +421,15 @@ def unknown_block(kind: str, value: Any) -> TextBlock:
     return TextBlock(text=f"{UNKNOWN_PREFIX}{kind}] {canonical_json(value)}")
 
 
-def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: str) -> dict[str, Any]:
-    """A copy of the user item ``item`` whose content starts with ``texts`` (as ``part_type`` parts), every other
-    key kept: how a recall note joins the user turn it serves instead of being a second user turn before it."""
-    content = item.get("content")
-    own = [{"type": part_type, "text": content}] if isinstance(content, str) else list(content or [])
-    return {**item, "content": [*({"type": part_type, "text": t} for t in texts), *own]}
-
-
-def recall_for_next(messages: Sequence[Message], index: int) -> bool:
-    """Whether ``messages[index]`` is a recall note serving the user message right after it (written into it)."""
-    message = messages[index]
-    if message.metadata.get("windowkeeper") != "recall" or index + 1 >= len(messages):
-        return False
-    following = messages[index + 1]
-    return following.role == "user" and message.metadata.get("serves") == str(following.message_id)
+def unknown_part(part: Mapping[str, Any], expected: str, *, index: int, key: str) -> TextBlock:
+    """A part whose ``type`` no reader models, kept as `unknown_block`; a part without a ``type`` is malformed
+    (a `FormatError` naming ``expected``, the kinds the format reads)."""
+    ptype = part.get("type")
+    if not isinstance(ptype, str) or not ptype:
+        raise FormatError(
+            f"content part has no 'type' (expected {expected}), got {ptype!r}", index=index, key=f"{key}.type"
+        )
+    return unknown_block(ptype, part)
 
 
 def is_dropped(block: ContentBlock) -> bool:

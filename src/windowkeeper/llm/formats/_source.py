@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ...boundary import clean_json
@@ -39,6 +39,20 @@ def source_record(message: Message) -> Mapping[str, Any] | None:
         return None
     record = raw.get(SOURCE_KEY)
     return record if isinstance(record, Mapping) else None
+
+
+def split_parts(
+    parts: Any, messages: Sequence[Message], is_result: Callable[[Any], bool]
+) -> list[list[Any] | None] | None:
+    """Which original parts each message of a split user turn holds: one result part per tool message (in order),
+    then every other part for the user message that follows them; None when the turn was not split."""
+    if len(messages) < 2:
+        return None
+    items = [plain(p) for p in parts] if isinstance(parts, list) else []
+    blocks: list[list[Any] | None] = [[p] for p in items if is_result(p)]
+    if len(messages) > len(blocks):
+        blocks.append([p for p in items if not is_result(p)])
+    return blocks
 
 
 def keep_source(
@@ -108,6 +122,67 @@ def original_items(message: Message, fmt: str) -> list[Any]:
     return list(items) if isinstance(items, list) else []
 
 
+def write_items(
+    messages: Sequence[Message],
+    fmt: str,
+    fresh: Callable[[int, Message], Sequence[Any]],
+    *,
+    passthrough: bool,
+    part_type: str,
+    report: Callable[[Message, str], None],
+    always_fresh: Callable[[Message], bool] | None = None,
+) -> list[Any]:
+    """Messages as items of a format with one list item per message (or several): unchanged ones as the items
+    they were read from, the rest by ``fresh(index, message)``; with ``passthrough`` a recall note goes into the
+    user item it serves (its text first, as ``part_type`` parts) instead of being a user item of its own.
+    ``always_fresh`` names messages ``fresh`` takes whatever their state (Responses system text for
+    ``instructions``)."""
+    out: list[Any] = []
+    leading: list[str] = []
+    for i, message in enumerate(messages):
+        if passthrough and recall_for_next(messages, i):
+            leading.append(message.text())
+            continue
+        source = unchanged(message, fmt) if passthrough else None
+        if source is not None and always_fresh is not None and always_fresh(message):
+            source = None
+        if source is not None:
+            written = list(source["items"])
+        else:
+            if passthrough and not (always_fresh is not None and always_fresh(message)):
+                report(message, fmt)
+            written = list(fresh(i, message))
+        if leading and written:
+            written[0] = with_leading_text(written[0], leading, part_type)
+            leading = []
+        out.extend(written)
+    return out
+
+
+def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: str) -> dict[str, Any]:
+    """A copy of the user item ``item`` whose content starts with ``texts`` (as ``part_type`` parts), every other
+    key kept: how a recall note joins the user turn it serves instead of being a second user turn before it."""
+    content = item.get("content")
+    own = [{"type": part_type, "text": content}] if isinstance(content, str) else list(content or [])
+    return {**item, "content": [*({"type": part_type, "text": t} for t in texts), *own]}
+
+
+def is_recall(message: Message) -> bool:
+    """`windowkeeper.prompt.recall.is_recall`, imported when first asked: the prompt layer sits above the formats."""
+    from ...prompt.recall import is_recall as recall_mark
+
+    return recall_mark(message)
+
+
+def recall_for_next(messages: Sequence[Message], index: int) -> bool:
+    """Whether ``messages[index]`` is a recall note serving the user message right after it (written into it)."""
+    message = messages[index]
+    if not is_recall(message) or index + 1 >= len(messages):
+        return False
+    following = messages[index + 1]
+    return following.role == "user" and message.metadata.get("serves") == str(following.message_id)
+
+
 def key_paths(value: Any, prefix: str = "", *, depth: int = 0) -> set[str]:
     """The key paths of a JSON value, list positions folded (``content[].text``), for naming what a write lost."""
     out: set[str] = set()
@@ -140,11 +215,16 @@ def warn_lost(what: str, fields: Iterable[str]) -> None:
 
 __all__ = [
     "SOURCE_KEY",
+    "is_recall",
     "keep_source",
+    "split_parts",
     "key_paths",
     "original_items",
+    "recall_for_next",
     "source_record",
     "unchanged",
     "warn_lost",
     "whole_group",
+    "with_leading_text",
+    "write_items",
 ]

@@ -29,7 +29,6 @@ from ...blocks import (
 )
 from ...errors import FormatError
 from ...messages import Message
-from ...prompt.recall import is_recall
 from ._common import (
     IdChain,
     ReasoningMode,
@@ -51,9 +50,10 @@ from ._common import (
     system_text,
     tool_results,
     unknown_block,
+    unknown_part,
     unsupported,
 )
-from ._source import keep_source, unchanged, whole_group
+from ._source import is_recall, keep_source, split_parts, unchanged, whole_group
 from .registry import ProviderFormat, content_part_types, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -572,14 +572,8 @@ def _parse_block(block: Any, *, index: int, key: str) -> ContentBlock:
         if isinstance(title, str) and title:
             media = media.model_copy(update={"filename": title})
         return DocumentBlock(media=media)
-    if not isinstance(btype, str) or not btype:
-        raise FormatError(
-            f"content block has no 'type' (expected text, image, document, thinking, redacted_thinking, tool_use "
-            f"or tool_result), got {btype!r}",
-            index=index,
-            key=f"{key}.type",
-        )
-    return unknown_block(btype, b)
+    expected = "text, image, document, thinking, redacted_thinking, tool_use or tool_result"
+    return unknown_part(b, expected, index=index, key=key)
 
 
 @reader("Anthropic content blocks")
@@ -686,6 +680,10 @@ def read_items(
     return _read(items, offset=offset, previous=previous, sources=sources)
 
 
+def _is_tool_result(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "tool_result"
+
+
 _ANTHROPIC_PARTS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
 
 
@@ -714,15 +712,7 @@ class AnthropicFormat(ProviderFormat):
         return read_items(items, offset=offset, previous=previous, sources=sources)
 
     def keep(self, source: Any, messages: Sequence[Message]) -> None:
-        blocks: list[list[Any] | None] | None = None
-        if len(messages) > 1:  # a user turn split into tool messages (one per result) and the rest
-            content = plain(source).get("content")
-            parts = [plain(b) for b in content] if isinstance(content, list) else []
-            results = [b for b in parts if isinstance(b, Mapping) and b.get("type") == "tool_result"]
-            rest = [b for b in parts if not (isinstance(b, Mapping) and b.get("type") == "tool_result")]
-            blocks = [[r] for r in results]
-            if len(messages) > len(results):
-                blocks.append(rest)
+        blocks = split_parts(plain(source).get("content"), messages, _is_tool_result)
         keep_source(self.name, messages, [source], blocks)
 
     def read_system(self, system: Any) -> str | None:

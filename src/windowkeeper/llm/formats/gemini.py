@@ -37,7 +37,6 @@ from ...blocks import (
 )
 from ...errors import FormatError
 from ...messages import Message
-from ...prompt.recall import is_recall
 from ._common import (
     IdChain,
     ReasoningMode,
@@ -60,7 +59,7 @@ from ._common import (
     unknown_block,
     unsupported,
 )
-from ._source import keep_source, unchanged, whole_group
+from ._source import is_recall, keep_source, split_parts, unchanged, whole_group
 from .registry import ProviderFormat, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -667,14 +666,7 @@ class GeminiFormat(ProviderFormat):
         return read_items(items, offset=offset, previous=previous, sources=sources)
 
     def keep(self, source: Any, messages: Sequence[Message]) -> None:
-        blocks: list[list[Any] | None] | None = None
-        if len(messages) > 1:  # a user content split into tool messages (one per response) and the rest
-            raw_parts = plain(source).get("parts")
-            parts = [plain(p) for p in raw_parts] if isinstance(raw_parts, list) else []
-            results = [p for p in parts if _response_part(p)]
-            blocks = [[r] for r in results]
-            if len(messages) > len(results):
-                blocks.append([p for p in parts if not _response_part(p)])
+        blocks = split_parts(plain(source).get("parts"), messages, _response_part)
         keep_source(self.name, messages, [source], blocks)
 
     def safe_start(self, items: Sequence[Any], index: int) -> bool:

@@ -44,17 +44,16 @@ from ._common import (
     parse_args,
     plain,
     reader,
-    recall_for_next,
     require_str,
     resolve_data_block,
     result_text,
     split_file_data,
     tool_results,
     unknown_block,
+    unknown_part,
     unsupported,
-    with_leading_text,
 )
-from ._source import unchanged
+from ._source import write_items
 from .registry import ProviderFormat, content_part_types, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -237,23 +236,14 @@ def to_openai_chat(
     DeepSeek-style servers); turn it off for endpoints that reject unknown keys. ``passthrough`` writes each
     message read with its source kept (`CHAT.read`) and unchanged since as the very item it was read from.
     """
-    out: list[OpenAIChatMessage] = []
-    leading: list[str] = []
-    for i, message in enumerate(messages):
-        if passthrough and recall_for_next(messages, i):
-            leading.append(message.text())
-            continue
-        if passthrough and (source := unchanged(message, NAME)) is not None:
-            written: list[Any] = list(source["items"])
-        else:
-            if passthrough:
-                CHAT.report(message, NAME)
-            written = list(message_to_openai_chat(message, index=i, include_reasoning=include_reasoning))
-        if leading and written:
-            written[0] = with_leading_text(written[0], leading, "text")
-            leading = []
-        out.extend(written)
-    return out
+    return write_items(
+        messages,
+        NAME,
+        lambda i, m: message_to_openai_chat(m, index=i, include_reasoning=include_reasoning),
+        passthrough=passthrough,
+        part_type="text",
+        report=CHAT.report,
+    )
 
 
 # -- OpenAI -> ours -------------------------------------------------------------------------------------------
@@ -290,14 +280,8 @@ def _parse_part(part: Any, *, index: int, key: str, role: str) -> ContentBlock:
             file_data = require_str(file, "file_data", index=index, key=f"{key}.file.file_data")
             file_mime, data = split_file_data(file_data)
             return DocumentBlock(media=MediaRef(kind="data", data_base64=data, mime_type=file_mime, filename=filename))
-    if not isinstance(ptype, str) or not ptype:
-        raise FormatError(
-            f"content part has no 'type' (expected text, image_url, input_audio or file for user; text or refusal "
-            f"for assistant), got {ptype!r}",
-            index=index,
-            key=f"{key}.type",
-        )
-    return unknown_block(ptype, d)
+    expected = "text, image_url, input_audio or file for user; text or refusal for assistant"
+    return unknown_part(d, expected, index=index, key=key)
 
 
 def _parse_content(d: Mapping[str, Any], role: str, *, index: int) -> list[ContentBlock]:

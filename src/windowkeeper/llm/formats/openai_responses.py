@@ -52,17 +52,16 @@ from ._common import (
     plain,
     provided_id,
     reader,
-    recall_for_next,
     require_str,
     resolve_data_block,
     result_text,
     split_file_data,
     tool_results,
     unknown_block,
+    unknown_part,
     unsupported,
-    with_leading_text,
 )
-from ._source import original_items, unchanged
+from ._source import original_items, write_items
 from .registry import ProviderFormat, content_part_types, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -276,26 +275,23 @@ def to_responses_input(
     if system not in ("items", "instructions"):
         raise ValueError(f"system={system!r} is not supported; use 'items' or 'instructions'")
     instructions: list[str] = []
-    items: list[ResponsesItem] = []
-    leading: list[str] = []  # recall notes written into the user item they serve
-    for i, message in enumerate(messages):
+
+    def fresh(i: int, message: Message) -> list[ResponsesItem]:
         if message.role == "system" and system == "instructions":
             item = _system_item(message, index=i)
             instructions.append("".join(p["text"] for p in item["content"] if p["type"] == "input_text"))
-            continue
-        if passthrough and recall_for_next(messages, i):
-            leading.append(message.text())
-            continue
-        if passthrough and (source := unchanged(message, NAME)) is not None:
-            written: list[Any] = list(source["items"])
-        else:
-            if passthrough:
-                RESPONSES.report(message, NAME)
-            written = list(message_to_responses_items(message, index=i, reasoning=reasoning))
-        if leading and written:
-            written[0] = with_leading_text(written[0], leading, "input_text")
-            leading = []
-        items.extend(written)
+            return []
+        return message_to_responses_items(message, index=i, reasoning=reasoning)
+
+    items = write_items(
+        messages,
+        NAME,
+        fresh,
+        passthrough=passthrough,
+        part_type="input_text",
+        report=RESPONSES.report,
+        always_fresh=(lambda m: m.role == "system") if system == "instructions" else None,
+    )
     return (SYSTEM_SEPARATOR.join(instructions) if instructions else None), items
 
 
@@ -327,9 +323,9 @@ def _parse_input_part(part: Any, role: str, *, index: int, key: str) -> ContentB
         file_data = require_str(p, "file_data", index=index, key=f"{key}.file_data")
         file_mime, data = split_file_data(file_data)
         return DocumentBlock(media=MediaRef(kind="data", data_base64=data, mime_type=file_mime, filename=filename))
-    if not isinstance(ptype, str) or not ptype:
-        raise FormatError(f"content part has no 'type', got {ptype!r}", index=index, key=f"{key}.type")
-    return unknown_block(ptype, p)
+    return unknown_part(
+        p, "input_text, output_text, refusal, input_image, input_audio or input_file", index=index, key=key
+    )
 
 
 def _parse_message_content(item: Mapping[str, Any], role: str, *, index: int) -> list[ContentBlock]:
