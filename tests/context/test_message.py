@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
@@ -55,7 +56,7 @@ def test_keeps_last_n_user_turns_and_moves_systems_first() -> None:
     assert run(MessageContextManager(max_messages=2), ctx) == ["s1", "s2", "u2", "a2", "u3", "a3"]
     assert run(MessageContextManager(max_messages=1), ctx) == ["s1", "s2", "u3", "a3"]
     with pytest.raises(ConfigurationError, match="max_messages"):
-        MessageContextManager(max_messages=0)  # would leave a view with no user turn
+        MessageContextManager(max_messages=-1)
     assert run(MessageContextManager(max_messages=3), ctx) == [m.message_id for m in ctx]
 
 
@@ -132,3 +133,14 @@ def test_bad_max_messages_is_rejected(bad: object) -> None:
         MessageContextManager(max_messages=bad)  # type: ignore[arg-type]
     assert isinstance(info.value, ValueError)
     assert repr(bad) in str(info.value)
+
+
+def test_max_messages_zero_keeps_only_the_turn_in_progress(caplog: pytest.LogCaptureFixture) -> None:
+    ctx = [msg("s", "system"), msg("u1", "user"), msg("a1", "assistant"), msg("u2", "user"), msg("a2", "assistant")]
+    manager: MessageContextManager[AgentState] = MessageContextManager(max_messages=0)
+    with caplog.at_level(logging.INFO, logger="windowkeeper.context.message"):
+        assert run(manager, ctx) == ["s", "u2", "a2"]  # never the system message alone: no user turn is invalid
+        assert run(manager, ctx) == ["s", "u2", "a2"]
+    told = [r.getMessage() for r in caplog.records if "max_messages=0" in r.getMessage()]
+    assert len(told) == 1 and "newest user turn" in told[0]
+    assert run(MessageContextManager(max_messages=0), [msg("s", "system"), msg("u1", "user")]) == ["s", "u1"]

@@ -365,3 +365,18 @@ def test_appended_summary_skips_lines_the_earlier_summary_already_holds() -> Non
     state = manager.trim_context(state)
     assert calls == [None, None]
     assert state.context_summary == "- The user is Sam.\n- batch 1: q0\n\n- batch 2: q4"
+
+
+async def test_keep_recent_zero_with_one_long_request_logs_that_nothing_can_be_summarized(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    rec = Recorder()
+    long_request = msg("u0", "user", "please read this log: " + "timeout on shard 7 " * 200)
+    mgr: SummaryContextManager[AgentState] = SummaryContextManager(
+        summarizer=rec, max_messages=None, token_budget=100, keep_recent=0
+    )
+    with caplog.at_level(logging.INFO, logger="windowkeeper.context.summary"):
+        out = await mgr.atrim_context(AgentState(context=[msg("sys", "system"), long_request]))
+    assert rec.calls == [] and ids(out.context) == ["sys", "u0"] and out.context_summary is None
+    lines = [r.getMessage() for r in caplog.records if "nothing can be summarized" in r.getMessage()]
+    assert len(lines) == 1 and "keep_recent=0" in lines[0]

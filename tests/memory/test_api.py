@@ -299,3 +299,78 @@ async def test_llm_summarizer_with_bad_reply_is_reported_and_changes_nothing() -
     report = await memory.manage_context("s")
     assert report.failure is not None and "ProviderError" in report.failure
     assert await memory.list("s") == before
+
+
+class CountOnlyMemory(BaseMemory[Any]):
+    """The reference's own custom memory: its summarizer returns only count, time range and timestamp, and its
+    storage hooks log and defer to the base class."""
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__({**(config or {}), "summarizer": self._count_only})
+        self.hook_calls: list[tuple[str, str]] = []
+
+    async def _count_only(self, events: list[dict[str, Any]]) -> dict[str, Any]:
+        span = {"start": events[0]["message"]["timestamp"], "end": events[-1]["message"]["timestamp"]}
+        return {"count": len(events), "time_range": span, "timestamp": datetime.now()}
+
+    async def _store_summary(self, session_id: str, summary: StructuredSummary) -> None:
+        self.hook_calls.append(("store", session_id))
+        await super()._store_summary(session_id, summary)
+
+    async def _clear_summarized_events(self, session_id: str, keep_recent_count: int) -> None:
+        self.hook_calls.append(("clear", session_id))
+        await super()._clear_summarized_events(session_id, keep_recent_count)
+
+
+def _shard_events(n: int) -> list[dict[str, Any]]:
+    return [
+        event(i, f"message {i}: the pool on shard {i} times out after {i + 30} seconds for 1200 users")
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("as_subclass", [False, True])
+async def test_the_references_count_only_summary_replaces_events_and_reaches_the_hooks(as_subclass: bool) -> None:
+    thresholds = {"pre_rot_threshold": 1000, "compaction_trigger": 0.8, "summarization_trigger": 0.95}
+    memory: BaseMemory[Any]
+    if as_subclass:
+        memory = CountOnlyMemory({"thresholds": thresholds})
+    else:
+
+        async def count_only(events: list[dict[str, Any]]) -> dict[str, Any]:
+            span = {"start": events[0]["message"]["timestamp"], "end": events[-1]["message"]["timestamp"]}
+            return {"count": len(events), "time_range": span, "timestamp": datetime.now()}
+
+        memory = BaseMemory(summarizer=count_only, thresholds=thresholds)
+    peak = 0
+    for e in _shard_events(80):
+        report = await memory.add(e, session_id="s")
+        assert report is not None and report.failure is None
+        peak = max(peak, await memory.tokens("s"))
+    assert peak < 1000
+    summaries = await memory.summaries("s", include_inactive=True)
+    assert summaries and all(s.is_empty() for s in summaries)  # no content field: the shape alone
+    first = summaries[0]
+    assert first.count == len(first.covered_ids) and first.time_range.start is not None
+    assert (await memory.list("s"))[0]["message"]["content"].startswith(f"[Summary of {summaries[-1].count} earlier")
+    if isinstance(memory, CountOnlyMemory):
+        assert memory.hook_calls == [("store", "s"), ("clear", "s")] * len(summaries)
+
+
+class ManagesAfterEachAdd(CountOnlyMemory):
+    """The reference example's ``add`` override: management off in the base, run by hand after each event."""
+
+    async def add(self, event: Any, *, session_id: str | None = None) -> Any:  # type: ignore[override]
+        await super().add(event, session_id=session_id)
+        sid = event["state"].get("session_id", "default")
+        return await self._manage_context(sid)
+
+
+async def test_the_references_add_override_runs_management_by_hand() -> None:
+    memory = ManagesAfterEachAdd({"thresholds": {"pre_rot_threshold": 1000}, "enable_context_management": False})
+    for e in _shard_events(80):
+        e["state"]["session_id"] = "s"
+        report = await memory.add(e)
+        assert report is not None and report.failure is None
+        assert await memory.tokens("s") < 1000
+    assert memory.hook_calls and memory.hook_calls[:2] == [("store", "s"), ("clear", "s")]

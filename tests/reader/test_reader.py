@@ -71,8 +71,9 @@ def test_saved_state_keeps_summary(tmp_path: Path) -> None:
 def test_format_override_wins_over_detection(tmp_path: Path) -> None:
     path, _ = write_sample(tmp_path, "openai-list")
     assert read_conversation(path, fmt="openai").format == "openai"
-    with pytest.raises(ConversationFileError, match="message 0"):
+    with pytest.raises(ConversationFileError) as info:
         read_conversation(path, fmt="gemini")
+    assert info.value.problems[0].startswith("message 0")
 
 
 def test_every_bad_message_is_listed_with_its_index(tmp_path: Path) -> None:

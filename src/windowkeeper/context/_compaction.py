@@ -47,6 +47,8 @@ UNSUMMARIZED_MARKER = (
 def unsummarized_marker(count: int) -> str:
     """The line the summary zone carries for messages a failed summarizer could not cover (a marked cut)."""
     return UNSUMMARIZED_MARKER.format(count=count)
+
+
 _MAX_SUMMARY_ROUNDS = 2
 _MIN_TRUNCATED_TOKENS = 32
 _SUMMARY_SLACK = 16
@@ -162,6 +164,8 @@ class Limits:
     """Tokens a summary adds to the request (`windowkeeper.prompt`); None: the summary alone in a system text."""
     summary_input_limit: int = DEFAULT_INPUT_LIMIT
     """Tokens one summarizer request may hold (the summarizer's stated ``input_limit``)."""
+    budget: int | None = None
+    """The hard limit (the high watermark when None): the turn in progress is cut into only to stay under it."""
 
 
 class Compaction:
@@ -204,6 +208,9 @@ class Compaction:
         # output and so fewer compactions; in a chat the summary is the memory and keeps most of its budget
         self.condense_to = self.summary_budget // 2 if agentic else self.summary_budget * 7 // 8
         self.first_user = next((j for j, i in enumerate(self.ns) if self.segs[i].kind == "user"), None)
+        self.turn_start, self.in_progress = self._turn_in_progress()
+        self.max_drop = self.turn_start if self.in_progress else len(self.ns)
+        """Units before this one may be dropped; the turn in progress is dropped only as the last resort."""
         self.dropped = 0  # the first `dropped` non-system units are gone, except the pinned one
         self.pin: int | None = None
         self.cleared = 0
@@ -213,6 +220,21 @@ class Compaction:
         self.unsummarized_count = 0
         self._summary_before_mark: str | None = None
         self.total = limits.other_tokens + self.summary_tokens + sum(s.tokens for s in self.segs)
+
+    def _turn_in_progress(self) -> tuple[int, set[int]]:
+        """The newest user unit and the tool turns after it while the model has not answered them yet.
+
+        Their results are what the model is working from; clearing or dropping them before it answers makes it
+        answer without the file it read (or read it again). Once a plain assistant reply follows them, the turn
+        is answered and they age like any other result.
+        """
+        newest = max((j for j, i in enumerate(self.ns) if self.segs[i].kind == "user"), default=None)
+        if newest is None:
+            return len(self.ns), set()
+        tools = [j for j in range(newest + 1, len(self.ns)) if self.segs[self.ns[j]].kind == "tool_turn"]
+        if tools and any(self.segs[self.ns[j]].kind == "assistant" for j in range(tools[-1] + 1, len(self.ns))):
+            return newest, set()
+        return newest, set(tools)
 
     def _summary_cost(self, summary: str | None) -> int:
         if not summary:
@@ -244,12 +266,20 @@ class Compaction:
 
     # (a) old tool results to pointers -------------------------------------------------------------------------
 
-    def clear_tool_results(self) -> None:
+    def clear_tool_results(self, *, in_progress: bool = False) -> None:
+        """Old tool results to pointers, oldest first, until the low watermark; never the newest
+        ``keep_tool_results`` turns, the last unit, or (unless ``in_progress``: the fallback when the turn alone
+        is over the budget) the results of the turn in progress."""
         lim = self.limits
         if self.total <= lim.low or not self.ns:
             return
         turns = [j for j, i in enumerate(self.ns) if self.segs[i].kind == "tool_turn"]
-        protected = set(turns[len(turns) - lim.keep_tool_results :]) if lim.keep_tool_results else set()
+        if in_progress:
+            turns = sorted(self.in_progress)
+            protected = set()
+        else:
+            protected = set(turns[len(turns) - lim.keep_tool_results :]) if lim.keep_tool_results else set()
+            protected |= self.in_progress
         protected.add(len(self.ns) - 1)
         for j in turns:
             if self.total <= lim.low:
@@ -322,7 +352,7 @@ class Compaction:
         first_user = self.first_user
         removed = 0
         best_k, best_total = self.dropped, self.total
-        for k in range(self.dropped, len(self.ns)):
+        for k in range(self.dropped, min(self.max_drop + 1, len(self.ns))):
             if k > self.dropped:
                 removed += self._size(k - 1)
             if first_user is not None and 0 < k < first_user:
@@ -356,7 +386,7 @@ class Compaction:
         lim = self.limits
         ask = summary_ask(lim)
         rounds = 0
-        while self.total > lim.low and (self.dropped < len(self.ns) - 1 or self.unsummarized):
+        while self.total > lim.low and (self.dropped < min(self.max_drop, len(self.ns) - 1) or self.unsummarized):
             summarize = lim.summarize and not self.summarizer_failed and rounds < _MAX_SUMMARY_ROUNDS
             if not summarize:
                 self.unsummarized = []
@@ -454,9 +484,9 @@ class Compaction:
         return kept
 
     def truncate_oversized(self) -> None:
-        """When dropping every droppable unit left the view over the high mark, cut the largest kept bodies."""
+        """When dropping every droppable unit left the view over the budget, cut the largest kept bodies."""
         lim = self.limits
-        if self.total <= lim.high:
+        if self.total <= (lim.budget if lim.budget is not None else lim.high):
             return
         spots = [(i, p) for i in self._kept() for p in range(len(self.segs[i].messages))]
         spots.sort(key=lambda spot: self.segs[spot[0]].counts[spot[1]], reverse=True)
@@ -510,8 +540,22 @@ def compact(
 
 
 def finish(work: Compaction) -> Generator[SummaryRequest, str | None, Outcome]:
-    """The steps after clearing: summarize and drop the oldest units, then cut what alone is too large."""
+    """The steps after clearing: summarize and drop the oldest units before the turn in progress; if the turn
+    (with the summary) is still over the budget, clear its older results to pointers, then drop into it (its
+    request stays pinned); last, cut what alone is too large."""
     yield from work.drop_oldest()
+    limit = work.limits.budget if work.limits.budget is not None else work.limits.high
+    if work.total > limit and work.in_progress:
+        logger.info(
+            "the turn in progress alone is over the budget (%d > %d tokens with the summary): its older tool "
+            "results are cleared to restorable pointers",
+            work.total,
+            limit,
+        )
+        work.clear_tool_results(in_progress=True)
+        work.max_drop = len(work.ns)
+        if work.total > limit:
+            yield from work.drop_oldest()
     work.truncate_oversized()
     return work.outcome()
 

@@ -129,7 +129,7 @@ class BaseContextManager(ABC, Generic[S]):
 
     def metrics_for(self, thread_id: str) -> TrimMetrics | None:
         """The metrics of the thread's latest call (safe under concurrent calls on other threads)."""
-        return self._metrics.last_by_thread.get(thread_id)
+        return self._metrics.last_by_thread.peek(thread_id)
 
     # -- metrics --------------------------------------------------------------------------------------------
 

@@ -148,13 +148,19 @@ class _Keys:
         self.ids: list[Hashable] = []
         self.fingerprints: list[str] = []
 
-    def of(self, view: tuple[Message, ...]) -> tuple[list[Hashable], list[str]]:
+    def ids_of(self, view: tuple[Message, ...]) -> list[Hashable]:
         known = len(self.ids)
         if known < len(view):
-            rest = view[known:]
-            self.ids.extend(map(_ID, rest))
-            self.fingerprints.extend(map(Message.fingerprint, rest))
-        return self.ids, self.fingerprints
+            self.ids.extend(map(_ID, view[known:]))
+        return self.ids
+
+    def fingerprints_of(self, view: tuple[Message, ...]) -> list[str]:
+        """Taken only when the view read back brought fingerprints to compare with: a view from the caller's own
+        JSON brings none, and hashing the remembered side would then be work for nothing."""
+        known = len(self.fingerprints)
+        if known < len(view):
+            self.fingerprints.extend(map(Message.fingerprint, view[known:]))
+        return self.fingerprints
 
 
 def _extends(messages: Sequence[Message], prefix: tuple[Message, ...], keys: _Keys | None = None) -> bool:
@@ -170,15 +176,16 @@ def _extends(messages: Sequence[Message], prefix: tuple[Message, ...], keys: _Ke
     # after a reload: equal ids and fingerprints, compared list to list (the fingerprints came with the messages
     # from the store, so this is a few C-level passes, not a Python call per message)
     head = messages[:n]
-    ids, fingerprints = keys.of(prefix) if keys is not None else (list(map(_ID, prefix)), None)
+    ids = keys.ids_of(prefix) if keys is not None else list(map(_ID, prefix))
     if list(map(_ID, head)) != ids:
         return False
     try:
         mine = list(map(_MEMO, map(_PRIVATE, head)))
     except AttributeError:  # a message without pydantic private storage (built with model_construct)
         return all(map(same_message, prefix, head))
-    if fingerprints is not None and mine == fingerprints:
+    if keys is not None and None not in mine and mine == keys.fingerprints_of(prefix):
         return True
+    # equal messages without fingerprints (the caller's own JSON): compared field by field (`same_message`)
     return all(map(same_message, prefix, head))
 
 
@@ -729,6 +736,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             summary_instructions=self.summary_instructions,
             summarize=self.summarizer is not None,
             summary_input_limit=self.summary_input_limit,
+            budget=self.budget,
         )
 
 

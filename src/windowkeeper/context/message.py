@@ -11,6 +11,8 @@ while the user message it serves does and the view with it fits ``recall_budget`
 
 from __future__ import annotations
 
+import logging
+
 from .._validate import check_int, check_positive_int
 from ..errors import ConfigurationError
 from ..messages import Message
@@ -19,6 +21,8 @@ from ._policy import oldest_kept_user, remove_completed_tool_sequences, split_sy
 from .base import BaseContextManager, S
 from .metrics import thread_key
 from .recall import Recall, is_recall, join_recall, newest_user, place_recall, split_recall
+
+logger = logging.getLogger(__name__)
 
 
 def check_non_negative_int(name: str, value: object, *, allow_none: bool = False) -> None:
@@ -33,8 +37,10 @@ class MessageContextManager(BaseContextManager[S]):
 
     When the context holds more than ``max_messages`` user messages, it becomes: all system messages (original
     order) followed by the messages from the ``max_messages``-th newest user message on. Otherwise it is left as
-    it is. ``max_messages`` must be at least 1: 0 would keep only the system messages, a view with no user turn
-    that Anthropic and Gemini reject, so it is refused at construction.
+    it is. ``max_messages=0`` keeps no earlier user turn: the view is the system messages plus the turn in
+    progress (the newest user message and what follows it), never the system messages alone, because a view with
+    no user turn is rejected by Anthropic and Gemini and the model would not know what it is answering. A log line
+    (INFO, once per manager) says so the first time it keeps that turn.
 
     ``remove_tool_msgs=True`` first removes finished tool sequences (the assistant call, its results and the
     assistant answer that used them), both when trimming and when not; a sequence still waiting for results or for
@@ -55,8 +61,9 @@ class MessageContextManager(BaseContextManager[S]):
         recall_budget: int | None = None,
         counter: TokenCounter | None = None,
     ) -> None:
-        check_positive_int("max_messages", max_messages, hint=" (0 would drop every user turn)")
+        check_non_negative_int("max_messages", max_messages)
         self.max_messages = max_messages
+        self._told_zero = False
         self.remove_tool_msgs = bool(remove_tool_msgs)
         self.recall: Recall | None = make_recall(recall, counter)
         if recall_budget is not None:
@@ -83,7 +90,13 @@ class MessageContextManager(BaseContextManager[S]):
         history, recalls = split_recall(messages)
         working = remove_completed_tool_sequences(history) if self.remove_tool_msgs else history
         systems, others = split_system(working)
-        cut = oldest_kept_user(others, self.max_messages)
+        cut = oldest_kept_user(others, max(self.max_messages, 1))
+        if cut is not None and self.max_messages == 0 and not self._told_zero:
+            self._told_zero = True
+            logger.info(
+                "MessageContextManager(max_messages=0) keeps the newest user turn (the request being answered): "
+                "a view with no user message is invalid for Anthropic and Gemini"
+            )
         if cut is None:
             return join_recall(working, recalls) if len(working) != len(history) else None
         return join_recall(systems + others[cut:], recalls)
@@ -121,17 +134,20 @@ def fit_recall(messages: list[Message], budget: int, counter: TokenCounter, *, e
     For a manager whose trigger does not count recall messages (so recall never changes when it summarizes or
     cuts): a recall message is sized to the room left when it is placed, and as the view grows the older ones go
     first. Dropping one changes the prompt only from where it stood, near the end; a summary or cut it caused
-    would change it from the start. The recall message of the newest user message (the turn being answered)
-    stays. Costs nothing while the view holds no older recall message.
+    would change it from the start. The recall message of the newest user message (the turn being answered) goes
+    last: only when the turn's own tool steps have grown the view past the budget with it. Costs nothing while the
+    view holds no recall message.
     """
+    recalls = [m for m in messages if is_recall(m)]
+    if not recalls:
+        return messages
     newest = newest_user(messages)
     serving = str(messages[newest].message_id) if newest is not None else None
-    older = [m for m in messages if is_recall(m) and m.metadata.get("serves") != serving]
-    if not older:
-        return messages
+    ordered = [m for m in recalls if m.metadata.get("serves") != serving]
+    ordered += [m for m in recalls if m.metadata.get("serves") == serving]
     total = counter.count_messages(messages) + extra
     drop: set[int] = set()
-    for message in older:
+    for message in ordered:
         if total <= budget:
             break
         drop.add(id(message))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -166,7 +165,7 @@ class MetricsRecorder:
         self._lock = threading.Lock()
         self._previous: LRUCache[str, tuple[str | None, tuple[str, ...]]] = LRUCache(_MAX_TRACKED_THREADS)
         self.last: TrimMetrics | None = None
-        self.last_by_thread: OrderedDict[str, TrimMetrics] = OrderedDict()
+        self.last_by_thread: LRUCache[str, TrimMetrics] = LRUCache(_MAX_TRACKED_THREADS)
         """Each thread's latest metrics (bounded like the previous views): concurrent calls on different threads
         each read their own, where ``last`` is whichever call finished last."""
         self.totals = MetricsTotals()
@@ -244,10 +243,7 @@ class MetricsRecorder:
         """Make ``metrics`` the latest (overall and of ``thread_id``) and add them to the totals."""
         with self._lock:
             self.last = metrics
-            self.last_by_thread[thread_id] = metrics
-            self.last_by_thread.move_to_end(thread_id)
-            while len(self.last_by_thread) > _MAX_TRACKED_THREADS:
-                self.last_by_thread.popitem(last=False)
+            self.last_by_thread.put(thread_id, metrics)
             self.totals.add(metrics)
 
     def forget(self, thread_id: str | None = None) -> None:
@@ -255,15 +251,15 @@ class MetricsRecorder:
         with self._lock:
             if thread_id is None:
                 self._previous.drop()
-                self.last_by_thread.clear()
+                self.last_by_thread.drop()
             else:
                 self._previous.pop(thread_id)
-                self.last_by_thread.pop(thread_id, None)
+                self.last_by_thread.pop(thread_id)
 
     def reset(self) -> None:
         with self._lock:
             self._previous.drop()
-            self.last_by_thread.clear()
+            self.last_by_thread.drop()
             self.last = None
             self.totals = MetricsTotals()
 

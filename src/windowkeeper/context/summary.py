@@ -4,7 +4,8 @@ The split between "summarize" and "keep" is made on a user-message boundary at o
 point, and never after the newest user message. That keeps every tool call with its results, and the kept part
 starts with a user turn (the newest request at least, even with ``keep_recent=0``), which Anthropic and Gemini
 require and which no manager may fake by inventing a message. So the kept part may hold more than ``keep_recent``
-messages.
+messages. When a trigger fires but nothing lies before that turn (one long request over ``token_budget``, say),
+nothing can be summarized: the context is left as it is and an INFO log line says why.
 
 The running summary is bounded. Each new summary is appended (the documented behaviour), and the token trigger
 counts the summary along with the messages, since both are sent. Once the summary passes
@@ -39,9 +40,10 @@ from .._cut import Cut, cut_text
 from .._validate import check_positive_int, check_timeout
 from ..errors import ConfigurationError
 from ..messages import Message
+from ..prompt import summary_tokens
 from ..summarize.failsafe import FAILURE_LOG, call_summarizer, condense_input
 from ..tokenizing.estimate import DOCUMENTED_ESTIMATE
-from ..tokens import TokenCounter
+from ..tokens import TokenCounter, default_counter
 from ._policy import remove_completed_tool_sequences, split_system, summary_cut
 from .base import BaseContextManager, S, adapt_summarizer
 from .message import check_non_negative_int, fit_and_place, make_recall
@@ -59,6 +61,8 @@ CONDENSE_INSTRUCTIONS = (
 CUT_MARKER = "[... summary lines cut to stay within its bound ...]"
 SUMMARY_CUT = Cut(marker=CUT_MARKER, head_share=(1, 3), lines=True)
 """How a running summary over its bound is cut (see `cut_summary`)."""
+MAX_ROUNDS = 3
+"""Summaries one call may make to bring the prompt under ``token_budget`` (the first almost always does)."""
 
 
 def estimate_tokens(messages: Sequence[Message]) -> int:
@@ -124,8 +128,13 @@ class SummaryContextManager(BaseContextManager[S]):
 
     Triggers (either one): more than ``max_messages`` messages in the context, or an estimated token count (see
     `estimate_tokens`) of the context plus the running summary above ``token_budget``. Both None disables
-    summarizing. On a trigger, the non-system messages before the cut (see module docs) are summarized (at most
-    ``max_summary_tokens``); the new text is appended to ``context_summary`` after a blank line, and ``context``
+    summarizing. ``token_budget`` is also held exactly: the prompt as sent (the messages and the summary under its
+    header, counted with ``counter``, default the shared o200k counter) is summarized down to it when the estimate
+    misses (short turns cost more than four characters a token), and the cut keeps fewer than ``keep_recent``
+    messages when those alone would not fit. The one prompt it cannot bring under the budget is the newest user
+    turn on its own (the request being answered is never summarized); that is logged. On a trigger, the
+    non-system messages before the cut (see module docs) are summarized (at most ``max_summary_tokens``); the new
+    text is appended to ``context_summary`` after a blank line, and ``context``
     becomes the system messages followed by the kept messages.
 
     ``max_running_summary_tokens`` bounds the running summary (estimated tokens); past it the summary is condensed
@@ -226,6 +235,7 @@ class SummaryContextManager(BaseContextManager[S]):
         if summarizer is not None and not isinstance(summarizer, str):
             self._summarizer = adapt_summarizer(summarizer)
         self.recall: Recall | None = make_recall(recall, counter)
+        self.counter: TokenCounter = counter or (self.recall.counter if self.recall is not None else default_counter())
         if recall_budget is not None:
             check_positive_int("recall_budget", recall_budget, hint=" (tokens) or None")
         self.recall_budget = recall_budget if recall_budget is not None else token_budget
@@ -275,7 +285,32 @@ class SummaryContextManager(BaseContextManager[S]):
             return True
         if self.token_budget is None:
             return False
-        return estimate_tokens(messages) + estimate_text_tokens(summary) > self.token_budget
+        if estimate_tokens(messages) + estimate_text_tokens(summary) > self.token_budget:
+            return True
+        return self.sent_tokens(messages, summary) > self.token_budget
+
+    def sent_tokens(self, messages: Sequence[Message], summary: str | None) -> int:
+        """The exact size of ``messages`` and ``summary`` as a prompt: each message, plus the summary's share of
+        the system text (under its header)."""
+        systems = [m.text() for m in messages if m.role == "system"]
+        return self.counter.count_messages(messages) + summary_tokens(summary, self.counter, systems)
+
+    def _fitting_cut(
+        self, systems: list[Message], others: list[Message], cut: int, newest: int, summary: str | None
+    ) -> int:
+        """``cut`` moved to later user messages (never past ``newest``) until what is kept fits ``token_budget``
+        beside the summary so far and a new one of ``max_summary_tokens``."""
+        budget = self.token_budget
+        if budget is None or cut >= newest:
+            return cut
+        count = self.counter.count_message
+        room = budget - self.sent_tokens(systems, summary) - self.max_summary_tokens
+        kept = sum(count(m) for m in others[cut:])
+        while kept > room and cut < newest:
+            nxt = next((i for i in range(cut + 1, newest + 1) if others[i].role == "user"), newest)
+            kept -= sum(count(m) for m in others[cut:nxt])
+            cut = nxt
+        return cut
 
     def plan(
         self,
@@ -293,7 +328,14 @@ class SummaryContextManager(BaseContextManager[S]):
         # without a user turn is rejected by Anthropic and Gemini, and the model would not know what it is doing
         newest_user = max((i for i, m in enumerate(others) if m.role == "user"), default=0)
         cut = min(summary_cut(others, self.keep_recent), newest_user)
+        cut = self._fitting_cut(systems, others, cut, newest_user, summary)
         if cut == 0:
+            logger.info(
+                "SummaryContextManager: a trigger fired but nothing can be summarized (%d messages; keep_recent=%d, "
+                "and the newest user turn, the request being answered, is always kept whole); context left as it is",
+                len(others),
+                self.keep_recent,
+            )
             return None
         return systems, others[:cut], join_recall(others[cut:], recalls)
 
@@ -347,36 +389,58 @@ class SummaryContextManager(BaseContextManager[S]):
     async def atrim_context(self, state: S) -> S:
         before = self._begin_trim(state)
         made = 0
-        previous = state.context_summary or None
         context = list(state.context)
-        planned = self.plan(context, previous)
         if self.recall is not None:
             self.recall.observe(thread_key(state), context)
-        if planned is not None:
+        for _ in range(MAX_ROUNDS):
+            previous = state.context_summary or None
+            planned = self.plan(state.context, previous)
+            if planned is None:
+                break
             systems, old, kept = planned
             summary = await self._summarize(old)
-            if summary is not None:
-                state.context_summary = await self._bounded(_append_summary(previous, summary))
-                state.context = systems + kept
-                made = 1
-                if self.recall is not None:
-                    # what left: the summarized messages and, with remove_tool_msgs, the finished tool sequences
-                    now = {m.message_id for m in state.context}
-                    self.recall.left(thread_key(state), [m for m in context if m.message_id not in now])
+            if summary is None:
+                break
+            state.context_summary = await self._bounded(_append_summary(previous, summary))
+            state.context = systems + kept
+            made += 1
+            if self.token_budget is None or not self._over_budget(state):
+                break
+        if made and self.recall is not None:
+            # what left: the summarized messages and, with remove_tool_msgs, the finished tool sequences
+            now = {m.message_id for m in state.context}
+            self.recall.left(thread_key(state), [m for m in context if m.message_id not in now])
         if self.recall is not None:
             self._place_recall(state)
         self._finish_trim(before, state, summaries_made=made)
         return state
+
+    def _over_budget(self, state: S) -> bool:
+        history, _ = split_recall(state.context)
+        tokens = self.sent_tokens(history, state.context_summary or None)
+        assert self.token_budget is not None
+        if tokens <= self.token_budget:
+            return False
+        _, others = split_system(history)
+        newest = max((i for i, m in enumerate(others) if m.role == "user"), default=0)
+        if newest == 0:
+            logger.info(
+                "SummaryContextManager: the newest user turn alone (%d tokens with the summary) is over "
+                "token_budget=%d; it is never summarized, so this prompt stays over",
+                tokens,
+                self.token_budget,
+            )
+        return True
 
     def _place_recall(self, state: S) -> None:
         """Drop older recall messages the budget no longer holds, then place the one for a new user message, sized to
         what the view and the summary leave of the budget."""
         recall = self.recall
         assert recall is not None and self.recall_budget is not None
-        summary = state.context_summary
-        summary_tokens = recall.counter.count_text(summary) if summary else 0
         context = list(state.context)
-        view = fit_and_place(recall, thread_key(state), context, self.recall_budget, extra=summary_tokens)
+        systems = [m.text() for m in context if m.role == "system"]
+        extra = summary_tokens(state.context_summary or None, recall.counter, systems)
+        view = fit_and_place(recall, thread_key(state), context, self.recall_budget, extra=extra)
         if view is not context:
             state.context = view
 

@@ -75,7 +75,7 @@ each kept view costs about a budget's worth of messages; an evicted thread is re
 one is managed afresh from the caller's list on its next call (as the manager does with the threads it forgets)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class FitResult(Generic[M, Sys]):
     """What to send for one call, and what the manager did.
 
@@ -92,6 +92,14 @@ class FitResult(Generic[M, Sys]):
     summary: str | None
     prompt: AssembledPrompt
     thread_id: str
+
+    def __repr__(self) -> str:
+        # short on purpose: asyncio formats a finished task's result, and a full view can be thousands of lines
+        summary = "yes" if self.summary else "no"
+        return (
+            f"FitResult(thread_id={self.thread_id!r}, messages={len(self.messages)}, "
+            f"input_tokens={self.input_tokens}, summary={summary})"
+        )
 
     @property
     def view(self) -> list[Message]:

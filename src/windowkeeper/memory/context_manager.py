@@ -30,10 +30,12 @@ from ..context.message import make_recall
 from ..context.recall import Recall, join_recall, newest_user, place_recall
 from ..errors import ConfigurationError
 from ..messages import Message, same_message
+from ..prompt import summary_tokens
 from ..prompt.recall import is_recall
 from ..state import AgentState
 from .backends import InMemoryMemory
 from .base import DEFAULT_SESSION, BaseMemory
+from .structured import StructuredSummary
 
 logger = logging.getLogger(__name__)
 
@@ -121,15 +123,28 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         summaries = await self.memory.summaries(sid)
         context = [m for m in view if not str(m.message_id).startswith(SUMMARY_ID_PREFIX)]
         if self.recall is not None:
-            context = await self._with_recall(sid, context, added, had_history)
+            context = await self._with_recall(sid, context, added, had_history, summaries)
         state.context = context
         if summaries:
             state.context_summary = "\n\n".join(s.render() for s in summaries)
         self._finish_trim(before, state, summaries_made=max(0, len(summaries) - summaries_before))
         return state
 
+    def _sent_tokens(self, context: list[Message], summaries: Sequence[StructuredSummary]) -> int:
+        """What the view costs as a prompt: its messages, and the rendered summaries under their header in the
+        system text (the memory's own count prices a summary as an event, a few tokens less)."""
+        counter = self.memory.counter
+        summary = "\n\n".join(s.render() for s in summaries) or None
+        systems = [m.text() for m in context if m.role == "system"]
+        return counter.count_messages(context) + summary_tokens(summary, counter, systems)
+
     async def _with_recall(
-        self, sid: str, context: list[Message], added: list[Message], had_history: bool
+        self,
+        sid: str,
+        context: list[Message],
+        added: list[Message],
+        had_history: bool,
+        summaries: Sequence[StructuredSummary] = (),
     ) -> list[Message]:
         """``context`` (the memory's view) with its recall messages: index what left, keep what was placed, and
         place one for a new user message."""
@@ -160,7 +175,7 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         budget = self.memory.thresholds.pre_rot_threshold
         room = 0
         if track.placed or new_turn:
-            memory_tokens = await self.memory.tokens(sid)
+            memory_tokens = self._sent_tokens(context, summaries)
             count = recall.counter.count_message
             kept = sum(count(r) for r in track.placed)
             while track.placed and memory_tokens + kept > budget:

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from .._bridge import run_in_daemon
 from ..blocks import TextBlock, ToolCallBlock, ToolResultBlock
@@ -40,6 +40,10 @@ MAX_FILES = 64
 MAX_ERRORS = 8
 MAX_MEASUREMENTS = 16
 MAX_TEXT = 300
+
+REFERENCE_FIELDS = frozenset({"count", "time_range", "timestamp"})
+"""The reference's own summary shape: a summarizer that states any of these (even with no content field) has
+said what the reference asks of it, so its summary may replace the events."""
 
 
 class TimeRange(BaseModel):
@@ -82,6 +86,7 @@ class StructuredSummary(BaseModel):
     )
     covered_ids: list[str] = Field(default_factory=list, validation_alias=AliasChoices("covered_ids", "coveredIds"))
     supersedes: list[str] = Field(default_factory=list)
+    _reference_shaped: bool | None = PrivateAttr(default=None)  # set by `coerce_summary`, from what was stated
 
     def is_empty(self) -> bool:
         """True when the summary says nothing: no goal, step, decision, file or context entry.
@@ -95,6 +100,16 @@ class StructuredSummary(BaseModel):
             or any(str(f).strip() for f in self.modified_files)
             or self.critical_context
         )
+
+    def says_something(self) -> bool:
+        """True when the summary may stand in for its events: it has content, or its summarizer stated the
+        reference's shape (count, time range or timestamp). A reply with neither, such as ``{}`` or only empty
+        content fields, is a broken summarizer, and the events must not leave the view for it.
+        """
+        stated = self._reference_shaped
+        if stated is None:
+            stated = bool(REFERENCE_FIELDS & self.model_fields_set)
+        return stated or not self.is_empty()
 
     def render(self) -> str:
         """The text a model reads in place of the covered events: short labelled lines, empty fields left out."""
@@ -567,7 +582,11 @@ def coerce_summary(value: object, events: Sequence[Event]) -> StructuredSummary:
         update["count"] = len(events)
     if summary.time_range.start is None and summary.time_range.end is None and stamps:
         update["time_range"] = TimeRange(start=min(stamps), end=max(stamps))
-    return summary.model_copy(update=update)
+    coerced = summary.model_copy(update=update)
+    # what the summarizer stated, before the count and span filled in here make every summary look shaped
+    shaped = summary._reference_shaped
+    coerced._reference_shaped = bool(REFERENCE_FIELDS & summary.model_fields_set) if shaped is None else shaped
+    return coerced
 
 
 _SCHEMA_HINT = """Reply with one JSON object and nothing else, with these keys:
