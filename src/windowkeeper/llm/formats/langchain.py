@@ -40,7 +40,6 @@ from ._common import (
     resolve_data_block,
     tool_results,
     unknown_block,
-    unknown_part,
 )
 from ._source import keep_source, unchanged
 from .registry import ProviderFormat, register_format
@@ -232,8 +231,10 @@ def _parse_part(part: Any, *, index: int, key: str) -> ContentBlock:
         return VideoBlock(media=_parse_media(part, index=index, key=key))
     if ptype == "file":
         return DocumentBlock(media=_parse_media(part, index=index, key=key))
+    if not isinstance(ptype, str) or not ptype:
+        raise FormatError(f"content block has no 'type', got {ptype!r}", index=index, key=f"{key}.type")
     # a provider's own block (Anthropic ``tool_use``/``thinking``, ``server_tool_call``...): kept as its JSON
-    return unknown_part(part, "text, image, audio, video, file or reasoning", index=index, key=key)
+    return unknown_block(ptype, part)
 
 
 def _parse_content(content: Any, *, index: int) -> list[ContentBlock]:
