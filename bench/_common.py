@@ -112,6 +112,19 @@ def call_chunks(messages: Sequence[Message], calls: int) -> list[list[Message]]:
     return chunks
 
 
+def steps_from(items: Sequence[dict[str, Any]], start: int, count: int, role: str) -> list[list[dict[str, Any]]]:
+    """The first ``count`` runs of provider dicts from ``start``, each from one item of ``role`` up to the next."""
+    steps: list[list[dict[str, Any]]] = []
+    i = start
+    while len(steps) < count and i < len(items):
+        j = i + 1
+        while j < len(items) and items[j].get("role") != role:
+            j += 1
+        steps.append(list(items[i:j]))
+        i = j
+    return steps
+
+
 class CpuClock:
     """Accumulates CPU seconds over the regions it times."""
 

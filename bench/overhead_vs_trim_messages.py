@@ -37,6 +37,8 @@ from windowkeeper.tokens import REPLY_PRIMING
 
 RESERVE = 2000
 FLOOR_TARGET = 2.0
+RECALL_FLOOR_TARGET = 3.0
+"""With recall on (the default), the manager may cost at most 3x the floor; with it off, 2x."""
 MEMO_TARGET = 30.0
 
 
@@ -155,8 +157,10 @@ def min_of_repeats(args: argparse.Namespace, chunks: list[list[Message]]) -> tup
         mine = asyncio.run(run_ours(run, args.budget, args.summarizer, args.recall == "on", args.clearing == "on"))
         least = run_floor(run)
         if args.repeats > 1:
-            print(f"  repeat {repeat + 1}: ours {mine['seconds']:.3f} s, floor {least['seconds']:.3f} s, "
-                  f"ratio {mine['seconds'] / least['seconds']:.2f}")
+            print(
+                f"  repeat {repeat + 1}: ours {mine['seconds']:.3f} s, floor {least['seconds']:.3f} s, "
+                f"ratio {mine['seconds'] / least['seconds']:.2f}"
+            )
         ours = mine if ours is None or mine["seconds"] < ours["seconds"] else ours
         floor = least if floor is None or least["seconds"] < floor["seconds"] else floor
     assert ours is not None and floor is not None
@@ -174,7 +178,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "--summarizer", choices=("none", "extractive"), default="none", help="ours: drop only, or summarize dropped"
     )
     parser.add_argument(
-        "--recall", choices=("off", "on"), default="off", help="ours: query-aware recall of dropped messages"
+        "--recall",
+        choices=("off", "on"),
+        default="on",
+        help="ours: query-aware recall of dropped messages (on: the library's default)",
     )
     parser.add_argument(
         "--clearing",
@@ -212,30 +219,49 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     label = "trim_messages, uncached counter" + (" (extrapolated)" if args.peer_stride > 1 else "")
     turns = len(chunks)
     rows = [
-        [f"TokenBudgetContextManager ({args.summarizer}, recall {args.recall}, clearing {args.clearing})",
-         ours["seconds"], 1000 * ours["seconds"] / turns, ours["max_view"], ours["final_messages"]],
+        [
+            f"TokenBudgetContextManager ({args.summarizer}, recall {args.recall}, clearing {args.clearing})",
+            ours["seconds"],
+            1000 * ours["seconds"] / turns,
+            ours["max_view"],
+            ours["final_messages"],
+        ],
         ["floor: tokenize each new message once", floor["seconds"], 1000 * floor["seconds"] / turns, "-", "-"],
-        ["trim_messages, memoized counter", memo["seconds"], 1000 * memo["seconds"] / turns, memo["max_view"],
-         memo["final_messages"]],
+        [
+            "trim_messages, memoized counter",
+            memo["seconds"],
+            1000 * memo["seconds"] / turns,
+            memo["max_view"],
+            memo["final_messages"],
+        ],
         [label, peer_total, 1000 * peer_total / turns, peer["max_view"], peer["final_messages"]],
     ]
     print_table(["trimmer", "CPU s total", "ms / turn", "max view tokens", "final view msgs"], rows)
     over_floor = ours["seconds"] / floor["seconds"] if floor["seconds"] > 0 else float("inf")
+    target = RECALL_FLOOR_TARGET if args.recall == "on" else FLOOR_TARGET
     vs_memo = memo["seconds"] / ours["seconds"] if ours["seconds"] > 0 else float("inf")
     ratio = peer_total / ours["seconds"] if ours["seconds"] > 0 else float("inf")
-    print(f"ours / floor: {over_floor:.2f}x (target <= {FLOOR_TARGET:.0f}x: "
-          f"{'met' if over_floor <= FLOOR_TARGET else 'MISSED'})")
+    print(
+        f"ours / floor: {over_floor:.2f}x (target <= {target:.0f}x with recall {args.recall}: "
+        f"{'met' if over_floor <= target else 'MISSED'})"
+    )
     pointers = ours["pointers"]
     with_pointers = floor["seconds"] + pointer_floor(pointers)
     if pointers:
-        print(f"  ours / (floor + tokenizing the {len(pointers):,} pointer messages ours made and sent, "
-              f"{with_pointers:.3f} s): {ours['seconds'] / with_pointers:.2f}x (for reference; the target is "
-              "against the floor above)")
-    print(f"memoized trim_messages / ours: {vs_memo:,.0f}x (target >= {MEMO_TARGET:.0f}x: "
-          f"{'met' if vs_memo >= MEMO_TARGET else 'MISSED'})")
+        print(
+            f"  ours / (floor + tokenizing the {len(pointers):,} pointer messages ours made and sent, "
+            f"{with_pointers:.3f} s): {ours['seconds'] / with_pointers:.2f}x (for reference; the target is "
+            "against the floor above)"
+        )
+    print(
+        f"memoized trim_messages / ours: {vs_memo:,.0f}x (target >= {MEMO_TARGET:.0f}x: "
+        f"{'met' if vs_memo >= MEMO_TARGET else 'MISSED'})"
+    )
     memo_over_floor = memo["seconds"] / floor["seconds"] if floor["seconds"] > 0 else float("inf")
-    print(f"  {MEMO_TARGET:.0f}x below the memoized peer means at most {memo['seconds'] / MEMO_TARGET:.3f} s here: "
-          f"{memo_over_floor / MEMO_TARGET:.2f}x the floor (the memoized peer is {memo_over_floor:.1f}x the floor)")
+    print(
+        f"  {MEMO_TARGET:.0f}x below the memoized peer means at most {memo['seconds'] / MEMO_TARGET:.3f} s here: "
+        f"{memo_over_floor / MEMO_TARGET:.2f}x the floor (the memoized peer is {memo_over_floor:.1f}x the floor)"
+    )
     print(f"uncached trim_messages / ours: {ratio:,.0f}x")
     return {
         "ours_s": ours["seconds"],

@@ -6,10 +6,14 @@ end. Three ways to run the same turns through `TokenBudgetContextManager` with a
 * ``live``: the manager is handed the same state object every turn (no reload at all, the floor);
 * ``reload``: every turn loads the state from the checkpointer that wrote it, as ``CompiledGraph`` does;
 * ``new process``: every turn loads it through a fresh checkpointer on the same file, so no object survives
-  (what a process restart pays on its first turn, paid on every turn).
+  (what a process restart pays on its first turn, paid on every turn);
+* ``caller json``: every turn the state goes through the caller's own JSON (``model_dump_json`` then
+  ``model_validate_json``, as a user's own database hands it back): equal messages, new objects, and no
+  fingerprints stored with them.
 
 Only the manager's trim is timed (CPU seconds); loading and storing are timed separately and reported beside it.
-The acceptance ratios are ``reload / live`` and ``new process / live`` for the trim, at 8k and at 32k. In the
+The acceptance ratios are ``reload / live`` and ``new process / live`` for the trim (at most 1.5x) and
+``caller json / live`` (at most 1.3x), at 8k and at 32k. In the
 ``new process`` mode the manager survives (its knowledge of the view is what a long-lived worker keeps) while every
 message object is read back; the fingerprints stored with the messages let it recognise the view without hashing.
 
@@ -35,6 +39,7 @@ from windowkeeper.state import AgentState, ExecMeta
 
 RESERVE = 2000
 TARGET = 1.5
+TARGETS = {"reload": TARGET, "new process": TARGET, "caller json": 1.3}
 
 
 def session_chunks(source: str, turns: int) -> list[list[Message]]:
@@ -59,6 +64,8 @@ async def run(chunks: Sequence[Sequence[Message]], budget: int, mode: str, workd
                 await saver.aclose()
                 saver = SQLiteCheckpointer(path)
                 state = await saver.aget_state("t") or state
+            elif mode == "caller json":
+                state = AgentState.model_validate_json(state.model_dump_json())
         state.context = [*state.context, *chunk]
         with trim.timing():
             state = await manager.atrim_context(state)
@@ -79,8 +86,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for budget in args.budgets:
-            measured = {mode: asyncio.run(run(chunks, budget, mode, Path(tmp))) for mode in
-                        ("live", "reload", "new process")}
+            measured = {mode: asyncio.run(run(chunks, budget, mode, Path(tmp))) for mode in ("live", *TARGETS)}
             live = measured["live"]["trim_ms"]
             for mode, m in measured.items():
                 rows.append((f"{budget:,} {mode}", m["trim_ms"], m["trim_ms"] / live, m["io_ms"]))
@@ -90,11 +96,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         rows,
         title=f"{len(chunks)} turns ({args.source}), TokenBudgetContextManager, SQLite checkpointer, CPU time",
     )
-    for mode in ("reload", "new process"):
+    names = {"reload": "worst_ratio", "new process": "worst_new_process_ratio", "caller json": "worst_json_ratio"}
+    for mode, target in TARGETS.items():
         worst = max(results[str(b)][mode]["trim_ms"] / results[str(b)]["live"]["trim_ms"] for b in args.budgets)
-        verdict = "met" if worst <= TARGET else "MISSED"
-        print(f"{mode} / live, worst budget: {worst:.2f}x (target <= {TARGET}x: {verdict})")
-        results["worst_ratio" if mode == "reload" else "worst_new_process_ratio"] = worst
+        verdict = "met" if worst <= target else "MISSED"
+        print(f"{mode} / live, worst budget: {worst:.2f}x (target <= {target}x: {verdict})")
+        results[names[mode]] = worst
     return results
 
 

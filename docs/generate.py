@@ -104,6 +104,14 @@ def _cli(args: list[str]) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+def _shown(args: list[str], lines: list[str]) -> None:
+    """Run a command and append it, its status lines and its exit code to a console block."""
+    code, _, err = _cli(args)
+    lines.append("$ windowkeeper " + " ".join(args))
+    lines.extend(err.strip().splitlines())
+    lines.append(f"$ echo $?\n{code}")
+
+
 def _session_file() -> None:
     from windowkeeper.evaluation.sessiongen import generate_session
     from windowkeeper.llm.formats import to_openai_chat
@@ -162,10 +170,34 @@ def cli_compact() -> str:
                 "window.json",
             ],
         ):
-            code, _, err = _cli(args)
-            lines.append("$ windowkeeper " + " ".join(args))
-            lines.extend(err.strip().splitlines())
-            lines.append(f"$ echo $?\n{code}")
+            _shown(args, lines)
+        lines.append("```")
+        return "\n".join(lines) + "\n"
+
+    return _in_temp_dir(run)
+
+
+def cli_session_log() -> str:
+    """A coding agent's session log (the shape of ``windowkeeper.testing.conversation_files``) inspected and
+    compacted back into a log."""
+
+    def run() -> str:
+        from windowkeeper.evaluation.sessiongen import generate_session
+        from windowkeeper.testing.conversation_files import write_sample
+
+        write_sample(Path("."), "claude-code", generate_session(60, seed=1).messages)
+        lines = ["```console"]
+        code, out, _ = _cli(["inspect", "session.jsonl", "--json"])
+        assert code == 0, out
+        report = json.loads(out)["conversations"][0]
+        brief = {k: report[k] for k in ("format", "messages", "tool_calls", "skipped_events")}
+        lines.append(
+            "$ windowkeeper inspect session.jsonl --json | jq '.conversations[0] | {format, messages, "
+            "tool_calls, skipped_events}'"
+        )
+        lines.append(json.dumps(brief, indent=1))
+        args = ["compact", "session.jsonl", "--budget", "8000", "-o", "compacted.jsonl"]
+        _shown(args, lines)
         lines.append("```")
         return "\n".join(lines) + "\n"
 
@@ -277,6 +309,7 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "cli-demo": cli_demo,
     "cli-inspect": cli_inspect,
     "cli-compact": cli_compact,
+    "cli-session-log": cli_session_log,
     "architecture-layers": architecture_layers,
 }
 

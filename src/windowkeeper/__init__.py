@@ -6,135 +6,323 @@ Everything public is importable from here; the reference documentation's paths (
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .blocks import (
-    AnnotationBlock,
-    AnnotationRef,
-    AudioBlock,
-    ContentBlock,
-    DataBlock,
-    DocumentBlock,
-    ErrorBlock,
-    ImageBlock,
-    MediaRef,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    VideoBlock,
-)
-from .constants import END, START
-from .context import (
-    BaseContextManager,
-    ContextZones,
-    MessageContextManager,
-    MetricsTotals,
-    OffloadStore,
-    SummaryContextManager,
-    TokenBudgetContextManager,
-    TrimMetrics,
-    build_zones,
-    render_zones,
-    sliding_window,
-)
-from .errors import (
-    ConfigurationError,
-    FormatError,
-    GraphCompileError,
-    GraphError,
-    MissingDependencyError,
-    ProviderError,
-    RecursionLimitError,
-    StorageError,
-    WindowkeeperError,
-)
-from .graph import (
-    Agent,
-    BaseCheckpointer,
-    Checkpointer,
-    CompiledGraph,
-    GraphEvent,
-    InMemoryCheckpointer,
-    PostgresCheckpointer,
-    RedisCheckpointer,
-    SQLiteCheckpointer,
-    StateGraph,
-    ToolNode,
-)
-from .integrations import FitResult, Window
-from .llm import LLMClient, LLMRequest, LLMResponse, ScriptedClient, create_client, detect_provider
-from .llm.formats import (
-    from_anthropic,
-    from_gemini,
-    from_langchain,
-    from_openai_chat,
-    from_responses_input,
-    to_anthropic,
-    to_gemini,
-    to_langchain,
-    to_openai_chat,
-    to_responses_input,
-)
-from .memory import (
-    BaseMemory,
-    ContextReport,
-    InMemoryMemory,
-    MemoryContextManager,
-    PostgresMemory,
-    RedisMemory,
-    SQLiteMemory,
-    StructuredLLMSummarizer,
-    StructuredSummary,
-    TDAIMemory,
-    Thresholds,
-)
-from .messages import Message, TokenUsages
-from .prompt import SCRATCHPAD_HEADER, SUMMARY_HEADER, AssembledPrompt, assemble, count_request, is_recall
-from .state import AgentState, ExecMeta, ExecutionStatus, ToolResult, add_messages
-from .storage import (
-    ConflictError,
-    InMemoryStore,
-    Record,
-    RecordNotFoundError,
-    SessionStore,
-    SQLiteStore,
-    open_store,
-)
-from .summarize import (
-    ExtractiveSummarizer,
-    LLMSummarizer,
-    Summarizer,
-    as_summarizer,
-    get_summarizer,
-    render_transcript,
-)
-from .tokens import (
-    ApproxCounter,
-    CalibratedCounter,
-    TiktokenCounter,
-    TokenCounter,
-    TokenizerDataError,
-    counter_for_model,
-    default_counter,
-)
-from .tools import scratchpad_tool
-from .units import Problem, Unit, flatten, group_units, is_valid, validate
+from ._lazy import lazy_exports
 
-if TYPE_CHECKING:
-    from .storage import PostgresStore, RedisStore
+if TYPE_CHECKING:  # what `__getattr__` imports on first use, spelled out for type checkers and IDEs
+    from .blocks import (
+        AnnotationBlock,
+        AnnotationRef,
+        AudioBlock,
+        ContentBlock,
+        DataBlock,
+        DocumentBlock,
+        ErrorBlock,
+        ImageBlock,
+        MediaRef,
+        ReasoningBlock,
+        TextBlock,
+        ToolCallBlock,
+        ToolResultBlock,
+        VideoBlock,
+    )
+    from .constants import (
+        END,
+        START,
+    )
+    from .context import (
+        BaseContextManager,
+        ContextZones,
+        MessageContextManager,
+        MetricsTotals,
+        OffloadStore,
+        SummaryContextManager,
+        TokenBudgetContextManager,
+        TrimMetrics,
+        build_zones,
+        render_zones,
+        sliding_window,
+    )
+    from .errors import (
+        ConfigurationError,
+        FormatError,
+        GraphCompileError,
+        GraphError,
+        MissingDependencyError,
+        ProviderError,
+        RecursionLimitError,
+        StorageError,
+        WindowkeeperError,
+    )
+    from .graph import (
+        Agent,
+        BaseCheckpointer,
+        Checkpointer,
+        CompiledGraph,
+        GraphEvent,
+        InMemoryCheckpointer,
+        PostgresCheckpointer,
+        RedisCheckpointer,
+        SQLiteCheckpointer,
+        StateGraph,
+        ToolNode,
+    )
+    from .integrations import (
+        FitResult,
+        Window,
+    )
+    from .llm import (
+        LLMClient,
+        LLMRequest,
+        LLMResponse,
+        ScriptedClient,
+        create_client,
+        detect_provider,
+    )
+    from .llm.formats import (
+        from_anthropic,
+        from_gemini,
+        from_langchain,
+        from_openai_chat,
+        from_responses_input,
+        to_anthropic,
+        to_gemini,
+        to_langchain,
+        to_openai_chat,
+        to_responses_input,
+    )
+    from .memory import (
+        BaseMemory,
+        ContextReport,
+        InMemoryMemory,
+        MemoryContextManager,
+        PostgresMemory,
+        RedisMemory,
+        SQLiteMemory,
+        StructuredLLMSummarizer,
+        StructuredSummary,
+        TDAIMemory,
+        Thresholds,
+    )
+    from .messages import (
+        Message,
+        TokenUsages,
+    )
+    from .prompt import (
+        SCRATCHPAD_HEADER,
+        SUMMARY_HEADER,
+        AssembledPrompt,
+        assemble,
+        count_request,
+        is_recall,
+    )
+    from .state import (
+        AgentState,
+        ExecMeta,
+        ExecutionStatus,
+        ToolResult,
+        add_messages,
+    )
+    from .storage import (
+        ConflictError,
+        InMemoryStore,
+        PostgresStore,
+        Record,
+        RecordNotFoundError,
+        RedisStore,
+        SessionStore,
+        SQLiteStore,
+        open_store,
+    )
+    from .summarize import (
+        ExtractiveSummarizer,
+        LLMSummarizer,
+        Summarizer,
+        as_summarizer,
+        get_summarizer,
+        render_transcript,
+    )
+    from .tokens import (
+        ApproxCounter,
+        CalibratedCounter,
+        TiktokenCounter,
+        TokenCounter,
+        TokenizerDataError,
+        counter_for_model,
+        default_counter,
+    )
+    from .tools import (
+        scratchpad_tool,
+    )
+    from .units import (
+        Problem,
+        Unit,
+        flatten,
+        group_units,
+        is_valid,
+        validate,
+    )
 
-_OPTIONAL_DRIVER_NAMES = frozenset({"PostgresStore", "RedisStore"})
-
-
-def __getattr__(name: str) -> Any:
-    # The server stores import their drivers (extras "postgres", "redis") when first asked for, so a base install
-    # imports windowkeeper fine and only a missing driver someone actually uses raises, with the pip command.
-    if name in _OPTIONAL_DRIVER_NAMES:
-        from . import storage
-
-        return getattr(storage, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Importing windowkeeper imports none of these: each name's module is imported the first time the name is asked
+# for (see `windowkeeper._lazy`). The server stores also import their drivers (extras "postgres", "redis") only
+# then, so a base install imports windowkeeper fine and only a missing driver someone actually uses raises, with
+# the pip command.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".blocks": (
+            "AnnotationBlock",
+            "AnnotationRef",
+            "AudioBlock",
+            "ContentBlock",
+            "DataBlock",
+            "DocumentBlock",
+            "ErrorBlock",
+            "ImageBlock",
+            "MediaRef",
+            "ReasoningBlock",
+            "TextBlock",
+            "ToolCallBlock",
+            "ToolResultBlock",
+            "VideoBlock",
+        ),
+        ".constants": (
+            "END",
+            "START",
+        ),
+        ".context": (
+            "BaseContextManager",
+            "ContextZones",
+            "MessageContextManager",
+            "MetricsTotals",
+            "OffloadStore",
+            "SummaryContextManager",
+            "TokenBudgetContextManager",
+            "TrimMetrics",
+            "build_zones",
+            "render_zones",
+            "sliding_window",
+        ),
+        ".errors": (
+            "ConfigurationError",
+            "FormatError",
+            "GraphCompileError",
+            "GraphError",
+            "MissingDependencyError",
+            "ProviderError",
+            "RecursionLimitError",
+            "StorageError",
+            "WindowkeeperError",
+        ),
+        ".graph": (
+            "Agent",
+            "BaseCheckpointer",
+            "Checkpointer",
+            "CompiledGraph",
+            "GraphEvent",
+            "InMemoryCheckpointer",
+            "PostgresCheckpointer",
+            "RedisCheckpointer",
+            "SQLiteCheckpointer",
+            "StateGraph",
+            "ToolNode",
+        ),
+        ".integrations": (
+            "FitResult",
+            "Window",
+        ),
+        ".llm": (
+            "LLMClient",
+            "LLMRequest",
+            "LLMResponse",
+            "ScriptedClient",
+            "create_client",
+            "detect_provider",
+        ),
+        ".llm.formats": (
+            "from_anthropic",
+            "from_gemini",
+            "from_langchain",
+            "from_openai_chat",
+            "from_responses_input",
+            "to_anthropic",
+            "to_gemini",
+            "to_langchain",
+            "to_openai_chat",
+            "to_responses_input",
+        ),
+        ".memory": (
+            "BaseMemory",
+            "ContextReport",
+            "InMemoryMemory",
+            "MemoryContextManager",
+            "PostgresMemory",
+            "RedisMemory",
+            "SQLiteMemory",
+            "StructuredLLMSummarizer",
+            "StructuredSummary",
+            "TDAIMemory",
+            "Thresholds",
+        ),
+        ".messages": (
+            "Message",
+            "TokenUsages",
+        ),
+        ".prompt": (
+            "AssembledPrompt",
+            "SCRATCHPAD_HEADER",
+            "SUMMARY_HEADER",
+            "assemble",
+            "count_request",
+            "is_recall",
+        ),
+        ".state": (
+            "AgentState",
+            "ExecMeta",
+            "ExecutionStatus",
+            "ToolResult",
+            "add_messages",
+        ),
+        ".storage": (
+            "ConflictError",
+            "InMemoryStore",
+            "PostgresStore",
+            "Record",
+            "RecordNotFoundError",
+            "RedisStore",
+            "SQLiteStore",
+            "SessionStore",
+            "open_store",
+        ),
+        ".summarize": (
+            "ExtractiveSummarizer",
+            "LLMSummarizer",
+            "Summarizer",
+            "as_summarizer",
+            "get_summarizer",
+            "render_transcript",
+        ),
+        ".tokens": (
+            "ApproxCounter",
+            "CalibratedCounter",
+            "TiktokenCounter",
+            "TokenCounter",
+            "TokenizerDataError",
+            "counter_for_model",
+            "default_counter",
+        ),
+        ".tools": ("scratchpad_tool",),
+        ".units": (
+            "Problem",
+            "Unit",
+            "flatten",
+            "group_units",
+            "is_valid",
+            "validate",
+        ),
+    },
+)
 
 
 __version__ = "0.1.0"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import threading
 import time
 import uuid
@@ -552,8 +553,87 @@ def message_from_stored(data: dict[str, Any], clean: bool = True) -> Message | N
 
 
 def same_message(a: Message, b: Message) -> bool:
-    """Whether ``b`` is ``a`` or an equal copy (same id, same content): a view read back from a checkpointer."""
-    return a is b or (a.message_id == b.message_id and a.fingerprint() == b.fingerprint())
+    """Whether ``b`` is ``a`` or an equal copy (same id, same content): a view read back from a checkpointer, or
+    from the caller's own JSON.
+
+    Fingerprints decide when both messages have one memoized (a store hands them back with the messages). When
+    one lacks it, the fields a fingerprint covers are compared directly, type for type, which costs a few
+    microseconds where a fingerprint serializes and hashes the whole message (tens): a conversation reloaded
+    from the caller's own database is recognised at that price, and the known fingerprint is copied over, so
+    nothing is hashed again later.
+    """
+    if a is b:
+        return True
+    if a.message_id != b.message_id:
+        return False
+    pa, pb = a.__pydantic_private__, b.__pydantic_private__
+    fa = pa.get("_fingerprint") if pa is not None else None
+    fb = pb.get("_fingerprint") if pb is not None else None
+    if fa is not None and fb is not None:
+        return bool(fa == fb)
+    if _same_fields(a, b):
+        if fa is not None and pb is not None:
+            pb["_fingerprint"] = fa
+        elif fb is not None and pa is not None:
+            pa["_fingerprint"] = fb
+        return True
+    return a.fingerprint() == b.fingerprint()
+
+
+def _same_fields(a: Message, b: Message) -> bool:
+    """Whether ``a`` and ``b`` hold the same role, content, tool calls and reasoning (what `Message.fingerprint`
+    hashes), compared type for type: ``1 == True`` and ``0.0 == -0.0`` in Python but not in JSON. False is not a
+    verdict (the caller then compares fingerprints): only True must never be wrong."""
+    if a.role != b.role or a.reasoning != b.reasoning:
+        return False
+    ca, cb = a.content, b.content
+    if len(ca) != len(cb):
+        return False
+    for x, y in zip(ca, cb, strict=True):  # lengths checked above
+        if type(x) is not type(y):
+            return False
+        dx, dy = x.__dict__, y.__dict__
+        if dx != dy:  # in C; then only values other than text can still differ in type
+            return False
+        for key, value in dx.items():
+            kind = type(value)
+            if kind is str or value is None or (kind is list and not value):
+                continue
+            if not _same_json(value, dy[key]):
+                return False
+    calls, others = a.tools_calls, b.tools_calls
+    return (calls is None and others is None) or (calls == others and _same_json(calls, others))
+
+
+def _same_json(x: Any, y: Any) -> bool:
+    """For ``x == y``: whether they also agree type for type. marshal (format 0: no interning or reference flags,
+    floats as text) tells ``1``, ``True`` and ``1.0`` apart, in C; what it cannot encode is walked."""
+    try:
+        return marshal.dumps(x, 0) == marshal.dumps(y, 0)
+    except ValueError:
+        return _strict_equal(x, y)
+
+
+def _strict_equal(x: object, y: object) -> bool:
+    """``x == y`` where every value also has the same type (so both serialize to the same JSON)."""
+    if x is y:
+        return True
+    kind = type(x)
+    if kind is not type(y):
+        return False
+    if kind is str or kind is int or kind is bool:
+        return x == y
+    if kind is dict:
+        assert isinstance(x, dict) and isinstance(y, dict)
+        return x.keys() == y.keys() and all(_strict_equal(v, y[k]) for k, v in x.items())
+    if kind is list or kind is tuple:
+        assert isinstance(x, list | tuple) and isinstance(y, list | tuple)
+        return len(x) == len(y) and all(map(_strict_equal, x, y))
+    if kind is float:
+        return bool(x == y) and repr(x) == repr(y)
+    if isinstance(x, BaseModel) and isinstance(y, BaseModel):
+        return x.__pydantic_extra__ == y.__pydantic_extra__ and _strict_equal(x.__dict__, y.__dict__)
+    return False  # anything else: let the fingerprints decide
 
 
 def _make_message(fields: dict[str, Any], fields_set: set[str] | None = None) -> Message:

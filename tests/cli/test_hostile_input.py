@@ -28,7 +28,10 @@ def _assert_one_line_error(result: object, *needles: str) -> None:
     # one error line; when a file has several problems each follows on its own indented line
     assert lines[0].startswith("error: ") and all(line.startswith("  ") for line in lines[1:]), stderr
     for needle in needles:
-        assert needle in lines[0], lines[0]
+        assert needle in stderr, stderr
+    # each problem once: several are counted on the error line and listed below it, never repeated there
+    listed = [line.strip() for line in lines[1:]]
+    assert len(set(listed)) == len(listed) and not any(problem in lines[0] for problem in listed), stderr
 
 
 @pytest.fixture
@@ -121,7 +124,9 @@ def test_unreadable_input_is_one_line_and_exit_2(tmp_path: Path, name: str, data
 
 
 def test_directory_and_unreadable_file(tmp_path: Path) -> None:
-    _assert_one_line_error(runner.invoke(app, ["inspect", str(tmp_path)]), "is a directory")
+    _assert_one_line_error(runner.invoke(app, ["inspect", str(tmp_path)]), "a folder with no conversation files")
+    out = str(tmp_path / "out.json")
+    _assert_one_line_error(runner.invoke(app, ["compact", str(tmp_path), "-o", out]), "is a directory")
     locked = _write(tmp_path, "locked.json", b"[]")
     locked.chmod(0)
     try:

@@ -198,3 +198,16 @@ def test_recall_keeps_a_bounded_set_of_originals_and_rebuilds_older_text_from_th
     assert newest is messages[-1] and recall.original("t", "r299") is newest
     recall.forget("t")
     assert len(recall._originals) == 0
+
+
+def test_a_thread_searched_before_anything_left_it_finds_what_is_indexed_later(tmp_path: Path) -> None:
+    index = RecallIndex(tmp_path / "recall.sqlite")
+    assert index.search("t", "which port does the staging database use") == []  # nothing indexed: no query
+    index.add_many("t", [Entry("m1", "The staging database listens on port 6543.", 0, 1, "assistant")])
+    hits = index.search("t", "which port does the staging database use")
+    assert [h.passage.message_id for h in hits] == ["m1"]
+    index.forget("t")
+    assert index.search("t", "staging database port") == []
+    index.add_many("t", [Entry("m2", "Staging moved to port 7654.", 1, 2, "assistant")])
+    assert [h.passage.message_id for h in index.search("t", "staging port")] == ["m2"]
+    index.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from windowkeeper.blocks import TextBlock
 from windowkeeper.graph.checkpointer import Checkpointer
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState
@@ -40,3 +41,44 @@ async def test_a_growing_view_writes_one_run_and_reloads_its_own_objects() -> No
     assert again is not None and all(a is b for a, b in zip(again.context, state.context, strict=True))
     other = await Checkpointer(store, owns_store=False).aget_state("t")
     assert other is not None and [m.model_dump() for m in other.context] == [m.model_dump() for m in state.context]
+
+
+async def test_a_restarted_reader_stores_the_view_it_read_as_runs_hashing_nothing(monkeypatch: object) -> None:
+    import windowkeeper.graph.checkpoint_format as fmt
+
+    store = InMemoryStore()
+    first = [text(f"m{i}") for i in range(6)]
+    await Checkpointer(store, owns_store=False).aput("t", AgentState(context=list(first)), first)
+    hashed: list[str] = []
+    real = fmt.body_hash
+
+    def counting(message: Message) -> str:
+        hashed.append(str(message.message_id))
+        return real(message)
+
+    monkeypatch.setattr(fmt, "body_hash", counting)  # type: ignore[attr-defined]
+    restarted = Checkpointer(store, owns_store=False)
+    state = await restarted.aget_state("t")
+    assert state is not None
+    new = [text("m6")]
+    state.context = [*state.context[2:], *new]  # a manager cut the first two, a turn added one
+    await restarted.aput("t", state, new)
+    raw = await store.get_state("t")
+    assert raw is not None and raw["context"] == [[2, 5, '"m2"', '"m6"']]
+    assert hashed == []  # what was read and what was appended are the logged copies: nothing to compare
+
+
+async def test_a_message_read_back_then_edited_in_place_is_stored_inline() -> None:
+    store = InMemoryStore()
+    first = [text("a"), text("b")]
+    await Checkpointer(store, owns_store=False).aput("t", AgentState(context=list(first)), first)
+    restarted = Checkpointer(store, owns_store=False)
+    state = await restarted.aget_state("t")
+    assert state is not None
+    state.context[1].content = [TextBlock(text="message b, corrected")]
+    state.context = list(state.context)
+    await restarted.aput("t", state, [])
+    raw = await store.get_state("t")
+    assert raw is not None and raw["context"][0] == [0, 1, '"a"', '"a"'] and "m" in raw["context"][1]
+    loaded = await Checkpointer(store, owns_store=False).aget_state("t")
+    assert loaded is not None and loaded.context[1].text() == "message b, corrected"

@@ -69,14 +69,20 @@ def test_tau_bench_round_trips_with_ids() -> None:
         assert [m.message_id for m in back] == [m.message_id for m in ours]
 
 
-def test_unknown_langchain_block_and_message_type() -> None:
+def test_unknown_langchain_block_and_message_type_pass_through() -> None:
     from langchain_core.messages import ChatMessage, HumanMessage
 
+    from windowkeeper.llm.formats.registry import get_format
+
+    items = [HumanMessage(content="ok"), HumanMessage(content=[{"type": "hologram", "x": 1}], id="h"),
+             ChatMessage(role="critic", content="y", id="c")]
+    fmt = get_format("langchain")
+    read = fmt.read(items)
+    assert read[1].text().startswith("[unknown hologram]") and read[2].role == "user"
+    assert fmt.write_plain(read) == items
     with pytest.raises(FormatError) as err:
-        from_langchain([HumanMessage(content="ok"), HumanMessage(content=[{"type": "hologram"}])])
+        from_langchain([HumanMessage(content="ok"), HumanMessage(content=[{"text": "no type"}])])
     assert (err.value.index, err.value.key) == (1, "content[0].type")
-    with pytest.raises(FormatError, match="unsupported LangChain message type ChatMessage"):
-        from_langchain([ChatMessage(role="x", content="y")])
 
 
 def test_missing_langchain_raises_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -226,7 +226,7 @@ def test_anthropic_response_content_blocks_and_sdk_objects() -> None:
         ([{"content": "x"}], 0, "role"),
         ([{"role": "user"}], 0, "content"),
         (
-            [{"role": "user", "content": "q"}, {"role": "assistant", "content": [{"type": "weird"}]}],
+            [{"role": "user", "content": "q"}, {"role": "assistant", "content": [{"text": "no type"}]}],
             1,
             "content[0].type",
         ),
@@ -262,22 +262,23 @@ def test_gemini_shape() -> None:
             "parts": [
                 {"text": "Two cities.", "thought": True, "thoughtSignature": "sig-1"},
                 {"text": "Checking both."},
-                {"functionCall": {"name": "weather", "args": {"city": "Paris"}}},
-                {"functionCall": {"name": "weather", "args": {"city": "Rome"}}},
+                {"functionCall": {"name": "weather", "args": {"city": "Paris"}, "id": "call_p"}},
+                {"functionCall": {"name": "weather", "args": {"city": "Rome"}, "id": "call_r"}},
             ],
         },
         {
             "role": "user",
             "parts": [
-                {"functionResponse": {"name": "weather", "response": {"result": "18C"}}},
-                {"functionResponse": {"name": "weather", "response": {"error": "service down"}}},
+                {"functionResponse": {"name": "weather", "response": {"result": "18C"}, "id": "call_p"}},
+                {"functionResponse": {"name": "weather", "response": {"error": "service down"}, "id": "call_r"}},
             ],
         },
         {"role": "model", "parts": [{"text": "Paris is 18C; Rome is unavailable."}]},
     ]
     back = from_gemini(system, contents)
-    assert back[2].tool_call_ids() == ["call_1_2", "call_1_3"]
-    assert [b.call_id for m in back[3:5] for b in m.tool_result_blocks()] == ["call_1_2", "call_1_3"]
+    # ids written are read back (Gemini's functionCall.id pairs each response with its call)
+    assert back[2].tool_call_ids() == ["call_p", "call_r"]
+    assert [b.call_id for m in back[3:5] for b in m.tool_result_blocks()] == ["call_p", "call_r"]
     assert back[4].tool_result_blocks()[0].status == "error"
     assert first_difference(_turn(), back, "gemini") is None
     assert validate(back, "gemini") == []
@@ -358,7 +359,7 @@ def test_gemini_sdk_content_is_accepted() -> None:
         ([{"parts": []}], 0, "role"),
         ([{"role": "assistant", "parts": []}], 0, "role"),
         ([{"role": "user", "parts": "x"}], 0, "parts"),
-        ([{"role": "user", "parts": [{"video": 1}]}], 0, "parts[0]"),
+        ([{"role": "user", "parts": ["not a part"]}], 0, "parts[0]"),
         (
             [{"role": "user", "parts": [{"functionResponse": {"name": "ghost", "response": {}}}]}],
             0,
@@ -391,6 +392,10 @@ def test_responses_shape() -> None:
     )
     instructions, items = to_responses_input(turn)
     assert instructions is None
+    # an assistant message is the SDK's output message: a ``msg_`` id derived from the message id, and a status
+    for k in (3, 8):
+        assert items[k]["id"].startswith("msg_") and items[k].pop("status") == "completed"
+        del items[k]["id"]
     assert items == [
         {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "You are helpful."}]},
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather in Paris and Rome?"}]},
@@ -408,7 +413,7 @@ def test_responses_shape() -> None:
         {"type": "function_call", "call_id": "call_p", "name": "weather", "arguments": '{"city":"Paris"}'},
         {"type": "function_call", "call_id": "call_r", "name": "weather", "arguments": '{"city":"Rome"}'},
         {"type": "function_call_output", "call_id": "call_p", "output": "18C"},
-        {"type": "function_call_output", "call_id": "call_r", "output": "service down"},
+        {"type": "function_call_output", "call_id": "call_r", "output": "Error: service down"},
         {
             "type": "message",
             "role": "assistant",
@@ -481,7 +486,7 @@ def test_responses_user_media() -> None:
     [
         ([{"type": "function_call", "name": "f", "arguments": "{}"}], 0, "call_id"),
         ([{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{x"}], 0, "arguments"),
-        ([{"type": "message", "role": "user", "content": "a"}, {"type": "web_search_call"}], 1, "type"),
+        ([{"type": "message", "role": "user", "content": "a"}, {"type": 5}], 1, "type"),
         ([{"type": "message", "role": "robot", "content": "a"}], 0, "role"),
         ([{"type": "function_call_output", "call_id": "c", "output": 3}], 0, "output"),
         ([{"content": "no role or type"}], 0, "type"),

@@ -35,4 +35,5 @@ def test_every_backend_runs_every_core_spec() -> None:
     assert {s for b, s in CASES if b == "memory"} == {
         "round_trip_all_blocks", "thread_isolation", "idempotent_append", "concurrent_appends",
         "versioned_records", "rejects_bad_data", "log_ranges_and_delta_checkpoints", "codec_limits",
+        "adapters_on_fake_servers",
     }

@@ -14,25 +14,100 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from ..errors import MissingDependencyError, WindowkeeperError
-from ..io import DEFAULT_MAX_BYTES, InputFormat
-from .compact_cmd import OutFormat, Strategy
+from ..io import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, InputFormat
+from ..io.writer import OutFormat
+from . import serve_cmd
+from .compact_cmd import Cut, Strategy
 from .files import check_target, write_bytes
 from .output import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, CliError, Output
+from .store_cmd import store_app
 
 logger = logging.getLogger(__name__)
 
+
+def _wants_json(argv: list[str]) -> bool:
+    args = argv[: argv.index("--")] if "--" in argv else argv
+    return any(a == "--json" or a.startswith("--json=") for a in args)
+
+
+def _command_of(argv: list[str]) -> str | None:
+    return next((a for a in argv if a in COMMANDS), None)
+
+
+def _given_value(exc: Exception, argv: list[str]) -> str | None:
+    """The value the user gave the option a parser error is about (typer's messages do not always repeat it)."""
+    param = getattr(exc, "param", None)
+    for opt in getattr(param, "opts", ()):
+        for i, token in enumerate(argv):
+            if token == opt and i + 1 < len(argv):
+                return argv[i + 1]
+            if token.startswith(f"{opt}="):
+                return token.split("=", 1)[1]
+    return None
+
+
+COMMANDS = ("demo", "inspect", "compact", "simulate", "serve", "store")
+"""Every command name, for naming the JSON schema of an error the parser found before a command ran."""
+
+
+_CLICK_ERROR: Any = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+"""click's error base, wherever this typer takes click from (recent typers vendor their own copy)."""
+
+
+class _Group(TyperGroup):
+    """The command group, with parser errors (a bad value, an unknown option, ``--json true``) reported like
+    every other error: one line on stderr, a JSON document on stdout under ``--json``, exit code 2."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: list[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except _CLICK_ERROR as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare `windowkeeper`: the help, as click shows it
+                sys.stdout.write(exc.format_message() + "\n")
+                if standalone_mode:
+                    sys.exit(EXIT_USAGE)
+                return EXIT_USAGE
+            command = _command_of(argv)
+            hint = f"see windowkeeper {command} -h" if command else "see windowkeeper -h"
+            message = exc.format_message()
+            value = _given_value(exc, argv)
+            if value is not None and repr(value) not in message and f" {value} " not in message:
+                message += f" (got {value!r})"
+            output = Output(json_mode=_wants_json(argv), command=command or "cli")
+            if "unexpected extra argument" in message and "--json" in argv:
+                message += "; --json is a flag and takes no value"
+            output.error(CliError(f"{message} ({hint})"))
+            code = EXIT_USAGE
+        except typer.Abort:
+            code = EXIT_USAGE
+        code = code if isinstance(code, int) else EXIT_OK
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
 app = typer.Typer(
+    cls=_Group,
     name="windowkeeper",
     help="Keep an LLM agent's conversation inside its context window: measure, trim, compact, summarize.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 
 
@@ -68,7 +143,9 @@ def at_most(maximum: int, minimum: int) -> Callable[[int | None], int | None]:
     return check
 
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout (see docs/cli.md).")]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print one JSON document on stdout (its fields are listed below).")
+]
 MaxBytesOption = Annotated[
     int,
     typer.Option(
@@ -140,15 +217,47 @@ def _guarded(output: Output, body: Callable[[], int]) -> None:
     raise typer.Exit(code)
 
 
-def _load_one(file: str, fmt: InputFormat, index: int | None, max_bytes: int) -> Any:
+def _load_one(file: str, fmt: InputFormat, index: int | None, max_bytes: int, timeout: float) -> Any:
     from ..io import read_conversation
 
-    return read_conversation(file, fmt=fmt.value, index=index, max_bytes=max_bytes)
+    return read_conversation(file, fmt=fmt.value, index=index, max_bytes=max_bytes, timeout=timeout)
 
 
-@app.command()
+TimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        callback=lambda v: v if v is None or v > 0 else _bad(f"{v} is out of range; use a number of seconds > 0"),
+        help="Give up on a pipe or device that sends nothing for this many seconds.",
+        show_default=True,
+    ),
+]
+
+
+def _bad(message: str) -> Any:
+    raise typer.BadParameter(message)
+
+
+ERRORS_HELP = (
+    "Exit codes: 0 ok, 1 the check found problems, 2 usage or input error. Under --json an error is "
+    '{"schema", "version": 1, "ok": false, "error": "...", "problems": ["...", ...]}.'
+)
+
+INSPECT_EPILOG = (
+    "\b\nExample:\n  windowkeeper inspect session.jsonl --provider anthropic --json\n\n"
+    '\b\n--json prints {"schema": "windowkeeper.inspect", "version": 1, "ok", "file", "encoding",\n'
+    '  "conversations": [{"name", "format", "messages", "tool_calls", "tool_schemas", "skipped_events",\n'
+    '     "tokens": {"input", "total", "tool_schemas", "zones"}, "roles", "largest",\n'
+    '     "problems": {provider: [{"index", "code", "message"}]}}],\n'
+    '  "totals": {"conversations", "messages", "input_tokens", "problems"}}\n\n' + ERRORS_HELP
+)
+
+
+@app.command(epilog=INSPECT_EPILOG)
 def inspect(
-    file: Annotated[str, typer.Argument(help="A conversation file (any supported format), or - for stdin.")],
+    file: Annotated[
+        str, typer.Argument(help="A conversation file (any supported format), a folder of them, or - for stdin.")
+    ],
     fmt: FormatOption = InputFormat.AUTO,
     index: Annotated[
         int | None, typer.Option(callback=at_least(0), help="Only this conversation of a collection (0-based).")
@@ -158,6 +267,7 @@ def inspect(
         Provider, typer.Option(case_sensitive=False, help="Check the structural rules of this provider.")
     ] = Provider.AUTO,
     max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+    timeout: TimeoutOption = DEFAULT_TIMEOUT,
     json_out: JsonOption = False,
 ) -> None:
     """Token breakdown by zone and role (exact o200k counts) and every structural problem.
@@ -167,34 +277,17 @@ def inspect(
     output = Output(json_mode=json_out, command="inspect")
 
     def body() -> int:
-        from ..io import read_conversations
-        from .inspect_cmd import (
-            PROVIDERS,
-            conversation_report,
-            print_collection,
-            print_conversation,
-            problem_count,
+        from .inspect_cmd import inspect_reports, print_collection, print_conversation, problem_count
+
+        reports = inspect_reports(
+            file,
+            fmt=fmt.value,
+            index=index,
+            reserve=reserve,
+            provider=provider.value,
+            max_bytes=max_bytes,
+            timeout=timeout,
         )
-
-        own = {
-            "openai": "openai",
-            "responses": "openai",
-            "tau-bench": "openai",
-            "swe-agent": "openai",
-            "anthropic": "anthropic",
-            "gemini": "gemini",
-        }
-        if index is not None:
-            conversations = [_load_one(file, fmt, index, max_bytes)]
-        else:
-            conversations = read_conversations(file, fmt=fmt.value, max_bytes=max_bytes)
-
-        def providers(fmt_name: str) -> tuple[str, ...]:
-            if provider is Provider.ALL or (provider is Provider.AUTO and fmt_name not in own):
-                return PROVIDERS
-            return (own[fmt_name],) if provider is Provider.AUTO else (provider.value,)
-
-        reports = [conversation_report(c, reserve=reserve, providers=providers(c.format)) for c in conversations]
         problems = sum(problem_count(r) for r in reports)
         if json_out:
             output.document(
@@ -220,26 +313,46 @@ def inspect(
     _guarded(output, body)
 
 
-@app.command()
+COMPACT_EPILOG = (
+    "\b\nExample:\n  windowkeeper compact request.json --budget 4000 -o small.json\n\n"
+    '\b\n--json prints {"schema": "windowkeeper.compact", "version": 1, "ok", "file", "output",\n'
+    '  "conversation", "strategy", "budget", "cut", "out_format", "messages_before", "messages_after",\n'
+    '  "tokens_before", "tokens_before_exact", "tokens_after", "saved_share", "summary", "over_budget",\n'
+    '  "problems"}\n\n' + ERRORS_HELP
+)
+
+
+@app.command(epilog=COMPACT_EPILOG)
 def compact(
     file: Annotated[str, typer.Argument(help="The conversation to compact (any supported format), or - for stdin.")],
     out: Annotated[
-        str, typer.Option("-o", "--out", help="Where to write the compacted conversation; - for stdout.")
-    ] = "compacted.json",
+        str | None,
+        typer.Option(
+            "-o", "--out", help="Where to write the result; - for stdout. [default: compacted.json; .jsonl for logs]"
+        ),
+    ] = None,
     strategy: Annotated[Strategy, typer.Option(case_sensitive=False, help="What to apply.")] = Strategy.BUDGET,
     budget: Annotated[int, typer.Option(callback=at_least(500), help="Target token budget of the result.")] = 8000,
+    cut: Annotated[
+        Cut,
+        typer.Option(
+            case_sensitive=False,
+            help="budget: cut to just under the budget; watermark: to the low watermark, as a running agent would.",
+        ),
+    ] = Cut.BUDGET,
     fmt: FormatOption = InputFormat.AUTO,
     out_format: Annotated[
-        OutFormat, typer.Option(case_sensitive=False, help="Output format.")
-    ] = OutFormat.WINDOWKEEPER,
+        OutFormat, typer.Option(case_sensitive=False, help="Output format; input writes the input's own format.")
+    ] = OutFormat.INPUT,
     index: Annotated[
         int | None, typer.Option(callback=at_least(0), help="Which conversation of a collection to compact (0-based).")
     ] = None,
     force: ForceOption = False,
     max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+    timeout: TimeoutOption = DEFAULT_TIMEOUT,
     json_out: JsonOption = False,
 ) -> None:
-    """Apply one strategy to a conversation file and write the view that would be sent.
+    """Apply one strategy to a conversation file and write the view that would be sent, in the input's format.
 
     Exit 1 when the result is still over the budget or not a valid sequence. Never overwrites the input, and
     an existing output only with --force.
@@ -247,14 +360,18 @@ def compact(
     output = Output(json_mode=json_out, command="compact")
 
     def body() -> int:
-        from .compact_cmd import encode_payload, run_compact
+        from ..io.writer import JSONL_FORMATS, resolve
+        from .compact_cmd import run_compact
 
         if json_out and out == "-":
             raise CliError("--json and -o - both write to stdout; write the conversation to a file or drop --json")
-        target = check_target(out, inputs=[file], force=force)
-        conversation = _load_one(file, fmt, index, max_bytes)
-        result = run_compact(conversation, strategy=strategy, budget=budget, out_format=out_format)
-        written = write_bytes(target, encode_payload(result.payload))
+        conversation = _load_one(file, fmt, index, max_bytes, timeout)
+        fmt_out = resolve(out_format, conversation)
+        lines = fmt_out in JSONL_FORMATS or (out_format is OutFormat.INPUT and conversation.container is not None)
+        target_name = out or ("compacted.jsonl" if lines else "compacted.json")
+        target = check_target(target_name, inputs=[file], force=force)
+        result = run_compact(conversation, strategy=strategy, budget=budget, out_format=out_format, cut=cut)
+        written = write_bytes(target, result.data)
         s = result.summary
         if json_out:
             output.document({"ok": result.ok, "file": file, "output": written, **s})
@@ -274,9 +391,28 @@ def compact(
     _guarded(output, body)
 
 
-def _chart_target(chart: str, no_chart: bool, inputs: list[str], force: bool) -> Path | None:
+PLOT_HINT = 'the chart needs the plot extra: pip install "windowkeeper[plot]"'
+
+
+def _has_plot() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def _chart_target(command: str, chart: str | None, no_chart: bool, inputs: list[str], force: bool) -> Path | None:
+    """Where the chart goes: the given path, or a new temporary file; None for no chart (or no matplotlib)."""
     if no_chart:
         return None
+    if not _has_plot():
+        if chart is not None:
+            raise CliError(f"--chart {chart}: {PLOT_HINT}, or pass --no-chart")
+        return None
+    if chart is None:  # a fresh name in the temporary folder, created only when the chart is written
+        import secrets
+        import tempfile
+
+        return Path(tempfile.gettempdir()) / f"windowkeeper-{command}-{secrets.token_hex(6)}.png"
     if chart == "-":
         raise CliError("--chart -: a chart is a PNG file; give a file name or pass --no-chart")
     target = check_target(chart, inputs=inputs, force=force, option="--chart", replaceable_png=True)
@@ -285,19 +421,38 @@ def _chart_target(chart: str, no_chart: bool, inputs: list[str], force: bool) ->
     return target
 
 
-def _write_chart(output: Output, target: Path | None, report: Any, *, title: str, budget: int) -> str | None:
+def _write_chart(
+    output: Output, target: Path | None, report: Any, *, title: str, budget: int, no_chart: bool
+) -> str | None:
     if target is None:
+        if not no_chart:
+            output.status(f"no chart: {PLOT_HINT}", markup=False)
         return None
-    try:
-        from .report import chart_png
-    except ImportError as exc:  # pragma: no cover - matplotlib ships with the cli extra
-        raise MissingDependencyError("matplotlib", "cli") from exc
+    from .report import chart_png
+
     written = write_bytes(target, chart_png(report, title=title, budget=budget), option="--chart")
     output.status(f"chart written to {escape(written)}")
     return written
 
 
-@app.command()
+ChartOption = Annotated[
+    str | None,
+    typer.Option(help="Where to write the PNG chart of tokens per call. [default: a new temporary file]"),
+]
+NoChartOption = Annotated[bool, typer.Option("--no-chart", help="Write no chart.")]
+
+DEMO_EPILOG = (
+    "\b\nExample:\n  windowkeeper demo --steps 120 --budget 8000 --chart demo.png\n\n"
+    '\b\n--json prints {"schema": "windowkeeper.demo", "version": 1, "ok", "steps", "seed", "budget",\n'
+    '  "messages", "facts", "calls", "chart", "strategies": [{"name", "calls", "tokens_sent", "saved_share",\n'
+    '     "prefix_stable_share", "cost_no_cache_usd", "cost_with_cache_usd", "invalid_calls",\n'
+    '     "calls_over_budget", "max_call_tokens", "facts_retained", "facts_total", "seconds", "problems"}]}\n\n'
+    'The chart needs the plot extra (pip install "windowkeeper[plot]"); without it the table is printed.\n\n'
+    + ERRORS_HELP
+)
+
+
+@app.command(epilog=DEMO_EPILOG)
 def demo(
     steps: Annotated[
         int, typer.Option(callback=at_most(100_000, 10), help="Model calls in the generated agent session.")
@@ -306,10 +461,8 @@ def demo(
         int, typer.Option(callback=at_least(1000), help="Token budget for the budgeted strategies.")
     ] = 32_000,
     seed: Annotated[int, typer.Option(callback=at_least(0), help="Seed of the session generator.")] = 0,
-    chart: Annotated[str, typer.Option(help="Where to write the PNG chart of tokens per call.")] = (
-        "windowkeeper-demo.png"
-    ),
-    no_chart: Annotated[bool, typer.Option("--no-chart", help="Write no chart.")] = False,
+    chart: ChartOption = None,
+    no_chart: NoChartOption = False,
     force: ForceOption = False,
     json_out: JsonOption = False,
 ) -> None:
@@ -327,7 +480,7 @@ def demo(
         from .demo import run_demo
         from .report import report_json, report_table
 
-        target = _chart_target(chart, no_chart, [], force)
+        target = _chart_target("demo", chart, no_chart, [], force)
         started = time.perf_counter()
         with Progress(
             TextColumn("replaying"),
@@ -344,7 +497,7 @@ def demo(
 
             report, n_messages, n_facts = run_demo(steps=steps, budget=budget, seed=seed, on_call=on_call)
         title = f"{report.calls} model calls of a generated coding-agent session, budget {budget:,} tokens"
-        written = _write_chart(output, target, report, title=title, budget=budget)
+        written = _write_chart(output, target, report, title=title, budget=budget, no_chart=no_chart)
         invalid = sum(r.invalid_calls for r in report.strategies)
         if json_out:
             output.document(
@@ -376,7 +529,15 @@ def demo(
     _guarded(output, body)
 
 
-@app.command()
+SIMULATE_EPILOG = (
+    "\b\nExample:\n  windowkeeper simulate runs/ --budget 4000 --limit 20 --no-chart\n\n"
+    '\b\n--json prints {"schema": "windowkeeper.simulate", "version": 1, "ok", "path", "trajectories",\n'
+    '  "calls", "budget", "chart", "strategies": [...as in demo], "error" (only when nothing to simulate)}\n\n'
+    + ERRORS_HELP
+)
+
+
+@app.command(epilog=SIMULATE_EPILOG)
 def simulate(
     path: Annotated[
         str, typer.Argument(help="Trajectories: a tau-bench JSON, SWE-agent .traj files, JSONL, or a folder.")
@@ -387,10 +548,8 @@ def simulate(
     limit: Annotated[
         int | None, typer.Option(callback=at_least(1), help="Replay at most this many trajectories.")
     ] = None,
-    chart: Annotated[str, typer.Option(help="Where to write the PNG chart of tokens per call.")] = (
-        "windowkeeper-simulate.png"
-    ),
-    no_chart: Annotated[bool, typer.Option("--no-chart", help="Write no chart.")] = False,
+    chart: ChartOption = None,
+    no_chart: NoChartOption = False,
     force: ForceOption = False,
     max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
     json_out: JsonOption = False,
@@ -408,7 +567,7 @@ def simulate(
         from .report import report_json, report_table
         from .simulate_cmd import run_simulate
 
-        target = _chart_target(chart, no_chart, [path], force)
+        target = _chart_target("simulate", chart, no_chart, [path], force)
         conversations = read_collection(path, limit=limit, max_bytes=max_bytes)
         output.status(f"Loaded {len(conversations)} trajectories from {path}.", markup=False)
         with Progress(
@@ -438,7 +597,7 @@ def simulate(
             output.status(f"[red]{escape(message)}[/]")
             return EXIT_PROBLEMS
         title = f"{len(conversations)} trajectories, {report.calls} model calls, budget {budget:,}"
-        written = _write_chart(output, target, report, title=title, budget=budget)
+        written = _write_chart(output, target, report, title=title, budget=budget, no_chart=no_chart)
         invalid = sum(r.invalid_calls for r in report.strategies)
         if json_out:
             output.document(
@@ -461,6 +620,10 @@ def simulate(
     _guarded(output, body)
 
 
+app.add_typer(store_app, name="store")
+serve_cmd.register(app)
+
+
 def run(argv: list[str] | None = None) -> None:
     """Entry point: typer with click's exit codes (usage errors are 2), and no traceback for a broken pipe."""
     try:
@@ -468,7 +631,7 @@ def run(argv: list[str] | None = None) -> None:
     except BrokenPipeError:  # e.g. `windowkeeper inspect x --json | head -1`
         sys.stderr.close()
         raise SystemExit(EXIT_OK) from None
-    except click.exceptions.Abort:
+    except typer.Abort:
         raise SystemExit(EXIT_USAGE) from None
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -14,7 +13,7 @@ from ..context.budget import TokenBudgetContextManager
 from ..context.message import MessageContextManager
 from ..context.summary import SummaryContextManager
 from ..io import Conversation
-from ..llm.formats import to_anthropic, to_gemini, to_openai_chat, to_responses_input
+from ..io.writer import OutFormat, encode, payload
 from ..prompt import assemble
 from ..state import AgentState
 from ..summarize import ExtractiveSummarizer
@@ -31,21 +30,29 @@ class Strategy(StrEnum):
     WINDOW = "window"
 
 
-class OutFormat(StrEnum):
-    """The shape ``compact`` writes."""
+class Cut(StrEnum):
+    """How far ``compact --strategy budget`` cuts: to the budget (a file gets no later call that would need the
+    headroom), or to the low watermark as a running agent's manager does, leaving room for the calls to come."""
 
-    WINDOWKEEPER = "windowkeeper"
-    OPENAI = "openai"
-    RESPONSES = "responses"
-    ANTHROPIC = "anthropic"
-    GEMINI = "gemini"
+    BUDGET = "budget"
+    WATERMARK = "watermark"
 
 
-def _manager(strategy: Strategy, budget: int) -> BaseContextManager[AgentState] | None:
+BUDGET_CUT_LOW_WATERMARK = 0.95
+"""The low watermark of a cut to the budget: the view ends within 5% under it (whole messages and a summary
+decide where exactly)."""
+
+
+def _manager(strategy: Strategy, budget: int, cut: Cut) -> BaseContextManager[AgentState] | None:
     counter = default_counter()
     if strategy is Strategy.BUDGET:
+        marks = {"high_watermark": 1.0, "low_watermark": BUDGET_CUT_LOW_WATERMARK} if cut is Cut.BUDGET else {}
         return TokenBudgetContextManager(
-            max_tokens=budget, reserve_tokens=0, counter=counter, summarizer=ExtractiveSummarizer(counter=counter)
+            max_tokens=budget,
+            reserve_tokens=0,
+            counter=counter,
+            summarizer=ExtractiveSummarizer(counter=counter),
+            **marks,  # type: ignore[arg-type]
         )
     if strategy is Strategy.SUMMARY:
         return SummaryContextManager(model="extractive", max_messages=None, token_budget=budget, keep_recent=8)
@@ -56,9 +63,9 @@ def _manager(strategy: Strategy, budget: int) -> BaseContextManager[AgentState] 
 
 @dataclass
 class Compacted:
-    """The result of one compaction: the payload to write and the numbers the JSON document reports."""
+    """The result of one compaction: the file to write and the numbers the JSON document reports."""
 
-    payload: Any
+    data: bytes
     summary: dict[str, Any]
 
     @property
@@ -66,11 +73,18 @@ class Compacted:
         return not self.summary["over_budget"] and not self.summary["problems"]
 
 
-def run_compact(conversation: Conversation, *, strategy: Strategy, budget: int, out_format: OutFormat) -> Compacted:
+def run_compact(
+    conversation: Conversation,
+    *,
+    strategy: Strategy,
+    budget: int,
+    out_format: OutFormat = OutFormat.INPUT,
+    cut: Cut = Cut.BUDGET,
+) -> Compacted:
     counter = default_counter()
     state = conversation.state()
     tools = conversation.tools
-    manager = _manager(strategy, budget)
+    manager = _manager(strategy, budget, cut)
     before: int | None = None
     if not isinstance(manager, TokenBudgetContextManager):
         before = assemble(state, tools=tools, counter=counter).input_tokens
@@ -89,34 +103,16 @@ def run_compact(conversation: Conversation, *, strategy: Strategy, budget: int, 
             before = assemble(state, tools=tools, counter=counter).input_tokens
     prompt = assemble(state, tools=tools, counter=counter)  # the request an Agent would send
     rendered = prompt.to_messages()
-    payload: Any
-    if out_format is OutFormat.WINDOWKEEPER:
-        payload = state.model_dump(mode="json", include={"context", "context_summary", "scratchpad"})
-        if tools:
-            payload["tools"] = tools
-    elif out_format is OutFormat.OPENAI:
-        payload = {"messages": to_openai_chat(rendered)}
-    elif out_format is OutFormat.RESPONSES:
-        instructions, items = to_responses_input(rendered)
-        payload = {"instructions": instructions, "input": items}
-    elif out_format is OutFormat.ANTHROPIC:
-        system, msgs = to_anthropic(rendered)
-        payload = {"system": system, "messages": msgs}
-    else:
-        system_instruction, contents = to_gemini(rendered)
-        payload = {"system_instruction": system_instruction, "contents": contents}
-    if isinstance(payload, dict):
-        # a request without a system prompt leaves the key out: the APIs reject an explicit null
-        payload = {k: v for k, v in payload.items() if v is not None or k == "context_summary"}
-        if tools and out_format is not OutFormat.WINDOWKEEPER and out_format is not OutFormat.GEMINI:
-            payload["tools"] = tools
+    data, fmt = payload(conversation, state, out_format)
     after = prompt.input_tokens
-    problems = [str(p) for p in validate(rendered, "anthropic" if out_format is OutFormat.ANTHROPIC else "openai")]
+    provider = {OutFormat.ANTHROPIC: "anthropic", OutFormat.CLAUDE_CODE: "anthropic", OutFormat.GEMINI: "gemini"}
+    problems = [str(p) for p in validate(rendered, provider.get(fmt, "openai"))]
     summary = {
         "conversation": conversation.name,
         "strategy": strategy.value,
         "budget": budget,
-        "out_format": out_format.value,
+        "out_format": fmt.value,
+        "cut": cut.value if strategy is Strategy.BUDGET else None,
         "messages_before": len(conversation.messages),
         "messages_after": len(state.context),
         "tokens_before": before,
@@ -127,11 +123,8 @@ def run_compact(conversation: Conversation, *, strategy: Strategy, budget: int, 
         "over_budget": after > budget,
         "problems": problems,
     }
-    return Compacted(payload, summary)
+    container = conversation.container if out_format is OutFormat.INPUT else None
+    return Compacted(encode(data, fmt, container), summary)
 
 
-def encode_payload(payload: Any) -> bytes:
-    return (json.dumps(payload, ensure_ascii=False, indent=1, allow_nan=False) + "\n").encode("utf-8")
-
-
-__all__ = ["Compacted", "OutFormat", "Strategy", "encode_payload", "run_compact"]
+__all__ = ["BUDGET_CUT_LOW_WATERMARK", "Compacted", "Cut", "OutFormat", "Strategy", "run_compact"]

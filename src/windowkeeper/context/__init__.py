@@ -5,14 +5,35 @@
 and `BaseContextManager` is the base for custom strategies. Every built-in manager records `TrimMetrics` per call.
 """
 
-from .base import BaseContextManager
-from .baselines import sliding_window
-from .budget import TokenBudgetContextManager
-from .message import MessageContextManager
-from .metrics import MetricsTotals, TrimMetrics
-from .pointers import OffloadStore
-from .summary import SummaryContextManager, estimate_tokens
-from .zones import ContextZones, build_zones, render_zones
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .base import BaseContextManager
+    from .baselines import sliding_window
+    from .budget import TokenBudgetContextManager
+    from .message import MessageContextManager
+    from .metrics import MetricsTotals, TrimMetrics
+    from .pointers import OffloadStore
+    from .summary import SummaryContextManager, estimate_tokens
+    from .zones import ContextZones, build_zones, render_zones
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".base": ("BaseContextManager",),
+        ".baselines": ("sliding_window",),
+        ".budget": ("TokenBudgetContextManager",),
+        ".message": ("MessageContextManager",),
+        ".metrics": ("MetricsTotals", "TrimMetrics"),
+        ".pointers": ("OffloadStore",),
+        ".summary": ("SummaryContextManager", "estimate_tokens"),
+        ".zones": ("ContextZones", "build_zones", "render_zones"),
+    },
+)
 
 __all__ = [
     "BaseContextManager",

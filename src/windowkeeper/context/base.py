@@ -1,18 +1,28 @@
 """`BaseContextManager`: the contract every context strategy fulfils, plus per-call metrics.
 
-Both methods are abstract because the graph calls the async one while scripts and tests call the sync one; a
+Both trim methods are abstract because the graph calls the async one while scripts and tests call the sync one; a
 strategy that silently lacked either would fail only at the first call, deep inside a run. Checking at
 instantiation turns that into an immediate, explained TypeError.
+
+The rest of the contract is what the callers of a manager (`Window` and the adapters built on it) use, each with a
+default that is right for a manager that keeps nothing per thread: forget a thread, restore a pointer to its
+original, export what a thread's view depends on (the originals of its pointers, the recall turn it served) and
+import it into a manager that never saw the thread (a new process continuing it from a store). A manager that
+keeps per-thread state overrides them; callers never probe for attributes.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import ConfigurationError
+from ..messages import Message
 from ..state import AgentState
 from .metrics import MetricsRecorder, MetricsTotals, TrimMetrics, ViewSnapshot, snapshot
+from .pointers import is_offloaded
 
 if TYPE_CHECKING:
     # type checkers only: the default makes ``MessageContextManager(...)`` a ``MessageContextManager[AgentState]``
@@ -34,6 +44,27 @@ def adapt_summarizer(obj: Any) -> Any:
         return as_summarizer(obj)
     except (TypeError, ValueError) as exc:
         raise ConfigurationError(f"summarizer cannot be used: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class ThreadExport:
+    """What a thread's current view depends on beyond its messages: ``originals`` pairs each pointer of the view
+    with the original it replaced; ``recall_served`` is the id of the user turn recall last decided for."""
+
+    originals: tuple[tuple[Message, Message], ...] = ()
+    recall_served: str | None = None
+
+
+@dataclass(frozen=True)
+class ThreadSeed:
+    """What a manager that never saw a thread is given to continue it: its last ``view``, the ``originals`` of the
+    pointers in it, the thread's whole ``history`` in order (only when the manager `wants_history`) and the
+    recall turn it had served."""
+
+    view: Sequence[Message] = ()
+    originals: Sequence[tuple[Message, Message]] = ()
+    history: Sequence[Message] = ()
+    recall_served: str | None = None
 
 
 class BaseContextManager(ABC, Generic[S]):
@@ -60,6 +91,45 @@ class BaseContextManager(ABC, Generic[S]):
     @abstractmethod
     async def atrim_context(self, state: S) -> S:
         """Async form of `trim_context`; this is the one the graph's Agent awaits."""
+
+    # -- the callers' contract -------------------------------------------------------------------------------
+
+    counter: Any = None
+    """The `TokenCounter` the manager prices messages with (None when it counts nothing); callers count the
+    request they send with it."""
+
+    @property
+    def wants_history(self) -> bool:
+        """Whether `import_thread` uses ``ThreadSeed.history`` (reading a long log is skipped otherwise)."""
+        return False
+
+    def forget(self, thread_id: str | None = None) -> None:
+        """Drop what the manager remembers about a thread (every thread when None); its next call starts afresh.
+
+        The default drops the thread's metrics history (its previous view, its latest metrics)."""
+        self._metrics.forget(thread_id)
+
+    def restore(self, message: Message) -> Message:
+        """The original of a message this manager replaced with a pointer or cut, else ``message`` itself."""
+        return message
+
+    def export_thread(self, thread_id: str, view: Sequence[Message]) -> ThreadExport:
+        """What ``view`` (the thread's latest managed view) depends on: the originals of its pointers (by
+        `restore`); managers with recall add the turn it served."""
+        pairs = []
+        for message in view:
+            if is_offloaded(message):
+                original = self.restore(message)
+                if original is not message:
+                    pairs.append((message, original))
+        return ThreadExport(originals=tuple(pairs))
+
+    def import_thread(self, thread_id: str, seed: ThreadSeed) -> None:
+        """Take over a thread another process (or an earlier manager) managed; the default keeps nothing."""
+
+    def metrics_for(self, thread_id: str) -> TrimMetrics | None:
+        """The metrics of the thread's latest call (safe under concurrent calls on other threads)."""
+        return self._metrics.last_by_thread.peek(thread_id)
 
     # -- metrics --------------------------------------------------------------------------------------------
 
@@ -106,4 +176,4 @@ class BaseContextManager(ABC, Generic[S]):
         )
 
 
-__all__ = ["BaseContextManager", "S"]
+__all__ = ["BaseContextManager", "S", "ThreadExport", "ThreadSeed"]

@@ -46,7 +46,7 @@ from ._compaction import (
     finish,
     plan_cold,
 )
-from .base import BaseContextManager, S, adapt_summarizer
+from .base import BaseContextManager, S, ThreadExport, ThreadSeed, adapt_summarizer
 from .metrics import TrimMetrics, thread_key
 from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, OffloadStore, is_offloaded
 from .recall import Recall, is_recall, place_recall
@@ -148,13 +148,19 @@ class _Keys:
         self.ids: list[Hashable] = []
         self.fingerprints: list[str] = []
 
-    def of(self, view: tuple[Message, ...]) -> tuple[list[Hashable], list[str]]:
+    def ids_of(self, view: tuple[Message, ...]) -> list[Hashable]:
         known = len(self.ids)
         if known < len(view):
-            rest = view[known:]
-            self.ids.extend(map(_ID, rest))
-            self.fingerprints.extend(map(Message.fingerprint, rest))
-        return self.ids, self.fingerprints
+            self.ids.extend(map(_ID, view[known:]))
+        return self.ids
+
+    def fingerprints_of(self, view: tuple[Message, ...]) -> list[str]:
+        """Taken only when the view read back brought fingerprints to compare with: a view from the caller's own
+        JSON brings none, and hashing the remembered side would then be work for nothing."""
+        known = len(self.fingerprints)
+        if known < len(view):
+            self.fingerprints.extend(map(Message.fingerprint, view[known:]))
+        return self.fingerprints
 
 
 def _extends(messages: Sequence[Message], prefix: tuple[Message, ...], keys: _Keys | None = None) -> bool:
@@ -170,15 +176,16 @@ def _extends(messages: Sequence[Message], prefix: tuple[Message, ...], keys: _Ke
     # after a reload: equal ids and fingerprints, compared list to list (the fingerprints came with the messages
     # from the store, so this is a few C-level passes, not a Python call per message)
     head = messages[:n]
-    ids, fingerprints = keys.of(prefix) if keys is not None else (list(map(_ID, prefix)), None)
+    ids = keys.ids_of(prefix) if keys is not None else list(map(_ID, prefix))
     if list(map(_ID, head)) != ids:
         return False
     try:
         mine = list(map(_MEMO, map(_PRIVATE, head)))
     except AttributeError:  # a message without pydantic private storage (built with model_construct)
         return all(map(same_message, prefix, head))
-    if fingerprints is not None and mine == fingerprints:
+    if keys is not None and None not in mine and mine == keys.fingerprints_of(prefix):
         return True
+    # equal messages without fingerprints (the caller's own JSON): compared field by field (`same_message`)
     return all(map(same_message, prefix, head))
 
 
@@ -374,6 +381,35 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             return restored
         log = await checkpointer.aget_messages(thread_key(state))
         return self._offloaded.restore_all(restored, log)
+
+    # -- handing a thread over (the `BaseContextManager` contract) ------------------------------------------------
+
+    @property
+    def wants_history(self) -> bool:
+        return self.recall is not None
+
+    def export_thread(self, thread_id: str, view: Sequence[Message]) -> ThreadExport:
+        exported = super().export_thread(thread_id, view)
+        served = self.recall.served(thread_id) if self.recall is not None else None
+        return ThreadExport(originals=exported.originals, recall_served=served)
+
+    def import_thread(self, thread_id: str, seed: ThreadSeed) -> None:
+        """The originals of the view's pointers go to the offload cache (so `restore` works); recall, when on,
+        gets the history in order and everything that left the view, and the turn it had served is marked
+        decided, so a question about an early turn is answered as before the handover."""
+        for pointer, original in seed.originals:
+            self._offloaded.keep(original, pointer)
+        if self.recall is None:
+            return
+        self.recall.observe(thread_id, seed.history)
+        in_view = {m.message_id for m in seed.view}
+        gone = [m for m in seed.history if m.message_id not in in_view]
+        gone.extend(original for _, original in seed.originals)
+        self.recall.left(thread_id, gone)
+        if seed.recall_served is not None:
+            served = next((m for m in seed.view if str(m.message_id) == seed.recall_served), None)
+            if served is not None:
+                self.recall.build(thread_id, served, 0)  # marks the turn as decided, as it was before
 
     # -- the public API -----------------------------------------------------------------------------------------
 
@@ -612,7 +648,8 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                     "recent": message_tokens - scan.system_tokens - scan.recall_tokens + self._priming_tokens,
                     "reserve": self.reserve_tokens,
                 },
-            )
+            ),
+            key,
         )
         return state
 
@@ -670,16 +707,14 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             known, covered = keep, n
         return placed, tokens, known, covered
 
-    def _record(self, metrics: TrimMetrics) -> None:
+    def _record(self, metrics: TrimMetrics, thread_id: str) -> None:
         """Publish one call's metrics through the base class's recorder.
 
         The recorder's own ``record`` recounts both whole views; this manager already knows every number from its
         running totals, so it hands over the finished measurement and keeps the per-call cost independent of the
         history's length.
         """
-        recorder = self._metrics
-        recorder.last = metrics
-        recorder.totals.add(metrics)
+        self._metrics.publish(thread_id, metrics)
 
     def _limits(self, cost: SystemCost, scan: _Scan) -> Limits:
         """Settings for a compaction; its total is the request's count (system messages priced in the system text)."""

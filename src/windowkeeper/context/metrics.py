@@ -165,6 +165,9 @@ class MetricsRecorder:
         self._lock = threading.Lock()
         self._previous: LRUCache[str, tuple[str | None, tuple[str, ...]]] = LRUCache(_MAX_TRACKED_THREADS)
         self.last: TrimMetrics | None = None
+        self.last_by_thread: LRUCache[str, TrimMetrics] = LRUCache(_MAX_TRACKED_THREADS)
+        """Each thread's latest metrics (bounded like the previous views): concurrent calls on different threads
+        each read their own, where ``last`` is whichever call finished last."""
         self.totals = MetricsTotals()
 
     def __getstate__(self) -> dict[str, object]:
@@ -233,13 +236,30 @@ class MetricsRecorder:
                 duration_s=time.perf_counter() - before.started,
                 zones=after.zone_tokens if tokens_after else {},
             )
-            self.last = metrics
-            self.totals.add(metrics)
+        self.publish(before.thread_id, metrics)
         return metrics
+
+    def publish(self, thread_id: str, metrics: TrimMetrics) -> None:
+        """Make ``metrics`` the latest (overall and of ``thread_id``) and add them to the totals."""
+        with self._lock:
+            self.last = metrics
+            self.last_by_thread.put(thread_id, metrics)
+            self.totals.add(metrics)
+
+    def forget(self, thread_id: str | None = None) -> None:
+        """Drop a thread's previous view and latest metrics (every thread's when None); totals stay."""
+        with self._lock:
+            if thread_id is None:
+                self._previous.drop()
+                self.last_by_thread.drop()
+            else:
+                self._previous.pop(thread_id)
+                self.last_by_thread.pop(thread_id)
 
     def reset(self) -> None:
         with self._lock:
             self._previous.drop()
+            self.last_by_thread.drop()
             self.last = None
             self.totals = MetricsTotals()
 

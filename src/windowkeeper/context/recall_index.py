@@ -246,6 +246,9 @@ class RecallIndex:
         self._persist = self.path not in (":memory:", "")
         self._lock = threading.Lock()
         self._threads: dict[str, _Stats] = {}
+        # threads this process found no passages of: a search on a thread nothing has left yet (every turn of a
+        # conversation under budget) answers without a query
+        self._absent: set[str] = set()
         self._terms: LRUCache[int, tuple[str, ...]] = LRUCache(_TERMS_CACHE)
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False)
@@ -305,11 +308,15 @@ class RecallIndex:
         stats = self._threads.get(thread)
         if stats is not None:
             return stats
+        if not create and thread in self._absent:
+            return None
         db = self._db
         row = db.execute("SELECT slot, passages FROM recall_thread WHERE thread = ?", (thread,)).fetchone()
         if row is None:
             if not create:
+                self._absent.add(thread)
                 return None
+            self._absent.discard(thread)
             slot = int(db.execute("SELECT COALESCE(MAX(slot), 0) + 1 FROM recall_thread").fetchone()[0])
             if slot > _MAX_SLOT:
                 raise ConfigurationError(
@@ -462,13 +469,19 @@ class RecallIndex:
         index holds at all carry less than ``min_coverage`` (or ``gate``) of the query's rarity, no passage can
         reach it and the search is skipped.
         """
+        if limit <= 0:
+            return []
+        with self._lock:
+            stats = self._stats(thread, create=False)
+        if stats is None or not stats.docs:  # nothing of this thread indexed: no words to look at either
+            return []
         terms = query_terms(query, limit=4 * MAX_QUERY_TERMS)
-        if not terms or limit <= 0:
+        if not terms:
             return []
         skip = set(exclude)
         with self._lock:
-            stats = self._stats(thread, create=False)
-            if stats is None or not stats.docs:
+            stats = self._stats(thread, create=False)  # again: another thread may have forgotten it meanwhile
+            if stats is None:
                 return []
             df = stats.df
             idf = self._idf(stats, sorted({_fold(t) for t in terms}))  # terms are words already

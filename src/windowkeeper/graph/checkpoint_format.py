@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import StorageError
-from ..messages import Message
+from ..messages import Message, edited_since
 from ..storage.base import message_key
 
 FORMAT_KEY = "windowkeeper_checkpoint"
@@ -47,14 +47,41 @@ def body_hash(message: Message) -> str:
 
 @dataclass
 class LogIndex:
-    """Where this process knows a thread's logged messages are: key to (position, `body_hash` of that copy)."""
+    """Where this process knows a thread's logged messages are: key to (position, `body_hash` of that copy).
+
+    Messages appended to the log or read back from it are recorded without hashing them (`record_read`): the
+    object is the logged copy, so as long as the view holds that very object, unedited, it is the logged one.
+    Its hash is computed only when a different object with its key must be compared (`logged_at`); hashing on
+    record cost a put two serializations per new message and a restarted process's first read one per message
+    of the view.
+    """
 
     length: int
     where: dict[str, tuple[int, str]] = field(default_factory=dict)
+    read: dict[str, tuple[int, Message, int]] = field(default_factory=dict)
 
-    def record(self, messages: Sequence[Message], start: int) -> None:
+    def record_read(self, messages: Sequence[Message], start: int, epoch: int) -> None:
+        """``messages`` are the copies at log positions ``start``... (written or read at `edit_epoch` ``epoch``)."""
+        read = self.read
         for offset, message in enumerate(messages):
-            self.where[message_key(message.message_id)] = (start + offset, body_hash(message))
+            read[message_key(message.message_id)] = (start + offset, message, epoch)
+
+    def logged_at(self, key: str, message: Message) -> int | None:
+        """The log position of ``message`` when the log holds exactly it under ``key``, else None."""
+        logged = self.where.get(key)
+        if logged is None:
+            found = self.read.get(key)
+            if found is None:
+                return None
+            position, copy, epoch = found
+            if message is copy and not edited_since(copy, epoch):
+                return position
+            # another object (or this one edited): compare bodies, hashing the copy read once, as it was read
+            del self.read[key]
+            if edited_since(copy, epoch):
+                return None
+            logged = self.where[key] = (position, body_hash(copy))
+        return logged[0] if logged[1] == body_hash(message) else None
 
 
 def is_envelope(raw: dict[str, Any]) -> bool:
@@ -71,9 +98,8 @@ def encode_context(context: Sequence[Message], index: LogIndex, into: list[Any] 
     run: list[Any] | None = out[-1] if out and isinstance(out[-1], list) else None
     for message in context:
         key = message_key(message.message_id)
-        logged = index.where.get(key)
-        if logged is not None and logged[1] == body_hash(message):
-            position = logged[0]
+        position = index.logged_at(key, message)
+        if position is not None:
             if run is not None and run[0] + run[1] == position:
                 run[1] += 1
                 run[3] = key

@@ -16,8 +16,8 @@ when it reloads that same checkpoint, so a context manager recognises its view a
 
 from __future__ import annotations
 
+import itertools
 import logging
-import operator
 import os
 import uuid
 from abc import ABC, abstractmethod
@@ -30,6 +30,7 @@ from pydantic_core import PydanticSerializationError
 
 from .._bridge import run_sync
 from .._cache import LRUCache
+from .._gc import bulk_allocation
 from ..errors import ConfigurationError, StorageError
 from ..messages import Message, edit_epoch, edited_since
 from ..state import AgentState
@@ -160,7 +161,10 @@ def _edited(view: _View) -> bool:
 def _grew(view: _View, context: list[Message]) -> bool:
     """Whether ``context`` is ``view``'s messages, unedited, followed by new ones."""
     n = len(view.context)
-    return len(context) >= n and all(map(operator.is_, context, view.context)) and not _edited(view)
+    # tuple equality compares by identity first, in C: 0.06 ms for 100k messages, where a Python-level identity
+    # walk took 5-30 ms a put. A different object equal in every field (private state included) stands for the
+    # same stored body, so treating it as the old one keeps the encoding right.
+    return len(context) >= n and tuple(itertools.islice(context, n)) == view.context and not _edited(view)
 
 
 class Checkpointer(BaseCheckpointer):
@@ -227,9 +231,10 @@ class Checkpointer(BaseCheckpointer):
         seen: set[str] = set()
         for message in messages:
             key = message_key(message.message_id)
-            if key not in seen and key not in index.where:
+            if key not in seen and key not in index.where and key not in index.read:
                 seen.add(key)
                 fresh.append(message)
+        epoch = edit_epoch()  # the objects are the logged copies unless edited after this
         added = await self.store.append_messages(thread_id, messages)
         logger.debug("thread %s: %d of %d messages new in the log", thread_id, added, len(messages))
         if not added:
@@ -237,7 +242,7 @@ class Checkpointer(BaseCheckpointer):
         length = await self.store.count_messages(thread_id)
         if added == len(fresh) and length == index.length + added:
             # the log grew by exactly these messages, so they sit at the positions after the known length
-            index.record(fresh, index.length)
+            index.record_read(fresh, index.length, epoch)
         else:
             # some ids were logged before this process knew of them, or another writer appended in between:
             # positions are uncertain, so these messages are stored inline in the snapshot instead
@@ -256,8 +261,19 @@ class Checkpointer(BaseCheckpointer):
         if view is not None and view.checkpoint == checkpoint and not _edited(view):
             return list(view.context)
         index = self._logs.peek(thread_id) or LogIndex(await self.store.count_messages(thread_id))
+        epoch = edit_epoch()
         context: list[Message] = []
-        for entry in raw["context"]:
+        with bulk_allocation():  # a view of thousands of messages is built here, all of it kept
+            await self._read_entries(thread_id, raw["context"], index, epoch, context)
+        if isinstance(checkpoint, str):
+            self._remember(thread_id, index, _View(checkpoint, tuple(context), raw["context"], epoch))
+        return context
+
+    async def _read_entries(
+        self, thread_id: str, entries: list[Any], index: LogIndex, epoch: int, context: list[Message]
+    ) -> None:
+        """Append the messages of a stored view's ``entries`` to ``context`` (runs read from the log)."""
+        for entry in entries:
             if isinstance(entry, dict):
                 context.append(self._inline(thread_id, entry))
                 continue
@@ -267,11 +283,8 @@ class Checkpointer(BaseCheckpointer):
                 run = await self._find_run(thread_id, count, first, last)
                 start = -1
             if start >= 0:
-                index.record(run, start)
+                index.record_read(run, start, epoch)
             context.extend(run)
-        if isinstance(checkpoint, str):
-            self._remember(thread_id, index, _View(checkpoint, tuple(context), raw["context"], edit_epoch()))
-        return context
 
     @staticmethod
     def _inline(thread_id: str, entry: dict[str, Any]) -> Message:

@@ -189,8 +189,9 @@ class CompiledGraph:
         return state
 
     def get_state(self, config: Mapping[str, Any]) -> AgentState | None:
+        # reads the checkpointer only: no node ran, so no node's client needs closing
         return run_sync(
-            lambda: self._on_private_loop(self.aget_state(config)),
+            lambda: self.aget_state(config),
             caller="CompiledGraph.get_state()",
             instead="await graph.aget_state(...)",
         )
@@ -215,10 +216,11 @@ class CompiledGraph:
             await self._release_loop_resources()
 
     async def _release_loop_resources(self) -> None:
-        """Close the nodes' SDK clients bound to a loop the sync API created and is about to close.
+        """Close the nodes' SDK clients bound to the loop a sync run used.
 
-        Provider clients keep one connection pool per event loop; left open, a pool outlives its loop and leaks
-        sockets. Async callers own their loop, so this runs only for `invoke`/`stream`/`get_state`.
+        Provider clients keep one connection pool per event loop. The sync API's loop (one per thread, see
+        `windowkeeper._bridge`) is closed without awaiting anything when its thread ends, so a pool left open there
+        would leak its sockets. Async callers own their loop, so this runs only for `invoke`/`stream`.
         """
         for node in self.nodes.values():
             release = getattr(node.component, "aclose", None)

@@ -10,31 +10,16 @@ names the index, the key, the shape expected and, when it can tell, the format t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
-from ..errors import ConfigurationError, FormatError
-from ..llm.formats import (
-    anthropic,
-    from_anthropic,
-    from_gemini,
-    from_langchain,
-    from_openai_chat,
-    from_responses_input,
-    gemini,
-    langchain,
-    openai_chat,
-    openai_responses,
-    to_anthropic,
-    to_gemini,
-    to_langchain,
-    to_openai_chat,
-    to_responses_input,
-)
+from ..errors import FormatError
+from ..llm.formats import from_responses_input
 from ..llm.formats._common import plain
 from ..llm.formats.anthropic import CacheBreakpoint
-from ..llm.formats.openai_responses import continues_turn
+from ..llm.formats.registry import ProviderFormat, formats, get_format
+from ..llm.formats.registry import guess_format as _guess
 from ..messages import Message
 from ..prompt import system_message
 
@@ -46,9 +31,7 @@ if TYPE_CHECKING:
         AnthropicSystem,
         GeminiContent,
         GeminiSystemInstruction,
-        OpenAIChatDeveloperMessage,
         OpenAIChatMessage,
-        OpenAIChatSystemMessage,
         ResponsesItem,
     )
 
@@ -61,100 +44,43 @@ WireMessages: TypeAlias = (
 WireSystem: TypeAlias = "AnthropicSystem | GeminiSystemInstruction | None"
 
 WindowFormat = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "langchain"]
+"""The built-in formats (a format registered with ``register_format`` is accepted too, typed as ``str``)."""
 WINDOW_FORMATS: tuple[WindowFormat, ...] = get_args(WindowFormat)
 
-NAMES: dict[str, str] = {
-    "openai_chat": "OpenAI Chat Completions",
-    "openai_responses": "OpenAI Responses",
-    "anthropic": "Anthropic Messages",
-    "gemini": "Gemini",
-    "langchain": "LangChain",
-}
 
-EXPECTED: dict[str, str] = {
-    "openai_chat": "Chat Completions messages such as {'role': 'user', 'content': 'hi'} "
-    "(roles system, developer, user, assistant with tool_calls, tool with tool_call_id)",
-    "openai_responses": "Responses input items such as {'type': 'message', 'role': 'user', 'content': 'hi'}, "
-    "{'type': 'function_call', ...} or {'type': 'function_call_output', 'call_id': ..., 'output': ...}",
-    "anthropic": "Anthropic messages such as {'role': 'user', 'content': 'hi'} with tool_use / tool_result "
-    "content blocks (the system prompt goes to system=, not into the list)",
-    "gemini": "Gemini contents such as {'role': 'user', 'parts': [{'text': 'hi'}]} (roles user and model; "
-    "the system instruction goes to system=)",
-    "langchain": "langchain_core message objects such as HumanMessage('hi'), AIMessage, ToolMessage",
-}
+class _Titles(Mapping[str, str]):
+    """Format name -> a registry attribute, looked up when asked (formats registered later are included)."""
 
-_ANTHROPIC_PARTS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
-_RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file"})
+    def __init__(self, attribute: str) -> None:
+        self._attribute = attribute
+
+    def __getitem__(self, name: str) -> str:
+        return str(getattr(get_format(name), self._attribute))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(formats())
+
+    def __len__(self) -> int:
+        return len(formats())
+
+
+NAMES: Mapping[str, str] = _Titles("title")
+EXPECTED: Mapping[str, str] = _Titles("expected")
 
 
 def check_format(fmt: object) -> WindowFormat:
-    if fmt not in WINDOW_FORMATS:
-        raise ConfigurationError(f"format={fmt!r} is not supported; use one of {', '.join(map(repr, WINDOW_FORMATS))}")
-    return fmt
-
-
-def _is_langchain(item: Any) -> bool:
-    return any(cls.__module__.startswith("langchain_core.messages") for cls in type(item).__mro__)
-
-
-def _part_types(content: Any) -> list[tuple[int, str]]:
-    if not isinstance(content, list):
-        return []
-    out = []
-    for j, part in enumerate(content):
-        p = plain(part)
-        if isinstance(p, Mapping) and isinstance(p.get("type"), str):
-            out.append((j, p["type"]))
-    return out
+    """``fmt`` when it names a registered format (a `ConfigurationError` naming the registered ones otherwise)."""
+    return cast(WindowFormat, get_format(fmt).name)
 
 
 def foreign_shape(fmt: WindowFormat, item: Any) -> tuple[str, str | None] | None:
     """``(key, guessed_format)`` when ``item`` carries a key that ``fmt``'s messages never have, else None."""
-    if _is_langchain(item):
-        return None if fmt == "langchain" else ("type", "langchain")
-    if fmt == "langchain":
-        return ("type", None)
-    d = plain(item)
-    if not isinstance(d, Mapping):
-        return None  # the converter reports the wrong type with the expected shape
-    role = d.get("role")
-    if fmt != "gemini" and ("parts" in d or role == "model"):
-        return ("parts" if "parts" in d else "role", "gemini")
-    if fmt == "gemini" and "content" in d:
-        return ("content", guess_format(item))
-    if fmt != "openai_responses" and "type" in d:
-        return ("type", "openai_responses")
-    if fmt != "openai_chat" and ("tool_calls" in d or "tool_call_id" in d or role in ("tool", "system")):
-        key = "tool_calls" if "tool_calls" in d else "tool_call_id" if "tool_call_id" in d else "role"
-        if not (fmt == "openai_responses" and role == "system"):
-            return (key, "openai_chat")
-    for j, ptype in _part_types(d.get("content")):
-        if fmt != "anthropic" and ptype in _ANTHROPIC_PARTS:
-            return (f"content[{j}].type", "anthropic")
-        if fmt == "anthropic" and ptype in _RESPONSES_PARTS:
-            return (f"content[{j}].type", "openai_responses")
-    return None
+    return get_format(fmt).foreign(item)
 
 
 def guess_format(item: Any) -> str | None:
     """The format ``item`` most likely belongs to, for error hints (None when nothing is distinctive)."""
-    if _is_langchain(item):
-        return "langchain"
-    d = plain(item)
-    if not isinstance(d, Mapping):
-        return None
-    if "parts" in d or d.get("role") == "model":
-        return "gemini"
-    if "type" in d:
-        return "openai_responses"
-    if "tool_calls" in d or "tool_call_id" in d or d.get("role") in ("tool", "system", "developer"):
-        return "openai_chat"
-    for _, ptype in _part_types(d.get("content")):
-        if ptype in _ANTHROPIC_PARTS:
-            return "anthropic"
-        if ptype in _RESPONSES_PARTS:
-            return "openai_responses"
-    return None
+    return _guess(item)
 
 
 def _shape_error(fmt: WindowFormat, index: int, key: str, guess: str | None, detail: str) -> FormatError:
@@ -170,59 +96,82 @@ def _shape_error(fmt: WindowFormat, index: int, key: str, guess: str | None, det
 class ReadCache:
     """What the previous read of a thread's list produced, so the next read converts only the new tail.
 
-    ``items`` are the caller's own objects (kept by reference: an item that is the very same object as last time
-    is not read again) and ``marks`` the ``(item index, messages read before it)`` points a tail may start at.
+    ``items`` are the caller's items as last read (this cache's own list, grown in place) and ``marks`` the
+    ``(item index, messages read before it)`` points a tail may start at, ascending. ``reused`` is how many
+    leading messages the last read took from the read before it, and ``replaced`` the messages of that earlier
+    read it re-read instead (a tail restarted before the previous end), so a caller can compare them.
     """
 
     items: list[Any] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)
     marks: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
+    reused: int = 0
+    replaced: list[Message] = field(default_factory=list)
 
 
 def _safe_start(fmt: WindowFormat, items: Sequence[Any], index: int) -> bool:
     """Whether reading may start at ``items[index]`` without state from the items before it."""
-    if index == 0 or index >= len(items):
-        return True
-    if fmt == "openai_responses":
-        return not (continues_turn(items[index - 1]) and continues_turn(items[index]))
-    if fmt == "gemini":
-        entry = plain(items[index])
-        parts = entry.get("parts") if isinstance(entry, Mapping) else None
-        return not any(
-            isinstance(p, Mapping) and ("functionResponse" in p or "function_response" in p)
-            for p in (plain(part) for part in (parts if isinstance(parts, list) else []))
-        )
-    return True
+    return get_format(fmt).safe_start(items, index)
+
+
+BOUNDARY_ITEMS = 4
+"""Items just before a mark that are always compared; before them the comparison steps back by doubling strides."""
+
+
+def same_prefix(items: Sequence[Any], known: Sequence[Any], n: int) -> bool:
+    """Whether ``items[:n]`` are still ``known[:n]``, judged at the boundary: the last `BOUNDARY_ITEMS` items, then
+    log-spaced ones back to the first (O(log n) comparisons, identity first). An item replaced deep inside the
+    history between two of those points goes unnoticed; rewriting history means starting the thread over."""
+    if n > len(items) or n > len(known):
+        return False
+    i, step = n - 1, 1
+    while i >= 0:
+        mine, theirs = items[i], known[i]
+        if mine is not theirs and mine != theirs:
+            return False
+        if n - 1 - i >= BOUNDARY_ITEMS:
+            step *= 2
+        i -= step
+    return n == 0 or items[0] is known[0] or items[0] == known[0]
 
 
 def read_messages_cached(fmt: WindowFormat, messages: Any, cache: ReadCache | None) -> tuple[list[Message], ReadCache]:
-    """`read_messages` that re-reads only what changed since ``cache`` (the same result, ids included).
+    """`read_messages` that re-reads only what is new since ``cache`` (the same result, ids included).
 
-    The leading items that are the very objects of the previous call are taken from the cache, up to the last
-    point a read can restart from; the rest is read with the id chain continued. Work per call is proportional to
-    what is new, not to the history. Items must not be edited in place: replace an item to change history.
+    The leading items read last time (recognized at the boundary, see `same_prefix`) are taken from the cache, up
+    to the last point a read can restart from; the rest is read with the id chain continued. Work per call is
+    proportional to what is new, not to the history: the cache is updated in place and the returned list is the
+    cache's own (valid until the next read). Items must not be edited in place: replace an item to change history.
     """
     if cache is None or (fmt == "openai_responses" and isinstance(messages, str)):
         return _fresh(fmt, messages)
     _check_list(fmt, messages)
-    same = 0
-    for mine, theirs in zip(messages, cache.items, strict=False):
-        if mine is not theirs:
+    chosen = 0
+    for index in range(len(cache.marks) - 1, 0, -1):
+        item_index = cache.marks[index][0]
+        if (
+            item_index <= len(messages)
+            and _safe_start(fmt, messages, item_index)
+            and same_prefix(messages, cache.items, item_index)
+        ):
+            chosen = index
             break
-        same += 1
-    start, count = 0, 0
-    for item_index, message_count in cache.marks:
-        if item_index <= same and _safe_start(fmt, messages, item_index):
-            start, count = item_index, message_count
-    if start == 0:
+    if chosen == 0:
         return _fresh(fmt, messages)
+    start, count = cache.marks[chosen]
     tail = list(messages[start:])
     _check_shapes(fmt, tail, offset=start)
     previous = str(cache.messages[count - 1].message_id) if count else None
     read = _guarded(fmt, messages, lambda: _read_tail(fmt, tail, start, previous))
-    out = [*cache.messages[:count], *read]
-    marks = [m for m in cache.marks if m[0] <= start]
-    return out, ReadCache(items=list(messages), messages=out, marks=[*marks, (len(messages), len(out))])
+    cache.replaced = cache.messages[count:]
+    del cache.messages[count:]
+    cache.messages.extend(read)
+    del cache.items[start:]
+    cache.items.extend(tail)
+    del cache.marks[chosen + 1 :]
+    cache.marks.append((len(messages), len(cache.messages)))
+    cache.reused = count
+    return cache.messages, cache
 
 
 def _fresh(fmt: WindowFormat, messages: Any) -> tuple[list[Message], ReadCache]:
@@ -232,15 +181,7 @@ def _fresh(fmt: WindowFormat, messages: Any) -> tuple[list[Message], ReadCache]:
 
 
 def _read_tail(fmt: WindowFormat, tail: list[Any], offset: int, previous: str | None) -> list[Message]:
-    if fmt == "openai_chat":
-        return openai_chat.read_items(tail, offset=offset, previous=previous)
-    if fmt == "openai_responses":
-        return openai_responses.read_items(tail, offset=offset, previous=previous)
-    if fmt == "anthropic":
-        return anthropic.read_items(tail, offset=offset, previous=previous)
-    if fmt == "gemini":
-        return gemini.read_items(tail, offset=offset, previous=previous)
-    return langchain.read_items(tail, offset=offset, previous=previous)
+    return get_format(fmt).read(tail, offset=offset, previous=previous)
 
 
 def _check_list(fmt: WindowFormat, messages: Any) -> None:
@@ -275,15 +216,7 @@ def read_messages(fmt: WindowFormat, messages: Any) -> list[Message]:
 
 
 def _read_all(fmt: WindowFormat, items: list[Any]) -> list[Message]:
-    if fmt == "openai_chat":
-        return from_openai_chat(items)
-    if fmt == "openai_responses":
-        return from_responses_input(items)
-    if fmt == "anthropic":
-        return from_anthropic(None, items)
-    if fmt == "gemini":
-        return from_gemini(None, items)
-    return from_langchain(items)
+    return get_format(fmt).read(items)
 
 
 def _guarded(fmt: WindowFormat, messages: Sequence[Any], read: Callable[[], list[Message]]) -> list[Message]:
@@ -308,21 +241,7 @@ def _guarded(fmt: WindowFormat, messages: Sequence[Any], read: Callable[[], list
 
 def system_text(fmt: WindowFormat, system: Any) -> str | None:
     """The ``system=`` argument as one text: a string, Anthropic text blocks, a Gemini content, a SystemMessage."""
-    if system is None:
-        return None
-    if isinstance(system, str):
-        return system or None
-    if fmt == "anthropic" or isinstance(system, list):
-        messages = from_anthropic(system, [])
-    elif fmt == "gemini":
-        messages = from_gemini(system, [])
-    elif _is_langchain(system):
-        messages = from_langchain([system])
-    else:
-        raise FormatError(
-            f"system= must be a string for format {fmt!r}, got {type(system).__name__}", key="system"
-        )
-    return "\n\n".join(m.text() for m in messages if m.role == "system") or None
+    return get_format(fmt).read_system(system)
 
 
 def write_messages(
@@ -333,32 +252,26 @@ def write_messages(
     cache_breakpoints: Sequence[CacheBreakpoint] | None = None,
     developer: bool = False,
 ) -> tuple[WireMessages, WireSystem]:
-    """``(messages, system)`` in ``fmt``: system in its native place (in the list for Chat Completions/LangChain)."""
-    if fmt == "openai_chat":
-        chat = to_openai_chat(messages)
-        if system:
-            head: OpenAIChatSystemMessage | OpenAIChatDeveloperMessage = (
-                {"role": "developer", "content": system} if developer else {"role": "system", "content": system}
-            )
-            chat.insert(0, head)
-        return chat, None
-    if fmt == "openai_responses":
-        _, items = to_responses_input(messages, reasoning="signed")
-        return items, system
-    if fmt == "anthropic":
-        if cache_breakpoints is None:
-            _, out = to_anthropic(messages, reasoning="signed")
-            return out, system
-        marks = [b for b in cache_breakpoints if b != "system"]
-        _, out = to_anthropic(messages, reasoning="signed", cache_breakpoints=marks)
-        if system and "system" in cache_breakpoints:
-            return out, [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
-        return out, system
-    if fmt == "gemini":
-        _, contents = to_gemini(messages, reasoning="signed")
-        return contents, ({"parts": [{"text": system}]} if system else None)
-    head_lc: list[Message] = [system_message(system)] if system else []
-    return to_langchain([*head_lc, *messages]), None
+    """``(messages, system)`` in ``fmt``: system in its native place (in the list for Chat Completions/LangChain);
+    every message unchanged since it was read is the caller's own item, the rest written anew."""
+    out, out_system = get_format(fmt).write(
+        system,
+        messages,
+        cache_breakpoints=cache_breakpoints,
+        developer=developer,
+        system_id=system_message(system).message_id if system else None,
+    )
+    return cast("WireMessages", out), cast("WireSystem", out_system)
+
+
+def write_plain(fmt: WindowFormat, messages: Sequence[Message]) -> list[Any]:
+    """Messages in ``fmt`` without any system handling (for `Window.restore`)."""
+    return get_format(fmt).write_plain(messages)
+
+
+def format_object(fmt: WindowFormat) -> ProviderFormat:
+    """The registry's object for ``fmt`` (read, write, system placement, shape checks, tool shape)."""
+    return get_format(fmt)
 
 
 __all__ = [
@@ -372,6 +285,9 @@ __all__ = [
     "ReadCache",
     "read_messages",
     "read_messages_cached",
+    "same_prefix",
     "system_text",
+    "format_object",
     "write_messages",
+    "write_plain",
 ]

@@ -35,21 +35,36 @@ STATE_VERSION = 1
 OFFLOAD_NAMESPACE = "windowkeeper.window.offloaded"
 
 
-def chain_digest(messages: Iterable[Message]) -> str:
-    """A digest of the messages' ids and fingerprints in order: equal digests, equal lists (as far as a model sees)."""
-    h = hashlib.blake2b(digest_size=16)
+def chain_hasher(messages: Iterable[Message], hasher: Any = None) -> Any:
+    """A running hash of the messages' ids and fingerprints in order (``hasher`` continued when given): a thread
+    carries it from call to call and feeds it only the new messages."""
+    h = hasher if hasher is not None else hashlib.blake2b(digest_size=16)
     for message in messages:
         h.update(f"{message.message_id}\x1f{message.fingerprint()}\x1e".encode())
-    return h.hexdigest()
+    return h
+
+
+def chain_digest(messages: Iterable[Message]) -> str:
+    """A digest of the messages' ids and fingerprints in order: equal digests, equal lists (as far as a model sees)."""
+    return str(chain_hasher(messages).hexdigest())
 
 
 def restore_keys(message: Message) -> list[str]:
-    """The keys an offloaded original is found under: each tool call id it answers, else its pointer text."""
+    """The keys an offloaded original is found under: each tool call id it answers, else its pointer text; and
+    its message id (the id a reply's pointer shows)."""
     results = message.tool_result_blocks()
     if results:
-        return [f"call:{r.call_id}" for r in results]
-    digest = hashlib.blake2b(message.text().encode("utf-8"), digest_size=16).hexdigest()
-    return [f"text:{message.role}:{digest}"]
+        keys = [f"call:{r.call_id}" for r in results]
+    else:
+        digest = hashlib.blake2b(message.text().encode("utf-8"), digest_size=16).hexdigest()
+        keys = [f"text:{message.role}:{digest}"]
+    keys.append(f"id:{message.message_id}")
+    return keys
+
+
+def ref_keys(ref: str) -> list[str]:
+    """The keys a pointer id (what a pointer shows: a tool call id or a message id) is looked up under."""
+    return [f"call:{ref}", f"id:{ref}"]
 
 
 def view_restore_keys(view: Iterable[Message]) -> set[str]:
@@ -63,6 +78,10 @@ class ThreadMemory:
 
     source_count: int = 0
     source_digest: str = ""
+    hasher: Any = None
+    """The running `chain_hasher` of the ``source_count`` messages (in memory only; rebuilt once after a load)."""
+    developer: bool = False
+    """Whether the caller's system text comes as a Chat Completions ``developer`` message (seen once, kept)."""
     view: list[Message] = field(default_factory=list)
     summary: str | None = None
     scratchpad: str | None = None
@@ -73,6 +92,8 @@ class ThreadMemory:
     original_bytes: dict[str, int] = field(default_factory=dict)
     """Estimated size of each kept original (`approx_bytes`), computed once, for the bound without a store."""
     saved_keys: set[str] = field(default_factory=set)
+    rewritten: dict[tuple[str, str], Message] = field(default_factory=dict)
+    """Pointers as sent to a request without the recall tool (see `integrations._recall`), made once each."""
     read_cache: Any = None
     """The `ReadCache` of the caller's list as last read (in memory only: a new process reads the list once)."""
     last_prompt: Any = None
@@ -202,4 +223,12 @@ def _original_of(thread_id: str, key: str, doc: dict[str, Any]) -> Message:
         raise StorageError(f"thread {thread_id!r}: offloaded original {key!r} is not readable: {exc}") from exc
 
 
-__all__ = ["OFFLOAD_NAMESPACE", "ThreadMemory", "ThreadStore", "chain_digest", "restore_keys"]
+__all__ = [
+    "OFFLOAD_NAMESPACE",
+    "ThreadMemory",
+    "ThreadStore",
+    "chain_digest",
+    "chain_hasher",
+    "ref_keys",
+    "restore_keys",
+]

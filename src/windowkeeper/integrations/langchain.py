@@ -8,6 +8,10 @@ and only the request is managed: trimmed to the budget, old tool results turned 
 running summary placed after the system prompt in the request's system message. What the manager keeps between
 calls (summary, offloaded originals) is kept per LangGraph ``thread_id``, and in ``store=`` when given. The prompt
 size the provider reports for each reply calibrates an estimated counter (Anthropic, Gemini models).
+
+The middleware registers the ``recall`` tool its pointers name (``create_agent`` adds a middleware's ``tools`` to
+the agent's), so a model that asks for a cleared output by its id gets it back; pass ``recall_tool=False`` to
+leave it out, and the pointers then tell the model to ask the user instead.
 """
 
 from __future__ import annotations
@@ -43,10 +47,14 @@ class WindowkeeperMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         manager_or_budget: Window | BaseContextManager[Any] | int,
         *,
         store: str | os.PathLike[str] | SessionStore | None = None,
+        recall_tool: bool = True,
     ) -> None:
         super().__init__()
         self.window = as_window(manager_or_budget, format="langchain", store=store, owner="WindowkeeperMiddleware")
         self.last_result: FitResult | None = None
+        self.recall = self.window.recall_tool()
+        self.recall.thread_of = current_thread_id
+        self.tools = [self.recall.as_langchain_tool()] if recall_tool else []
 
     @property
     def name(self) -> str:

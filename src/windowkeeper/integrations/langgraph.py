@@ -1,7 +1,12 @@
-"""`pre_model_hook`: windowkeeper for LangGraph's prebuilt ReAct agent (extra ``langgraph``).
+"""`pre_model_hook`: windowkeeper for LangGraph's prebuilt ReAct agent and custom graphs (extra ``langgraph``).
 
     from windowkeeper.integrations.langgraph import pre_model_hook
-    agent = create_react_agent(model, tools, pre_model_hook=pre_model_hook(128_000), checkpointer=...)
+    hook = pre_model_hook(128_000, tools=tools)
+    agent = create_react_agent(model, [*tools, *hook.tools], pre_model_hook=hook, checkpointer=...)
+
+``create_react_agent`` is deprecated in LangGraph 1.x; its successor, LangChain's ``create_agent``, takes
+`windowkeeper.integrations.langchain.WindowkeeperMiddleware`. In a custom ``StateGraph``, call the hook from
+the node that calls the model: ``hook(state, config)["llm_input_messages"]`` is what to send.
 
 The hook runs before every model call and returns ``llm_input_messages``: the managed view of the state's
 messages with the running summary in a leading system message. The state's ``messages`` are left untouched, so
@@ -14,13 +19,21 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..context import BaseContextManager
 from ..errors import ConfigurationError
 from ..storage import SessionStore
-from ._lc import reported_input_tokens, require, system_message, thread_id_from_config, view_messages
+from ._lc import (
+    current_thread_id,
+    reported_input_tokens,
+    require,
+    system_message,
+    thread_id_from_config,
+    tool_schemas,
+    view_messages,
+)
 from .window import FitResult, Window, as_window
 
 logger = logging.getLogger(__name__)
@@ -42,12 +55,24 @@ def _update(result: FitResult, messages: list[Any]) -> dict[str, Any]:
 
 
 class WindowkeeperHook:
-    """The hook object (sync ``__call__`` and async ``acall``); `pre_model_hook` wraps it as a LangGraph node."""
+    """The hook object (sync ``__call__`` and async ``acall``); `pre_model_hook` wraps it as a LangGraph node.
 
-    def __init__(self, window: Window) -> None:
+    In a custom ``StateGraph`` call it from a node of your own: ``hook(state, config)`` (or ``await
+    hook.acall(state, config)``) with the node's ``config`` returns ``{"llm_input_messages": [...]}``, the
+    managed messages to send the model; the thread is ``config["configurable"]["thread_id"]``. ``recall_tool`` is
+    the LangChain tool the pointers name: add it to the tools the model is bound to and the tool node runs.
+    """
+
+    def __init__(self, window: Window, *, tools: Sequence[Any] | None = None, recall_tool: bool = True) -> None:
         self.window = window
         self.last_result: FitResult | None = None
         self._usage_seen: dict[str, object] = {}
+        recall = window.recall_tool()
+        recall.thread_of = current_thread_id
+        self.recall_tool = recall.as_langchain_tool()
+        self.tools: list[Any] = [self.recall_tool] if recall_tool else []
+        """What to add to the agent's tools (the recall tool, unless ``recall_tool=False``)."""
+        self._schemas = tool_schemas([*(tools or ()), *self.tools])
 
     def _observe(self, messages: list[Any], thread_id: str) -> None:
         """The newest AI message answers the previous request of this thread: its reported prompt size calibrates
@@ -63,14 +88,14 @@ class WindowkeeperHook:
         messages = _messages(state)
         tid = thread_id_from_config(config)
         self._observe(messages, tid)
-        self.last_result = self.window.fit(messages, thread_id=tid)
+        self.last_result = self.window.fit(messages, tools=self._schemas, thread_id=tid)
         return _update(self.last_result, messages)
 
     async def acall(self, state: Any, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
         messages = _messages(state)
         tid = thread_id_from_config(config)
         self._observe(messages, tid)
-        self.last_result = await self.window.afit(messages, thread_id=tid)
+        self.last_result = await self.window.afit(messages, tools=self._schemas, thread_id=tid)
         return _update(self.last_result, messages)
 
 
@@ -78,16 +103,22 @@ def pre_model_hook(
     manager_or_budget: Window | BaseContextManager[Any] | int,
     *,
     store: str | os.PathLike[str] | SessionStore | None = None,
+    tools: Sequence[Any] | None = None,
+    recall_tool: bool = True,
 ) -> Any:
     """A LangGraph node for ``create_react_agent(pre_model_hook=...)`` (sync and async graphs).
 
     ``manager_or_budget`` is a context manager, a budget in tokens, or a `Window` with ``format="langchain"``.
-    The returned runnable has the hook object as ``.hook`` (its ``window`` and ``last_result``).
+    ``tools`` are the agent's own tools (counted in every request). The returned runnable has the hook object
+    as ``.hook`` (its ``window`` and ``last_result``) and ``.tools``: the recall tool the pointers name, to add to
+    the agent's tools (``create_react_agent(model, [*tools, *hook.tools], pre_model_hook=hook)``); with
+    ``recall_tool=False`` it is empty and the pointers tell the model to ask the user instead.
     """
     require("langgraph", "langgraph")
     from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-    hook = WindowkeeperHook(as_window(manager_or_budget, format="langchain", store=store, owner="pre_model_hook"))
+    window = as_window(manager_or_budget, format="langchain", store=store, owner="pre_model_hook")
+    hook = WindowkeeperHook(window, tools=tools, recall_tool=recall_tool)
 
     def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
         return hook(state, config)
@@ -95,8 +126,19 @@ def pre_model_hook(
     async def arun(state: Any, config: RunnableConfig) -> dict[str, Any]:
         return await hook.acall(state, config)
 
-    node: Any = RunnableLambda(run, afunc=arun, name="windowkeeper_pre_model_hook")
+    class HookNode(RunnableLambda):  # type: ignore[type-arg,misc]
+        """The hook as a LangGraph node that is also callable as ``node(state, config)`` from a node of your own
+        (a custom ``StateGraph``); ``await node.acall(state, config)`` is the async form."""
+
+        def __call__(self, state: Any, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+            return hook(state, config)
+
+        async def acall(self, state: Any, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+            return await hook.acall(state, config)
+
+    node: Any = HookNode(run, afunc=arun, name="windowkeeper_pre_model_hook")
     node.hook = hook
+    node.tools = hook.tools
     return node
 
 

@@ -10,20 +10,27 @@ synchronous callable (the SDK accepts sync or async filters), and it works with 
 `WindowkeeperSession` implements the SDK's ``Session`` protocol on a windowkeeper store: ``add_items`` keeps every
 item (the full history, byte for byte), ``get_items`` returns the managed view, opened by the running summary as
 a system message. Use the session to carry a long conversation across runs, the filter to manage the calls inside
-one run, or both.
+one run, or both through ``RunConfig(call_model_input_filter=session.input_filter)``: that filter shares the
+session's window and thread, so one manager and one summary serve the conversation. The ``recall`` tool the
+pointers name is ``.recall_tool`` of either (an SDK ``FunctionTool`` to put among the agent's tools).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import threading
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..context import BaseContextManager
 from ..errors import ConfigurationError
 from ..llm.formats._common import plain
-from ..storage import SessionStore, open_store
+from ..storage import ConflictError, SessionStore, open_store
+from ..storage.base import RecordNotFoundError
+from ._formats import same_prefix
 from ._lc import require
 from .window import FitResult, Window, as_window
 
@@ -59,15 +66,49 @@ class WindowkeeperInputFilter:
     id from your run context) for one filter serving several conversations.
     """
 
-    def __init__(self, window: Window, thread_id: ThreadIdOf = "default") -> None:
+    def __init__(
+        self, window: Window, thread_id: ThreadIdOf = "default", *, session: WindowkeeperSession | None = None
+    ) -> None:
         if not (isinstance(thread_id, str) and thread_id) and not callable(thread_id):
             raise ConfigurationError(f"thread_id must be a non-empty string or a function, got {thread_id!r}")
         self.window = window
         self.thread_id = thread_id
+        self.session = session
         self.last_result: FitResult | None = None
+        self._last_thread = thread_id if isinstance(thread_id, str) else "default"
+        self._recall_tool: Any = None
+
+    @property
+    def recall_tool(self) -> Any:
+        """The ``recall`` ``FunctionTool`` the pointers name: ``Agent(tools=[..., my_filter.recall_tool])``.
+
+        Without it among the agent's tools the pointers tell the model to ask the user instead (the SDK ends a
+        run whose model calls a tool the agent lacks). It restores on the thread of the filter's latest call.
+        """
+        if self._recall_tool is None:
+            recall = self.window.recall_tool()
+            recall.thread_of = lambda: self._last_thread
+            self._recall_tool = recall.as_agents_tool()
+        return self._recall_tool
 
     def _thread(self, data: Any) -> str:
         return self.thread_id if isinstance(self.thread_id, str) else str(self.thread_id(data))
+
+    def _source(self, data: Any) -> tuple[Any, str]:
+        """What to fit and on which thread: with a session, the history behind its view (the session's thread)."""
+        items = data.model_data.input
+        if self.session is None:
+            return items, self._thread(data)
+        source = self.session.source_of(items)
+        if source is not None:
+            return source, self.session.session_id
+        logger.info(
+            "session %r: the run's input does not start with the view get_items served (a session_input_callback "
+            "or limit changed it); managing it on its own thread %r",
+            self.session.session_id,
+            f"{self.session.session_id}:run",
+        )
+        return items, f"{self.session.session_id}:run"
 
     def _model_input(self, result: FitResult) -> Any:
         from agents.run_config import ModelInputData
@@ -77,23 +118,19 @@ class WindowkeeperInputFilter:
 
     def __call__(self, data: Any) -> Any:
         """Sync filter: the SDK calls it inside its event loop; the work runs on a worker thread meanwhile."""
-        model_data = data.model_data
+        items, thread = self._source(data)
+        self._last_thread = thread
         result = self.window.fit(
-            model_data.input,
-            system=model_data.instructions,
-            tools=agent_tool_schemas(data.agent),
-            thread_id=self._thread(data),
+            items, system=data.model_data.instructions, tools=agent_tool_schemas(data.agent), thread_id=thread
         )
         return self._model_input(result)
 
     async def acall(self, data: Any) -> Any:
         """Async form, for ``RunConfig(call_model_input_filter=my_filter.acall)``."""
-        model_data = data.model_data
+        items, thread = self._source(data)
+        self._last_thread = thread
         result = await self.window.afit(
-            model_data.input,
-            system=model_data.instructions,
-            tools=agent_tool_schemas(data.agent),
-            thread_id=self._thread(data),
+            items, system=data.model_data.instructions, tools=agent_tool_schemas(data.agent), thread_id=thread
         )
         return self._model_input(result)
 
@@ -110,11 +147,63 @@ def input_filter(
     return WindowkeeperInputFilter(window, thread_id)
 
 
+POPS_NAMESPACE = "windowkeeper.agents.pops"
+"""One record per session whose token changes on every `pop_item` and `clear_session`: a session object that has
+read the items before sees the change with one small read and reads the items again."""
+POPS_KEY = "token"
+OUTPUT_KINDS = frozenset(
+    {
+        "function_call_output",
+        "computer_call_output",
+        "local_shell_call_output",
+        "custom_tool_call_output",
+        "shell_call_output",
+        "apply_patch_call_output",
+    }
+)
+
+
+def latest_items(items: Sequence[Any], limit: int) -> list[Any]:
+    """The latest ``limit`` items, without a tool output whose call fell outside them (a model rejects those)."""
+    if limit <= 0:
+        return []
+    out = list(items[-limit:])
+    calls = {i.get("call_id") for i in out if isinstance(i, dict) and i.get("type") not in OUTPUT_KINDS}
+    return [
+        i for i in out if not (isinstance(i, dict) and i.get("type") in OUTPUT_KINDS and i.get("call_id") not in calls)
+    ]
+
+
+class _Joined(Sequence[Any]):
+    """``base[:count]`` followed by ``extra[skip:]``, without copying either (a run's input seen as the history)."""
+
+    def __init__(self, base: list[Any], count: int, extra: Sequence[Any], skip: int) -> None:
+        self._base, self._count, self._extra, self._skip = base, count, extra, skip
+
+    def __len__(self) -> int:
+        return self._count + len(self._extra) - self._skip
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._base[index] if index < self._count else self._extra[index - self._count + self._skip]
+
+
 class WindowkeeperSession:
     """The SDK's ``Session`` protocol on a windowkeeper store (see the module docstring).
 
     ``store`` is a SQLite path, a ``sqlite:///``, ``postgresql://`` or ``redis://`` URL, or a `SessionStore`
-    (default: an in-memory store). ``manager_or_budget`` manages the view `get_items` returns.
+    (default: an in-memory store). ``manager_or_budget`` manages the view `get_items` returns; `input_filter`
+    is the filter that shares it, for runs whose tool calls grow the input past the budget within one run.
+
+    Each `add_items` call is one record (its items stay together and in order); the store orders records, so
+    several threads, tasks and processes may add to one session id at once. A session object reads each record
+    once: `get_items` reads only what was added since its last read (by anyone), converts only that, and hands
+    the window the same item objects as before, so a call costs what is new.
     """
 
     session_settings: Any = None
@@ -125,73 +214,184 @@ class WindowkeeperSession:
         store: str | os.PathLike[str] | SessionStore | None = None,
         *,
         manager_or_budget: BaseContextManager[Any] | int = DEFAULT_SESSION_BUDGET,
+        session_settings: Any = None,
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise ConfigurationError(f"session_id must be a non-empty string, got {session_id!r}")
         self.session_id = session_id
+        self.session_settings = session_settings
         self._owns_store = not isinstance(store, SessionStore)
         self.store: SessionStore = store if isinstance(store, SessionStore) else open_store(store or "memory://")
         self.window = as_window(
             manager_or_budget, format="openai_responses", store=self.store, owner="WindowkeeperSession"
         )
         self.window.thread_id = session_id
-        self._next: int | None = None
         self.last_result: FitResult | None = None
+        self._lock = threading.Lock()
+        self._items: list[dict[str, Any]] = []
+        self._last_seq = -1
+        self._pops: str | None = None
+        self._loaded = False
+        self._served: tuple[list[Any], int] | None = None
+        self._filter: WindowkeeperInputFilter | None = None
 
-    async def _items(self) -> list[tuple[str, dict[str, Any]]]:
-        records = await self.store.list_records(ITEMS_NAMESPACE, self.session_id)
-        return [(r.key, r.doc["item"]) for r in records]
+    # -- reading ------------------------------------------------------------------------------------------------
+
+    async def _pops_token(self) -> str | None:
+        record = await self.store.get_record(POPS_NAMESPACE, self.session_id, POPS_KEY)
+        return str(record.doc.get("token")) if record is not None else None
+
+    async def _refresh(self) -> list[dict[str, Any]]:
+        """The session's items, reading only the records added since the last read (all of them after a pop or
+        clear by anyone, which the pops token shows)."""
+        token = await self._pops_token()
+        with self._lock:
+            reload = not self._loaded or token != self._pops
+            since = 0 if reload else self._last_seq + 1
+        records = await self.store.list_records_since(ITEMS_NAMESPACE, self.session_id, since)
+        with self._lock:
+            if reload:
+                self._items, self._last_seq = [], -1
+            for record in records:
+                if record.seq <= self._last_seq:
+                    continue  # another task of this object merged it meanwhile
+                self._items.extend(_record_items(record.doc))
+                self._last_seq = record.seq
+            self._loaded, self._pops = True, token
+            return self._items
 
     async def all_items(self) -> list[dict[str, Any]]:
         """Every item ever added (the full history), as stored."""
-        return [item for _, item in await self._items()]
+        return list(await self._refresh())
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The managed view of the history (the latest ``limit`` items of it when given)."""
-        items = await self.all_items()
+        """The managed view of the history, opened by the running summary as a system message.
+
+        ``limit`` (else ``session_settings.limit``) keeps the latest items of the view, never a tool output
+        whose call it drops.
+        """
+        if limit is None:
+            limit = getattr(self.session_settings, "limit", None)
+        items = await self._refresh()
         if not items:
+            self._served = ([], 0)  # a run's input is then all new: the filter starts the session's thread
             return []
+        count = len(items)
         result = await self.window.afit(items, thread_id=self.session_id)
         self.last_result = result
         view: list[Any] = list(result.messages)
+        if limit is not None:
+            view = latest_items(view, limit)
         if result.system:
             view.insert(0, {"role": "system", "content": result.system})
-        if limit is not None:
-            view = view[-limit:] if limit > 0 else []
+        self._served = (view, count) if limit is None else None
         return view
 
+    def source_of(self, model_input: Sequence[Any]) -> Sequence[Any] | None:
+        """The full history behind a run's model input that starts with what `get_items` last served: the
+        stored items followed by what the run added (None when the input does not start with that view)."""
+        served = self._served
+        if served is None:
+            return None
+        view, count = served
+        n = len(view)
+        if len(model_input) < n or not same_prefix(model_input, view, n):
+            return None
+        return _Joined(self._items, count, model_input, n)
+
+    @property
+    def recall_tool(self) -> Any:
+        """The ``recall`` ``FunctionTool`` for this session's thread (the same as ``input_filter.recall_tool``)."""
+        return self.input_filter.recall_tool
+
+    @property
+    def input_filter(self) -> WindowkeeperInputFilter:
+        """The ``call_model_input_filter`` that shares this session's window and thread (one manager, one summary).
+
+        Within a run the SDK sends the session's view plus the run's new items; the filter hands the window the
+        full history behind it instead, so the thread continues where `get_items` left it and the summary goes
+        to ``instructions`` once.
+        """
+        if self._filter is None:
+            self._filter = WindowkeeperInputFilter(self.window, self.session_id, session=self)
+        return self._filter
+
+    # -- writing ------------------------------------------------------------------------------------------------
+
     async def add_items(self, items: Sequence[Any]) -> None:
+        """Store ``items`` as one record (a unique key; the store orders records, so concurrent writers never
+        collide)."""
         if not items:
             return
-        if self._next is None:
-            existing = await self._items()
-            self._next = int(existing[-1][0]) + 1 if existing else 0
+        docs = []
         for item in items:
             doc = plain(item)
             if not isinstance(doc, dict):
                 raise ConfigurationError(
                     f"session items must be Responses input items (dicts), got {type(item).__name__}"
                 )
-            await self.store.add_record(ITEMS_NAMESPACE, self.session_id, f"{self._next:012d}", {"item": doc})
-            self._next += 1
+            docs.append(doc)
+        await self.store.add_record(ITEMS_NAMESPACE, self.session_id, uuid.uuid4().hex, {"items": docs})
 
     async def pop_item(self) -> Any:
-        existing = await self._items()
-        if not existing:
-            return None
-        key, item = existing[-1]
-        await self.store.delete_record(ITEMS_NAMESPACE, self.session_id, key)
-        self._next = int(key)
-        return item
+        while True:
+            records = await self.store.list_records(ITEMS_NAMESPACE, self.session_id)
+            if not records:
+                return None
+            last = records[-1]
+            items = _record_items(last.doc)
+            try:
+                if len(items) <= 1:
+                    if not await self.store.delete_record(ITEMS_NAMESPACE, self.session_id, last.key):
+                        continue  # another writer removed it first
+                else:
+                    await self.store.update_record(
+                        ITEMS_NAMESPACE,
+                        self.session_id,
+                        last.key,
+                        {"items": items[:-1]},
+                        expected_version=last.version,
+                    )
+            except ConflictError:
+                continue
+            await self._new_pops_token()
+            return items[-1] if items else None
+
+    async def _new_pops_token(self) -> None:
+        doc = {"token": uuid.uuid4().hex}
+        try:
+            await self.store.update_record(POPS_NAMESPACE, self.session_id, POPS_KEY, doc)
+        except RecordNotFoundError:
+            with contextlib.suppress(ConflictError):
+                await self.store.add_record(POPS_NAMESPACE, self.session_id, POPS_KEY, doc)
+                return
+            await self.store.update_record(POPS_NAMESPACE, self.session_id, POPS_KEY, doc)
 
     async def clear_session(self) -> None:
         await self.store.delete_session(ITEMS_NAMESPACE, self.session_id)
+        await self._new_pops_token()
         await self.window.adelete_thread(self.session_id)
-        self._next = 0
+        self._served = None
 
     async def aclose(self) -> None:
         if self._owns_store:
             await self.store.close()
 
 
-__all__ = ["ITEMS_NAMESPACE", "WindowkeeperInputFilter", "WindowkeeperSession", "agent_tool_schemas", "input_filter"]
+def _record_items(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The items of one stored record (a batch; records written before batches hold one ``item``)."""
+    items = doc.get("items")
+    if isinstance(items, list):
+        return items
+    return [doc["item"]]
+
+
+__all__ = [
+    "ITEMS_NAMESPACE",
+    "POPS_NAMESPACE",
+    "latest_items",
+    "WindowkeeperInputFilter",
+    "WindowkeeperSession",
+    "agent_tool_schemas",
+    "input_filter",
+]

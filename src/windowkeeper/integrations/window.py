@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
@@ -26,7 +26,8 @@ from .._bridge import run_sync_anywhere
 from .._cache import LRUCache
 from .._validate import check_int
 from ..context import BaseContextManager, TokenBudgetContextManager, TrimMetrics
-from ..context.pointers import approx_bytes, is_offloaded
+from ..context.base import ThreadSeed
+from ..context.pointers import RESTORE_TOOL, approx_bytes, is_offloaded
 from ..errors import ConfigurationError
 from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
 from ..llm.formats.anthropic import MAX_CACHE_BREAKPOINTS, CacheBreakpoint
@@ -36,8 +37,10 @@ from ..state import AgentState
 from ..storage import SessionStore, open_store
 from ..tokenizing.calibration import feed_calibration
 from ..tokens import TokenCounter
+from ..tools.recall import RecallTool
 from ._formats import WindowFormat, check_format, read_messages, read_messages_cached, system_text, write_messages
-from ._threads import ThreadMemory, ThreadStore, chain_digest, restore_keys
+from ._recall import WindowRecallTool, original_text, tool_names, without_restore_tool
+from ._threads import ThreadMemory, ThreadStore, chain_hasher, ref_keys, restore_keys
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -72,7 +75,7 @@ each kept view costs about a budget's worth of messages; an evicted thread is re
 one is managed afresh from the caller's list on its next call (as the manager does with the threads it forgets)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class FitResult(Generic[M, Sys]):
     """What to send for one call, and what the manager did.
 
@@ -89,6 +92,14 @@ class FitResult(Generic[M, Sys]):
     summary: str | None
     prompt: AssembledPrompt
     thread_id: str
+
+    def __repr__(self) -> str:
+        # short on purpose: asyncio formats a finished task's result, and a full view can be thousands of lines
+        summary = "yes" if self.summary else "no"
+        return (
+            f"FitResult(thread_id={self.thread_id!r}, messages={len(self.messages)}, "
+            f"input_tokens={self.input_tokens}, summary={summary})"
+        )
 
     @property
     def view(self) -> list[Message]:
@@ -266,8 +277,7 @@ class Window(Generic[M, Sys]):
 
     @property
     def _counter(self) -> TokenCounter | None:
-        counter = getattr(self._manager, "counter", None)
-        return counter if counter is not None and callable(getattr(counter, "count_message", None)) else None
+        return self._manager.counter if self._manager is not None else None
 
     # -- the public API -----------------------------------------------------------------------------------------
 
@@ -307,9 +317,11 @@ class Window(Generic[M, Sys]):
             memory.needs_reseed = False
 
         count = memory.source_count
-        if count and len(incoming) >= count and chain_digest(incoming[:count]) == memory.source_digest:
-            context = [*head, *memory.view, *incoming[count:]]
+        if count and len(incoming) >= count and _continues(memory, incoming):
             new = incoming[count:]
+            context = [*head, *memory.view, *new]
+            memory.hasher = chain_hasher(new, memory.hasher)
+            memory.developer = memory.developer or _developer(new)
         else:
             if count:
                 logger.info(
@@ -319,13 +331,13 @@ class Window(Generic[M, Sys]):
                     len(incoming),
                     count,
                 )
-                forget = getattr(manager, "forget", None)
-                if callable(forget):
-                    forget(self._manager_key(tid))
+                manager.forget(self._manager_key(tid))
                 memory.summary = None
                 memory.sent, memory.sent_system = (), None
-            context = [*head, *incoming]
-            new = incoming
+            new = list(incoming)
+            context = [*head, *new]
+            memory.hasher = chain_hasher(new)
+            memory.developer = _developer(new)
         state = AgentState(context=context, context_summary=memory.summary, scratchpad=memory.scratchpad)
         state.execution_meta.thread_id = self._manager_key(tid)
         state = await manager.atrim_context(state)
@@ -335,17 +347,21 @@ class Window(Generic[M, Sys]):
         memory.summary = state.context_summary or None
         memory.scratchpad = state.scratchpad or None
         memory.source_count = len(incoming)
-        memory.source_digest = chain_digest(incoming)
-        self._collect_originals(memory, manager, state.context)
-        recall = getattr(manager, "recall", None)
-        served = getattr(recall, "served", None)
-        memory.recall_served = served(self._manager_key(tid)) if callable(served) else None
+        memory.source_digest = memory.hasher.hexdigest()
+        exported = manager.export_thread(self._manager_key(tid), memory.view)
+        _keep_originals(memory, exported.originals)
+        memory.recall_served = exported.recall_served
 
+        if RESTORE_TOOL not in tool_names(tools):
+            # the model has no recall tool: pointers say how the application restores instead
+            sent = without_restore_tool(state.context, memory.rewritten)
+            live = {(str(m.message_id), m.fingerprint()) for m in state.context if is_offloaded(m)}
+            memory.rewritten = {k: v for k, v in memory.rewritten.items() if k in live}
+            state = state.model_copy(update={"context": sent})
         prompt = assemble(state, tools=[dict(t) for t in tools] if tools else None, counter=self._counter)
         breakpoints = self._breakpoints(memory, prompt)
-        developer = any(m.role == "system" and m.metadata.get("openai_role") == "developer" for m in incoming)
         out, out_system = write_messages(
-            self.format, prompt.system, prompt.messages, cache_breakpoints=breakpoints, developer=developer
+            self.format, prompt.system, prompt.messages, cache_breakpoints=breakpoints, developer=memory.developer
         )
         memory.sent = tuple(m.fingerprint() for m in prompt.messages)
         memory.sent_system = prompt.system
@@ -359,7 +375,7 @@ class Window(Generic[M, Sys]):
         return FitResult(
             messages=cast("list[M]", out),
             system=cast("Sys", out_system),
-            metrics=manager.last_metrics,
+            metrics=manager.metrics_for(self._manager_key(tid)),
             summary=memory.summary,
             prompt=prompt,
             thread_id=tid,
@@ -386,6 +402,9 @@ class Window(Generic[M, Sys]):
         return feed_calibration((self._counter,), prompt_tokens, estimate)
 
     @overload
+    def restore(self, message: str, *, thread_id: str | None = None) -> M | list[M] | None: ...
+
+    @overload
     def restore(self, message: Message, *, thread_id: str | None = None) -> Message: ...
 
     @overload
@@ -396,6 +415,9 @@ class Window(Generic[M, Sys]):
         return run_sync_anywhere(lambda: self.arestore(message, thread_id=thread_id))
 
     @overload
+    async def arestore(self, message: str, *, thread_id: str | None = None) -> M | list[M] | None: ...
+
+    @overload
     async def arestore(self, message: Message, *, thread_id: str | None = None) -> Message: ...
 
     @overload
@@ -404,12 +426,20 @@ class Window(Generic[M, Sys]):
     async def arestore(self, message: Any, *, thread_id: str | None = None) -> Any:
         """The original of a message the manager replaced with a pointer, in the form it was given.
 
-        ``message`` is one message from an earlier `FitResult.messages` (a provider dict, a LangChain message) or
-        a windowkeeper `Message`; the result is the original in the same form (a list when the original takes
-        several provider messages), or ``message`` itself when it is not a pointer this thread made.
+        ``message`` is one message from an earlier `FitResult.messages` (a provider dict, a LangChain message), a
+        windowkeeper `Message`, or the id a pointer shows (a tool call id or a message id, as in
+        ``recall(pointer_id="...")``); the result is the original in the same form (in the window's format for an
+        id; a list when the original takes several provider messages), ``message`` itself when it is not a
+        pointer this thread made, or None for an id it does not know.
         """
         tid = self._thread_id(thread_id)
         memory = await self._memory(tid)
+        if isinstance(message, str):
+            found = await self._original_by_ref(tid, memory, message)
+            if found is None:
+                return None
+            written = _write_plain(self.format, [found])
+            return written[0] if len(written) == 1 else written
         if isinstance(message, Message):
             return await self._find_original(tid, memory, message) or message
         converted = read_messages(self.format, [message])
@@ -420,13 +450,44 @@ class Window(Generic[M, Sys]):
         out = _write_plain(self.format, restored)
         return out[0] if len(out) == 1 else out
 
+    async def arestore_text(self, pointer_id: str, *, thread_id: str | None = None) -> str | None:
+        """What the model reads of the original a pointer id names (that call's output, or the reply's text), or
+        None when the thread has no such original. The recall tool answers with this."""
+        tid = self._thread_id(thread_id)
+        found = await self._original_by_ref(tid, await self._memory(tid), pointer_id)
+        return original_text(found, pointer_id) if found is not None else None
+
+    def recall_tool(self, *, thread_id: str | None = None) -> WindowRecallTool:
+        """The ``recall`` tool the window's pointers name, for ``thread_id`` (default: the window's thread).
+
+        Declare ``tool.definition(window.format)`` in the request's tools and answer the model's call with
+        ``await tool.ainvoke(arguments)``; with it in the tools passed to `fit`, pointers name it, without it they
+        say how the application restores (`restore` with the id).
+        """
+        fixed = thread_id
+
+        def thread_of() -> str:
+            return self._thread_id(fixed)
+
+        return WindowRecallTool(
+            lambda tid, ref: self.arestore_text(ref, thread_id=tid), self._search_tool, self._manager_key, thread_of
+        )
+
+    def _search_tool(self) -> RecallTool | None:
+        """A search over the manager's recall index (None when the manager keeps none)."""
+        if self._manager is None:
+            return None
+        try:
+            return RecallTool(self._manager)
+        except ConfigurationError:
+            return None
+
     async def adelete_thread(self, thread_id: str | None = None) -> None:
         """Forget a thread here, in the manager and in the store."""
         tid = self._thread_id(thread_id)
         self._threads.pop(tid)
-        forget = getattr(self._manager, "forget", None)
-        if callable(forget):
-            forget(self._manager_key(tid))
+        if self._manager is not None:
+            self._manager.forget(self._manager_key(tid))
         if self._store is not None:
             await self._store.delete(tid)
 
@@ -482,52 +543,15 @@ class Window(Generic[M, Sys]):
     async def _reseed(
         self, thread_id: str, manager: BaseContextManager[Any], memory: ThreadMemory, head: Sequence[Message]
     ) -> None:
-        """Give a manager that never saw this thread what it kept about it in the process that stopped.
-
-        The offload store gets the originals of the pointers in the view (so the manager's own ``restore`` works),
-        and recall, when the manager has it, gets the history in order and everything that left the view, so a
-        question about an early turn is still answered after a restart.
-        """
-        offloaded = getattr(manager, "offloaded", None)
-        keep = getattr(offloaded, "keep", None)
+        """Hand a manager that never saw this thread what was kept about it in the process that stopped (the
+        view's originals; the history, read from the store only when the manager wants it)."""
         pointers = [m for m in memory.view if is_offloaded(m)]
-        originals = {id(p): self._original(memory, p) for p in pointers}
-        if callable(keep):
-            for pointer in pointers:
-                original = originals[id(pointer)]
-                if original is not None:
-                    keep(original, pointer)
-        recall = getattr(manager, "recall", None)
-        if recall is None or not all(callable(getattr(recall, n, None)) for n in ("observe", "left", "build")):
-            return
-        assert self._store is not None
-        key = self._manager_key(thread_id)
-        history = await self._store.history(thread_id)
-        recall.observe(key, [*head, *history])
-        in_view = {m.message_id for m in memory.view}
-        gone = [m for m in history if m.message_id not in in_view]
-        gone.extend(o for o in originals.values() if o is not None)
-        recall.left(key, gone)
-        if memory.recall_served is not None:
-            served = next((m for m in memory.view if str(m.message_id) == memory.recall_served), None)
-            if served is not None:
-                recall.build(key, served, 0)  # marks the turn as decided, as it was before the restart
-
-    @staticmethod
-    def _collect_originals(memory: ThreadMemory, manager: BaseContextManager[Any], view: Sequence[Message]) -> None:
-        restore: Callable[[Message], Message] | None = getattr(manager, "restore", None)
-        if not callable(restore):
-            return
-        for message in view:
-            if not is_offloaded(message):
-                continue
-            original = restore(message)
-            if original is message:
-                continue
-            for key in restore_keys(message):
-                if key not in memory.originals:
-                    memory.originals[key] = original
-                    memory.original_bytes[key] = approx_bytes(original)
+        pairs = [(p, o) for p in pointers if (o := self._original(memory, p)) is not None]
+        history: list[Message] = []
+        if manager.wants_history and self._store is not None:
+            history = [*head, *await self._store.history(thread_id)]
+        seed = ThreadSeed(view=memory.view, originals=pairs, history=history, recall_served=memory.recall_served)
+        manager.import_thread(self._manager_key(thread_id), seed)
 
     async def _find_original(self, thread_id: str, memory: ThreadMemory, message: Message) -> Message | None:
         """The original of a pointer: kept in memory while the pointer is in the view (and, without a store, while
@@ -537,6 +561,24 @@ class Window(Generic[M, Sys]):
             return found
         # a provider-shaped message read back carries no pointer mark: the store answers for any key it has
         return await self._store.original(thread_id, restore_keys(message))
+
+    async def _original_by_ref(self, thread_id: str, memory: ThreadMemory, ref: str) -> Message | None:
+        keys = ref_keys(ref)
+        for key in keys:
+            found = memory.originals.get(key)
+            if found is not None:
+                return found
+        if self._store is not None:
+            found = await self._store.original(thread_id, keys)
+            if found is not None:
+                return found
+        # a pointer the window no longer keeps (no store, evicted): the manager may still hold it
+        if self._manager is not None:
+            for message in memory.view:
+                if is_offloaded(message) and (str(message.message_id) == ref or ref in _result_ids(message)):
+                    original = self._manager.restore(message)
+                    return original if original is not message else None
+        return None
 
     @staticmethod
     def _original(memory: ThreadMemory, message: Message) -> Message | None:
@@ -564,6 +606,46 @@ class Window(Generic[M, Sys]):
         if n and (n - 1) not in marks:
             marks.append(n - 1)
         return marks[:MAX_CACHE_BREAKPOINTS]
+
+
+def _result_ids(message: Message) -> list[str]:
+    return [b.call_id for b in message.tool_result_blocks()]
+
+
+def _keep_originals(memory: ThreadMemory, pairs: Sequence[tuple[Message, Message]]) -> None:
+    """Remember the originals of the view's pointers under their restore keys (each kept once)."""
+    for pointer, original in pairs:
+        for key in restore_keys(pointer):
+            if key not in memory.originals:
+                memory.originals[key] = original
+                memory.original_bytes[key] = approx_bytes(original)
+
+
+def _developer(messages: Sequence[Message]) -> bool:
+    return any(m.role == "system" and m.metadata.get("openai_role") == "developer" for m in messages)
+
+
+def _continues(memory: ThreadMemory, incoming: Sequence[Message]) -> bool:
+    """Whether ``incoming`` starts with the ``memory.source_count`` messages managed so far, at a cost that does
+    not grow with them: the read cache recognized them (re-reading at most the last few, compared here), or, once
+    after a load from a store or a list of new objects, their digest matches."""
+    count = memory.source_count
+    cache = memory.read_cache
+    if memory.hasher is not None and cache is not None and cache.reused:
+        if cache.reused >= count:
+            return True
+        again = incoming[cache.reused : count]
+        before = cache.replaced[: count - cache.reused]
+        if len(again) == len(before) and all(
+            a.message_id == b.message_id and a.fingerprint() == b.fingerprint()
+            for a, b in zip(again, before, strict=True)
+        ):
+            return True
+    hasher = chain_hasher(incoming[:count])
+    if hasher.hexdigest() != memory.source_digest:
+        return False
+    memory.hasher = hasher
+    return True
 
 
 def as_window(

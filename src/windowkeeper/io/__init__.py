@@ -13,10 +13,11 @@ from .reader import (
     read_conversation,
     read_conversations,
 )
-from .source import DEFAULT_MAX_BYTES, MAX_DEPTH, ConversationFileError, read_text
+from .source import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, MAX_DEPTH, ConversationFileError, read_text
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "DEFAULT_TIMEOUT",
     "MAX_DEPTH",
     "Conversation",
     "ConversationFileError",

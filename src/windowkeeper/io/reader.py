@@ -43,7 +43,17 @@ from ..llm.formats import (
 )
 from ..messages import Message
 from ..state import AgentState
-from .source import DEFAULT_MAX_BYTES, ConversationFileError, ParsedDocument, parse_document, read_text
+from . import claude_log, rollout
+from .source import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_TIMEOUT,
+    ConversationFileError,
+    ParsedDocument,
+    RawDocument,
+    parse_document,
+    read_text,
+)
+from .transcript import Transcript
 
 
 class InputFormat(StrEnum):
@@ -58,6 +68,8 @@ class InputFormat(StrEnum):
     LANGCHAIN = "langchain"
     TAU_BENCH = "tau-bench"
     SWE_AGENT = "swe-agent"
+    CLAUDE_CODE = "claude-code"
+    CODEX = "codex"
     JSONL = "jsonl"
 
 
@@ -71,6 +83,23 @@ class Conversation:
     tools: list[dict[str, Any]] = field(default_factory=list)
     summary: str | None = None
     scratchpad: str | None = None
+    envelope: dict[str, Any] | None = None
+    """A request body's other keys (model, tools, max_tokens, ...) in file order; None for a bare message list."""
+    messages_key: str | None = None
+    """The key of ``envelope`` that held the messages (``messages``, ``input``, ``contents``)."""
+    flavor: str | None = None
+    """How LangChain messages were serialized: ``dict`` (messages_to_dict), ``dumpd`` or ``model_dump``."""
+    wire_roles: list[str] | None = None
+    """The roles of the file's own messages (Anthropic, Gemini), for the rules on turn order."""
+    transcript: Transcript | None = None
+    """For a session log: its events, so a compaction is written back as the same log."""
+    container: str | None = None
+    """How JSON Lines held it: ``messages-per-line`` or ``conversation-per-line``; None for a JSON document."""
+
+    @property
+    def skipped(self) -> dict[str, int]:
+        """Events of a session log that are not conversation, by type."""
+        return dict(sorted(self.transcript.skipped.items())) if self.transcript is not None else {}
 
     def state(self) -> AgentState:
         """The conversation as an `AgentState` (a saved state keeps its summary and scratchpad)."""
@@ -126,17 +155,32 @@ def _is_ours(item: Any) -> bool:
     return isinstance(item, Mapping) and isinstance(item.get("content"), list) and "message_id" in item
 
 
+def _is_model_dump(item: Mapping[str, Any]) -> bool:
+    """A pydantic dump of a LangChain message (``m.model_dump()``): its type beside its fields, no ``data``."""
+    return (
+        _one_of(item.get("type"), _LANGCHAIN_TYPES)
+        and "content" in item
+        and ("additional_kwargs" in item or "response_metadata" in item)
+    )
+
+
 def _message_list_format(items: Sequence[Any]) -> str | None:
     """The format of a list of messages, from the first distinctive message; None when nothing identifies it."""
     dicts = [item for item in items if isinstance(item, Mapping)]
     if not dicts:
         return None
+    if claude_log.looks_like(items):
+        return InputFormat.CLAUDE_CODE.value
+    if rollout.looks_like(items):
+        return InputFormat.CODEX.value
     first = dicts[0]
     if "traj" in first:
         return InputFormat.TAU_BENCH.value
     if _is_ours(first):
         return InputFormat.WINDOWKEEPER.value
     if ("lc" in first and "kwargs" in first) or (_one_of(first.get("type"), _LANGCHAIN_TYPES) and "data" in first):
+        return InputFormat.LANGCHAIN.value
+    if _is_model_dump(first):
         return InputFormat.LANGCHAIN.value
     if "parts" in first or first.get("role") == "model":
         return InputFormat.GEMINI.value
@@ -161,6 +205,33 @@ def _message_list_format(items: Sequence[Any]) -> str | None:
     if all("role" in item for item in dicts):
         return InputFormat.OPENAI.value  # plain text turns read the same in OpenAI and Anthropic shape
     return None
+
+
+_RESPONSE_SHAPES: tuple[tuple[str, str], ...] = (
+    ("choices", "an OpenAI Chat completion (a reply, not a request); its 'choices[].message' go in 'messages'"),
+    ("candidates", "a Gemini reply, not a request; its 'candidates[].content' go in 'contents'"),
+    ("output", "a Responses API response; its 'output' items go in a request's 'input'"),
+    ("stop_reason", "an Anthropic reply message; put it in a request's 'messages' list"),
+    ("payload", "an event of a rollout log (JSON Lines, one event per line); pass the whole file"),
+    ("leafUuid", "an event of a coding agent's session log (JSON Lines); pass the whole file"),
+)
+
+
+def looks_like(data: Any) -> str | None:
+    """What a value that is not a readable conversation resembles, for the error message; None when unknown."""
+    first = data
+    if isinstance(data, list):
+        first = next((item for item in data if isinstance(item, Mapping)), None)
+        if first is None:
+            return None
+    if not isinstance(first, Mapping):
+        return None
+    for key, shape in _RESPONSE_SHAPES:
+        if key in first:
+            return shape
+    keys = ", ".join(repr(k) for k in list(first)[:6])
+    where = "a list of objects" if isinstance(data, list) else "an object"
+    return f"{where} with keys {keys}" if keys else None
 
 
 def detect_format(data: Any) -> str:
@@ -257,9 +328,10 @@ def _convert(
 
 
 def _summary(source: str, problems: list[str]) -> str:
+    """The one-line message of an error; several problems are only counted here and listed by the caller."""
     if len(problems) == 1:
         return f"{source}: {problems[0]}"
-    return f"{source}: {len(problems)} problems; first: {problems[0]}"
+    return f"{source}: {len(problems)} problems"
 
 
 def _require_list(source: str, value: Any, key: str) -> list[Any]:
@@ -302,17 +374,33 @@ def _windowkeeper(source: str, name: str, data: Any) -> Conversation:
     return conversation
 
 
+def _enveloped(conversation: Conversation, data: Any, key: str) -> Conversation:
+    """Remember a request body's other keys, so a compaction writes the same body with new messages."""
+    if isinstance(data, Mapping):
+        conversation.envelope = dict(data)
+        conversation.messages_key = key
+    return conversation
+
+
 def _openai(source: str, name: str, data: Any) -> Conversation:
     items = _require_list(source, data.get("messages") if isinstance(data, Mapping) else data, "messages")
     messages = _convert(source, items, lambda: from_openai_chat(items), openai_chat_message_to_message)
-    return Conversation(name, InputFormat.OPENAI.value, messages, tools=_tools(source, data))
+    return _enveloped(
+        Conversation(name, InputFormat.OPENAI.value, messages, tools=_tools(source, data)), data, "messages"
+    )
+
+
+def _roles(items: Sequence[Any], default: str) -> list[str]:
+    return [str(m.get("role", default)) if isinstance(m, Mapping) else default for m in items]
 
 
 def _anthropic(source: str, name: str, data: Any) -> Conversation:
     system = data.get("system") if isinstance(data, Mapping) else None
     items = _require_list(source, data.get("messages") if isinstance(data, Mapping) else data, "messages")
     messages = _convert(source, items, lambda: from_anthropic(system, items), anthropic_message_to_messages)
-    return Conversation(name, InputFormat.ANTHROPIC.value, messages, tools=_tools(source, data))
+    conversation = Conversation(name, InputFormat.ANTHROPIC.value, messages, tools=_tools(source, data))
+    conversation.wire_roles = _roles(items, "user")
+    return _enveloped(conversation, data, "messages")
 
 
 def _gemini(source: str, name: str, data: Any) -> Conversation:
@@ -324,7 +412,9 @@ def _gemini(source: str, name: str, data: Any) -> Conversation:
             system = config.get("system_instruction", config.get("systemInstruction"))
     items = _require_list(source, data.get("contents") if isinstance(data, Mapping) else data, "contents")
     messages = _convert(source, items, lambda: from_gemini(system, items), gemini_content_to_messages)
-    return Conversation(name, InputFormat.GEMINI.value, messages, tools=_tools(source, data))
+    conversation = Conversation(name, InputFormat.GEMINI.value, messages, tools=_tools(source, data))
+    conversation.wire_roles = _roles(items, "user")
+    return _enveloped(conversation, data, "contents")
 
 
 def _responses_one(item: Any, index: int) -> object:
@@ -343,12 +433,12 @@ def _responses(source: str, name: str, data: Any) -> Conversation:
         if instructions is not None and not isinstance(instructions, str):
             raise ConversationFileError(f"{source}: 'instructions' is {_kind(instructions)}; expected a string")
     if isinstance(items, str):
-        return Conversation(
-            name, InputFormat.RESPONSES.value, from_responses_input(items, instructions), tools=_tools(source, data)
-        )
-    items = _require_list(source, items, "input")
-    messages = _convert(source, items, lambda: from_responses_input(items, instructions), _responses_one)
-    return Conversation(name, InputFormat.RESPONSES.value, messages, tools=_tools(source, data))
+        messages = from_responses_input(items, instructions)
+    else:
+        items = _require_list(source, items, "input")
+        messages = _convert(source, items, lambda: from_responses_input(items, instructions), _responses_one)
+    conversation = Conversation(name, InputFormat.RESPONSES.value, messages, tools=_tools(source, data))
+    return _enveloped(conversation, data, "input")
 
 
 def _load_serialized(load: Callable[..., Any], item: dict[str, Any]) -> Any:
@@ -375,6 +465,8 @@ def _langchain_objects(items: Sequence[Any]) -> list[Any]:
             raise FormatError(f"is {_kind(item)}; expected a LangChain message object", index=index)
         if "lc" in item:
             out.append(_load_serialized(load, dict(item)))
+        elif _is_model_dump(item):
+            out.extend(messages_from_dict([{"type": item["type"], "data": dict(item)}]))
         else:
             out.extend(messages_from_dict([dict(item)]))
     return out
@@ -390,7 +482,10 @@ def _langchain(source: str, name: str, data: Any) -> Conversation:
             raise FormatError(_problem_text(exc, None).removeprefix("message 0: "), index=index) from exc
 
     messages = _convert(source, items, lambda: from_langchain(_langchain_objects(items)), one)
-    return Conversation(name, InputFormat.LANGCHAIN.value, messages, tools=_tools(source, data))
+    conversation = Conversation(name, InputFormat.LANGCHAIN.value, messages, tools=_tools(source, data))
+    first = next((item for item in items if isinstance(item, Mapping)), {})
+    conversation.flavor = "dumpd" if "lc" in first else "model_dump" if _is_model_dump(first) else "dict"
+    return _enveloped(conversation, data, "messages")
 
 
 def _tau_bench(source: str, name: str, data: Any) -> list[Conversation]:
@@ -466,6 +561,20 @@ def _swe_agent(source: str, name: str, data: Any) -> Conversation:
     return conversation
 
 
+def _session_log(source: str, name: str, data: Any, lines: Sequence[int] | None, fmt: str) -> Conversation:
+    """A coding agent's session log or a rollout: each event with its line number, problems listed by line."""
+    events = _require_list(source, data, "events")
+    numbers = list(lines) if lines is not None and len(lines) == len(events) else list(range(1, len(events) + 1))
+    module = claude_log if fmt == InputFormat.CLAUDE_CODE.value else rollout
+    messages, transcript, problems = module.read(events, numbers)
+    if problems:
+        raise ConversationFileError(_summary(source, problems), problems=problems)
+    if not messages:
+        kinds = ", ".join(f"{k} x{n}" for k, n in transcript.skipped.most_common(5)) or "none"
+        raise ConversationFileError(f"{source}: a {fmt} log without conversation events (found {kinds})")
+    return Conversation(name, fmt, messages, transcript=transcript)
+
+
 _READERS: dict[str, Callable[[str, str, Any], Conversation]] = {
     InputFormat.WINDOWKEEPER.value: _windowkeeper,
     InputFormat.OPENAI.value: _openai,
@@ -477,20 +586,33 @@ _READERS: dict[str, Callable[[str, str, Any], Conversation]] = {
 }
 
 
-def parse_conversations(data: Any, *, fmt: str = "auto", source: str = "<data>") -> list[Conversation]:
-    """Conversations from parsed JSON in format ``fmt`` (``auto`` detects it)."""
+def parse_conversations(
+    data: Any, *, fmt: str = "auto", source: str = "<data>", lines: Sequence[int] | None = None
+) -> list[Conversation]:
+    """Conversations from parsed JSON in format ``fmt`` (``auto`` detects it); ``lines`` are the file's line
+    numbers of a JSON Lines document's values, for problems reported by line."""
     fmt = InputFormat(fmt).value if fmt in {f.value for f in InputFormat} else _unknown(fmt)
     name = Path(source).stem or source
     if fmt == InputFormat.AUTO.value:
         try:
             fmt = detect_format(data)
         except ConversationFileError as exc:
-            raise ConversationFileError(f"{source}: {exc}") from exc
+            shape = looks_like(data)
+            raise ConversationFileError(f"{source}: {exc}{f'; it looks like {shape}' if shape else ''}") from exc
+        try:
+            return parse_conversations(data, fmt=fmt, source=source, lines=lines)
+        except ConversationFileError as exc:
+            # name the guess, so a wrong one is seen as such and overridden
+            how = f"{source} (read as {fmt}, detected; --format picks another): "
+            message = str(exc).replace(f"{source}: ", how, 1)
+            raise ConversationFileError(message, index=exc.index, key=exc.key, problems=exc.problems) from exc
     if fmt == InputFormat.JSONL.value:
         lines = data if isinstance(data, list) else [data]
         return _from_lines(ParsedDocument(source, lines, lines=lines), InputFormat.AUTO.value)
     if fmt == InputFormat.TAU_BENCH.value:
         return _tau_bench(source, name, data)
+    if fmt in (InputFormat.CLAUDE_CODE.value, InputFormat.CODEX.value):
+        return [_session_log(source, name, data, lines, fmt)]
     return [_READERS[fmt](source, name, data)]
 
 
@@ -514,6 +636,7 @@ def _from_lines(doc: ParsedDocument, fmt: str) -> list[Conversation]:
             try:
                 for conversation in parse_conversations(value, fmt=fmt, source=f"{doc.source}:{number}"):
                     conversation.name = f"{stem}:{number}" if conversation.name.startswith(stem) else conversation.name
+                    conversation.container = "conversation-per-line"
                     out.append(conversation)
             except ConversationFileError as exc:
                 problems.extend(f"line {number}: {p.removeprefix(f'{doc.source}:{number}: ')}" for p in exc.problems)
@@ -525,27 +648,49 @@ def _from_lines(doc: ParsedDocument, fmt: str) -> list[Conversation]:
             f"{doc.source}: JSON Lines mix messages and whole conversations; use one message or one conversation "
             "per line"
         )
-    return parse_conversations(lines, fmt=fmt, source=doc.source)
+    found = parse_conversations(lines, fmt=fmt, source=doc.source, lines=doc.numbers)
+    for conversation in found:
+        if conversation.transcript is None:
+            conversation.container = "messages-per-line"
+    return found
 
 
 def read_conversations(
-    path: str | os.PathLike[str], *, fmt: str = "auto", max_bytes: int = DEFAULT_MAX_BYTES
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "auto",
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> list[Conversation]:
-    """Every conversation in the file at ``path`` (``"-"`` reads standard input)."""
+    """Every conversation in the file at ``path`` (``"-"`` reads standard input); a pipe or device that sends
+    nothing for ``timeout`` seconds is an error."""
     if fmt not in {f.value for f in InputFormat}:
         _unknown(fmt)
-    raw = read_text(path, max_bytes=max_bytes)
-    doc = parse_document(raw, jsonl=True if fmt == InputFormat.JSONL.value else None)
+    return parse_text(read_text(path, max_bytes=max_bytes, timeout=timeout), fmt)
+
+
+_LINE_FORMATS = frozenset({InputFormat.JSONL.value, InputFormat.CLAUDE_CODE.value, InputFormat.CODEX.value})
+"""Formats that are always JSON Lines, whatever the file's name."""
+
+
+def parse_text(raw: RawDocument, fmt: str = "auto") -> list[Conversation]:
+    """Every conversation in the text of one input."""
+    doc = parse_document(raw, jsonl=True if fmt in _LINE_FORMATS else None)
     if doc.lines is not None:
         return _from_lines(doc, InputFormat.AUTO.value if fmt == InputFormat.JSONL.value else fmt)
     return parse_conversations(doc.data, fmt=fmt, source=doc.source)
 
 
 def read_conversation(
-    path: str | os.PathLike[str], *, fmt: str = "auto", index: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "auto",
+    index: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> Conversation:
     """The one conversation in ``path``, or the ``index``-th when the file holds several."""
-    conversations = read_conversations(path, fmt=fmt, max_bytes=max_bytes)
+    conversations = read_conversations(path, fmt=fmt, max_bytes=max_bytes, timeout=timeout)
     if index is None:
         if len(conversations) != 1:
             raise ConversationFileError(
@@ -560,19 +705,50 @@ def read_conversation(
     return conversations[index]
 
 
+CONVERSATION_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
+"""The files of a folder that are read as conversations."""
+
+
+def read_folder(
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "auto",
+    limit: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[Conversation]:
+    """The conversations of every conversation file in the folder ``path`` (sorted by name), at most ``limit``;
+    a file that cannot be read is an error listing every such file, each with its own problems."""
+    files = sorted(f for f in Path(path).iterdir() if f.suffix.lower() in CONVERSATION_SUFFIXES and f.is_file())
+    if not files:
+        raise ConversationFileError(
+            f"{os.fspath(path)}: a folder with no conversation files ({', '.join(CONVERSATION_SUFFIXES)})"
+        )
+    out: list[Conversation] = []
+    problems: list[str] = []
+    for f in files:
+        try:
+            found = read_conversations(f, fmt=fmt, max_bytes=max_bytes, timeout=timeout)
+        except ConversationFileError as exc:
+            problems.extend(p if p.startswith(str(f)) else f"{f}: {p}" for p in exc.problems)
+            continue
+        for conversation in found:
+            conversation.name = f"{f.name}" if len(found) == 1 else f"{f.name}#{conversation.name}"
+        out.extend(found)
+        if limit is not None and len(out) >= limit:
+            break
+    if problems:
+        raise ConversationFileError(_summary(os.fspath(path), problems), problems=problems)
+    return out[:limit] if limit is not None else out
+
+
 def read_collection(
     path: str | os.PathLike[str], *, limit: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> list[Conversation]:
-    """Conversations from a file, or from every ``.json``/``.jsonl``/``.traj`` file in a folder (sorted by name),
-    at most ``limit`` of them."""
-    p = Path(path)
-    if os.fspath(path) != "-" and p.is_dir():
-        out: list[Conversation] = []
-        for f in sorted(f for f in p.iterdir() if f.suffix in (".json", ".jsonl", ".traj") and f.is_file()):
-            out.extend(read_conversations(f, max_bytes=max_bytes))
-            if limit is not None and len(out) >= limit:
-                break
-        return out[:limit] if limit is not None else out
+    """Conversations from a file, or from every conversation file in a folder (`read_folder`), at most
+    ``limit`` of them."""
+    if os.fspath(path) != "-" and Path(path).is_dir():
+        return read_folder(path, limit=limit, max_bytes=max_bytes)
     found = read_conversations(path, max_bytes=max_bytes)
     return found[:limit] if limit is not None else found
 
@@ -588,8 +764,11 @@ __all__ = [
     "InputFormat",
     "detect_format",
     "dumps",
+    "looks_like",
     "parse_conversations",
     "read_collection",
+    "read_folder",
     "read_conversation",
     "read_conversations",
+    "parse_text",
 ]

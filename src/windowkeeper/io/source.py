@@ -6,9 +6,11 @@ it on one line and exit 2. Nothing here interprets the data; `windowkeeper.io.re
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
+import select
 import stat
 import sys
 from collections.abc import Iterator
@@ -24,6 +26,9 @@ DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 
 MAX_DEPTH = 100
 """Deepest JSON nesting accepted. Real conversations nest a few levels; deeper input is rejected before parsing."""
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds a named pipe or device may stay silent before reading it fails (a pipe nobody writes to)."""
 
 STDIN = "-"
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -55,7 +60,42 @@ class RawDocument:
     text: str
 
 
-def _open(path: str) -> BinaryIO:
+class _Waiting(io.RawIOBase):
+    """A named pipe or a device, read without blocking forever: each read waits at most ``timeout`` seconds for
+    data. Opening a pipe for reading would itself block until a writer appears, so it is opened non-blocking."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        self.path = path
+        self.timeout = timeout
+        self.fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        self.poller = select.poll()
+        self.poller.register(self.fd, select.POLLIN)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while True:
+            events = self.poller.poll(self.timeout * 1000)
+            if not events:
+                raise ConversationFileError(
+                    f"{self.path}: nothing to read after {self.timeout:g} s (a pipe with no writer?); write to it, "
+                    "or pass --timeout to wait longer"
+                )
+            try:
+                data = os.read(self.fd, len(buffer))
+            except BlockingIOError:
+                continue
+            buffer[: len(data)] = data
+            return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self.fd)
+        super().close()
+
+
+def _open(path: str, timeout: float = DEFAULT_TIMEOUT) -> BinaryIO:
     if path == STDIN:
         return sys.stdin.buffer
     p = Path(path)
@@ -67,7 +107,12 @@ def _open(path: str) -> BinaryIO:
         raise ConversationFileError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     if stat.S_ISDIR(mode):
         raise ConversationFileError(f"{path}: is a directory; pass a conversation file")
+    if stat.S_ISSOCK(mode) or stat.S_ISBLK(mode):
+        what = "a socket" if stat.S_ISSOCK(mode) else "a block device"
+        raise ConversationFileError(f"{path}: is {what}; pass a conversation file")
     try:
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+            return io.BufferedReader(_Waiting(path, timeout))  # type: ignore[return-value]
         return p.open("rb")
     except OSError as exc:
         raise ConversationFileError(f"{path}: cannot read ({exc.strerror or exc})") from exc
@@ -98,14 +143,16 @@ def _chunks(handle: BinaryIO, source: str, max_bytes: int) -> Iterator[bytes]:
         yield chunk
 
 
-def read_text(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> RawDocument:
+def read_text(
+    path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES, timeout: float = DEFAULT_TIMEOUT
+) -> RawDocument:
     """The UTF-8 text of ``path`` (``"-"`` is standard input), read at most ``max_bytes`` bytes.
 
     A UTF-8 byte order mark is accepted; any other encoding is an error naming the first bad byte's offset,
     because guessing (say, Latin-1) would silently change what is counted.
     """
     source = os.fspath(path)
-    handle = _open(source)
+    handle = _open(source, timeout)
     try:
         data = b"".join(_chunks(handle, source, max_bytes))
     finally:
@@ -128,6 +175,8 @@ def check_depth(text: str, *, source: str, max_depth: int = MAX_DEPTH, line: int
 
     Brackets inside strings are skipped, so a message that merely talks about ``[[[`` is fine.
     """
+    if text.count("[") + text.count("{") <= max_depth:
+        return  # too few brackets to nest that deep (the usual case: one short JSON line)
     depth = 0
     for match in _TOKENS.finditer(text):
         ch = match.group()
@@ -144,17 +193,29 @@ def _reject_constant(name: str) -> Any:
     raise json.JSONDecodeError(f"{name} is not a JSON number", name, 0)
 
 
-def _parse(text: str, *, source: str, line: int | None = None) -> Any:
+def parse_json(text: str, *, source: str, line: int | None = None) -> Any:
+    """One JSON value: nesting bounded, ``NaN``/``Infinity`` refused, lone surrogates replaced."""
     check_depth(text, source=source, line=line)
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         where = f"line {line}" if line is not None else f"line {exc.lineno}, column {exc.colno}"
-        raise ConversationFileError(f"{source}: not valid JSON ({where}: {exc.msg})") from exc
+        hint = ""
+        if exc.msg == "Extra data" and line is None and text[: exc.pos].rstrip().endswith(("}", "]")):
+            hint = "; it looks like JSON Lines (one value per line): name it .jsonl or pass --format"
+        raise ConversationFileError(f"{source}: not valid JSON ({where}: {exc.msg}){hint}") from exc
     except RecursionError as exc:  # pragma: no cover - check_depth stops this first
         raise ConversationFileError(f"{source}: JSON nested too deeply") from exc
     # valid UTF-8 cannot hold a lone surrogate, but a JSON escape (\\ud83d) can; only then walk the value
     return clean_json(value) if _SURROGATE_ESCAPE.search(text) else value
+
+
+_parse = parse_json
+
+
+def has_surrogate_escape(text: str) -> bool:
+    """Whether ``text`` may hold a lone surrogate escape (values parsed from it then need `clean_json`)."""
+    return _SURROGATE_ESCAPE.search(text) is not None
 
 
 @dataclass(frozen=True)
@@ -164,6 +225,8 @@ class ParsedDocument:
     source: str
     data: Any
     lines: list[Any] | None = None
+    numbers: list[int] | None = None
+    """The line number of each of ``lines`` (blank lines are skipped, so they differ from positions)."""
 
 
 def parse_document(doc: RawDocument, *, jsonl: bool | None = None) -> ParsedDocument:
@@ -171,16 +234,23 @@ def parse_document(doc: RawDocument, *, jsonl: bool | None = None) -> ParsedDocu
     holds several top-level values, one per line)."""
     if not doc.text.strip():
         raise ConversationFileError(f"{doc.source}: empty file; expected a JSON conversation")
-    if jsonl is None:
-        suffix = Path(doc.source).suffix.lower()
-        jsonl = suffix in (".jsonl", ".ndjson") or (suffix not in (".json", ".traj") and _looks_like_jsonl(doc.text))
-    if not jsonl:
+    if not is_jsonl(doc, jsonl):
         return ParsedDocument(doc.source, _parse(doc.text, source=doc.source))
     values: list[Any] = []
+    numbers: list[int] = []
     for number, line in enumerate(doc.text.splitlines(), start=1):
         if line.strip():
             values.append(_parse(line, source=doc.source, line=number))
-    return ParsedDocument(doc.source, values, lines=values)
+            numbers.append(number)
+    return ParsedDocument(doc.source, values, lines=values, numbers=numbers)
+
+
+def is_jsonl(doc: RawDocument, jsonl: bool | None = None) -> bool:
+    """Whether ``doc`` is read as JSON Lines: ``jsonl`` when given, else by its suffix, else by its first line."""
+    if jsonl is not None:
+        return jsonl
+    suffix = Path(doc.source).suffix.lower()
+    return suffix in (".jsonl", ".ndjson") or (suffix not in (".json", ".traj") and _looks_like_jsonl(doc.text))
 
 
 def _looks_like_jsonl(text: str) -> bool:
@@ -199,12 +269,16 @@ def _looks_like_jsonl(text: str) -> bool:
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "DEFAULT_TIMEOUT",
     "MAX_DEPTH",
     "STDIN",
     "ConversationFileError",
     "ParsedDocument",
     "RawDocument",
     "check_depth",
+    "has_surrogate_escape",
+    "is_jsonl",
     "parse_document",
+    "parse_json",
     "read_text",
 ]

@@ -4,10 +4,27 @@ Provider modules import their SDK only when a client is created, so ``import win
 any optional extra installed.
 """
 
-from .client import LLMClient, LLMRequest, LLMResponse, complete
-from .detect import PROVIDERS, detect_provider, normalize_provider
-from .factory import create_client
-from .scripted import ScriptedClient, ScriptedReply
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .client import LLMClient, LLMRequest, LLMResponse, complete
+    from .detect import PROVIDERS, detect_provider, normalize_provider
+    from .factory import create_client
+    from .scripted import ScriptedClient, ScriptedReply
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".client": ("LLMClient", "LLMRequest", "LLMResponse", "complete"),
+        ".detect": ("PROVIDERS", "detect_provider", "normalize_provider"),
+        ".factory": ("create_client",),
+        ".scripted": ("ScriptedClient", "ScriptedReply"),
+    },
+)
 
 __all__ = [
     "PROVIDERS",

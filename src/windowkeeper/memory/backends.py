@@ -83,9 +83,6 @@ class RedisMemory(_ServerMemory["RedisStore"]):
         return RedisStore(url, prefix=prefix)
 
 
-_SERVER_SCHEMES = ("postgres", "postgresql", "redis", "rediss", "unix")
-
-
 class TDAIMemory(BaseMemory[SessionStore]):
     """The durable, server-backed memory: the counterpart of the reference's hosted ``TDAIMemory`` service.
 
@@ -104,14 +101,14 @@ class TDAIMemory(BaseMemory[SessionStore]):
         **options: Any,
     ) -> None:
         from ..errors import ConfigurationError
-        from ..storage.url import open_store, postgres_url
+        from ..storage.url import mask_url, open_store, postgres_url, store_kind
 
         target = url if url is not None else postgres_url()
-        scheme = target.split("://", 1)[0].split("+", 1)[0].lower() if "://" in target else ""
-        if scheme not in _SERVER_SCHEMES:
+        if store_kind(target) not in ("postgres", "redis"):
             raise ConfigurationError(
-                f"TDAIMemory keeps sessions on a server: url={target!r} must be postgresql://... or redis://...; "
-                "for a local file use SQLiteMemory(path), for a process-local memory InMemoryMemory()",
+                f"TDAIMemory keeps sessions on a server: url={mask_url(target)!r} must be postgresql://... (or a "
+                "libpq 'host=... dbname=...' string) or redis://...; for a local file use SQLiteMemory(path), "
+                "for a process-local memory InMemoryMemory()",
             )
         super().__init__(config, store=open_store(target, prefix=prefix), **options)
         self._owns_store = True

@@ -51,8 +51,20 @@ from .events import (
     same_event,
 )
 from .report import ContextReport
+from .stored import StoredDocs
 from .structured import StructuredSummary, as_structured_summarizer, coerce_summary, fit_summary
-from .view import EVENT_PREFIX, HEAD_KEY, SUMMARY_PREFIX, TOKENS_KEY, Entry, LiveView, is_visible, with_tokens
+from .view import (
+    ARCHIVE_KEY,
+    ARCHIVE_PREFIX,
+    EVENT_PREFIX,
+    HEAD_KEY,
+    SUMMARY_PREFIX,
+    TOKENS_KEY,
+    Entry,
+    LiveView,
+    is_visible,
+    with_tokens,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -77,9 +89,6 @@ _CONFIG_KEYS = (
     "summary_max_tokens",
     "summary_timeout",
 )
-ARCHIVE_PREFIX = "o:"
-ARCHIVE_KEY = "archive"
-"""Doc field of a compacted event whose original moved to an archive record (key ``o:...``)."""
 SUMMARY_SHARE = 0.25
 """Default summary budget as a share of the compaction limit: a summary must leave room for live events."""
 
@@ -218,6 +227,11 @@ class BaseMemory(Generic[S]):
         self._plans: dict[str, _SummaryPlan] = {}
         self._last_reports: dict[str, ContextReport] = {}
 
+    @property
+    def _docs(self) -> StoredDocs:
+        """The store's reads, every record checked for its kind's shape (see `windowkeeper.memory.stored`)."""
+        return StoredDocs(self.store)
+
     # -- public API -------------------------------------------------------------------------------------------
 
     async def add(self, event: Mapping[str, Any] | Message, *, session_id: str | None = None) -> ContextReport | None:
@@ -297,7 +311,7 @@ class BaseMemory(Generic[S]):
         Events that a summary replaced carry that summary's id in ``state["__summarized_by__"]``.
         """
         out: EventList = []
-        records = await self.store.list_records(self.namespace, session_id)
+        records = await self._docs.list_records(self.namespace, session_id)
         for record in _with_archived(records):
             if record.doc.get("type") != "event":
                 continue
@@ -310,7 +324,7 @@ class BaseMemory(Generic[S]):
     async def history_messages(self, session_id: str = DEFAULT_SESSION) -> builtins.list[Message]:
         """`history` as messages; events that came in as a `Message` are restored exactly."""
         out: builtins.list[Message] = []
-        records = await self.store.list_records(self.namespace, session_id)
+        records = await self._docs.list_records(self.namespace, session_id)
         for record in _with_archived(records):
             if record.doc.get("type") != "event":
                 continue
@@ -332,7 +346,7 @@ class BaseMemory(Generic[S]):
                 return view.summary_models()
         return [
             StructuredSummary.model_validate(r.doc["summary"])
-            for r in await self.store.list_records(self.namespace, session_id)
+            for r in await self._docs.list_records(self.namespace, session_id)
             if r.doc.get("type") == "summary" and r.doc.get("status") in ("active", "superseded")
         ]
 
@@ -355,7 +369,7 @@ class BaseMemory(Generic[S]):
             if not view.loaded:
                 await self._reload(session_id, view)
             for attempt in range(self.max_retries + 1):
-                record = await self.store.get_record(self.namespace, session_id, key)
+                record = await self._docs.get_record(self.namespace, session_id, key)
                 if record is None or record.doc.get("type") != "event":
                     raise LookupError(f"session {session_id!r} has no event with id {event_id!r}")
                 version = record.version
@@ -747,14 +761,14 @@ class BaseMemory(Generic[S]):
         refs = {str(r.doc[ARCHIVE_KEY]) for r in records if r.doc.get(ARCHIVE_KEY)}
         if not refs:
             return builtins.list(records)
-        archives = await self.store.get_records(self.namespace, sid, sorted(refs))
+        archives = await self._docs.get_records(self.namespace, sid, sorted(refs))
         return _with_archived(records, archives)
 
     # -- view and store plumbing ------------------------------------------------------------------------------
 
     async def _check_repeat(self, sid: str, key: str, event: EventDict, source: dict[str, Any] | None) -> None:
         """An add whose id is taken: fine when it is the same event again (a retry), an error when it is not."""
-        stored = await self.store.get_record(self.namespace, sid, key)
+        stored = await self._docs.get_record(self.namespace, sid, key)
         if stored is None or stored.doc.get("type") != "event":
             raise StorageError(f"session {sid!r}: key {key!r} is taken by a record that is not an event")
         stored = (await self._restore_archived(sid, [stored]))[0]
@@ -788,18 +802,18 @@ class BaseMemory(Generic[S]):
     async def _reload(self, sid: str, view: LiveView) -> None:
         """Read the session's live records only: from the head's ``live_from`` on, plus the older ones it names."""
         for _ in range(self.max_retries + 1):
-            head = await self.store.get_record(self.namespace, sid, HEAD_KEY)
+            head = await self._docs.get_record(self.namespace, sid, HEAD_KEY)
             if head is None:
                 try:
                     head = await self.store.add_record(self.namespace, sid, HEAD_KEY, {"type": "head", "live_from": 1})
                 except ConflictError:
                     continue
-            live_from = int(head.doc.get("live_from", 1))
+            live_from = head.doc.get("live_from", 1)  # checked: an int within the stores' range
             # archived originals sit between the live records; they are read only when asked for
-            records = await self.store.list_records_since_skipping(self.namespace, sid, live_from, ARCHIVE_PREFIX)
-            older = [str(k) for k in head.doc.get("keep", ())]
+            records = await self._docs.list_records_since_skipping(self.namespace, sid, live_from, ARCHIVE_PREFIX)
+            older = list(head.doc.get("keep", ()))
             if older:
-                records = [*await self.store.get_records(self.namespace, sid, older), *records]
+                records = [*await self._docs.get_records(self.namespace, sid, older), *records]
             view.rebuild(records)
             view.head_version = head.version
             view.live_from = live_from
@@ -812,7 +826,7 @@ class BaseMemory(Generic[S]):
         if not view.loaded:
             await self._reload(sid, view)
             return
-        head = await self.store.get_record(self.namespace, sid, HEAD_KEY)
+        head = await self._docs.get_record(self.namespace, sid, HEAD_KEY)
         if head is None or head.version != view.head_version:
             await self._reload(sid, view)
             return
@@ -820,7 +834,7 @@ class BaseMemory(Generic[S]):
 
     async def _records_after(self, sid: str, view: LiveView) -> builtins.list[Record]:
         """Records added since the view's last read, archives (never visible) left unread."""
-        return await self.store.list_records_since_skipping(self.namespace, sid, view.max_seq + 1, ARCHIVE_PREFIX)
+        return await self._docs.list_records_since_skipping(self.namespace, sid, view.max_seq + 1, ARCHIVE_PREFIX)
 
     async def _commit(
         self, sid: str, view: LiveView, updates: Sequence[RecordUpdate], *, live_from: int | None = None

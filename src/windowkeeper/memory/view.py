@@ -17,6 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
+from ..errors import FormatError, StorageError
 from ..messages import Message
 from ..storage import Record
 from ..tokens import TokenCounter
@@ -25,6 +28,9 @@ from .events import event_to_message, full_source
 from .structured import StructuredSummary
 
 HEAD_KEY = "head"
+ARCHIVE_PREFIX = "o:"
+ARCHIVE_KEY = "archive"
+"""Doc field of a compacted event whose original moved to an archive record (key ``o:...``)."""
 EVENT_PREFIX = "e:"
 SUMMARY_PREFIX = "s:"
 TOKENS_KEY = "tokens"
@@ -51,6 +57,19 @@ def view_message(doc: Mapping[str, Any]) -> Message:
     return event_to_message(doc["event"])
 
 
+def stored_view_message(record: Record) -> Message:
+    """`view_message` of a stored record; a source that passed the shape check but is no valid `Message` (a
+    block type this version does not know, an edited field) raises `StorageError` naming the record."""
+    try:
+        return view_message(record.doc)
+    except (ValidationError, FormatError) as exc:
+        where = f"{record.origin}: " if record.origin else ""
+        raise StorageError(
+            f"{where}memory record {record.key!r} does not give a valid message ({exc}); list and remove bad "
+            "records with `windowkeeper store check URL --remove`",
+        ) from exc
+
+
 class Entry:
     """One visible record with its token count and (built on first use) its view message.
 
@@ -69,7 +88,7 @@ class Entry:
     @property
     def message(self) -> Message:
         if self._message is None:
-            self._message = view_message(self.record.doc)
+            self._message = stored_view_message(self.record)
         return self._message
 
     @property

@@ -17,10 +17,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._validate import check_int
-from ..llm.client import LLMRequest
 from ..messages import Message
 from ..state import AgentState
 from ..tokens import TokenCounter, default_counter
@@ -34,6 +33,9 @@ from .sections import (
     system_message,
     system_message_text,
 )
+
+if TYPE_CHECKING:
+    from ..llm.client import LLMRequest
 
 ZONES: tuple[str, ...] = ("system", "tools", "summary", "scratchpad", "recall", "recent", "reserve")
 """Every key of `AssembledPrompt.zone_tokens`, in the order the request is laid out."""
@@ -91,6 +93,8 @@ class AssembledPrompt:
 
     def to_request(self, max_output_tokens: int | None = None, temperature: float | None = None) -> LLMRequest:
         """The provider-neutral request every `LLMClient` accepts."""
+        from ..llm.client import LLMRequest  # the llm layer (asyncio, the client base) only when a request is made
+
         return LLMRequest(
             messages=list(self.messages),
             system=self.system,

@@ -23,7 +23,8 @@ import hashlib
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -68,13 +69,15 @@ class Record:
     encoded, so a writer that never reads the doc back never decodes it).
     """
 
-    __slots__ = ("_body", "_doc", "key", "seq", "version")
+    __slots__ = ("_body", "_check", "_doc", "_origin", "key", "seq", "version")
 
     key: str
     seq: int
     version: int
     _doc: dict[str, Any] | None
     _body: str | bytes | None
+    _origin: str
+    _check: DocCheck | None
 
     def __init__(self, key: str, seq: int, version: int, doc: dict[str, Any]) -> None:
         object.__setattr__(self, "key", key)
@@ -82,12 +85,18 @@ class Record:
         object.__setattr__(self, "version", version)
         object.__setattr__(self, "_doc", doc)
         object.__setattr__(self, "_body", None)
+        object.__setattr__(self, "_origin", "")
+        object.__setattr__(self, "_check", None)
 
     @classmethod
-    def stored(cls, key: str, seq: int, version: int, body: str | bytes) -> Record:
-        """A record whose ``doc`` is decoded from ``body`` (the stored JSON text) when first used."""
+    def stored(cls, key: str, seq: int, version: int, body: str | bytes, *, origin: str = "") -> Record:
+        """A record whose ``doc`` is decoded from ``body`` (the stored JSON text) when first used.
+
+        ``origin`` (the store and session it was read from) is named by the error a corrupt body raises then.
+        """
         record = cls.__new__(cls)
-        for name, value in (("key", key), ("seq", seq), ("version", version), ("_doc", None), ("_body", body)):
+        for name, value in (("key", key), ("seq", seq), ("version", version), ("_doc", None), ("_body", body),
+                            ("_origin", origin), ("_check", None)):
             object.__setattr__(record, name, value)
         return record
 
@@ -95,10 +104,37 @@ class Record:
     def doc(self) -> dict[str, Any]:
         doc: dict[str, Any] | None = self._doc
         if doc is None:
-            doc = decode_doc(self._body if self._body is not None else "", key=self.key)
+            where = f"{self._origin}: record" if self._origin else "record"
+            doc = decode_doc(self._body if self._body is not None else "", key=self.key, what=where)
+            if self._check is not None:
+                self._check(self, doc)
             object.__setattr__(self, "_doc", doc)
             object.__setattr__(self, "_body", None)
         return doc
+
+    def decoded(self) -> Record:
+        """This record with its doc decoded (and checked) now; returns ``self``."""
+        _ = self.doc
+        return self
+
+    @property
+    def origin(self) -> str:
+        """Where the record was read from (backend, prefix, session), or ``""`` for one built in memory."""
+        return self._origin
+
+    def checked(self, check: DocCheck, origin: str | None = None) -> Record:
+        """This record with ``check(record, doc)`` run on its doc: now if it is decoded, else when it is.
+
+        A reader that gives stored documents a meaning (the memory layer) validates their shape this way without
+        decoding bodies it never uses; ``check`` raises `StorageError` for a doc it cannot use. Returns ``self``.
+        """
+        if origin is not None:
+            object.__setattr__(self, "_origin", origin)
+        if self._doc is not None:
+            check(self, self._doc)
+        else:
+            object.__setattr__(self, "_check", check)
+        return self
 
     @property
     def body(self) -> str | bytes | None:
@@ -126,6 +162,30 @@ class Record:
         return (Record, (self.key, self.seq, self.version, self.doc))
 
 
+@dataclass(frozen=True)
+class RawRow:
+    """One stored row as a backend holds it, before any decoding: what `store check` validates and removes.
+
+    ``kind`` is ``"message"`` (``scope`` = ``(thread_id,)``, ``key`` the message key, ``position`` its index in
+    the log), ``"state"`` (``(thread_id,)``) or ``"record"`` (``(namespace, session_id)``, with ``seq`` and
+    ``version`` as stored). ``handle`` is the backend's own address of the row, for `SessionStore.remove_raw`.
+    """
+
+    kind: str
+    scope: tuple[str, ...]
+    key: str
+    body: object
+    position: int = 0
+    seq: object = None
+    version: object = None
+    handle: Any = None
+    problem: str | None = None
+    """Set by a backend that already knows the row is unusable (a Redis key of the wrong type)."""
+
+
+DocCheck = Callable[["Record", dict[str, Any]], None]
+"""Validates a decoded record doc (`Record.checked`); raises `StorageError` naming the record."""
+
 RecordUpdate = tuple[str, dict[str, Any], int | None]
 """``(key, new_doc, expected_version)``; ``None`` skips the version check for that key."""
 
@@ -141,6 +201,13 @@ class SessionStore(ABC):
     * a versioned update with a stale ``expected_version`` raises `ConflictError` and writes nothing;
     * threads and sessions never see each other's data.
     """
+
+    def describe(self) -> str:
+        """How errors and logs name this store: backend, location (secrets masked, see `mask_url`) and prefix."""
+        return type(self).__name__
+
+    def _origin(self, namespace: str, session_id: str) -> str:
+        return session_origin(self.describe(), namespace, session_id)
 
     # -- checkpointer side ----------------------------------------------------------------------------------
 
@@ -245,6 +312,19 @@ class SessionStore(ABC):
     @abstractmethod
     async def delete_session(self, namespace: str, session_id: str) -> int:
         """Remove every record of a session; return how many there were."""
+
+    # -- maintenance ----------------------------------------------------------------------------------------
+
+    async def raw_rows(self) -> list[RawRow]:
+        """Every stored row as written, undecoded, for `windowkeeper.storage.check` (reads the whole store).
+
+        A backend that cannot enumerate its rows raises `StorageError`; the built-in ones all can.
+        """
+        raise StorageError(f"{self.describe()} cannot list its rows; `store check` supports the built-in backends")
+
+    async def remove_raw(self, row: RawRow) -> bool:
+        """Delete one row `raw_rows` returned (a bad one); ``True`` if it was still there."""
+        raise StorageError(f"{self.describe()} cannot remove rows; `store check` supports the built-in backends")
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -359,14 +439,87 @@ def check_expected(namespace: str, session_id: str, key: str, expected: int | No
     return version
 
 
-def make_record(key: str, seq: int | float | str, version: int | float | str, body: str | bytes) -> Record:
-    """A `Record` from stored columns; drivers hand back ints, numeric strings or float scores for the counters."""
-    return Record(key=key, seq=int(seq), version=int(version), doc=decode_doc(body, key=key))
+MAX_COUNTER = 2**53
+"""The largest seq or version a store hands out or reads back: exact in every driver (Redis scores and Lua
+numbers are doubles) and far beyond any session's life, so a larger stored value can only be an edit."""
 
 
-def stored_record(key: str, seq: int | float | str, version: int | float | str, body: str | bytes) -> Record:
+def stored_counter(value: object, *, origin: str, key: str, field: str) -> int:
+    """A stored seq or version as an int; `StorageError` naming the record and the value when it is not one.
+
+    Drivers give ints (SQL), numeric strings (Redis hashes) or float scores (Redis sorted sets) for the same
+    column; anything else (text, a fraction, NaN, ``1e300``, a value below 1) is a hand-edited or foreign row.
+    """
+    number: int | None = None
+    if type(value) is int:
+        number = value
+    elif type(value) is float and value.is_integer() and abs(value) <= MAX_COUNTER:
+        number = int(value)
+    elif isinstance(value, str | bytes) and 0 < len(value) <= 20:
+        text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+        if text.isascii() and text.isdigit():
+            number = int(text)
+        else:
+            try:
+                as_float = float(text)
+            except ValueError:
+                number = None
+            else:
+                number = int(as_float) if as_float.is_integer() and abs(as_float) <= MAX_COUNTER else None
+    if number is None or not 1 <= number <= MAX_COUNTER:
+        raise StorageError(
+            f"{origin}: record {key!r} has {field} {value!r}, not an integer from 1 to {MAX_COUNTER} "
+            "(edited or foreign data); list and remove bad records with `windowkeeper store check URL --remove`",
+        )
+    return number
+
+
+def make_record(
+    key: str, seq: object, version: object, body: str | bytes, *, origin: str = "",
+) -> Record:
+    """A `Record` from stored columns, decoded now; every field is checked (see `stored_counter`)."""
+    return stored_record(key, seq, version, body, origin=origin).decoded()
+
+
+def stored_record(
+    key: str, seq: object, version: object, body: str | bytes | None, *, origin: str = "",
+) -> Record:
     """`make_record` whose doc is decoded on first use (see `Record.stored`)."""
-    return Record.stored(key, int(seq), int(version), body)
+    where = origin or "store"
+    if not isinstance(key, str):
+        raise StorageError(f"{where}: a record key is {key!r}, not a string (edited or foreign data)")
+    if not isinstance(body, str | bytes):
+        raise StorageError(
+            f"{where}: record {key!r} has no body (edited or foreign data); "
+            "list and remove bad records with `windowkeeper store check URL --remove`",
+        )
+    return Record.stored(
+        key,
+        stored_counter(seq, origin=where, key=key, field="seq"),
+        stored_counter(version, origin=where, key=key, field="version"),
+        body,
+        origin=origin,
+    )
+
+
+def stored_limit(origin: str, key: str, version: int) -> StorageError:
+    """A version that cannot grow any more: only an edited row gets there."""
+    return StorageError(
+        f"{origin}: record {key!r} is at version {version}, the largest a store keeps (an edited value?); "
+        "list and remove bad records with `windowkeeper store check URL --remove`",
+    )
+
+
+def session_origin(store: str, namespace: str, session_id: str) -> str:
+    """How errors name a session: the store (backend, location, prefix) and the namespace/session."""
+    return f"{store}, session {namespace!r}/{session_id!r}"
+
+
+def check_seq(seq: object) -> int:
+    """A ``seq`` argument of the ``list_records_since`` family: an int a driver can bind (anything below 1 is 1)."""
+    if isinstance(seq, bool) or not isinstance(seq, int):
+        raise ConfigurationError(f"seq must be an int, got {seq!r}")
+    return min(max(seq, 1), MAX_COUNTER + 1)
 
 
 # -- JSON codec -----------------------------------------------------------------------------------------------
@@ -461,11 +614,18 @@ def _body_problem(body: str, limit: int) -> str | None:
     return json_problem(value, limit=limit)
 
 
-def decode_message(thread_id: str, body: str | bytes, position: int) -> Message:
+def decode_message(thread_id: str, body: str | bytes, position: int, *, origin: str = "") -> Message:
     """The stored message, with the fingerprint stored beside it already memoized (see `_stamp`).
 
     An edit after loading clears the memo like any edit (`windowkeeper.messages`), so it never goes stale.
+    ``origin`` (the store) is named by the `StorageError` a row that is not a message raises.
     """
+    where = f"{origin}, thread {thread_id!r}" if origin else f"thread {thread_id!r}"
+    if not isinstance(body, str | bytes):
+        raise StorageError(
+            f"{where}: stored message #{position} is a {type(body).__name__}, not JSON text (edited row); "
+            "list and remove bad rows with `windowkeeper store check URL --remove`",
+        )
     core, fingerprint = _unstamp(body)
     try:
         # the cheap read of what Message wrote (see Message.from_stored); pydantic's parser refuses lone
@@ -479,8 +639,9 @@ def decode_message(thread_id: str, body: str | bytes, position: int) -> Message:
             message = Message.model_validate_json(core)
     except ValidationError as exc:
         raise StorageError(
-            f"thread {thread_id!r}: stored message #{position} does not validate as a Message "
-            f"(corrupt row or a block type this version does not know): {exc}",
+            f"{where}: stored message #{position} does not validate as a Message "
+            f"(corrupt row or a block type this version does not know): {exc}; "
+            "list and remove bad rows with `windowkeeper store check URL --remove`",
         ) from exc
     if fingerprint is not None:
         private = message.__pydantic_private__
@@ -526,6 +687,8 @@ def decode_doc(body: str | bytes, *, key: str, what: str = "record") -> dict[str
     nesting beyond 200 levels, so those, and anything malformed, are decoded by `json.loads` as before (same
     values, same errors).
     """
+    if not isinstance(body, str | bytes):
+        raise StorageError(f"{what} {key!r}: stored data is a {type(body).__name__}, not JSON text (edited row)")
     try:
         value = from_json(body)
     except ValueError:
@@ -548,8 +711,8 @@ def encode_state(thread_id: str, state: object) -> str:
     return encode_doc(state, key=thread_id, what="state of thread")
 
 
-def decode_state(thread_id: str, body: str | bytes) -> dict[str, Any]:
-    return decode_doc(body, key=thread_id, what="state of thread")
+def decode_state(thread_id: str, body: str | bytes, *, origin: str = "") -> dict[str, Any]:
+    return decode_doc(body, key=thread_id, what=f"{origin}: state of thread" if origin else "state of thread")
 
 
 def unique_new(thread_id: str, messages: Sequence[Message]) -> list[tuple[str, str]]:
@@ -568,6 +731,7 @@ def unique_new(thread_id: str, messages: Sequence[Message]) -> list[tuple[str, s
 
 __all__ = [
     "ConflictError",
+    "RawRow",
     "Record",
     "RecordNotFoundError",
     "RecordUpdate",

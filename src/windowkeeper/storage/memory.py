@@ -14,6 +14,7 @@ from typing import Any
 
 from ..messages import Message
 from .base import (
+    RawRow,
     Record,
     RecordUpdate,
     SessionStore,
@@ -131,9 +132,8 @@ class InMemoryStore(SessionStore):
         self._check_open()
         return self._sessions.setdefault((namespace, session_id), _Session())
 
-    @staticmethod
-    def _record(key: str, row: _Row) -> Record:
-        return make_record(key, row.seq, row.version, row.body)
+    def _record(self, key: str, row: _Row, origin: str) -> Record:
+        return make_record(key, row.seq, row.version, row.body, origin=origin)
 
     async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
         session = self._session(namespace, session_id)
@@ -170,24 +170,27 @@ class InMemoryStore(SessionStore):
     async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
         session = self._session(namespace, session_id)
         row = session.rows.get(key)
-        return None if row is None else self._record(key, row)
+        return None if row is None else self._record(key, row, self._origin(namespace, session_id))
 
     async def list_records(self, namespace: str, session_id: str) -> list[Record]:
         session = self._session(namespace, session_id)
-        return [self._record(key, row) for key, row in list(session.rows.items())]
+        origin = self._origin(namespace, session_id)
+        return [self._record(key, row, origin) for key, row in list(session.rows.items())]
 
     async def list_records_since(self, namespace: str, session_id: str, seq: int) -> list[Record]:
-        return self._tail(self._session(namespace, session_id), seq, None, make_record)
+        origin = self._origin(namespace, session_id)
+        return self._tail(self._session(namespace, session_id), seq, None, make_record, origin)
 
     async def list_records_since_skipping(
         self, namespace: str, session_id: str, seq: int, skip_prefix: str
     ) -> list[Record]:
         session = self._session(namespace, session_id)
-        return self._tail(session, seq, check_id(skip_prefix, "skip_prefix"), stored_record)
+        origin = self._origin(namespace, session_id)
+        return self._tail(session, seq, check_id(skip_prefix, "skip_prefix"), stored_record, origin)
 
     @staticmethod
     def _tail(
-        session: _Session, seq: int, skip_prefix: str | None, build: Callable[[str, int, int, str], Record]
+        session: _Session, seq: int, skip_prefix: str | None, build: Callable[..., Record], origin: str
     ) -> list[Record]:
         """Records from ``seq`` on, made by ``build``; bodies of skipped keys are never decoded."""
         tail: list[Record] = []
@@ -196,14 +199,15 @@ class InMemoryStore(SessionStore):
             if row.seq < seq:
                 break
             if skip_prefix is None or not key.startswith(skip_prefix):
-                tail.append(build(key, row.seq, row.version, row.body))
+                tail.append(build(key, row.seq, row.version, row.body, origin=origin))
         tail.reverse()
         return tail
 
     async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
         session = self._session(namespace, session_id)
         found = [(key, session.rows[key]) for key in dict.fromkeys(keys) if key in session.rows]
-        return [self._record(key, row) for key, row in sorted(found, key=lambda kr: kr[1].seq)]
+        origin = self._origin(namespace, session_id)
+        return [self._record(key, row, origin) for key, row in sorted(found, key=lambda kr: kr[1].seq)]
 
     async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
         session = self._session(namespace, session_id)
@@ -214,6 +218,36 @@ class InMemoryStore(SessionStore):
         count = len(session.rows)
         self._sessions.pop((namespace, session_id), None)
         return count
+
+    async def raw_rows(self) -> list[RawRow]:
+        self._check_open()
+        rows: list[RawRow] = []
+        for thread_id, thread in self._threads.items():
+            for index, body in enumerate(thread.log):
+                rows.append(RawRow("message", (thread_id,), "", body, position=index, handle=body))
+            if thread.state is not None:
+                rows.append(RawRow("state", (thread_id,), "", thread.state, handle=thread_id))
+        for (namespace, session_id), session in self._sessions.items():
+            for key, row in session.rows.items():
+                rows.append(RawRow("record", (namespace, session_id), key, row.body, seq=row.seq,
+                                   version=row.version, handle=key))
+        return rows
+
+    async def remove_raw(self, row: RawRow) -> bool:
+        self._check_open()
+        if row.kind == "record":
+            session = self._sessions.get((row.scope[0], row.scope[1]))
+            return session is not None and session.rows.pop(row.key, None) is not None
+        thread = self._threads.get(row.scope[0])
+        if thread is None:
+            return False
+        if row.kind == "state":
+            found, thread.state = thread.state is not None, None
+            return found
+        if row.handle in thread.log:
+            thread.log.remove(row.handle)
+            return True
+        return False
 
     async def close(self) -> None:
         self._closed = True

@@ -21,8 +21,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._bridge import LoopThread
 from ..errors import ConfigurationError, MissingDependencyError, StorageError
 from ..messages import Message
+from ._exit import close_at_exit, closed
 from .base import (
+    MAX_COUNTER,
     ConflictError,
+    RawRow,
     Record,
     RecordNotFoundError,
     RecordUpdate,
@@ -31,6 +34,7 @@ from .base import (
     check_id,
     check_new_record,
     check_prefix,
+    check_seq,
     check_session,
     check_updates,
     decode_message,
@@ -38,15 +42,17 @@ from .base import (
     encode_state,
     make_record,
     record_exists,
+    stored_counter,
+    stored_limit,
     stored_record,
     unique_new,
 )
-from .url import postgres_target, resolve_prefix
+from .url import mask_url, postgres_target, resolve_prefix
 
 try:
     import psycopg
     from psycopg import errors as pg_errors
-    from psycopg_pool import AsyncConnectionPool
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependencyError("psycopg", "postgres") from exc
 
@@ -54,6 +60,23 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
 logger = logging.getLogger(__name__)
+
+
+class _ExpectedDiscards(logging.Filter):
+    """psycopg_pool warns about every broken connection it discards: after a failover, one line per pooled
+    connection, on stderr when the application configured no logging. Replacing dead connections is what the
+    pool is for (the store retries and logs the event itself), so those records are passed on at INFO."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING and str(record.msg).startswith("discarding broken connection"):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+_POOL_LOGGER = logging.getLogger("psycopg.pool")
+if not any(isinstance(f, _ExpectedDiscards) for f in _POOL_LOGGER.filters):
+    _POOL_LOGGER.addFilter(_ExpectedDiscards())
+_POOL_LOGGER.addHandler(logging.NullHandler())  # nothing on stderr by Python's last-resort handler either
 
 T = TypeVar("T")
 
@@ -93,6 +116,7 @@ class PostgresStore(SessionStore):
         # psycopg's parser checks the URL; ?prefix= is ours (the argument wins only if they agree), the rest is libpq's
         self.url, url_prefix = postgres_target(url)
         self.prefix = check_prefix(resolve_prefix(url_prefix, prefix, url=self.url)).lower()
+        self._described: str | None = None
         self._connect_timeout = connect_timeout
         if statement_timeout is not None and not (
             isinstance(statement_timeout, int | float) and not isinstance(statement_timeout, bool)
@@ -116,6 +140,11 @@ class PostgresStore(SessionStore):
         self._closed = False
         self._t = {name: f"{self.prefix}_{name}" for name in _TABLES}
 
+    def describe(self) -> str:
+        if self._described is None:  # named in every error: masked once, not on every call
+            self._described = f"PostgreSQL {mask_url(self.url)} (prefix {self.prefix!r})"
+        return self._described
+
     # -- connection (all of this runs on the store's loop) ----------------------------------------------------
 
     async def _connections(self) -> AsyncConnectionPool[AsyncConnection[Any]]:
@@ -136,8 +165,12 @@ class PostgresStore(SessionStore):
                     "autocommit": True,
                     "connect_timeout": max(1, int(self._connect_timeout)),
                     **self._session_options(),
+                    **self._application_name(),
                 },
                 configure=self._track,
+                # every connection handed out is checked first (one empty query): after a server restart or a
+                # terminated backend the pool replaces dead connections instead of failing one call per connection
+                check=self._check_connection,
                 timeout=self._connect_timeout,
                 name=f"windowkeeper-{self.prefix}",
             )
@@ -149,11 +182,32 @@ class PostgresStore(SessionStore):
                 await pool.close()
                 raise
             self._pool = pool
+            close_at_exit(self)
             return pool
+
+    async def _check_connection(self, conn: AsyncConnection[Any]) -> None:
+        """Pool ``check`` hook: `AsyncConnectionPool.check_connection`, and on a dead connection a check of every
+        idle one, so after a failover the pool replaces them all at once (it backs off ~1 s between failed
+        checks, which one dead connection after another would multiply)."""
+        try:
+            await AsyncConnectionPool.check_connection(conn)
+        except Exception:
+            if self._pool is not None:
+                await self._pool.check()
+            raise
 
     async def _track(self, conn: AsyncConnection[Any]) -> None:
         """Pool ``configure`` hook: remember every connection opened, so a forked child can detach them all."""
         self._opened.add(conn)
+
+    def _application_name(self) -> dict[str, str]:
+        """``application_name`` windowkeeper-<prefix> (unless the URL sets one): operators see whose sessions
+        these are in ``pg_stat_activity``."""
+        from psycopg.conninfo import conninfo_to_dict
+
+        if "application_name" in conninfo_to_dict(self.url):
+            return {}
+        return {"application_name": f"windowkeeper-{self.prefix}"}
 
     def _session_options(self) -> dict[str, str]:
         """Server-side limits of every connection: ``statement_timeout`` and ``lock_timeout``.
@@ -293,17 +347,36 @@ class PostgresStore(SessionStore):
         return outcomes
 
     async def _run(
-        self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]], *, write: bool = False, risky: bool = False,
+        self,
+        fn: Callable[[AsyncConnection[Any]], Awaitable[T]],
+        *,
+        write: bool = False,
+        risky: bool = False,
+        idempotent: bool = True,
     ) -> T:
+        """Run ``fn`` in a transaction (a read, or a queued write); retry once if the connection was lost.
+
+        Only ``idempotent`` operations are retried: reads, and writes whose second run cannot do more than the
+        first (appends deduplicate by message id, states and deletes replace, versioned updates and adds are
+        refused by their own checks if the first run committed). An update without an expected version would
+        bump twice, so it fails with `StorageError` instead.
+        """
         self._check_fork()
-        try:
-            return await self._io.run(self._write(fn, risky=risky) if write else self._in_tx(fn))
-        except pg_errors.UniqueViolation as exc:
-            raise ConflictError(
-                f"PostgreSQL (prefix {self.prefix!r}): another writer inserted the same key first: {exc}",
-            ) from exc
-        except psycopg.Error as exc:
-            raise StorageError(f"PostgreSQL error (prefix {self.prefix!r}, {_safe_url(self.url)}): {exc}") from exc
+        for attempt in (1, 2):
+            try:
+                return await self._io.run(self._write(fn, risky=risky) if write else self._in_tx(fn))
+            except pg_errors.UniqueViolation as exc:
+                raise ConflictError(
+                    f"{self.describe()}: another writer inserted the same key first: {exc}",
+                ) from exc
+            except psycopg.Error as exc:
+                if attempt == 1 and idempotent and _connection_lost(exc):
+                    logger.info("%s: connection lost (%s); retrying once", self.describe(), type(exc).__name__)
+                    continue
+                raise StorageError(
+                    f"{self.describe()}: PostgreSQL error: {mask_url(str(exc), source=self.url)}",
+                ) from exc
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- checkpointer side ----------------------------------------------------------------------------------
 
@@ -336,7 +409,8 @@ class PostgresStore(SessionStore):
             return await cur.fetchall()
 
         rows = await self._run(op)
-        return [decode_message(thread_id, row[0], i) for i, row in enumerate(rows)]
+        origin = self.describe()
+        return [decode_message(thread_id, row[0], i, origin=origin) for i, row in enumerate(rows)]
 
     async def count_messages(self, thread_id: str) -> int:
         check_id(thread_id, "thread_id")
@@ -364,7 +438,8 @@ class PostgresStore(SessionStore):
             return await cur.fetchall()
 
         rows = await self._run(op)
-        return [decode_message(thread_id, row[0], start + i) for i, row in enumerate(rows)]
+        origin = self.describe()
+        return [decode_message(thread_id, row[0], start + i, origin=origin) for i, row in enumerate(rows)]
 
     async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
         check_id(thread_id, "thread_id")
@@ -389,7 +464,7 @@ class PostgresStore(SessionStore):
             return await cur.fetchone()
 
         row = await self._run(op)
-        return None if row is None else decode_state(thread_id, row[0])
+        return None if row is None else decode_state(thread_id, row[0], origin=self.describe())
 
     async def delete_thread(self, thread_id: str) -> None:
         check_id(thread_id, "thread_id")
@@ -414,14 +489,23 @@ class PostgresStore(SessionStore):
             )
             if await cur.fetchone() is not None:
                 raise record_exists(namespace, session_id, key)
+            # past both the counter and the session's highest seq (an index lookup): an edited last_seq can
+            # never hand out a seq a stored record holds
             cur = await conn.execute(
-                f"INSERT INTO {sessions} (namespace, session_id, last_seq) VALUES (%s, %s, 1) "
-                f"ON CONFLICT (namespace, session_id) DO UPDATE SET last_seq = {sessions}.last_seq + 1 "
+                f"INSERT INTO {sessions} AS s (namespace, session_id, last_seq) VALUES (%s, %s, "
+                f"(SELECT COALESCE(MAX(seq), 0) + 1 FROM {records} WHERE namespace = %s AND session_id = %s)) "
+                "ON CONFLICT (namespace, session_id) DO UPDATE SET last_seq = GREATEST(s.last_seq + 1, "
+                f"(SELECT COALESCE(MAX(seq), 0) + 1 FROM {records} WHERE namespace = %s AND session_id = %s)) "
                 "RETURNING last_seq",
-                (namespace, session_id),
+                (namespace, session_id, namespace, session_id, namespace, session_id),
             )
             row = await cur.fetchone()
             assert row is not None
+            if not 1 <= row[0] <= MAX_COUNTER:
+                raise StorageError(
+                    f"{self._origin(namespace, session_id)}: the session's seq counter is at {row[0]} (an edited "
+                    "value?); list and remove bad records with `windowkeeper store check URL --remove`",
+                )
             await conn.execute(
                 f"INSERT INTO {records} (namespace, session_id, key, seq, version, body) "
                 "VALUES (%s, %s, %s, %s, 1, %s)",
@@ -430,7 +514,7 @@ class PostgresStore(SessionStore):
             return int(row[0])
 
         seq = await self._run(op, write=True, risky=True)
-        return stored_record(key, seq, 1, body)
+        return stored_record(key, seq, 1, body, origin=self._origin(namespace, session_id))
 
     async def update_records(
         self,
@@ -441,6 +525,7 @@ class PostgresStore(SessionStore):
         check_session(namespace, session_id)
         checked = check_updates(updates)
         records = self._t["records"]
+        origin = self._origin(namespace, session_id)
 
         async def op(conn: AsyncConnection[Any]) -> list[Record]:
             out: list[Record] = []
@@ -451,18 +536,22 @@ class PostgresStore(SessionStore):
                     (namespace, session_id, key),
                 )
                 row = await cur.fetchone()
-                version = check_expected(namespace, session_id, key, expected, None if row is None else int(row[1]))
+                stored = None if row is None else stored_counter(row[1], origin=origin, key=key, field="version")
+                version = check_expected(namespace, session_id, key, expected, stored)
                 assert row is not None  # check_expected raised otherwise
-                seq = int(row[0])
+                seq = stored_counter(row[0], origin=origin, key=key, field="seq")
+                if version >= MAX_COUNTER:
+                    raise stored_limit(origin, key, version)
                 await conn.execute(
                     f"UPDATE {records} SET body = %s, version = %s "
                     "WHERE namespace = %s AND session_id = %s AND key = %s",
                     (body, version + 1, namespace, session_id, key),
                 )
-                out.append(stored_record(key, seq, version + 1, body))
+                out.append(stored_record(key, seq, version + 1, body, origin=origin))
             return out
 
-        return await self._run(op, write=True, risky=True)
+        guarded = all(expected is not None for _, _, expected in checked)
+        return await self._run(op, write=True, risky=True, idempotent=guarded)
 
     async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
         check_session(namespace, session_id)
@@ -478,7 +567,7 @@ class PostgresStore(SessionStore):
         row = await self._run(op)
         if row is None:
             return None
-        return make_record(key, row[0], row[1], row[2])
+        return make_record(key, row[0], row[1], row[2], origin=self._origin(namespace, session_id))
 
     async def list_records(self, namespace: str, session_id: str) -> list[Record]:
         check_session(namespace, session_id)
@@ -493,7 +582,8 @@ class PostgresStore(SessionStore):
             return await cur.fetchall()
 
         rows = await self._run(op)
-        return [make_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [make_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def list_records_since(self, namespace: str, session_id: str, seq: int) -> list[Record]:
         check_session(namespace, session_id)
@@ -503,12 +593,13 @@ class PostgresStore(SessionStore):
             cur = await conn.execute(
                 f"SELECT key, seq, version, body FROM {records} WHERE namespace = %s AND session_id = %s "
                 "AND seq >= %s ORDER BY seq",
-                (namespace, session_id, int(seq)),
+                (namespace, session_id, check_seq(seq)),
             )
             return await cur.fetchall()
 
         rows = await self._run(op)
-        return [make_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [make_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def list_records_since_skipping(
         self, namespace: str, session_id: str, seq: int, skip_prefix: str
@@ -521,12 +612,13 @@ class PostgresStore(SessionStore):
             cur = await conn.execute(
                 f"SELECT key, seq, version, body FROM {records} WHERE namespace = %s AND session_id = %s "
                 "AND seq >= %s AND left(key, %s) <> %s ORDER BY seq",
-                (namespace, session_id, int(seq), len(skip_prefix), skip_prefix),
+                (namespace, session_id, check_seq(seq), len(skip_prefix), skip_prefix),
             )
             return await cur.fetchall()
 
         rows = await self._run(op)
-        return [stored_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [stored_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
         check_session(namespace, session_id)
@@ -544,7 +636,8 @@ class PostgresStore(SessionStore):
             return await cur.fetchall()
 
         rows = await self._run(op)
-        return [make_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [make_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
         check_session(namespace, session_id)
@@ -574,6 +667,48 @@ class PostgresStore(SessionStore):
 
         return await self._run(op, write=True)
 
+    # -- maintenance ----------------------------------------------------------------------------------------
+
+    async def raw_rows(self) -> list[RawRow]:
+        t = self._t
+
+        async def op(conn: AsyncConnection[Any]) -> list[RawRow]:
+            rows: list[RawRow] = []
+            cur = await conn.execute(
+                f"SELECT seq, thread_id, message_key, body, "
+                f"row_number() OVER (PARTITION BY thread_id ORDER BY seq) - 1 FROM {t['messages']} "
+                "ORDER BY thread_id, seq"
+            )
+            for rowid, thread, mkey, body, index in await cur.fetchall():
+                rows.append(RawRow("message", (thread,), mkey, body, position=int(index), handle=rowid))
+            cur = await conn.execute(f"SELECT thread_id, body FROM {t['states']}")
+            for thread, body in await cur.fetchall():
+                rows.append(RawRow("state", (thread,), "", body, handle=thread))
+            cur = await conn.execute(
+                f"SELECT namespace, session_id, key, seq, version, body FROM {t['records']} "
+                "ORDER BY namespace, session_id, seq"
+            )
+            for ns, sid, key, seq, version, body in await cur.fetchall():
+                rows.append(RawRow("record", (ns, sid), key, body, seq=seq, version=version, handle=(ns, sid, key)))
+            return rows
+
+        return await self._run(op)
+
+    async def remove_raw(self, row: RawRow) -> bool:
+        t = self._t
+        if row.kind == "message":
+            sql, args = f"DELETE FROM {t['messages']} WHERE seq = %s", (row.handle,)
+        elif row.kind == "state":
+            sql, args = f"DELETE FROM {t['states']} WHERE thread_id = %s", (row.handle,)
+        else:
+            sql = f"DELETE FROM {t['records']} WHERE namespace = %s AND session_id = %s AND key = %s"
+            args = tuple(row.handle)
+
+        async def op(conn: AsyncConnection[Any]) -> int:
+            return (await conn.execute(sql, args)).rowcount
+
+        return bool(await self._run(op, write=True))
+
     # -- lifecycle ------------------------------------------------------------------------------------------
 
     async def drop(self) -> None:
@@ -600,9 +735,35 @@ class PostgresStore(SessionStore):
             return
         self._check_fork()
         self._closed = True
+        closed(self)
         if self._io.started:
             await self._io.run(self._forget_connection())
             await asyncio.to_thread(self._io.stop)
+
+    def _close_at_exit(self) -> None:
+        """`close` for the interpreter's exit (see `windowkeeper.storage._exit`): no caller loop, this process only."""
+        if self._closed or os.getpid() != self._pid or not self._io.started:
+            return
+        self._closed = True
+        self._io.run_sync(self._forget_connection())
+        self._io.stop()
+
+
+_CONNECTION_STATES = ("57P01", "57P02", "57P03")
+"""admin_shutdown (pg_terminate_backend), crash_shutdown, cannot_connect_now: the server dropped the session."""
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` means the connection died (retry on a new one), not that the statement failed.
+
+    A client-side loss (socket closed, server gone) carries no SQLSTATE; class 08 and the shutdown codes are
+    the server's words for it. A pool timeout already waited its whole budget, and a statement or lock timeout
+    is not a connection problem: neither is retried.
+    """
+    if not isinstance(exc, psycopg.OperationalError) or isinstance(exc, PoolTimeout):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _CONNECTION_STATES
 
 
 _ABANDONED: list[tuple[Any, LoopThread]] = []
@@ -620,16 +781,6 @@ def _detach_socket(conn: Any) -> None:
         os.dup2(null, fd)
     finally:
         os.close(null)
-
-
-def _safe_url(url: str) -> str:
-    """The URL without a password, for error messages."""
-    if "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}@{host}"
 
 
 __all__ = ["MIGRATIONS", "PostgresStore"]

@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 from ..errors import ConfigurationError, StorageError
 from ..messages import Message
 from .base import (
+    MAX_COUNTER,
+    RawRow,
     Record,
     RecordUpdate,
     SessionStore,
@@ -28,6 +30,7 @@ from .base import (
     check_id,
     check_new_record,
     check_prefix,
+    check_seq,
     check_session,
     check_updates,
     decode_message,
@@ -35,10 +38,12 @@ from .base import (
     encode_state,
     make_record,
     record_exists,
+    stored_counter,
+    stored_limit,
     stored_record,
     unique_new,
 )
-from .url import resolve_prefix, sqlite_target
+from .url import mask_url, resolve_prefix, sqlite_target
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +85,7 @@ class SQLiteStore(SessionStore):
         # a path, or a sqlite:/// URL whose ?prefix= is ours and other parameters (mode=ro...) SQLite's
         self.path, url_prefix, self._uri = sqlite_target(path)
         self.prefix = check_prefix(resolve_prefix(url_prefix, prefix, url=self.path))
+        self._described: str | None = None
         if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ConfigurationError(f"synchronous={synchronous!r}; use 'NORMAL', 'FULL', 'EXTRA' or 'OFF'")
         self._synchronous = synchronous.upper()
@@ -88,6 +94,11 @@ class SQLiteStore(SessionStore):
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._t = {name: f"{self.prefix}_{name}" for name in ("messages", "states", "sessions", "records", "schema")}
+
+    def describe(self) -> str:
+        if self._described is None:  # named in every error: masked once, not on every call
+            self._described = f"SQLite {mask_url(repr(self.path))} (prefix {self.prefix!r})"
+        return self._described
 
     # -- connection -----------------------------------------------------------------------------------------
 
@@ -101,7 +112,7 @@ class SQLiteStore(SessionStore):
             if self.path != ":memory:":
                 mode = self._enable_wal(conn)
                 if mode != "wal":
-                    logger.warning("SQLite file %s refused WAL journaling (mode %s)", self.path, mode)
+                    logger.warning("%s refused WAL journaling (mode %s)", self.describe(), mode)
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
             self._migrate(conn)
         except BaseException:
@@ -133,16 +144,21 @@ class SQLiteStore(SessionStore):
         try:
             conn.execute(f"CREATE TABLE IF NOT EXISTS {schema} (version INTEGER NOT NULL)")
             row = conn.execute(f"SELECT version FROM {schema}").fetchone()
-            current = 0 if row is None else int(row[0])
+            current = 0 if row is None else row[0]
+            if type(current) is not int or current < 0:
+                raise StorageError(
+                    f"{self.describe()}: the schema table {schema} holds version {current!r}, not a schema version "
+                    "(edited?); restore it to the number of applied migrations",
+                )
             if current > len(MIGRATIONS):
                 raise StorageError(
-                    f"SQLite file {self.path!r} has schema version {current} (prefix {self.prefix!r}), newer than "
+                    f"{self.describe()} has schema version {current}, newer than "
                     f"this windowkeeper knows ({len(MIGRATIONS)}); upgrade windowkeeper",
                 )
             for version in range(current, len(MIGRATIONS)):
                 for statement in MIGRATIONS[version]:
                     conn.execute(statement.format(p=self.prefix))
-                logger.info("SQLite %s: migrated prefix %r to schema version %d", self.path, self.prefix, version + 1)
+                logger.info("%s: migrated to schema version %d", self.describe(), version + 1)
             if row is None:
                 conn.execute(f"INSERT INTO {schema} (version) VALUES (?)", (len(MIGRATIONS),))
             elif current != len(MIGRATIONS):
@@ -155,7 +171,7 @@ class SQLiteStore(SessionStore):
     def _call(self, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
         with self._lock:
             if self._closed:
-                raise StorageError(f"SQLiteStore({self.path!r}) is closed; open a new store")
+                raise StorageError(f"{self.describe()} is closed; open a new store")
             if self._conn is None:
                 self._conn = self._connect()
             conn = self._conn
@@ -174,7 +190,7 @@ class SQLiteStore(SessionStore):
         try:
             return await asyncio.to_thread(self._call, fn, write=write)
         except sqlite3.Error as exc:
-            raise StorageError(f"SQLite error on {self.path!r}: {exc}") from exc
+            raise StorageError(f"{self.describe()}: SQLite error: {exc}") from exc
 
     # -- checkpointer side ----------------------------------------------------------------------------------
 
@@ -203,7 +219,8 @@ class SQLiteStore(SessionStore):
         rows = await self._run(
             lambda c: c.execute(f"SELECT body FROM {table} WHERE thread_id = ? ORDER BY seq", (thread_id,)).fetchall(),
         )
-        return [decode_message(thread_id, body, i) for i, (body,) in enumerate(rows)]
+        origin = self.describe()
+        return [decode_message(thread_id, body, i, origin=origin) for i, (body,) in enumerate(rows)]
 
     async def count_messages(self, thread_id: str) -> int:
         check_id(thread_id, "thread_id")
@@ -225,7 +242,8 @@ class SQLiteStore(SessionStore):
                 (thread_id, stop - start, start),
             ).fetchall(),
         )
-        return [decode_message(thread_id, body, start + i) for i, (body,) in enumerate(rows)]
+        origin = self.describe()
+        return [decode_message(thread_id, body, start + i, origin=origin) for i, (body,) in enumerate(rows)]
 
     async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
         check_id(thread_id, "thread_id")
@@ -247,7 +265,7 @@ class SQLiteStore(SessionStore):
         row = await self._run(
             lambda c: c.execute(f"SELECT body FROM {table} WHERE thread_id = ?", (thread_id,)).fetchone(),
         )
-        return None if row is None else decode_state(thread_id, row[0])
+        return None if row is None else decode_state(thread_id, row[0], origin=self.describe())
 
     async def delete_thread(self, thread_id: str) -> None:
         check_id(thread_id, "thread_id")
@@ -263,7 +281,7 @@ class SQLiteStore(SessionStore):
 
     async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
         body = check_new_record(namespace, session_id, key, doc)
-        records, sessions = self._t["records"], self._t["sessions"]
+        records = self._t["records"]
 
         def op(conn: sqlite3.Connection) -> int:
             exists = conn.execute(
@@ -272,19 +290,45 @@ class SQLiteStore(SessionStore):
             ).fetchone()
             if exists:
                 raise record_exists(namespace, session_id, key)
-            seq = conn.execute(
-                f"INSERT INTO {sessions} (namespace, session_id, last_seq) VALUES (?, ?, 1) "
-                "ON CONFLICT (namespace, session_id) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq",
-                (namespace, session_id),
-            ).fetchone()[0]
-            conn.execute(
-                f"INSERT INTO {records} (namespace, session_id, key, seq, version, body) VALUES (?, ?, ?, ?, 1, ?)",
-                (namespace, session_id, key, seq, body),
-            )
-            return int(seq)
+            return self._next_seq(conn, namespace, session_id, key, body)
 
         seq = await self._run(op, write=True)
-        return stored_record(key, seq, 1, body)
+        return stored_record(key, seq, 1, body, origin=self._origin(namespace, session_id))
+
+    def _next_seq(self, conn: sqlite3.Connection, namespace: str, session_id: str, key: str, body: str) -> int:
+        """Insert the record under a seq no record of the session ever had, and return that seq.
+
+        The counter row alone is not trusted: an edited ``last_seq`` (lowered, text, a fraction, 1e300) would
+        hand out a seq a stored record holds. The next seq is past both the counter, when it is a sane integer,
+        and the session's highest integer seq (read from the ``(namespace, session_id, seq)`` index, so it
+        costs a lookup, not a scan); the counter is then written back repaired.
+        """
+        records, sessions = self._t["records"], self._t["sessions"]
+        row = conn.execute(
+            f"SELECT last_seq FROM {sessions} WHERE namespace = ? AND session_id = ?", (namespace, session_id),
+        ).fetchone()
+        counter = row[0] if row is not None and type(row[0]) is int and 0 <= row[0] <= MAX_COUNTER else 0
+        top = conn.execute(
+            f"SELECT seq FROM {records} WHERE namespace = ? AND session_id = ? AND typeof(seq) = 'integer' "
+            "ORDER BY seq DESC LIMIT 1",
+            (namespace, session_id),
+        ).fetchone()
+        seq = max(counter, top[0] if top is not None else 0) + 1
+        if seq > MAX_COUNTER:
+            raise StorageError(
+                f"{self._origin(namespace, session_id)}: the session's seq counter is exhausted ({seq - 1}, an "
+                "edited value?); list and remove bad records with `windowkeeper store check URL --remove`",
+            )
+        conn.execute(
+            f"INSERT INTO {sessions} (namespace, session_id, last_seq) VALUES (?, ?, ?) "
+            "ON CONFLICT (namespace, session_id) DO UPDATE SET last_seq = excluded.last_seq",
+            (namespace, session_id, seq),
+        )
+        conn.execute(
+            f"INSERT INTO {records} (namespace, session_id, key, seq, version, body) VALUES (?, ?, ?, ?, 1, ?)",
+            (namespace, session_id, key, seq, body),
+        )
+        return seq
 
     async def update_records(
         self,
@@ -295,6 +339,7 @@ class SQLiteStore(SessionStore):
         check_session(namespace, session_id)
         checked = check_updates(updates)
         records = self._t["records"]
+        origin = self._origin(namespace, session_id)
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             out: list[Record] = []
@@ -303,13 +348,16 @@ class SQLiteStore(SessionStore):
                     f"SELECT seq, version FROM {records} WHERE namespace = ? AND session_id = ? AND key = ?",
                     (namespace, session_id, key),
                 ).fetchone()
-                version = check_expected(namespace, session_id, key, expected, None if row is None else int(row[1]))
-                seq = int(row[0])
+                stored = None if row is None else stored_counter(row[1], origin=origin, key=key, field="version")
+                version = check_expected(namespace, session_id, key, expected, stored)
+                seq = stored_counter(row[0], origin=origin, key=key, field="seq")
+                if version >= MAX_COUNTER:
+                    raise stored_limit(origin, key, version)
                 conn.execute(
                     f"UPDATE {records} SET body = ?, version = ? WHERE namespace = ? AND session_id = ? AND key = ?",
                     (body, version + 1, namespace, session_id, key),
                 )
-                out.append(stored_record(key, seq, version + 1, body))
+                out.append(stored_record(key, seq, version + 1, body, origin=origin))
             return out
 
         return await self._run(op, write=True)
@@ -325,7 +373,7 @@ class SQLiteStore(SessionStore):
         )
         if row is None:
             return None
-        return make_record(key, row[0], row[1], row[2])
+        return make_record(key, row[0], row[1], row[2], origin=self._origin(namespace, session_id))
 
     async def list_records(self, namespace: str, session_id: str) -> list[Record]:
         check_session(namespace, session_id)
@@ -336,34 +384,39 @@ class SQLiteStore(SessionStore):
                 (namespace, session_id),
             ).fetchall(),
         )
-        return [make_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [make_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def list_records_since(self, namespace: str, session_id: str, seq: int) -> list[Record]:
         check_session(namespace, session_id)
+        since = check_seq(seq)
         records = self._t["records"]
         rows = await self._run(
             lambda c: c.execute(
                 f"SELECT key, seq, version, body FROM {records} WHERE namespace = ? AND session_id = ? AND seq >= ? "
                 "ORDER BY seq",
-                (namespace, session_id, int(seq)),
+                (namespace, session_id, since),
             ).fetchall(),
         )
-        return [make_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [make_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def list_records_since_skipping(
         self, namespace: str, session_id: str, seq: int, skip_prefix: str
     ) -> list[Record]:
         check_session(namespace, session_id)
         check_id(skip_prefix, "skip_prefix")
+        since = check_seq(seq)
         records = self._t["records"]
         rows = await self._run(
             lambda c: c.execute(
                 f"SELECT key, seq, version, body FROM {records} WHERE namespace = ? AND session_id = ? AND seq >= ? "
                 "AND substr(key, 1, ?) <> ? ORDER BY seq",
-                (namespace, session_id, int(seq), len(skip_prefix), skip_prefix),
+                (namespace, session_id, since, len(skip_prefix), skip_prefix),
             ).fetchall(),
         )
-        return [stored_record(k, s, v, b) for k, s, v, b in rows]
+        origin = self._origin(namespace, session_id)
+        return [stored_record(k, s, v, b, origin=origin) for k, s, v, b in rows]
 
     async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
         check_session(namespace, session_id)
@@ -387,7 +440,8 @@ class SQLiteStore(SessionStore):
             return rows
 
         rows = await self._run(op)
-        return sorted((make_record(k, s, v, b) for k, s, v, b in rows), key=lambda r: r.seq)
+        origin = self._origin(namespace, session_id)
+        return sorted((make_record(k, s, v, b, origin=origin) for k, s, v, b in rows), key=lambda r: r.seq)
 
     async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
         check_session(namespace, session_id)
@@ -413,6 +467,42 @@ class SQLiteStore(SessionStore):
             return int(count)
 
         return await self._run(op, write=True)
+
+    # -- maintenance ----------------------------------------------------------------------------------------
+
+    async def raw_rows(self) -> list[RawRow]:
+        t = self._t
+
+        def op(conn: sqlite3.Connection) -> list[RawRow]:
+            rows: list[RawRow] = []
+            position: dict[object, int] = {}
+            for rowid, thread, mkey, body in conn.execute(
+                f"SELECT seq, thread_id, message_key, body FROM {t['messages']} ORDER BY thread_id, seq"
+            ):
+                index = position[thread] = position.get(thread, -1) + 1
+                rows.append(RawRow("message", (str(thread),), str(mkey), body, position=index, handle=rowid))
+            for thread, body in conn.execute(f"SELECT thread_id, body FROM {t['states']}"):
+                rows.append(RawRow("state", (str(thread),), "", body, handle=thread))
+            for ns, sid, key, seq, version, body in conn.execute(
+                f"SELECT namespace, session_id, key, seq, version, body FROM {t['records']} "
+                "ORDER BY namespace, session_id, seq"
+            ):
+                rows.append(RawRow("record", (str(ns), str(sid)), str(key), body, seq=seq, version=version,
+                                   handle=(ns, sid, key)))
+            return rows
+
+        return await self._run(op)
+
+    async def remove_raw(self, row: RawRow) -> bool:
+        t = self._t
+        if row.kind == "message":
+            sql, args = f"DELETE FROM {t['messages']} WHERE seq = ?", (row.handle,)
+        elif row.kind == "state":
+            sql, args = f"DELETE FROM {t['states']} WHERE thread_id = ?", (row.handle,)
+        else:
+            sql = f"DELETE FROM {t['records']} WHERE namespace = ? AND session_id = ? AND key = ?"
+            args = tuple(row.handle)
+        return bool(await self._run(lambda c: c.execute(sql, args).rowcount, write=True))
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 

@@ -7,12 +7,31 @@ layer calls a summarizer: never raising, with a real timeout. The memory layer's
 `windowkeeper.memory.structured`.
 """
 
-from .base import CallableSummarizer, MethodSummarizer, Summarizer, as_summarizer
-from .extractive import ExtractiveSummarizer
-from .factory import OFFLINE_NAMES, get_summarizer
-from .failsafe import FAILURE_LOG, Attempt, call_summarizer, guarded_call
-from .llm import DEFAULT_SUMMARY_PROMPT, LLMSummarizer, build_summary_prompt
-from .transcript import render_message, render_transcript
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .base import CallableSummarizer, MethodSummarizer, Summarizer, as_summarizer
+    from .extractive import ExtractiveSummarizer
+    from .factory import OFFLINE_NAMES, get_summarizer
+    from .failsafe import FAILURE_LOG, Attempt, call_summarizer, guarded_call
+    from .llm import DEFAULT_SUMMARY_PROMPT, LLMSummarizer, build_summary_prompt
+    from .transcript import render_message, render_transcript
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        ".base": ("CallableSummarizer", "MethodSummarizer", "Summarizer", "as_summarizer"),
+        ".extractive": ("ExtractiveSummarizer",),
+        ".factory": ("OFFLINE_NAMES", "get_summarizer"),
+        ".failsafe": ("FAILURE_LOG", "Attempt", "call_summarizer", "guarded_call"),
+        ".llm": ("DEFAULT_SUMMARY_PROMPT", "LLMSummarizer", "build_summary_prompt"),
+        ".transcript": ("render_message", "render_transcript"),
+    },
+)
 
 __all__ = [
     "DEFAULT_SUMMARY_PROMPT",

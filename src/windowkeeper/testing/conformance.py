@@ -586,34 +586,7 @@ async def spec_concurrent_appends(backend: Backend) -> Measurements:
 async def spec_crash_leaves_last_checkpoint(backend: Backend) -> Measurements:
     """SIGKILL a process that writes checkpoints in a loop: the last committed one is readable and whole."""
     assert backend.url is not None
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "windowkeeper.testing.conformance", "crash-writer", backend.url, "crash",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    last = -1
-    killed = False
-    try:
-        deadline = time.monotonic() + 60
-        while last < 20:
-            line = await asyncio.wait_for(proc.stdout.readline(), timeout=max(0.1, deadline - time.monotonic()))
-            if not line:
-                err = (await proc.stderr.read()).decode(errors="replace")
-                raise AssertionError(f"crash-writer exited early (code {await proc.wait()}): {err[-2000:]}")
-            last = int(line)
-        await asyncio.sleep(0.003)  # land the kill somewhere inside the next writes
-        proc.send_signal(signal.SIGKILL)
-        killed = True
-        rest = await proc.stdout.read()
-    finally:
-        # never signal twice: Popen.send_signal polls, which would reap the child before asyncio's watcher does
-        if not killed:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-        await proc.wait()
-    for line in rest.splitlines():
-        last = max(last, int(line))
-    assert proc.returncode == -signal.SIGKILL
+    last = await _kill_writer("crash-writer", backend.url, "crash", steps=20, pause=0.003)
 
     cp = Checkpointer(backend.open())
     state = await cp.aget_state("crash")
@@ -893,7 +866,199 @@ async def spec_fork_safe(backend: Backend) -> None:
     await backend.release(store)
 
 
+# -- crashes, several processes, the adapters -------------------------------------------------------------------
+
+
+def crash_doc(step: int, version: int = 1) -> dict[str, Any]:
+    """The record the crash writer stores at ``step`` (``version`` 2 is its update one step later): unicode,
+    nesting and a body of a few kilobytes, so a torn write could not pass for a whole one."""
+    return {
+        "step": step,
+        "version": version,
+        "text": f"récord {step} ✓ " * 200,
+        "nested": {"list": [step, {"deep": [version, "ok"]}], "flag": version == 2},
+        "end": f"end {step}/{version}",
+    }
+
+
+def crash_message(step: int) -> Message:
+    message = all_block_messages(f"k{step}")[step % len(all_block_messages("probe"))]
+    return message.model_copy(update={"message_id": f"k{step}", "timestamp": 1_700_000_000.0 + step})
+
+
+@conformance_spec("crash_safe")
+async def spec_crash_mid_write_keeps_every_record(backend: Backend) -> Measurements:
+    """SIGKILL a process writing records, versioned updates, messages and states: nothing committed is lost or
+    torn, at most the step in flight is partly there, every row reads back byte-identical, and no seq repeats."""
+    from ..storage.check import check_store
+
+    assert backend.url is not None
+    last = await _kill_writer("crash-records", backend.url, "crashrec", steps=15, pause=0.002)
+
+    store = backend.open()
+    assert await check_store(store) == [], "a row written before the kill does not read back"
+    records = {r.key: r for r in await store.list_records("mem", "crashrec")}
+    seqs = [r.seq for r in records.values()]
+    assert len(seqs) == len(set(seqs)), f"a seq was handed out twice: {sorted(seqs)}"
+    for step in range(last + 2):
+        record = records.get(f"r{step}")
+        if record is None:
+            assert step == last + 1, f"record r{step} of committed step {step} (last {last}) is lost"
+            continue
+        updated = step < last or (step == last and record.version == 2)
+        want = crash_doc(step, 2 if updated else 1)
+        assert record.version == (2 if updated else 1), f"r{step} at version {record.version}"
+        assert json.dumps(record.doc, ensure_ascii=False) == json.dumps(want, ensure_ascii=False), f"r{step} torn"
+    messages = await store.load_messages("crashrec")
+    assert len(messages) in (last + 1, last + 2), f"{len(messages)} messages after {last + 1} committed steps"
+    for step, message in enumerate(messages):
+        assert message.model_dump_json() == crash_message(step).model_dump_json(), f"message k{step} differs"
+    state = await store.get_state("crashrec")
+    assert state is not None and state["step"] in (last, last + 1)
+    # the store is not wedged: a writer carries on where the killed one stopped
+    again = await store.add_record("mem", "crashrec", "after", {"ok": True})
+    assert again.seq > max(seqs)
+    await backend.release(store)
+    return {"steps_before_kill": float(last + 1)}
+
+
+@conformance_spec("multiprocess")
+async def spec_shared_by_processes(backend: Backend) -> Measurements:
+    """Three processes at once share one checkpointer thread, one memory session and a `Window` store: every
+    message is logged once in order per writer, no memory event is lost or doubled, and each process's window
+    thread continues in this process exactly where that process left it."""
+    assert backend.url is not None
+    workers, turns = 3, 6
+    url = backend.url
+    outputs = await asyncio.gather(*(_child("share", url, "shared", str(w), str(turns)) for w in range(workers)))
+    store = backend.open()
+    ids = [m.message_id for m in await store.load_messages("shared")]
+    for w in range(workers):
+        own = [i for i in ids if isinstance(i, str) and i.startswith(f"p{w}-")]
+        assert own == [f"p{w}-{t}" for t in range(turns)], f"worker {w}'s messages: {own}"
+    assert len(ids) == len(set(ids)) == workers * turns
+    from ..memory import InMemoryMemory
+
+    memory = InMemoryMemory(store=store, enable_context_management=False)
+    memory._owns_store = False
+    events = await memory.list("shared")
+    expected_ids = sorted(f"e{w}-{t}" for w in range(workers) for t in range(turns))
+    assert sorted(e["message"]["id"] for e in events) == expected_ids
+    seqs = [r.seq for r in await store.list_records("memory", "shared")]
+    assert len(seqs) == len(set(seqs))
+    from ..integrations.window import Window
+
+    window = Window(budget=_SHARE_BUDGET, store=store)
+    for w, out in enumerate(outputs):
+        child = json.loads(out)
+        fit = await window.afit(_share_history(w, turns), thread_id=f"win-{w}")
+        assert fit.messages == child["messages"] and fit.summary == child["summary"], f"window thread win-{w}"
+    await backend.release(store)
+    return {"processes": float(workers)}
+
+
+_SHARE_BUDGET = 400
+
+
+def _share_history(worker: int, turns: int) -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You are terse."}]
+    for t in range(turns):
+        history.append({"role": "user", "content": f"worker {worker} question {t}: " + "why? " * 20})
+        history.append({"role": "assistant", "content": f"answer {t} " + "because. " * 20})
+    return history
+
+
+@conformance_spec()
+async def spec_adapters_on_fake_servers(backend: Backend) -> Measurements:
+    """`Window` in the Anthropic and Gemini formats, on this store, driving the official SDKs against the fake
+    servers: each request carries exactly what `fit` returned, and a window reopened on the store continues the
+    thread with the same view an uninterrupted one sends."""
+    import anthropic
+    from google import genai
+    from google.genai import types as genai_types
+
+    from ..integrations.window import Window
+    from .fake_servers import FakeAnthropicServer, FakeGeminiServer
+
+    sent = 0
+    for fmt in ("anthropic", "gemini"):
+        server = FakeAnthropicServer() if fmt == "anthropic" else FakeGeminiServer()
+        with server:
+            store = backend.open()
+            window = Window(budget=_SHARE_BUDGET, format=fmt, store=store, thread_id=f"sdk-{fmt}")
+            history: list[Any] = []
+            bodies: list[Any] = []
+            for turn in range(6):
+                server.reply(f"reply {turn} " + "detail " * 15)
+                history.append({"role": "user", "content": f"question {turn} " + "more " * 15} if fmt == "anthropic"
+                               else {"role": "user", "parts": [{"text": f"question {turn} " + "more " * 15}]})
+                fit = await window.afit(history, system="Be brief.")
+                if fmt == "anthropic":
+                    client = anthropic.Anthropic(base_url=server.base_url, api_key="test", max_retries=0)
+                    reply = client.messages.create(model="claude-haiku-4-5", max_tokens=64, messages=fit.messages,
+                                                   system=fit.system or anthropic.omit)
+                    text = "".join(b.text for b in reply.content if b.type == "text")
+                    history.append({"role": "assistant", "content": text})
+                    assert server.last_request.json["messages"] == fit.messages
+                else:
+                    g = genai.Client(api_key="test", http_options=genai_types.HttpOptions(base_url=server.base_url))
+                    answer = g.models.generate_content(model="gemini-2.0-flash", contents=fit.messages,
+                                                       config={"system_instruction": fit.system})
+                    history.append({"role": "model", "parts": [{"text": answer.text or ""}]})
+                    assert server.last_request.json["contents"] == fit.messages
+                bodies.append(fit.messages)
+                sent += 1
+            await window.aclose()
+            await backend.release(store)
+            reopened_store = backend.open()
+            reopened = Window(budget=_SHARE_BUDGET, format=fmt, store=reopened_store, thread_id=f"sdk-{fmt}")
+            history.append(history[-2])  # one more user turn, after the restart
+            fresh = Window(budget=_SHARE_BUDGET, format=fmt, thread_id=f"sdk-{fmt}")
+            for k in range(1, len(history) + 1, 2):  # an uninterrupted window sees every call
+                expected = await fresh.afit(history[:k], system="Be brief.")
+            resumed = await reopened.afit(history, system="Be brief.")
+            assert (resumed.messages, resumed.system) == (expected.messages, expected.system), fmt
+            await reopened.aclose()
+            await fresh.aclose()
+            await backend.release(reopened_store)
+    return {"sdk_calls": float(sent)}
+
+
 # -- child-process programs -----------------------------------------------------------------------------------
+
+
+async def _kill_writer(command: str, url: str, thread: str, *, steps: int, pause: float) -> int:
+    """Start the child ``command`` (it prints each committed step), SIGKILL it after ``steps`` steps plus
+    ``pause`` seconds (somewhere inside the next writes), and return the last step it reported committed."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "windowkeeper.testing.conformance", command, url, thread,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    last = -1
+    killed = False
+    try:
+        deadline = time.monotonic() + 90
+        while last < steps:
+            line = await asyncio.wait_for(proc.stdout.readline(), timeout=max(0.1, deadline - time.monotonic()))
+            if not line:
+                err = (await proc.stderr.read()).decode(errors="replace")
+                raise AssertionError(f"{command} exited early (code {await proc.wait()}): {err[-2000:]}")
+            last = int(line)
+        await asyncio.sleep(pause)
+        proc.send_signal(signal.SIGKILL)
+        killed = True
+        rest = await proc.stdout.read()
+    finally:
+        # never signal twice: Popen.send_signal polls, which would reap the child before asyncio's watcher does
+        if not killed:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        await proc.wait()
+    for line in rest.splitlines():
+        last = max(last, int(line))
+    assert proc.returncode == -signal.SIGKILL
+    return last
 
 
 async def _child(*args: str) -> str:
@@ -935,12 +1100,52 @@ async def _child_main(argv: Sequence[str]) -> int:
                 await cp.aput(thread, snapshot, [msg])
                 print(step, flush=True)
                 step += 1
+        elif command == "crash-records":
+            await _crash_records(cp.store, thread)
+        elif command == "share":
+            print(json.dumps(await _share(cp, thread, int(argv[3]), int(argv[4]))))
         else:
-            print(f"unknown command {command!r}; use read, write or crash-writer", file=sys.stderr)
+            print(f"unknown command {command!r}; use read, write, crash-writer, crash-records or share",
+                  file=sys.stderr)
             return 2
     finally:
         await cp.aclose()
     return 0
+
+
+async def _crash_records(store: SessionStore, thread: str) -> None:
+    """Steps until killed: add ``r<step>``, update ``r<step-1>`` (version-checked), append, put the state."""
+    step = 0
+    while True:
+        await store.add_record("mem", thread, f"r{step}", crash_doc(step))
+        if step:
+            await store.update_record("mem", thread, f"r{step - 1}", crash_doc(step - 1, 2), expected_version=1)
+        await store.append_messages(thread, [crash_message(step)])
+        await store.put_state(thread, {"step": step})
+        print(step, flush=True)
+        step += 1
+
+
+async def _share(cp: Checkpointer, thread: str, worker: int, turns: int) -> dict[str, Any]:
+    """One of the processes of `spec_shared_by_processes`: checkpoints, memory events and a window thread."""
+    from ..integrations.window import Window
+    from ..memory import InMemoryMemory
+
+    memory = InMemoryMemory(store=cp.store, enable_context_management=False)
+    memory._owns_store = False
+    window = Window(budget=_SHARE_BUDGET, store=cp.store, thread_id=f"win-{worker}")
+    history = _share_history(worker, turns)
+    fit = None
+    for t in range(turns):
+        message = _text(f"p{worker}-{t}")
+        await cp.aput(thread, AgentState(context=[message]), [message])
+        await memory.add({"message": {"id": f"e{worker}-{t}", "role": "user", "content": f"event {t}"}},
+                         session_id=thread)
+        fit = await window.afit(history[: 3 + 2 * t])
+    assert fit is not None
+    fit = await window.afit(history)
+    await window.aclose()
+    return {"messages": fit.messages, "summary": fit.summary}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

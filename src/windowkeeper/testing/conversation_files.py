@@ -122,6 +122,268 @@ def swe_agent_thought_action(messages: list[Message]) -> Any:
     return {"environment": "swe_main", "trajectory": trajectory, "history": history, "info": {}}
 
 
+SESSION_ID = "5e1b2c3d-0f4a-4b6c-9d8e-7f6a5b4c3d2e"
+_PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+def _stamp(step: int) -> str:
+    return f"2025-09-01T10:{step // 60 % 60:02d}:{step % 60:02d}.{step % 1000:03d}Z"
+
+
+def _jsonl(events: list[dict[str, Any]]) -> str:
+    return "\n".join(json.dumps(e, ensure_ascii=False, separators=(",", ":")) for e in events) + "\n"
+
+
+def claude_code_events(messages: list[Message]) -> list[dict[str, Any]]:
+    """A coding agent's session log in the shape Claude Code writes it: one event per line, an assistant reply
+    split one content block per line under one ``message.id`` (thinking signed), each tool result its own user
+    line with ``toolUseResult``, an image in the first prompt, and the events that are not conversation (a
+    ``summary`` title, ``file-history-snapshot`` and ``system`` lines)."""
+    _system, typed_turns = to_anthropic([m for m in messages if m.role != "system"])
+    turns: list[Any] = list(typed_turns)
+    envelope = {
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/home/dev/billing",
+        "sessionId": SESSION_ID,
+        "version": "1.0.98",
+        "gitBranch": "main",
+    }
+    events: list[dict[str, Any]] = [{"type": "summary", "summary": "Fix apply_requests", "leafUuid": "u-0000"}]
+    parent: str | None = None
+    step = 0
+
+    def add(kind: str, message: dict[str, Any], **extra: Any) -> None:
+        nonlocal parent, step
+        step += 1
+        uid = f"{kind[0]}-{step:04d}-4c1e-8a7b-{step:012d}"
+        events.append(
+            {
+                "parentUuid": parent,
+                **envelope,
+                "type": kind,
+                "message": message,
+                "uuid": uid,
+                "timestamp": _stamp(step),
+                **extra,
+            }
+        )
+        parent = uid
+
+    for number, turn in enumerate(turns):
+        content = turn["content"]
+        blocks: list[Any] = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        if turn["role"] == "assistant":
+            api_id = f"msg_01{number:022d}"
+            for block in blocks:
+                if block.get("type") == "thinking":
+                    block = {**block, "signature": f"EqQBCkYIBxgCKkA{number:08d}"}
+                message = {
+                    "id": api_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-20250514",
+                    "content": [block],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {
+                        "input_tokens": 4,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 1200,
+                        "output_tokens": 12,
+                        "service_tier": "standard",
+                    },
+                }
+                add("assistant", message, requestId=f"req_011C{number:020d}")
+            continue
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        for result in results:
+            text = result.get("content") if isinstance(result.get("content"), str) else ""
+            add(
+                "user",
+                {"role": "user", "content": [result]},
+                toolUseResult={"stdout": text, "stderr": "", "interrupted": False, "isImage": False},
+            )
+        rest = [b for b in blocks if b.get("type") != "tool_result"]
+        if rest:
+            events.append(
+                {
+                    "type": "file-history-snapshot",
+                    "messageId": f"snap-{number}",
+                    "snapshot": {"messageId": f"snap-{number}", "trackedFileBackups": {}, "timestamp": _stamp(step)},
+                    "isSnapshotUpdate": False,
+                }
+            )
+            if number == 0:
+                rest = [*rest, {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _PNG}}]
+            add("user", {"role": "user", "content": rest if len(rest) > 1 else rest[0]["text"]})
+    events.append(
+        {
+            "parentUuid": parent,
+            **envelope,
+            "type": "system",
+            "subtype": "informational",
+            "content": "Session resumed",
+            "level": "info",
+            "uuid": "s-9999",
+            "timestamp": _stamp(step + 1),
+        }
+    )
+    return events
+
+
+def _claude_code(messages: list[Message]) -> str:
+    return _jsonl(claude_code_events(messages))
+
+
+def _item_text(item: Any) -> str:
+    content = item["content"]
+    return "".join(p.get("text", "") for p in content) if isinstance(content, list) else str(content)
+
+
+def codex_rollout_events(messages: list[Message]) -> list[dict[str, Any]]:
+    """A Responses-family rollout in the shape Codex CLI writes it: ``session_meta`` first, a ``turn_context``
+    and an ``event_msg`` echo per user turn, ``response_item`` lines for every message, reasoning item (summary
+    and encrypted content), function call and output; every third call a ``custom_tool_call`` (apply_patch) and
+    one ``local_shell_call``; an image in the first prompt and ``token_count`` events."""
+    instructions, typed_items = to_responses_input(messages)
+    items: list[Any] = list(typed_items)
+    events: list[dict[str, Any]] = [
+        {
+            "timestamp": _stamp(0),
+            "type": "session_meta",
+            "payload": {
+                "id": SESSION_ID,
+                "timestamp": _stamp(0),
+                "cwd": "/home/dev/billing",
+                "originator": "codex_cli_rs",
+                "cli_version": "0.36.0",
+                "instructions": instructions,
+                "git": {
+                    "commit_hash": "3f2a1b0",
+                    "branch": "main",
+                    "repository_url": "git@example.com:dev/billing.git",
+                },
+            },
+        },
+    ]
+    custom: set[str] = set()
+    shell: set[str] = set()
+    calls = 0
+    first_user = True
+    for step, item in enumerate(items, start=1):
+        stamp = _stamp(step)
+        kind = item.get("type")
+        payload: dict[str, Any] = dict(item)
+        if kind == "message" and item.get("role") == "user":
+            text = _item_text(item)
+            events.append(
+                {
+                    "timestamp": stamp,
+                    "type": "turn_context",
+                    "payload": {
+                        "cwd": "/home/dev/billing",
+                        "approval_policy": "on-request",
+                        "sandbox_policy": {"mode": "workspace-write"},
+                        "model": "gpt-5-codex",
+                        "effort": "medium",
+                        "summary": "auto",
+                    },
+                }
+            )
+            parts = [{"type": "input_text", "text": text}]
+            if first_user:
+                parts.append({"type": "input_image", "image_url": f"data:image/png;base64,{_PNG}"})
+                first_user = False
+            payload = {"type": "message", "role": "user", "content": parts}
+            events.append({"timestamp": stamp, "type": "response_item", "payload": payload})
+            events.append(
+                {
+                    "timestamp": stamp,
+                    "type": "event_msg",
+                    "payload": {"type": "user_message", "message": text, "images": []},
+                }
+            )
+            continue
+        if kind == "reasoning":
+            summary = item.get("summary") or []
+            payload = {
+                "type": "reasoning",
+                "summary": summary,
+                "content": None,
+                "encrypted_content": f"gAAAAABo{step:040d}",
+            }
+        elif kind == "function_call":
+            calls += 1
+            if calls % 3 == 0:
+                custom.add(item["call_id"])
+                patch = (
+                    "*** Begin Patch\n*** Update File: src/billing/currency.py\n"
+                    + item["arguments"]
+                    + "\n*** End Patch"
+                )
+                payload = {
+                    "type": "custom_tool_call",
+                    "status": "completed",
+                    "call_id": item["call_id"],
+                    "name": "apply_patch",
+                    "input": patch,
+                }
+            elif calls == 2:
+                shell.add(item["call_id"])
+                payload = {
+                    "type": "local_shell_call",
+                    "call_id": item["call_id"],
+                    "status": "completed",
+                    "action": {
+                        "type": "exec",
+                        "command": ["bash", "-lc", "pytest -q"],
+                        "working_directory": "/home/dev/billing",
+                        "timeout_ms": 120000,
+                    },
+                }
+            else:
+                payload = {
+                    "type": "function_call",
+                    "name": item["name"],
+                    "arguments": item["arguments"],
+                    "call_id": item["call_id"],
+                }
+        elif kind == "function_call_output":
+            output = item["output"] if isinstance(item["output"], str) else json.dumps(item["output"])
+            wrapped = json.dumps({"output": output, "metadata": {"exit_code": 0, "duration_seconds": 0.2}})
+            kind_out = "custom_tool_call_output" if item["call_id"] in custom else "function_call_output"
+            payload = {"type": kind_out, "call_id": item["call_id"], "output": wrapped}
+        events.append({"timestamp": stamp, "type": "response_item", "payload": payload})
+        if kind == "message" and item.get("role") == "assistant":
+            text = _item_text(item)
+            events.append(
+                {"timestamp": stamp, "type": "event_msg", "payload": {"type": "agent_message", "message": text}}
+            )
+            events.append(
+                {
+                    "timestamp": stamp,
+                    "type": "event_msg",
+                    "payload": {
+                        "type": "token_count",
+                        "info": {"total_token_usage": {"input_tokens": 1200 * step, "output_tokens": 40}},
+                        "rate_limits": None,
+                    },
+                }
+            )
+    return events
+
+
+def _codex(messages: list[Message]) -> str:
+    return _jsonl(codex_rollout_events(messages))
+
+
+def _langchain_model_dump(messages: list[Message]) -> Any:
+    from windowkeeper.llm.formats import to_langchain
+
+    return [m.model_dump() for m in to_langchain(messages)]
+
+
 def _jsonl_messages(messages: list[Message]) -> str:
     return "\n".join(json.dumps(m) for m in to_openai_chat(messages)) + "\n"
 
@@ -140,6 +402,9 @@ BUILDERS: dict[str, tuple[str, str, Callable[[list[Message]], Any]]] = {
     "anthropic-no-system": ("anthropic_bare.json", "anthropic", _anthropic_bare),
     "gemini": ("gemini.json", "gemini", _gemini),
     "langchain": ("langchain.json", "langchain", _langchain),
+    "langchain-model-dump": ("lc_dump.json", "langchain", _langchain_model_dump),
+    "claude-code": ("session.jsonl", "claude-code", _claude_code),
+    "codex": ("rollout-2025-09-01T10-00-00.jsonl", "codex", _codex),
     "windowkeeper": ("state.json", "windowkeeper", _windowkeeper),
     "tau-bench": ("tau.json", "tau-bench", _tau_bench),
     "swe-agent-function-calling": ("fc.traj", "swe-agent", swe_agent_function_calling),
@@ -160,7 +425,10 @@ def write_sample(directory: Path, case: str, messages: list[Message] | None = No
 
 __all__ = [
     "BUILDERS",
+    "SESSION_ID",
     "TOOL_SCHEMA",
+    "claude_code_events",
+    "codex_rollout_events",
     "session",
     "swe_agent_function_calling",
     "swe_agent_thought_action",

@@ -41,6 +41,24 @@ TOOL_DESCRIPTION = (
 )
 DEFAULT_RESULTS = 5
 MAX_RESULTS = 20
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "Words to search the earlier conversation for."},
+        "pointer_id": {
+            "type": "string",
+            "description": "Id from a cleared-content note, to restore that content in full.",
+        },
+        "max_results": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_RESULTS,
+            "description": "How many passages to return for a query.",
+        },
+    },
+    "additionalProperties": False,
+}
+"""The tool's arguments as JSON Schema (every host's tool shape declares these)."""
 
 
 @runtime_checkable
@@ -104,23 +122,7 @@ class RecallTool:
         return {
             "name": TOOL_NAME,
             "description": TOOL_DESCRIPTION,
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "Words to search the earlier conversation for."},
-                    "pointer_id": {
-                        "type": "string",
-                        "description": "Id from a cleared-content note, to restore that content in full.",
-                    },
-                    "max_results": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": MAX_RESULTS,
-                        "description": "How many passages to return for a query.",
-                    },
-                },
-                "additionalProperties": False,
-            },
+            "parameters": PARAMETERS,
         }
 
     @property
@@ -130,7 +132,7 @@ class RecallTool:
 
     async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None, *, thread_id: str | None = None) -> str:
         """Run the tool with the arguments a model sent (a dict or a JSON object string)."""
-        args = _arguments(arguments)
+        args = parse_arguments(arguments)
         return await self._run(
             args.get("query"), args.get("pointer_id"), args.get("max_results", DEFAULT_RESULTS), thread_id
         )
@@ -214,7 +216,8 @@ def _result_ids(message: Message) -> list[str]:
     return [b.call_id for b in message.tool_result_blocks()]
 
 
-def _arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+def parse_arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """The arguments a model sent a tool (a dict, or its JSON object string) as a dict."""
     if arguments is None:
         return {}
     if isinstance(arguments, str):
@@ -233,4 +236,4 @@ def recall_tool(manager_or_memory: Any, *, thread_id: str | None = None) -> Reca
     return RecallTool(manager_or_memory, thread_id=thread_id)
 
 
-__all__ = ["TOOL_DESCRIPTION", "TOOL_NAME", "RecallTool", "recall_tool"]
+__all__ = ["PARAMETERS", "TOOL_DESCRIPTION", "TOOL_NAME", "RecallTool", "parse_arguments", "recall_tool"]

@@ -29,6 +29,7 @@ from ...blocks import (
     ToolCallBlock,
     ToolResultBlock,
     VideoBlock,
+    tool_output_text,
 )
 from ...boundary import MAX_JSON_DEPTH, json_depth
 from ...errors import FormatError
@@ -174,17 +175,27 @@ def derived_id(payload: str, index: int, part: int, previous: str | None) -> str
     return STABLE_ID_PREFIX + hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
+Source = tuple[Any, list[Message]]
+"""What a reader read one group from (a provider item, or the list of items of one Responses turn) and the
+messages it gave, in order: collected when a caller wants sources kept (see `_source`)."""
+
+
 class IdChain:
     """Gives the messages read from a provider list deterministic ids, in list order.
 
     A provider-supplied id (a Responses item id, a LangChain message id) is kept; several messages read from one
     provider message get ``{id}#{part}`` after the first. Everything else is `derived_id` of the source payload.
+    Every reader assigns ids once per provider item (or turn), so with ``sources`` the chain also collects which
+    item gave which messages, in order.
     """
 
-    def __init__(self, previous: str | None = None) -> None:
+    def __init__(self, previous: str | None = None, sources: list[Source] | None = None) -> None:
         self.previous: str | None = previous
+        self.sources = sources
 
     def assign(self, messages: Sequence[Message], source: Any, index: int, *, provided: str | None = None) -> None:
+        if self.sources is not None:
+            self.sources.append((source, list(messages)))
         payload: str | None = None
         for part, message in enumerate(messages):
             if provided:
@@ -386,6 +397,39 @@ def unsupported(block: ContentBlock, fmt: str, role: str, *, index: int | None, 
 def error_text(block: ErrorBlock) -> str:
     """How an `ErrorBlock` reads to a model when a format has no error part."""
     return f"Error: {block.error}"
+
+
+def result_text(block: ToolResultBlock) -> str:
+    """A tool result as the text formats without an error flag send: a failed call says so (``Error: ...``), so
+    the model can tell the tool failed."""
+    text = tool_output_text(block.output)
+    if block.status == "error" and not text.lstrip().lower().startswith("error"):
+        return f"Error: {text}"
+    return text
+
+
+UNKNOWN_PREFIX = "[unknown "
+"""How the text standing for a part or item of a kind no converter models starts."""
+
+
+def unknown_block(kind: str, value: Any) -> TextBlock:
+    """A part (or item) of a kind windowkeeper does not model, as a text block holding its JSON.
+
+    The message still counts, fits and passes through unchanged (its source item is written verbatim); only a
+    message windowkeeper rewrites, or a conversion to another format, carries the JSON as text (and warns).
+    """
+    return TextBlock(text=f"{UNKNOWN_PREFIX}{kind}] {canonical_json(value)}")
+
+
+def unknown_part(part: Mapping[str, Any], expected: str, *, index: int, key: str) -> TextBlock:
+    """A part whose ``type`` no reader models, kept as `unknown_block`; a part without a ``type`` is malformed
+    (a `FormatError` naming ``expected``, the kinds the format reads)."""
+    ptype = part.get("type")
+    if not isinstance(ptype, str) or not ptype:
+        raise FormatError(
+            f"content part has no 'type' (expected {expected}), got {ptype!r}", index=index, key=f"{key}.type"
+        )
+    return unknown_block(ptype, part)
 
 
 def is_dropped(block: ContentBlock) -> bool:

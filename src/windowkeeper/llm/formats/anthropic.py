@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeGuard, cast, overload
 
 from ...blocks import (
     AudioBlock,
@@ -32,6 +32,7 @@ from ...messages import Message
 from ._common import (
     IdChain,
     ReasoningMode,
+    Source,
     as_list,
     as_mapping,
     check_mode,
@@ -41,14 +42,20 @@ from ._common import (
     media_kind,
     messages_input,
     openai_tools_calls,
+    plain,
     reader,
     reasoning_blocks,
     require_str,
     resolve_data_block,
     system_text,
     tool_results,
+    unknown_block,
+    unknown_part,
     unsupported,
 )
+from ._source import is_recall, keep_source, split_parts, unchanged, whole_group
+from .registry import ProviderFormat, content_part_types, register_format
+from .rules import RoundTripRules
 from .wire import (
     AnthropicBlock,
     AnthropicImageType,
@@ -73,6 +80,7 @@ else:
 logger = logging.getLogger(__name__)
 
 FORMAT = "Anthropic Messages"
+NAME = "anthropic"
 SYSTEM_SEPARATOR = "\n\n"
 _ID_OK = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -274,25 +282,41 @@ def _api_message(message: AnthropicTranscriptMessage) -> AnthropicMessage:
 # The Literal overloads come first on purpose: "signed"/"none" output is the SDK's MessageParam.
 @overload
 def to_anthropic(  # type: ignore[overload-overlap]
-    messages: Sequence[Message], *, reasoning: Literal["signed", "none"], cache_breakpoints: None = None
+    messages: Sequence[Message],
+    *,
+    reasoning: Literal["signed", "none"],
+    cache_breakpoints: None = None,
+    passthrough: bool = False,
 ) -> tuple[str | None, list[AnthropicMessage]]: ...
 
 
 @overload
 def to_anthropic(  # type: ignore[overload-overlap]
-    messages: Sequence[Message], *, reasoning: Literal["signed", "none"], cache_breakpoints: Sequence[CacheBreakpoint]
+    messages: Sequence[Message],
+    *,
+    reasoning: Literal["signed", "none"],
+    cache_breakpoints: Sequence[CacheBreakpoint],
+    passthrough: bool = False,
 ) -> tuple[AnthropicSystem | None, list[AnthropicMessage]]: ...
 
 
 @overload
 def to_anthropic(
-    messages: Sequence[Message], *, reasoning: ReasoningMode = "all", cache_breakpoints: None = None
+    messages: Sequence[Message],
+    *,
+    reasoning: ReasoningMode = "all",
+    cache_breakpoints: None = None,
+    passthrough: bool = False,
 ) -> tuple[str | None, list[AnthropicTranscriptMessage]]: ...
 
 
 @overload
 def to_anthropic(
-    messages: Sequence[Message], *, reasoning: ReasoningMode = "all", cache_breakpoints: Sequence[CacheBreakpoint]
+    messages: Sequence[Message],
+    *,
+    reasoning: ReasoningMode = "all",
+    cache_breakpoints: Sequence[CacheBreakpoint],
+    passthrough: bool = False,
 ) -> tuple[AnthropicSystem | None, list[AnthropicTranscriptMessage]]: ...
 
 
@@ -301,6 +325,7 @@ def to_anthropic(
     *,
     reasoning: ReasoningMode = "all",
     cache_breakpoints: Sequence[CacheBreakpoint] | None = None,
+    passthrough: bool = False,
 ) -> (
     tuple[AnthropicSystem | None, list[AnthropicMessage]]
     | tuple[AnthropicSystem | None, list[AnthropicTranscriptMessage]]
@@ -315,41 +340,136 @@ def to_anthropic(
     returns the system prompt as one text block carrying ``cache_control`` (the prefix tools + system is cached),
     an index marks the last block written for that message (thinking blocks and empty text cannot carry a marker,
     so the last block that can is used; a message with none gets no marker). Without breakpoints the system
-    prompt stays a plain string.
+    prompt stays a plain string. Breakpoints the caller's own items already carry count toward the four: ours
+    are placed latest first and the earliest are left out when the limit would be passed.
+
+    ``passthrough`` writes each message read with its source kept (`ANTHROPIC.read`) and unchanged since as the
+    item it was read from (``cache_control``, ``citations`` and unknown keys included); the parts of a split user
+    turn (``[tool_result, text]``) go back into one user turn, with their original blocks where unchanged.
+    Consecutive user-side messages written anew (tool results, then text; a recall note, then the question it
+    serves) share one user turn.
     """
     check_mode(reasoning)
     marks = _check_breakpoints(cache_breakpoints, len(messages))
     system: list[str] = []
     out: list[AnthropicTranscriptMessage] = []
     ids = _IdMap()
-    tool_turn: list[_Block] | None = None
+    open_turn: list[_Block] | None = None  # the user turn written anew that user-side messages still join
+    joinable = False  # it was opened by tool results or a recall note: the next user-side message joins it
+    recall_open = False  # whether ``open_turn`` holds only a recall note (the question it serves joins it)
     written: dict[int, list[_Block]] = {}
-    for i, message in enumerate(messages):
+    verbatim: dict[int, int] = {}  # message index -> position in ``out`` of the caller's item written for it
+    i = 0
+    n = len(messages)
+    while i < n:
+        message = messages[i]
         if message.role == "system":
             system.append(system_text(message, FORMAT, index=i))
+            i += 1
             continue
-        if message.role == "tool":
-            results = _tool_results(message, index=i, ids=ids)
-            if tool_turn is None:
-                tool_turn = []
-                out.append({"role": "user", "content": tool_turn})
-            tool_turn.extend(results)
-            written[i] = results
-            continue
-        tool_turn = None
-        content = _content(message, index=i, ids=ids, reasoning=reasoning)
-        out.append({"role": "assistant" if message.role == "assistant" else "user", "content": content})
+        source = unchanged(message, NAME) if passthrough else None
+        if source is not None:
+            group = whole_group(messages, i, NAME)
+            if group is not None:
+                items, end = group
+                for item in items:
+                    for block in item.get("content") or () if isinstance(item.get("content"), list) else ():
+                        if isinstance(block, Mapping) and block.get("type") == "tool_use":
+                            ids.used.add(str(block.get("id")))
+                if recall_open and open_turn is not None and len(items) == 1 and items[0].get("role") == "user":
+                    out[-1] = _with_leading(items[0], open_turn)
+                else:
+                    out.extend(items)
+                for k in range(i, end):
+                    verbatim[k] = len(out) - 1
+                open_turn, recall_open, joinable = None, False, False
+                i = end
+                continue
+            blocks = source.get("blocks")
+            content: list[_Block] = list(blocks) if isinstance(blocks, list) else []
+        else:
+            if passthrough:
+                ANTHROPIC.report(message, NAME)
+            if message.role == "tool":
+                content = _tool_results(message, index=i, ids=ids)
+            else:
+                content = _content(message, index=i, ids=ids, reasoning=reasoning)
+        if message.role == "assistant":
+            open_turn, recall_open = None, False
+            out.append({"role": "assistant", "content": content})
+        elif open_turn is not None and joinable and (content or message.role == "tool"):
+            open_turn.extend(content)
+            joinable = message.role == "tool"
+            recall_open = False
+        else:
+            open_turn = list(content)
+            out.append({"role": "user", "content": open_turn})
+            recall_open = is_recall(message)
+            joinable = recall_open or message.role == "tool"
         written[i] = content
+        i += 1
     text = SYSTEM_SEPARATOR.join(system) if system else None
     sent: AnthropicSystem | None = text
-    for index in sorted(m for m in marks if isinstance(m, int)):
-        if not any(_mark(b) for b in reversed(written.get(index, []))):
+    room = MAX_CACHE_BREAKPOINTS - sum(_count_marks(turn) for turn in out)
+    wanted = [m for m in marks if isinstance(m, int)]
+    if "system" in marks and text:
+        room -= 1
+    for index in sorted(wanted, reverse=True):
+        if room <= 0:
+            logger.debug("cache breakpoint at message %d left out: the request has %d already", index, 4)
+            continue
+        if index in verbatim:
+            position = verbatim[index]
+            item = _copy_turn(out[position])
+            out[position] = item
+            blocks_out = item["content"] if isinstance(item["content"], list) else []
+        else:
+            blocks_out = [dict(b) for b in written.get(index, [])]
+            _replace_blocks(out, written.get(index, []), blocks_out)
+        if any(_mark(b) for b in reversed(blocks_out)):  # type: ignore[arg-type]
+            room -= 1
+        else:
             logger.debug("message %d has no block that can carry cache_control; no breakpoint there", index)
     if "system" in marks and text:
         sent = [{"type": "text", "text": text, "cache_control": CACHE_CONTROL.copy()}]
     if reasoning == "all":
         return sent, out
-    return sent, [_api_message(m) for m in out]
+    kept = set(verbatim.values())
+    # the caller's own items are sent as they came (they are the API's shape already)
+    return sent, [cast(AnthropicMessage, m) if k in kept else _api_message(m) for k, m in enumerate(out)]
+
+
+def _with_leading(item: Mapping[str, Any], leading: list[Any]) -> Any:
+    """A copy of the caller's user turn ``item`` with ``leading`` blocks before its own (every other key kept)."""
+    content = item.get("content")
+    own = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+    return {**item, "content": [*leading, *own]}
+
+
+def _copy_turn(item: Any) -> Any:
+    """A copy of a caller's turn whose blocks may get a cache marker (the caller's own dicts are never touched)."""
+    content = item.get("content")
+    if isinstance(content, str):
+        return {**item, "content": [{"type": "text", "text": content}]}
+    return {**item, "content": [dict(b) if isinstance(b, Mapping) else b for b in content or []]}
+
+
+def _replace_blocks(out: list[Any], old: list[Any], new: list[Any]) -> None:
+    """Swap the blocks ``old`` (by identity) for their copies ``new`` wherever they were put in ``out``."""
+    if not old:
+        return
+    swap = {id(o): c for o, c in zip(old, new, strict=True)}
+    for turn in out:
+        content = turn.get("content")
+        if isinstance(content, list) and any(id(b) in swap for b in content):
+            turn["content"] = [swap.get(id(b), b) for b in content]
+
+
+def _count_marks(turn: Any) -> int:
+    content = turn.get("content") if isinstance(turn, Mapping) else None
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for b in content if isinstance(b, Mapping) and b.get("cache_control"))
 
 
 def _check_breakpoints(breakpoints: Sequence[CacheBreakpoint] | None, n: int) -> set[CacheBreakpoint]:
@@ -407,11 +527,8 @@ def _result_output(content: Any, *, index: int, key: str) -> str:
     for j, part in enumerate(as_list(content, index=index, key=key, what="tool_result content")):
         p = as_mapping(part, index=index, key=f"{key}[{j}]", what="tool_result part")
         if p.get("type") != "text":
-            raise FormatError(
-                f"tool_result parts other than text are not supported, got {p.get('type')!r}",
-                index=index,
-                key=f"{key}[{j}].type",
-            )
+            texts.append(unknown_block(str(p.get("type")), p).text)
+            continue
         texts.append(require_str(p, "text", index=index, key=f"{key}[{j}].text", empty_ok=True))
     return "".join(texts)
 
@@ -455,12 +572,8 @@ def _parse_block(block: Any, *, index: int, key: str) -> ContentBlock:
         if isinstance(title, str) and title:
             media = media.model_copy(update={"filename": title})
         return DocumentBlock(media=media)
-    raise FormatError(
-        f"unsupported content block type {btype!r} (expected text, image, document, thinking, "
-        "redacted_thinking, tool_use or tool_result)",
-        index=index,
-        key=f"{key}.type",
-    )
+    expected = "text, image, document, thinking, redacted_thinking, tool_use or tool_result"
+    return unknown_part(b, expected, index=index, key=key)
 
 
 @reader("Anthropic content blocks")
@@ -546,8 +659,10 @@ def from_anthropic(system: Any, messages: Any) -> list[Message]:
     return out
 
 
-def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Message]:
-    chain = IdChain(previous)
+def _read(
+    items: Sequence[Any], *, offset: int, previous: str | None, sources: list[Source] | None = None
+) -> list[Message]:
+    chain = IdChain(previous, sources)
     out: list[Message] = []
     for i, d in enumerate(items, start=offset):
         converted = _to_messages(d, i)
@@ -557,13 +672,96 @@ def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Me
 
 
 @reader("Anthropic messages")
-def read_items(items: Sequence[Any], *, offset: int = 0, previous: str | None = None) -> list[Message]:
+def read_items(
+    items: Sequence[Any], *, offset: int = 0, previous: str | None = None, sources: list[Source] | None = None
+) -> list[Message]:
     """Messages from provider messages ``offset``, ``offset + 1``, ... of a longer list (no system), as
     `from_anthropic` reads them when ``previous`` is the id of the last message read before them."""
-    return _read(items, offset=offset, previous=previous)
+    return _read(items, offset=offset, previous=previous, sources=sources)
 
+
+def _is_tool_result(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "tool_result"
+
+
+_ANTHROPIC_PARTS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+class AnthropicFormat(ProviderFormat):
+    """Anthropic Messages: user and assistant turns of blocks, tool results inside user turns, system apart."""
+
+    name = NAME
+    round_trip = RoundTripRules(
+        system="one_front",
+        tool_status=True,
+        renumber_ids=True,
+        reasoning="hoist",
+        reasoning_fields=frozenset({"signature"}),
+        default_media_mime=True,
+    )
+    priority = 40
+    title = FORMAT
+    expected = (
+        "Anthropic messages such as {'role': 'user', 'content': 'hi'} with tool_use / tool_result "
+        "content blocks (the system prompt goes to system=, not into the list)"
+    )
+
+    def read_items(
+        self, items: Sequence[Any], *, offset: int, previous: str | None, sources: list[Source] | None
+    ) -> list[Message]:
+        return read_items(items, offset=offset, previous=previous, sources=sources)
+
+    def keep(self, source: Any, messages: Sequence[Message]) -> None:
+        blocks = split_parts(plain(source).get("content"), messages, _is_tool_result)
+        keep_source(self.name, messages, [source], blocks)
+
+    def read_system(self, system: Any) -> str | None:
+        if system is None or isinstance(system, str):
+            return super().read_system(system)
+        messages = from_anthropic(system, [])
+        return "\n\n".join(m.text() for m in messages if m.role == "system") or None
+
+    def write_messages(self, messages: Sequence[Message], *, options: Mapping[str, Any]) -> list[Any]:
+        breakpoints = options.get("cache_breakpoints")
+        marks = [b for b in breakpoints if b != "system"] if breakpoints is not None else None
+        passthrough = bool(options.get("passthrough", True))
+        if marks is None:
+            return list(to_anthropic(messages, reasoning="signed", passthrough=passthrough)[1])
+        return list(to_anthropic(messages, reasoning="signed", cache_breakpoints=marks, passthrough=passthrough)[1])
+
+    def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
+        breakpoints = options.get("cache_breakpoints")
+        cached = bool(system) and breakpoints is not None and "system" in breakpoints
+        if cached and breakpoints is not None:
+            # the system marker takes one of the four: the messages get at most three
+            options = {
+                **options,
+                "cache_breakpoints": [b for b in breakpoints if b != "system"][: MAX_CACHE_BREAKPOINTS - 1],
+            }
+        out = self.write_messages(messages, options=options)
+        if cached:
+            return out, [{"type": "text", "text": system, "cache_control": CACHE_CONTROL.copy()}]
+        return out, system
+
+    def distinctive(self, item: Any) -> str | None:
+        d = plain(item)
+        if not isinstance(d, Mapping) or "type" in d or "parts" in d:
+            return None
+        for j, ptype in content_part_types(d.get("content")):
+            if ptype in _ANTHROPIC_PARTS:
+                return f"content[{j}].type"
+        return None
+
+    def tool(self, name: str, description: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
+        return {"name": name, "description": description, "input_schema": dict(parameters)}
+
+
+ANTHROPIC = register_format(AnthropicFormat())
+"""The Anthropic Messages format object."""
 
 __all__ = [
+    "ANTHROPIC",
+    "AnthropicFormat",
     "CACHE_CONTROL",
     "MAX_CACHE_BREAKPOINTS",
     "CacheBreakpoint",

@@ -9,7 +9,6 @@ ids, timestamps or metadata.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from ...blocks import (
@@ -27,107 +26,26 @@ from ...blocks import (
     tool_output_text,
 )
 from ...messages import Message
-from ._common import error_text, is_dropped, media_block_for_mime, media_kind, resolve_data_block
+from ._common import error_text, is_dropped, media_block_for_mime, media_kind, resolve_data_block, result_text
+from .registry import get_format
+from .rules import RoundTripRules
 
 Format = Literal["openai_chat", "openai_responses", "anthropic", "gemini", "langchain"]
 FORMATS: tuple[Format, ...] = ("openai_chat", "openai_responses", "anthropic", "gemini", "langchain")
 
 
-@dataclass(frozen=True)
-class _Rules:
-    system: Literal["keep", "one_front", "each_front"]
-    tool_status: bool
-    tool_name: Literal["keep", "drop", "call"]
-    json_outputs: bool
-    renumber_ids: bool
-    reasoning: Literal["merge_front", "hoist", "in_place"]
-    reasoning_fields: frozenset[str]
-    empty_is_blank_text: bool
-    merge_assistants: bool
-    calls_last: bool
-    keep_media_mime_on_ref: bool
-    file_id_as_url: bool
-    retype_media_by_mime: bool
-
-
-_RULES: dict[str, _Rules] = {
-    "openai_chat": _Rules(
-        "keep", False, "keep", False, False, "merge_front", frozenset(), True, False, True, False, False, False
-    ),
-    "openai_responses": _Rules(
-        "keep",
-        False,
-        "drop",
-        False,
-        False,
-        "in_place",
-        frozenset({"summary", "id", "signature"}),
-        False,
-        True,
-        False,
-        False,
-        False,
-        False,
-    ),
-    "anthropic": _Rules(
-        "one_front",
-        True,
-        "drop",
-        False,
-        True,
-        "hoist",
-        frozenset({"signature"}),
-        False,
-        False,
-        False,
-        False,
-        False,
-        False,
-    ),
-    "gemini": _Rules(
-        "each_front",
-        True,
-        "call",
-        True,
-        True,
-        "in_place",
-        frozenset({"signature"}),
-        False,
-        False,
-        False,
-        True,
-        True,
-        True,
-    ),
-    "langchain": _Rules(
-        "keep",
-        True,
-        "keep",
-        False,
-        False,
-        "in_place",
-        frozenset({"summary", "id", "signature"}),
-        False,
-        False,
-        False,
-        True,
-        False,
-        False,
-    ),
-}
-
 _DEFAULT_MIME = {ImageBlock: "image/png", DocumentBlock: "application/pdf"}
 _AUDIO_CANON = {"audio/x-wav": "audio/wav", "audio/wave": "audio/wav", "audio/mp3": "audio/mpeg"}
 
 
-def _media(block: ContentBlock, media: MediaRef, fmt: str, rules: _Rules) -> dict[str, Any]:
+def _media(block: ContentBlock, media: MediaRef, rules: RoundTripRules) -> dict[str, Any]:
     kind = media_kind(media)
     out: dict[str, Any] = {}
     if kind == "data":
         mime = media.mime_type
-        if fmt in ("openai_chat", "openai_responses", "anthropic"):
+        if rules.default_media_mime:
             mime = mime or _DEFAULT_MIME.get(type(block))
-        if isinstance(block, AudioBlock) and fmt in ("openai_chat", "openai_responses"):
+        if isinstance(block, AudioBlock) and rules.canonical_audio_mime:
             mime = _AUDIO_CANON.get(mime or "", mime)
         out.update(kind="data", data=media.data_base64, mime=mime)
     elif kind == "file_id" and not rules.file_id_as_url:
@@ -136,12 +54,12 @@ def _media(block: ContentBlock, media: MediaRef, fmt: str, rules: _Rules) -> dic
         out.update(kind="url", ref=media.url if kind == "url" else media.file_id)
     if kind != "data" and rules.keep_media_mime_on_ref:
         out["mime"] = media.mime_type
-    if isinstance(block, DocumentBlock) and fmt != "gemini":
+    if isinstance(block, DocumentBlock) and rules.document_filename:
         out["filename"] = media.filename
     return out
 
 
-def _block(block: ContentBlock, fmt: str, rules: _Rules) -> dict[str, Any]:
+def _block(block: ContentBlock, rules: RoundTripRules) -> dict[str, Any]:
     block = resolve_data_block(block)
     media_types = ImageBlock | AudioBlock | VideoBlock | DocumentBlock
     if rules.retype_media_by_mime and isinstance(block, media_types) and block.media is not None:
@@ -166,20 +84,24 @@ def _block(block: ContentBlock, fmt: str, rules: _Rules) -> dict[str, Any]:
             "name": block.name,
         }
     if isinstance(block, DocumentBlock) and block.media is None:
+        if rules.text_documents_as_text and block.text is not None:
+            return {"type": "text", "text": block.text}  # written as a text part (no document part there)
         return {"type": "document", "text": block.text}
     if isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock):
         assert block.media is not None
-        return {"type": block.type, "media": _media(block, block.media, fmt, rules)}
+        return {"type": block.type, "media": _media(block, block.media, rules)}
     return block.model_dump(mode="json")
 
 
-def _tool_result(block: ToolResultBlock, rules: _Rules, names: dict[str, str]) -> dict[str, Any]:
+def _tool_result(block: ToolResultBlock, rules: RoundTripRules, names: dict[str, str]) -> dict[str, Any]:
     output: Any = block.output
     if rules.json_outputs:
         if isinstance(output, dict) and len(output) == 1 and ("result" in output or "error" in output):
             output = next(iter(output.values()))
     else:
         output = tool_output_text(output)
+        if block.status == "error" and not rules.tool_status:
+            output = result_text(block)  # formats without an error flag say it in the text
     name = (
         block.name
         if rules.tool_name == "keep"
@@ -207,7 +129,7 @@ def _reasoning_first(content: list[dict[str, Any]], merge: bool) -> list[dict[st
 
 def canonical(messages: Sequence[Message], fmt: Format) -> list[dict[str, Any]]:
     """What of ``messages`` a round trip through ``fmt`` keeps, as comparable plain dicts."""
-    rules = _RULES[fmt]
+    rules = get_format(fmt).round_trip
     names: dict[str, str] = {}
     out: list[dict[str, Any]] = []
     systems: list[str] = []
@@ -223,7 +145,7 @@ def canonical(messages: Sequence[Message], fmt: Format) -> list[dict[str, Any]]:
                 if isinstance(block, ToolResultBlock):
                     out.append({"role": "tool", "content": [_tool_result(block, rules, names)]})
             continue
-        content = [_block(b, fmt, rules) for b in blocks]
+        content = [_block(b, rules) for b in blocks]
         if message.role == "system" and rules.system != "keep":
             systems.append("".join(b["text"] for b in content if b["type"] == "text"))
             continue
@@ -234,7 +156,7 @@ def canonical(messages: Sequence[Message], fmt: Format) -> list[dict[str, Any]]:
                 content = [b for b in content if b["type"] != "tool_call"] + [
                     b for b in content if b["type"] == "tool_call"
                 ]
-            if fmt == "gemini":
+            if rules.signature_text:
                 content = _gemini_signature_text(content)
             if rules.merge_assistants and out and out[-1]["role"] == "assistant":
                 out[-1]["content"].extend(content)

@@ -6,9 +6,11 @@ Gemini differs from the other formats in three ways that shape this module:
   model turn's (parallel) calls go in one content.
 * ``functionResponse.response`` must be a JSON object: a non-object output is wrapped as ``{"result": output}``
   and an error as ``{"error": output}``; reading back unwraps exactly those single-key shapes.
-* Calls carry no id. Reading synthesizes ``{id_prefix}_{content_index}_{part_index}`` (stable for the same
-  input) and pairs each response with the first unanswered call of the same name in the latest model turn.
-  Writing omits our ids and names each response after its call.
+* Calls may carry no id. Reading keeps a ``functionCall.id`` and otherwise synthesizes
+  ``{id_prefix}_{content_index}_{part_index}`` (stable for the same input), pairing each response with its call
+  by id, else with the first unanswered call of the same name in the latest model turn. Writing keeps a call's
+  id (and puts it on its responses) unless it was synthesized or used twice in the request, and names each
+  response after its call.
 
 Parts are written in the REST (camelCase) spelling; reading accepts camelCase and the SDK's snake_case.
 """
@@ -16,8 +18,9 @@ Parts are written in the REST (camelCase) spelling; reading accepts camelCase an
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 from ...blocks import (
     AudioBlock,
@@ -37,6 +40,7 @@ from ...messages import Message
 from ._common import (
     IdChain,
     ReasoningMode,
+    Source,
     as_list,
     as_mapping,
     check_mode,
@@ -47,15 +51,22 @@ from ._common import (
     media_kind,
     messages_input,
     openai_tools_calls,
+    plain,
     reader,
     resolve_data_block,
     system_text,
     tool_results,
+    unknown_block,
     unsupported,
 )
+from ._source import is_recall, keep_source, split_parts, unchanged, whole_group
+from .registry import ProviderFormat, register_format
+from .rules import RoundTripRules
 from .wire import (
     GeminiContent,
     GeminiFileData,
+    GeminiFunctionCall,
+    GeminiFunctionResponse,
     GeminiPart,
     GeminiSDKContent,
     GeminiSDKPart,
@@ -65,7 +76,10 @@ from .wire import (
 logger = logging.getLogger(__name__)
 
 FORMAT = "Gemini"
+NAME = "gemini"
 DEFAULT_ID_PREFIX = "call"
+_SYNTHESIZED = re.compile(r"^[A-Za-z0-9]+_\d+_\d+$")
+"""The ids reading makes up for calls without one (``{id_prefix}_{content}_{part}``): never written back."""
 
 
 def _get(d: Mapping[str, Any], camel: str, snake: str) -> Any:
@@ -128,7 +142,9 @@ def _is_wrapper(obj: Mapping[str, Any]) -> bool:
     return len(obj) == 1 and ("result" in obj or "error" in obj)
 
 
-def _model_parts(message: Message, *, index: int, reasoning: ReasoningMode) -> list[GeminiPart]:
+def _model_parts(
+    message: Message, *, index: int, reasoning: ReasoningMode, ids: set[str] | None = None
+) -> list[GeminiPart]:
     """Model parts in block order.
 
     A reasoning block with a signature but no text stands for a signature the model attached to a non-thought
@@ -168,7 +184,10 @@ def _model_parts(message: Message, *, index: int, reasoning: ReasoningMode) -> l
         elif isinstance(block, ErrorBlock):
             part = {"text": error_text(block)}
         elif isinstance(block, ToolCallBlock):
-            part = {"functionCall": {"name": block.name, "args": dict(block.args)}}
+            call: GeminiFunctionCall = {"name": block.name, "args": dict(block.args)}
+            if ids is not None and block.id in ids:
+                call["id"] = block.id
+            part = {"functionCall": call}
         elif isinstance(block, ToolResultBlock):
             raise unsupported(block, FORMAT, "assistant", index=index, key=key)
         else:
@@ -198,7 +217,9 @@ def _user_parts(message: Message, *, index: int) -> list[GeminiPart]:
     return parts
 
 
-def _response_parts(message: Message, names: Mapping[str, str], *, index: int) -> list[GeminiPart]:
+def _response_parts(
+    message: Message, names: Mapping[str, str], *, index: int, ids: set[str] | None = None
+) -> list[GeminiPart]:
     parts: list[GeminiPart] = []
     for j, block in tool_results(message, index=index):
         name = names.get(block.call_id) or block.name
@@ -209,8 +230,16 @@ def _response_parts(message: Message, names: Mapping[str, str], *, index: int) -
                 index=index,
                 key=f"content[{j}].call_id",
             )
-        parts.append({"functionResponse": {"name": name, "response": _response_payload(block)}})
+        response: GeminiFunctionResponse = {"name": name, "response": _response_payload(block)}
+        if ids is not None and block.call_id in ids:
+            response["id"] = block.call_id
+        parts.append({"functionResponse": response})
     return parts
+
+
+def _provider_id(call_id: str) -> bool:
+    """Whether ``call_id`` came from Gemini (a ``functionCall.id``) rather than being made up when reading."""
+    return not _SYNTHESIZED.match(call_id)
 
 
 Spelling = Literal["rest", "sdk"]
@@ -220,18 +249,30 @@ API use) or google-genai's ``ContentDict`` form (snake_case keys, bytes), which 
 
 @overload
 def to_gemini(
-    messages: Sequence[Message], *, reasoning: ReasoningMode = "all", spelling: Literal["rest"] = "rest"
+    messages: Sequence[Message],
+    *,
+    reasoning: ReasoningMode = "all",
+    spelling: Literal["rest"] = "rest",
+    passthrough: bool = False,
 ) -> tuple[GeminiSystemInstruction | None, list[GeminiContent]]: ...
 
 
 @overload
 def to_gemini(
-    messages: Sequence[Message], *, reasoning: ReasoningMode = "all", spelling: Literal["sdk"]
+    messages: Sequence[Message],
+    *,
+    reasoning: ReasoningMode = "all",
+    spelling: Literal["sdk"],
+    passthrough: bool = False,
 ) -> tuple[GeminiSDKContent | None, list[GeminiSDKContent]]: ...
 
 
 def to_gemini(
-    messages: Sequence[Message], *, reasoning: ReasoningMode = "all", spelling: Spelling = "rest"
+    messages: Sequence[Message],
+    *,
+    reasoning: ReasoningMode = "all",
+    spelling: Spelling = "rest",
+    passthrough: bool = False,
 ) -> (
     tuple[GeminiSystemInstruction | None, list[GeminiContent]] | tuple[GeminiSDKContent | None, list[GeminiSDKContent]]
 ):
@@ -239,6 +280,11 @@ def to_gemini(
 
     ``spelling="sdk"`` writes google-genai's ``ContentDict``\\ s for ``generate_content(contents=...)`` and
     ``config={"system_instruction": ...}`` (see `Spelling`); the default is the REST JSON form.
+
+    ``passthrough`` writes each message read with its source kept (`GEMINI.read`) and unchanged since as the
+    content it was read from (in the caller's own spelling, ids and unknown keys included); the parts of a split
+    user content (function responses and text) go back into one content. Consecutive user-side messages written
+    anew share one user content (a recall note joins the question it serves).
     """
     check_mode(reasoning)
     if spelling not in ("rest", "sdk"):
@@ -246,25 +292,73 @@ def to_gemini(
     system_parts: list[GeminiPart] = []
     contents: list[GeminiContent] = []
     names: dict[str, str] = {}
-    responses: list[GeminiPart] | None = None
-    for i, message in enumerate(messages):
+    call_ids: set[str] = set()  # the ids written on calls (their responses carry them too)
+    seen: set[str] = set()
+    open_turn: list[GeminiPart] | None = None  # the user content written anew that user-side messages may join
+    joinable = False  # it was opened by tool results or a recall note: the next user-side message joins it
+    recall_open = False  # it holds only a recall note: the caller's question it serves joins it
+    i, n = 0, len(messages)
+    while i < n:
+        message = messages[i]
         if message.role == "system":
             system_parts.append({"text": system_text(message, FORMAT, index=i)})
+            i += 1
             continue
-        if message.role == "tool":
-            parts = _response_parts(message, names, index=i)
-            if responses is None:
-                responses = []
-                contents.append({"role": "user", "parts": responses})
-            responses.extend(parts)
-            continue
-        responses = None
         if message.role == "assistant":
             for call in message.tool_call_blocks():
                 names[call.id] = call.name
-            contents.append({"role": "model", "parts": _model_parts(message, index=i, reasoning=reasoning)})
+                # a call keeps its id unless made up when reading or used by an earlier call of this request
+                # (then the response is paired by name and order, as Gemini does for calls without ids)
+                if _provider_id(call.id) and call.id not in seen:
+                    call_ids.add(call.id)
+                else:
+                    call_ids.discard(call.id)
+                seen.add(call.id)
+        source = unchanged(message, NAME) if passthrough and spelling == "rest" else None
+        parts: list[GeminiPart]
+        if source is not None:
+            group = whole_group(messages, i, NAME)
+            if group is not None:
+                items, end = group
+                if recall_open and open_turn is not None and len(items) == 1 and items[0].get("role") == "user":
+                    own = items[0].get("parts")
+                    contents[-1] = cast(
+                        GeminiContent, {**items[0], "parts": [*open_turn, *(own if isinstance(own, list) else [])]}
+                    )
+                else:
+                    contents.extend(items)
+                open_turn, recall_open, joinable = None, False, False
+                i = end
+                continue
+            blocks = source.get("blocks")
+            parts = list(blocks) if isinstance(blocks, list) else []
         else:
-            contents.append({"role": "user", "parts": _user_parts(message, index=i)})
+            if passthrough:
+                GEMINI.report(message, NAME)
+            if message.role == "tool":
+                parts = _response_parts(message, names, index=i, ids=call_ids)
+            elif message.role == "assistant":
+                parts = _model_parts(message, index=i, reasoning=reasoning, ids=call_ids)
+            else:
+                parts = _user_parts(message, index=i)
+        if message.role == "assistant":
+            open_turn, recall_open = None, False
+            contents.append({"role": "model", "parts": parts})
+        elif (
+            open_turn is not None
+            and joinable
+            and (parts or message.role == "tool")
+            and (message.role != "tool" or _only_responses(open_turn))
+        ):
+            open_turn.extend(parts)
+            joinable = message.role == "tool"
+            recall_open = False
+        else:
+            open_turn = list(parts)
+            contents.append({"role": "user", "parts": open_turn})
+            recall_open = is_recall(message)
+            joinable = recall_open or message.role == "tool"
+        i += 1
     if spelling == "sdk":
         sdk_system: GeminiSDKContent | None = (
             {"parts": [_sdk_part(p, key=f"system_instruction.parts[{j}]") for j, p in enumerate(system_parts)]}
@@ -274,6 +368,10 @@ def to_gemini(
         return sdk_system, [_sdk_content(c, index=k) for k, c in enumerate(contents)]
     system_instruction: GeminiSystemInstruction | None = {"parts": system_parts} if system_parts else None
     return system_instruction, contents
+
+
+def _only_responses(parts: Sequence[Any]) -> bool:
+    return all(isinstance(p, Mapping) and ("functionResponse" in p or "function_response" in p) for p in parts)
 
 
 def _sdk_content(content: GeminiContent, *, index: int) -> GeminiSDKContent:
@@ -317,10 +415,19 @@ def _sdk_part(part: GeminiPart, *, key: str) -> GeminiSDKPart:
             else {"file_uri": file_data["fileUri"]}
         )
     if "functionCall" in part:
-        out["function_call"] = {"name": part["functionCall"]["name"], "args": part["functionCall"]["args"]}
+        fc = part["functionCall"]
+        out["function_call"] = (
+            {"name": fc["name"], "args": fc["args"], "id": fc["id"]}
+            if "id" in fc
+            else {"name": fc["name"], "args": fc["args"]}
+        )
     if "functionResponse" in part:
         response = part["functionResponse"]
-        out["function_response"] = {"name": response["name"], "response": response["response"]}
+        out["function_response"] = (
+            {"name": response["name"], "response": response["response"], "id": response["id"]}
+            if "id" in response
+            else {"name": response["name"], "response": response["response"]}
+        )
     return out
 
 
@@ -437,12 +544,8 @@ def _parse_contents_entry(d: Any, index: int, pairing: _Pairing, id_prefix: str)
         else:
             block = _parse_media(part, index=index, key=key)
             if block is None:
-                raise FormatError(
-                    f"unsupported part with keys {sorted(part)}; expected text, inlineData, fileData, "
-                    "functionCall or functionResponse",
-                    index=index,
-                    key=key,
-                )
+                # executableCode, codeExecutionResult, videoMetadata-only... kept as their JSON
+                block = unknown_block("part " + ",".join(sorted(map(str, part))), part)
         if signature is not None:
             blocks.append(ReasoningBlock(text="", signature=signature))
         blocks.append(block)
@@ -500,8 +603,10 @@ def from_gemini(system_instruction: Any, contents: Any, *, id_prefix: str = DEFA
     return out
 
 
-def _read(items: Sequence[Any], *, offset: int, previous: str | None, id_prefix: str) -> list[Message]:
-    chain = IdChain(previous)
+def _read(
+    items: Sequence[Any], *, offset: int, previous: str | None, id_prefix: str, sources: list[Source] | None = None
+) -> list[Message]:
+    chain = IdChain(previous, sources)
     pairing = _Pairing()
     out: list[Message] = []
     for i, entry in enumerate(items, start=offset):
@@ -513,12 +618,97 @@ def _read(items: Sequence[Any], *, offset: int, previous: str | None, id_prefix:
 
 @reader("Gemini contents")
 def read_items(
-    items: Sequence[Any], *, offset: int = 0, previous: str | None = None, id_prefix: str = DEFAULT_ID_PREFIX
+    items: Sequence[Any],
+    *,
+    offset: int = 0,
+    previous: str | None = None,
+    id_prefix: str = DEFAULT_ID_PREFIX,
+    sources: list[Source] | None = None,
 ) -> list[Message]:
     """Messages from contents ``offset``, ``offset + 1``, ... of a longer list (no system instruction), as
     `from_gemini` reads them when ``previous`` is the id of the last message read before them. Function responses
     are paired with the calls of the preceding model content, so start the tail at a content without any."""
-    return _read(items, offset=offset, previous=previous, id_prefix=id_prefix)
+    return _read(items, offset=offset, previous=previous, id_prefix=id_prefix, sources=sources)
 
 
-__all__ = ["from_gemini", "gemini_content_to_messages", "to_gemini"]
+def _response_part(part: Any) -> bool:
+    p = plain(part)
+    return isinstance(p, Mapping) and ("functionResponse" in p or "function_response" in p)
+
+
+class GeminiFormat(ProviderFormat):
+    """Gemini ``contents``: user and model contents of parts, function responses in user contents."""
+
+    name = NAME
+    round_trip = RoundTripRules(
+        system="each_front",
+        tool_status=True,
+        tool_name="call",
+        json_outputs=True,
+        renumber_ids=True,
+        reasoning_fields=frozenset({"signature"}),
+        keep_media_mime_on_ref=True,
+        file_id_as_url=True,
+        retype_media_by_mime=True,
+        document_filename=False,
+        signature_text=True,
+    )
+    priority = 10
+    title = FORMAT
+    expected = (
+        "Gemini contents such as {'role': 'user', 'parts': [{'text': 'hi'}]} (roles user and model; "
+        "the system instruction goes to system=)"
+    )
+
+    def read_items(
+        self, items: Sequence[Any], *, offset: int, previous: str | None, sources: list[Source] | None
+    ) -> list[Message]:
+        return read_items(items, offset=offset, previous=previous, sources=sources)
+
+    def keep(self, source: Any, messages: Sequence[Message]) -> None:
+        blocks = split_parts(plain(source).get("parts"), messages, _response_part)
+        keep_source(self.name, messages, [source], blocks)
+
+    def safe_start(self, items: Sequence[Any], index: int) -> bool:
+        if index == 0 or index >= len(items):
+            return True
+        entry = plain(items[index])
+        parts = entry.get("parts") if isinstance(entry, Mapping) else None
+        return not any(_response_part(p) for p in (parts if isinstance(parts, list) else []))
+
+    def read_system(self, system: Any) -> str | None:
+        if system is None or isinstance(system, str):
+            return super().read_system(system)
+        messages = from_gemini(system, [])
+        return "\n\n".join(m.text() for m in messages if m.role == "system") or None
+
+    def write_messages(self, messages: Sequence[Message], *, options: Mapping[str, Any]) -> list[Any]:
+        return list(to_gemini(messages, reasoning="signed", passthrough=bool(options.get("passthrough", True)))[1])
+
+    def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
+        return self.write_messages(messages, options=options), ({"parts": [{"text": system}]} if system else None)
+
+    def distinctive(self, item: Any) -> str | None:
+        d = plain(item)
+        if not isinstance(d, Mapping):
+            return None
+        if "parts" in d:
+            return "parts"
+        return "role" if d.get("role") == "model" else None
+
+    def foreign(self, item: Any) -> tuple[str, str | None] | None:
+        d = plain(item)
+        if isinstance(d, Mapping) and "content" in d and "parts" not in d:
+            from .registry import guess_format
+
+            return "content", guess_format(item)
+        return super().foreign(item)
+
+    def tool(self, name: str, description: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
+        return {"functionDeclarations": [{"name": name, "description": description, "parameters": dict(parameters)}]}
+
+
+GEMINI = register_format(GeminiFormat())
+"""The Gemini format object."""
+
+__all__ = ["GEMINI", "GeminiFormat", "from_gemini", "gemini_content_to_messages", "to_gemini"]

@@ -30,6 +30,7 @@ from ...errors import FormatError, MissingDependencyError
 from ...messages import Message
 from ._common import (
     IdChain,
+    Source,
     error_text,
     is_dropped,
     media_from_url,
@@ -38,7 +39,11 @@ from ._common import (
     reader,
     resolve_data_block,
     tool_results,
+    unknown_block,
 )
+from ._source import keep_source, unchanged
+from .registry import ProviderFormat, register_format
+from .rules import RoundTripRules
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -46,6 +51,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FORMAT = "LangChain"
+NAME = "langchain"
 _MEDIA_TYPES: dict[type[Any], str] = {
     ImageBlock: "image",
     AudioBlock: "audio",
@@ -127,11 +133,22 @@ def _content(message: Message, *, index: int) -> str | list[str | dict[str, Any]
     return list(parts)
 
 
-def to_langchain(messages: Sequence[Message]) -> list[BaseMessage]:
-    """Our messages as LangChain messages (a tool message with several results yields several ToolMessages)."""
+def to_langchain(messages: Sequence[Message], *, passthrough: bool = False) -> list[BaseMessage]:
+    """Our messages as LangChain messages (a tool message with several results yields several ToolMessages).
+
+    ``passthrough`` writes each message read with its source kept (`LANGCHAIN.read`) and unchanged since as an
+    equal copy of the LangChain message it was read from (its class, ``id``, ``additional_kwargs``,
+    ``response_metadata`` and content blocks included).
+    """
     lc = _lc()
     out: list[BaseMessage] = []
     for i, message in enumerate(messages):
+        if passthrough:
+            source = unchanged(message, NAME)
+            if source is not None:
+                out.extend(_from_dicts(source["items"]))
+                continue
+            LANGCHAIN.report(message, NAME)
         mid = str(message.message_id)
         name = message.metadata.get("name") if isinstance(message.metadata.get("name"), str) else None
         if message.role == "tool":
@@ -214,7 +231,10 @@ def _parse_part(part: Any, *, index: int, key: str) -> ContentBlock:
         return VideoBlock(media=_parse_media(part, index=index, key=key))
     if ptype == "file":
         return DocumentBlock(media=_parse_media(part, index=index, key=key))
-    raise FormatError(f"unsupported LangChain content block type {ptype!r}", index=index, key=f"{key}.type")
+    if not isinstance(ptype, str) or not ptype:
+        raise FormatError(f"content block has no 'type', got {ptype!r}", index=index, key=f"{key}.type")
+    # a provider's own block (Anthropic ``tool_use``/``thinking``, ``server_tool_call``...): kept as its JSON
+    return unknown_block(ptype, part)
 
 
 def _parse_content(content: Any, *, index: int) -> list[ContentBlock]:
@@ -273,12 +293,31 @@ def _to_message(lc_message: Any, index: int) -> Message:
         return Message(
             role="assistant", content=content, tools_calls=openai_tools_calls(calls) if calls else None, **fields
         )
+    if isinstance(lc_message, lc.BaseMessage):  # ChatMessage(role=...), FunctionMessage...: kept as a user turn
+        return Message(
+            role="user",
+            content=[unknown_block(f"message {lc_message.type}", _dump(lc_message))],
+            metadata={"langchain_type": lc_message.type},
+        )
     raise FormatError(
         f"unsupported LangChain message type {type(lc_message).__name__}; expected SystemMessage, HumanMessage, "
         "AIMessage or ToolMessage",
         index=index,
         key="type",
     )
+
+
+def _dump(lc_message: Any) -> dict[str, Any]:
+    """A LangChain message as the plain dict ``messages_from_dict`` rebuilds it from (class and every field)."""
+    from langchain_core.messages import message_to_dict
+
+    return dict(message_to_dict(lc_message))
+
+
+def _from_dicts(items: Sequence[Any]) -> list[BaseMessage]:
+    from langchain_core.messages import messages_from_dict
+
+    return list(messages_from_dict([dict(item) for item in items]))
 
 
 @reader("LangChain messages")
@@ -291,8 +330,10 @@ def from_langchain(messages: Sequence[Any]) -> list[Message]:
     return _read(messages, offset=0, previous=None)
 
 
-def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Message]:
-    chain = IdChain(previous)
+def _read(
+    items: Sequence[Any], *, offset: int, previous: str | None, sources: list[Source] | None = None
+) -> list[Message]:
+    chain = IdChain(previous, sources)
     out: list[Message] = []
     for i, lc_message in enumerate(items, start=offset):
         message = _to_message(lc_message, i)
@@ -302,10 +343,80 @@ def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Me
 
 
 @reader("LangChain messages")
-def read_items(items: Sequence[Any], *, offset: int = 0, previous: str | None = None) -> list[Message]:
+def read_items(
+    items: Sequence[Any], *, offset: int = 0, previous: str | None = None, sources: list[Source] | None = None
+) -> list[Message]:
     """Messages ``offset``, ``offset + 1``, ... of a longer list, as `from_langchain` of the whole list reads them
     when ``previous`` is the id of message ``offset - 1``."""
-    return _read(items, offset=offset, previous=previous)
+    return _read(items, offset=offset, previous=previous, sources=sources)
 
 
-__all__ = ["from_langchain", "langchain_message_to_message", "to_langchain"]
+def is_langchain(item: Any) -> bool:
+    """Whether ``item`` is a ``langchain_core`` message (checked by class module: LangChain may not be installed)."""
+    return any(cls.__module__.startswith("langchain_core.messages") for cls in type(item).__mro__)
+
+
+class LangChainFormat(ProviderFormat):
+    """``langchain_core.messages`` objects: one per message, the system text a leading ``SystemMessage``."""
+
+    name = NAME
+    round_trip = RoundTripRules(
+        tool_status=True,
+        tool_name="keep",
+        reasoning_fields=frozenset({"summary", "id", "signature"}),
+        keep_media_mime_on_ref=True,
+    )
+    title = FORMAT
+    expected = "langchain_core message objects such as HumanMessage('hi'), AIMessage, ToolMessage"
+    system_in_list = True
+    priority = 0  # checked first: a LangChain message dumps to a dict with a ``type`` key
+
+    def read_items(
+        self, items: Sequence[Any], *, offset: int, previous: str | None, sources: list[Source] | None
+    ) -> list[Message]:
+        return read_items(items, offset=offset, previous=previous, sources=sources)
+
+    def keep(self, source: Any, messages: Sequence[Message]) -> None:
+        keep_source(self.name, messages, [_dump(source)])
+
+    def read_system(self, system: Any) -> str | None:
+        if is_langchain(system):
+            return "\n\n".join(m.text() for m in from_langchain([system]) if m.role == "system") or None
+        return super().read_system(system)
+
+    def write_messages(self, messages: Sequence[Message], *, options: Mapping[str, Any]) -> list[Any]:
+        return to_langchain(messages, passthrough=options.get("passthrough", True))
+
+    def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
+        out = self.write_messages(messages, options=options)
+        if system:
+            # ``system_id``: the id the caller's prompt layer gives its system message (stable for the text)
+            head = Message.text_message(system, role="system", message_id=options.get("system_id"), timestamp=None)
+            out[:0] = to_langchain([head])
+        return out, None
+
+    def distinctive(self, item: Any) -> str | None:
+        return "type" if is_langchain(item) else None
+
+    def foreign(self, item: Any) -> tuple[str, str | None] | None:
+        return None if is_langchain(item) else ("type", None)
+
+    def tool(self, name: str, description: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
+        # what ``bind_tools`` and ``create_agent(tools=...)`` take as a plain schema (OpenAI function shape)
+        return {
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": dict(parameters)},
+        }
+
+
+LANGCHAIN = register_format(LangChainFormat())
+"""The LangChain format object."""
+
+__all__ = [
+    "LANGCHAIN",
+    "LangChainFormat",
+    "from_langchain",
+    "is_langchain",
+    "langchain_message_to_message",
+    "to_langchain",
+]

@@ -23,12 +23,12 @@ from ...blocks import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
-    tool_output_text,
 )
 from ...errors import FormatError
 from ...messages import Message
 from ._common import (
     IdChain,
+    Source,
     arguments_for,
     as_list,
     as_mapping,
@@ -42,13 +42,20 @@ from ._common import (
     messages_input,
     original_arguments,
     parse_args,
+    plain,
     reader,
     require_str,
     resolve_data_block,
+    result_text,
     split_file_data,
     tool_results,
+    unknown_block,
+    unknown_part,
     unsupported,
 )
+from ._source import write_items
+from .registry import ProviderFormat, content_part_types, register_format
+from .rules import RoundTripRules
 from .wire import (
     OpenAIChatAssistantMessage,
     OpenAIChatDeveloperMessage,
@@ -66,6 +73,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FORMAT = "OpenAI Chat Completions"
+NAME = "openai_chat"
 _KNOWN_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content"})
 # Keys a Chat Completions *reply* carries with null/empty values; they hold nothing worth keeping.
 _REPLY_KEYS = frozenset({"refusal", "annotations", "audio", "function_call"})
@@ -100,6 +108,8 @@ def _user_part(block: ContentBlock, *, index: int, key: str) -> OpenAIChatUserPa
             "type": "input_audio",
             "input_audio": {"data": block.media.data_base64, "format": audio_format(block.media, index=index, key=key)},
         }
+    if isinstance(block, DocumentBlock) and block.media is None and block.text is not None:
+        return {"type": "text", "text": block.text}
     if isinstance(block, DocumentBlock) and block.media is not None:
         media = block.media
         kind = media_kind(media)
@@ -184,7 +194,11 @@ def message_to_openai_chat(
         texts = _text_only(message, role, index=index)
         calls = message.tool_call_blocks()
         out: OpenAIChatAssistantMessage = {"role": "assistant"}
-        out["content"] = _text_content(texts) if texts else (None if calls else "")
+        extra = message.metadata.get("openai_extra")
+        refusal = extra.get("refusal") if isinstance(extra, Mapping) else None
+        out["content"] = _text_content(texts) if texts else (None if calls or isinstance(refusal, str) else "")
+        if isinstance(refusal, str):
+            out["refusal"] = refusal
         if include_reasoning:
             reasoning = message.reasoning_text()
             if reasoning:
@@ -207,24 +221,29 @@ def message_to_openai_chat(
         item: OpenAIChatToolMessage = {
             "role": "tool",
             "tool_call_id": block.call_id,
-            "content": tool_output_text(block.output),
+            "content": result_text(block),
         }
-        if block.name:
-            item["name"] = block.name
         results.append(item)
     return results
 
 
-def to_openai_chat(messages: Sequence[Message], *, include_reasoning: bool = True) -> list[OpenAIChatMessage]:
+def to_openai_chat(
+    messages: Sequence[Message], *, include_reasoning: bool = True, passthrough: bool = False
+) -> list[OpenAIChatMessage]:
     """Our messages as a Chat Completions ``messages`` list (typed for ``chat.completions.create``; see `wire`).
 
     ``include_reasoning`` writes reasoning as ``reasoning_content`` (read back by this module and by
-    DeepSeek-style servers); turn it off for endpoints that reject unknown keys.
+    DeepSeek-style servers); turn it off for endpoints that reject unknown keys. ``passthrough`` writes each
+    message read with its source kept (`CHAT.read`) and unchanged since as the very item it was read from.
     """
-    out: list[OpenAIChatMessage] = []
-    for i, message in enumerate(messages):
-        out.extend(message_to_openai_chat(message, index=i, include_reasoning=include_reasoning))
-    return out
+    return write_items(
+        messages,
+        NAME,
+        lambda i, m: message_to_openai_chat(m, index=i, include_reasoning=include_reasoning),
+        passthrough=passthrough,
+        part_type="text",
+        report=CHAT.report,
+    )
 
 
 # -- OpenAI -> ours -------------------------------------------------------------------------------------------
@@ -261,12 +280,8 @@ def _parse_part(part: Any, *, index: int, key: str, role: str) -> ContentBlock:
             file_data = require_str(file, "file_data", index=index, key=f"{key}.file.file_data")
             file_mime, data = split_file_data(file_data)
             return DocumentBlock(media=MediaRef(kind="data", data_base64=data, mime_type=file_mime, filename=filename))
-    raise FormatError(
-        f"unsupported content part type {ptype!r} in a {role!r} message "
-        "(expected text, image_url, input_audio or file for user; text or refusal for assistant)",
-        index=index,
-        key=f"{key}.type",
-    )
+    expected = "text, image_url, input_audio or file for user; text or refusal for assistant"
+    return unknown_part(d, expected, index=index, key=key)
 
 
 def _parse_content(d: Mapping[str, Any], role: str, *, index: int) -> list[ContentBlock]:
@@ -319,9 +334,8 @@ def _tool_output(d: Mapping[str, Any], *, index: int) -> str:
     for j, part in enumerate(parts):
         p = as_mapping(part, index=index, key=f"content[{j}]", what="content part")
         if p.get("type") != "text":
-            raise FormatError(
-                f"tool message parts must be text, got {p.get('type')!r}", index=index, key=f"content[{j}].type"
-            )
+            texts.append(unknown_block(str(p.get("type")), p).text)
+            continue
         texts.append(require_str(p, "text", index=index, key=f"content[{j}].text", empty_ok=True))
     return "".join(texts)
 
@@ -342,10 +356,16 @@ def _to_message(d: Any, index: int) -> Message:
     if "role" not in msg:
         raise FormatError("missing required 'role'", index=index, key="role")
     role = msg["role"]
-    if role not in ("system", "developer", "user", "assistant", "tool"):
+    if not isinstance(role, str) or not role:
         raise FormatError(
-            f"unknown role {role!r}; expected system, developer, user, assistant or tool", index=index, key="role"
+            f"'role' must be a non-empty string (system, developer, user, assistant or tool), got {role!r}",
+            index=index,
+            key="role",
         )
+    if role not in ("system", "developer", "user", "assistant", "tool"):
+        # a role of another API generation or provider (``function``...): kept as a user turn holding its JSON,
+        # and passed through unchanged
+        return Message(role="user", content=[unknown_block(f"role {role}", msg)], metadata={"openai_role": role})
     metadata: dict[str, Any] = {}
     if role == "developer":
         metadata["openai_role"] = "developer"
@@ -388,8 +408,10 @@ def from_openai_chat(messages: Any) -> list[Message]:
     return _read(messages_input(messages, what="OpenAI chat messages"), offset=0, previous=None)
 
 
-def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Message]:
-    chain = IdChain(previous)
+def _read(
+    items: Sequence[Any], *, offset: int, previous: str | None, sources: list[Source] | None = None
+) -> list[Message]:
+    chain = IdChain(previous, sources)
     out: list[Message] = []
     for i, d in enumerate(items, start=offset):
         message = _to_message(d, i)
@@ -399,10 +421,83 @@ def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Me
 
 
 @reader("OpenAI chat messages")
-def read_items(items: Sequence[Any], *, offset: int = 0, previous: str | None = None) -> list[Message]:
+def read_items(
+    items: Sequence[Any], *, offset: int = 0, previous: str | None = None, sources: list[Source] | None = None
+) -> list[Message]:
     """Messages ``offset``, ``offset + 1``, ... of a longer list: what `from_openai_chat` of the whole list gives for
     them when ``previous`` is the id of message ``offset - 1`` (for reading only the new tail of a growing list)."""
-    return _read(items, offset=offset, previous=previous)
+    return _read(items, offset=offset, previous=previous, sources=sources)
 
 
-__all__ = ["from_openai_chat", "message_to_openai_chat", "openai_chat_message_to_message", "to_openai_chat"]
+class OpenAIChatFormat(ProviderFormat):
+    """OpenAI Chat Completions ``messages``: one item per message, the system text a leading system message."""
+
+    name = NAME
+    round_trip = RoundTripRules(
+        reasoning="merge_front",
+        empty_is_blank_text=True,
+        calls_last=True,
+        default_media_mime=True,
+        canonical_audio_mime=True,
+        text_documents_as_text=True,
+    )
+    priority = 30
+    title = FORMAT
+    expected = (
+        "Chat Completions messages such as {'role': 'user', 'content': 'hi'} "
+        "(roles system, developer, user, assistant with tool_calls, tool with tool_call_id)"
+    )
+    system_in_list = True
+
+    def read_items(
+        self, items: Sequence[Any], *, offset: int, previous: str | None, sources: list[Source] | None
+    ) -> list[Message]:
+        return read_items(items, offset=offset, previous=previous, sources=sources)
+
+    def write_messages(self, messages: Sequence[Message], *, options: Mapping[str, Any]) -> list[Any]:
+        return to_openai_chat(messages, include_reasoning=False, passthrough=options.get("passthrough", True))
+
+    def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
+        out = self.write_messages(messages, options=options)
+        if system:
+            head: OpenAIChatSystemMessage | OpenAIChatDeveloperMessage = (
+                {"role": "developer", "content": system}
+                if options.get("developer")
+                else {"role": "system", "content": system}
+            )
+            out.insert(0, head)
+        return out, None
+
+    def distinctive(self, item: Any) -> str | None:
+        d = plain(item)
+        if not isinstance(d, Mapping) or "type" in d or "parts" in d:
+            return None
+        for key in ("tool_calls", "tool_call_id"):
+            if key in d:
+                return key
+        return "role" if d.get("role") in ("tool", "system", "developer") else None
+
+    def tolerates(self, item: Any, key: str) -> bool:
+        # the Chat reader keeps keys it does not model, so only another format's distinctive keys are refused
+        return False
+
+    def tool(self, name: str, description: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": dict(parameters)},
+        }
+
+
+CHAT = register_format(OpenAIChatFormat())
+"""The OpenAI Chat Completions format object."""
+
+_ = content_part_types
+
+__all__ = [
+    "CHAT",
+    "OpenAIChatFormat",
+    "from_openai_chat",
+    "message_to_openai_chat",
+    "openai_chat_message_to_message",
+    "to_openai_chat",
+]

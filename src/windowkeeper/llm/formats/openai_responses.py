@@ -11,6 +11,7 @@ the ``instructions`` string, which the API does not carry over between chained r
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -26,13 +27,13 @@ from ...blocks import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
-    tool_output_text,
 )
 from ...errors import FormatError
 from ...messages import Message
 from ._common import (
     IdChain,
     ReasoningMode,
+    Source,
     arguments_for,
     as_list,
     as_mapping,
@@ -53,10 +54,16 @@ from ._common import (
     reader,
     require_str,
     resolve_data_block,
+    result_text,
     split_file_data,
     tool_results,
+    unknown_block,
+    unknown_part,
     unsupported,
 )
+from ._source import original_items, write_items
+from .registry import ProviderFormat, content_part_types, register_format
+from .rules import RoundTripRules
 from .wire import (
     ResponsesInputFile,
     ResponsesInputImage,
@@ -71,6 +78,7 @@ from .wire import (
 logger = logging.getLogger(__name__)
 
 FORMAT = "OpenAI Responses"
+NAME = "openai_responses"
 SYSTEM_SEPARATOR = "\n\n"
 SystemMode = Literal["items", "instructions"]
 
@@ -105,6 +113,8 @@ def _input_part(block: ContentBlock, role: str, *, index: int, key: str) -> Resp
                     "format": audio_format(block.media, index=index, key=key),
                 },
             }
+        if isinstance(block, DocumentBlock) and block.media is None and block.text is not None:
+            return {"type": "input_text", "text": block.text}
         if isinstance(block, DocumentBlock) and block.media is not None:
             media = block.media
             kind = media_kind(media)
@@ -141,8 +151,20 @@ def _reasoning_item(block: ReasoningBlock) -> ResponsesReasoning:
     return item
 
 
+def output_message_id(message: Message, part: int) -> str:
+    """The id of an assistant ``message`` item written for ``message``: the one it was read with, else one derived
+    from the message id (``msg_...``, the prefix the API checks). Hosts read an assistant item with an id and a
+    status as model output (the OpenAI Agents SDK's Chat Completions converter requires both)."""
+    kept = [i.get("id") for i in original_items(message, NAME) if isinstance(i, Mapping) and i.get("type") == "message"]
+    if part < len(kept) and isinstance(kept[part], str) and kept[part]:
+        return str(kept[part])
+    digest = hashlib.blake2b(f"{message.message_id}\x1f{part}".encode("utf-8", "surrogatepass"), digest_size=12)
+    return f"msg_{digest.hexdigest()}"
+
+
 def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) -> list[ResponsesItem]:
     items: list[ResponsesItem] = []
+    texts = 0
     if message.reasoning and keep_reasoning(ReasoningBlock(text=message.reasoning), reasoning, needs="id"):
         items.append(_reasoning_item(ReasoningBlock(text=message.reasoning)))
     originals = original_arguments(message)
@@ -154,7 +176,16 @@ def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) 
             text = block.text if isinstance(block, TextBlock) else error_text(block)
             if text_parts is None:
                 text_parts = []
-                items.append({"type": "message", "role": "assistant", "content": text_parts})
+                items.append(
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "id": output_message_id(message, texts),
+                        "status": "completed",
+                        "content": text_parts,
+                    }
+                )
+                texts += 1
             text_parts.append({"type": "output_text", "text": text, "annotations": []})
             continue
         text_parts = None
@@ -173,13 +204,21 @@ def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) 
         else:
             raise unsupported(block, FORMAT, "assistant", index=index, key=f"content[{j}]")
     if not items:
-        items.append({"type": "message", "role": "assistant", "content": []})
+        items.append(
+            {
+                "type": "message",
+                "role": "assistant",
+                "id": output_message_id(message, 0),
+                "status": "completed",
+                "content": [],
+            }
+        )
     return items
 
 
 def _tool_items(message: Message, *, index: int) -> list[ResponsesItem]:
     return [
-        {"type": "function_call_output", "call_id": block.call_id, "output": tool_output_text(block.output)}
+        {"type": "function_call_output", "call_id": block.call_id, "output": result_text(block)}
         for _, block in tool_results(message, index=index)
     ]
 
@@ -219,24 +258,40 @@ def _system_item(message: Message, *, index: int) -> ResponsesInputMessage:
 
 
 def to_responses_input(
-    messages: Sequence[Message], *, system: SystemMode = "items", reasoning: ReasoningMode = "all"
+    messages: Sequence[Message],
+    *,
+    system: SystemMode = "items",
+    reasoning: ReasoningMode = "all",
+    passthrough: bool = False,
 ) -> tuple[str | None, list[ResponsesItem]]:
     """Our messages as ``(instructions, input_items)`` (`ResponsesItem` dicts, see `wire`).
 
     ``reasoning="signed"`` keeps only reasoning that has a Responses item id (the API rejects reasoning items
-    without one); the default keeps every reasoning block so a stored transcript round-trips.
+    without one); the default keeps every reasoning block so a stored transcript round-trips. ``passthrough``
+    writes each message read with its source kept (`RESPONSES.read`) and unchanged since as the very items it
+    was read from (ids, status, annotations and every other key included).
     """
     check_mode(reasoning)
     if system not in ("items", "instructions"):
         raise ValueError(f"system={system!r} is not supported; use 'items' or 'instructions'")
     instructions: list[str] = []
-    items: list[ResponsesItem] = []
-    for i, message in enumerate(messages):
+
+    def fresh(i: int, message: Message) -> list[ResponsesItem]:
         if message.role == "system" and system == "instructions":
             item = _system_item(message, index=i)
             instructions.append("".join(p["text"] for p in item["content"] if p["type"] == "input_text"))
-            continue
-        items.extend(message_to_responses_items(message, index=i, reasoning=reasoning))
+            return []
+        return message_to_responses_items(message, index=i, reasoning=reasoning)
+
+    items = write_items(
+        messages,
+        NAME,
+        fresh,
+        passthrough=passthrough,
+        part_type="input_text",
+        report=RESPONSES.report,
+        always_fresh=(lambda m: m.role == "system") if system == "instructions" else None,
+    )
     return (SYSTEM_SEPARATOR.join(instructions) if instructions else None), items
 
 
@@ -268,7 +323,9 @@ def _parse_input_part(part: Any, role: str, *, index: int, key: str) -> ContentB
         file_data = require_str(p, "file_data", index=index, key=f"{key}.file_data")
         file_mime, data = split_file_data(file_data)
         return DocumentBlock(media=MediaRef(kind="data", data_base64=data, mime_type=file_mime, filename=filename))
-    raise FormatError(f"unsupported content part type {ptype!r} in a {role!r} message", index=index, key=f"{key}.type")
+    return unknown_part(
+        p, "input_text, output_text, refusal, input_image, input_audio or input_file", index=index, key=key
+    )
 
 
 def _parse_message_content(item: Mapping[str, Any], role: str, *, index: int) -> list[ContentBlock]:
@@ -336,6 +393,9 @@ def from_responses_input(items: Any, instructions: str | None = None) -> list[Me
 
 
 ASSISTANT_ITEM_KINDS = frozenset({"reasoning", "function_call"})
+KNOWN_ITEM_KINDS = frozenset({"reasoning", "function_call", "function_call_output", "message"})
+"""Item types read into blocks; any other (``web_search_call``, ``item_reference``, ``mcp_call``...) joins the
+assistant turn it stands in as a block holding its JSON, and passes through unchanged."""
 
 
 def continues_turn(item: Any) -> bool:
@@ -345,20 +405,28 @@ def continues_turn(item: Any) -> bool:
     if not isinstance(value, Mapping):
         return False
     kind = value.get("type")
-    return kind in ASSISTANT_ITEM_KINDS or (kind in (None, "message") and value.get("role") == "assistant")
+    return (
+        kind in ASSISTANT_ITEM_KINDS
+        or (kind in (None, "message") and value.get("role") == "assistant")
+        or (isinstance(kind, str) and kind not in KNOWN_ITEM_KINDS)
+    )
 
 
 @reader("OpenAI Responses input items")
-def read_items(items: Sequence[Any], *, offset: int = 0, previous: str | None = None) -> list[Message]:
+def read_items(
+    items: Sequence[Any], *, offset: int = 0, previous: str | None = None, sources: list[Source] | None = None
+) -> list[Message]:
     """Messages from items ``offset``, ``offset + 1``, ... of a longer list (no instructions), as
     `from_responses_input` reads them when ``previous`` is the id of the last message read before them. Start the
     tail where no assistant turn spans the boundary (see `continues_turn`)."""
-    return _read(items, offset=offset, previous=previous)
+    return _read(items, offset=offset, previous=previous, sources=sources)
 
 
-def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Message]:
+def _read(
+    items: Sequence[Any], *, offset: int, previous: str | None, sources: list[Source] | None = None
+) -> list[Message]:
     out: list[Message] = []
-    chain = IdChain(previous)
+    chain = IdChain(previous, sources)
     turn: list[ContentBlock] | None = None
     turn_items: list[Mapping[str, Any]] = []
     turn_index = 0
@@ -381,7 +449,7 @@ def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Me
                 else None
             )
             provided = next((pid for pid in map(provided_id, turn_items) if pid), None)
-            add(Message(role="assistant", content=turn, tools_calls=native), turn_items, turn_index, provided)
+            add(Message(role="assistant", content=turn, tools_calls=native), list(turn_items), turn_index, provided)
             turn = None
             turn_items.clear()
             arguments.clear()
@@ -389,7 +457,11 @@ def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Me
     for i, raw in enumerate(items, start=offset):
         item = as_mapping(raw, index=i, key="type", what="input item")
         kind = _item_kind(item, index=i)
-        if kind in ("reasoning", "function_call") or (kind == "message" and item.get("role") == "assistant"):
+        if (
+            kind in ("reasoning", "function_call")
+            or (kind == "message" and item.get("role") == "assistant")
+            or kind not in KNOWN_ITEM_KINDS
+        ):
             if turn is None:
                 turn = []
                 turn_index = i
@@ -407,6 +479,8 @@ def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Me
                     )
                 )
                 arguments[call_id] = raw_args if isinstance(raw_args, str) else ""
+            elif kind not in KNOWN_ITEM_KINDS:
+                turn.append(unknown_block(kind, item))
             else:
                 turn.extend(_parse_message_content(item, "assistant", index=i))
             continue
@@ -414,7 +488,12 @@ def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Me
         if kind == "function_call_output":
             output = item.get("output")
             if isinstance(output, list):
-                output = "".join(_texts(output, "output part", index=i, key="output"))
+                output = "".join(
+                    require_str(p, "text", index=i, key=f"output[{j}].text", empty_ok=True)
+                    if isinstance(p, Mapping) and p.get("type") in ("input_text", "output_text", "text")
+                    else unknown_block(str(p.get("type") if isinstance(p, Mapping) else type(p).__name__), p).text
+                    for j, p in enumerate(plain(part) for part in output)
+                )
             if not isinstance(output, str):
                 raise FormatError("function_call_output 'output' must be a string", index=i, key="output")
             result = ToolResultBlock(call_id=require_str(item, "call_id", index=i), output=output)
@@ -439,4 +518,67 @@ def _read(items: Sequence[Any], *, offset: int, previous: str | None) -> list[Me
     return out
 
 
-__all__ = ["from_responses_input", "message_to_responses_items", "to_responses_input"]
+_RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input_file"})
+
+
+class OpenAIResponsesFormat(ProviderFormat):
+    """OpenAI Responses ``input`` items: an assistant turn is several items, the system text ``instructions``."""
+
+    name = NAME
+    round_trip = RoundTripRules(
+        reasoning_fields=frozenset({"summary", "id", "signature"}),
+        merge_assistants=True,
+        default_media_mime=True,
+        canonical_audio_mime=True,
+        text_documents_as_text=True,
+    )
+    priority = 20
+    title = FORMAT
+    expected = (
+        "Responses input items such as {'type': 'message', 'role': 'user', 'content': 'hi'}, "
+        "{'type': 'function_call', ...} or {'type': 'function_call_output', 'call_id': ..., 'output': ...}"
+    )
+
+    def read_items(
+        self, items: Sequence[Any], *, offset: int, previous: str | None, sources: list[Source] | None
+    ) -> list[Message]:
+        return read_items(items, offset=offset, previous=previous, sources=sources)
+
+    def safe_start(self, items: Sequence[Any], index: int) -> bool:
+        if index == 0 or index >= len(items):
+            return True
+        return not (continues_turn(items[index - 1]) and continues_turn(items[index]))
+
+    def write_messages(self, messages: Sequence[Message], *, options: Mapping[str, Any]) -> list[Any]:
+        return to_responses_input(messages, reasoning="signed", passthrough=options.get("passthrough", True))[1]
+
+    def distinctive(self, item: Any) -> str | None:
+        d = plain(item)
+        if not isinstance(d, Mapping) or "parts" in d:
+            return None
+        if "type" in d:
+            return "type"
+        for j, ptype in content_part_types(d.get("content")):
+            if ptype in _RESPONSES_PARTS:
+                return f"content[{j}].type"
+        return None
+
+    def tolerates(self, item: Any, key: str) -> bool:
+        d = plain(item)
+        return key == "role" and isinstance(d, Mapping) and d.get("role") in ("system", "developer")
+
+    def tool(self, name: str, description: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
+        return {"type": "function", "name": name, "description": description, "parameters": dict(parameters)}
+
+
+RESPONSES = register_format(OpenAIResponsesFormat())
+"""The OpenAI Responses format object."""
+
+__all__ = [
+    "RESPONSES",
+    "OpenAIResponsesFormat",
+    "from_responses_input",
+    "message_to_responses_items",
+    "output_message_id",
+    "to_responses_input",
+]

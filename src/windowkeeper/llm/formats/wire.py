@@ -17,9 +17,9 @@ it cannot be written at all (its content union includes the SDK's pydantic class
 * **Gemini** is written in the REST spelling (camelCase keys, base64 strings) by default, typed by the
   ``Gemini*`` TypedDicts below; ``to_gemini(..., spelling="sdk")`` writes google-genai's ``ContentDict``
   (snake_case keys, bytes), which ``generate_content(contents=...)`` accepts.
-* **OpenAI Responses** input items are our own TypedDicts: the SDK's assistant ``message`` item requires an
-  ``id`` and a ``status`` and its ``reasoning`` item an ``id``, which a transcript does not have (the API accepts
-  the items without them).
+* **OpenAI Responses** input items are our own TypedDicts. An assistant ``message`` item is written as the SDK's
+  output message (with an ``id`` and a ``status``: hosts such as the OpenAI Agents SDK read an assistant item as
+  model output only then); a ``reasoning`` item without an ``id`` is written only for transcripts.
 
 At run time the SDK-based names are plain ``dict``, so annotations using them still evaluate
 (``typing.get_type_hints``) without the SDKs.
@@ -140,11 +140,13 @@ class GeminiFileData(TypedDict):
 class GeminiFunctionCall(TypedDict):
     name: str
     args: dict[str, Any]
+    id: NotRequired[str]
 
 
 class GeminiFunctionResponse(TypedDict):
     name: str
     response: dict[str, Any]
+    id: NotRequired[str]
 
 
 class GeminiPart(TypedDict, total=False):
@@ -223,6 +225,8 @@ class ResponsesOutputText(TypedDict):
 class ResponsesAssistantMessage(TypedDict):
     type: Literal["message"]
     role: Literal["assistant"]
+    id: str
+    status: Literal["in_progress", "completed", "incomplete"]
     content: list[ResponsesOutputText]
 
 

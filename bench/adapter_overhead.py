@@ -1,0 +1,272 @@
+"""What the adapters cost per call next to the host's own tools, side by side in one process (CPU seconds).
+
+* session: `WindowkeeperSession` vs the OpenAI Agents SDK's ``SQLiteSession``, both on a SQLite file holding a
+  generated coding-agent session of 1k and 10k Responses items. A turn is what one run does with its session:
+  ``add_items`` with one run's items (a user message, the replies and tool results), then ``get_items`` for the
+  next run.
+  Ours returns the managed view (budget ``--budget``); the SDK's returns every item. The first ``get_items`` of
+  ours (which reads the history once and plans the view) is not timed.
+* middleware: in a LangChain ``create_agent`` loop against the local fake OpenAI server, the CPU spent inside
+  `WindowkeeperMiddleware.wrap_model_call` (without the model call it wraps) vs inside LangChain's own
+  ``SummarizationMiddleware.before_model``, per model call, over the same scripted conversation. The fake model
+  answers every user turn with a tool call and an answer; the tool output is long, so both middlewares cut.
+
+The session is measured with a lean manager (no summarizer, no recall: what the session and `Window` cost) and
+with the default one (what a user of ``manager_or_budget=<tokens>`` pays, the manager's summarizing included).
+
+    python bench/adapter_overhead.py [--sizes 1000 10000] [--turns 30] [--budget 8000] [--agent-turns 40]
+                                     [--managers lean default]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from _common import CpuClock, build_history, fresh_counter, print_table, steps_from
+
+from windowkeeper.llm.formats import to_responses_input
+from windowkeeper.testing.fake_servers import FakeOpenAIServer, FakeReply, FakeToolCall
+
+RESERVE = 2000
+SESSION_TARGET = 1.5
+MIDDLEWARE_TARGET = 1.0
+
+
+async def session_turns(session: Any, steps: Sequence[list[dict[str, Any]]], clock: CpuClock) -> None:
+    for step in steps:
+        with clock.timing():
+            await session.add_items(step)
+            await session.get_items()
+
+
+def session_manager(kind: str, budget: int) -> Any:
+    """``default``: a budget in tokens (`Window`'s default manager: extractive summarizer, recall); ``lean``: a
+    `TokenBudgetContextManager` without summarizer and recall (what the session itself costs, not the manager)."""
+    if kind == "default":
+        return budget + RESERVE
+    from windowkeeper.context.budget import TokenBudgetContextManager
+
+    return TokenBudgetContextManager(budget + RESERVE, RESERVE, recall=False)
+
+
+async def measure_session(size: int, turns: int, budget: int, folder: Path, kind: str) -> dict[str, float]:
+    from agents import SQLiteSession
+
+    from windowkeeper.integrations.openai_agents import WindowkeeperSession
+
+    _, items = to_responses_input(build_history(size + 40 * turns, seed=11))
+    start = next(i for i in range(size, len(items)) if items[i].get("role") == "user")
+    steps = steps_from(items, start, turns, "user")  # one run each: a user message up to the next
+    prefill = list(items[:start])
+
+    theirs = SQLiteSession(f"s{size}", str(folder / f"sdk-{kind}-{size}.db"))
+    await theirs.add_items(prefill)
+    ours = WindowkeeperSession(
+        f"s{size}", str(folder / f"wk-{kind}-{size}.db"), manager_or_budget=session_manager(kind, budget)
+    )
+    await ours.add_items(prefill)
+    await ours.get_items()  # reads the history once and plans the first view
+    gc.collect()
+    clock_ours, clock_theirs = CpuClock(), CpuClock()
+    # interleaved halves, so a busy moment of the shared machine falls on both sides alike
+    half = len(steps) // 2
+    for part in (steps[:half], steps[half:]):
+        await session_turns(theirs, part, clock_theirs)
+        await session_turns(ours, part, clock_ours)
+    theirs.close()
+    await ours.aclose()
+    return {
+        "items": float(start),
+        "ours_ms": 1000 * clock_ours.seconds / clock_ours.calls,
+        "theirs_ms": 1000 * clock_theirs.seconds / clock_theirs.calls,
+    }
+
+
+# -- the middleware in a create_agent loop ---------------------------------------------------------------------
+
+
+def long_log(target: str) -> str:
+    """Run the tests of ``target`` (a long, deterministic log).
+
+    Args:
+        target: Test file or directory.
+    """
+    return "\n".join(f"{target}::test_case_{n} PASSED in 0.{n:02d}s" for n in range(120))
+
+
+def agent_script(turns: int) -> list[FakeReply]:
+    out: list[FakeReply] = []
+    for turn in range(turns):
+        out.append(FakeReply(tool_calls=(FakeToolCall("long_log", {"target": f"tests/t_{turn}.py"}, id=f"c{turn}"),)))
+        out.append(FakeReply(text=f"Turn {turn}: every test of t_{turn} passes."))
+    return out
+
+
+class HookClock:
+    """Wraps one middleware hook so that the CPU spent in it, minus the model call it may wrap, is charged here."""
+
+    def __init__(self) -> None:
+        self.clock = CpuClock()
+        self.excluded = 0.0
+
+    @contextmanager
+    def excluding(self) -> Iterator[None]:
+        started = time.process_time()
+        try:
+            yield
+        finally:
+            self.excluded += time.process_time() - started
+
+    @property
+    def seconds(self) -> float:
+        return self.clock.seconds - self.excluded
+
+    def wrap(self, wrap: Callable[[Any, Callable[[Any], Any]], Any], request: Any, handler: Any) -> Any:
+        def inner(req: Any) -> Any:
+            with self.excluding():
+                return handler(req)
+
+        with self.clock.timing():
+            return wrap(request, inner)
+
+
+def run_agent(middleware: Any, turns: int, entry: str = "sync") -> None:
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    with FakeOpenAIServer(agent_script(turns)) as srv:
+        model = ChatOpenAI(model="gpt-4o-mini", base_url=srv.base_url, api_key="test", max_retries=0)
+        agent = create_agent(
+            model, tools=[tool(long_log)], system_prompt="You run tests.", middleware=[middleware],
+            checkpointer=InMemorySaver(),
+        )
+        config: Any = {"configurable": {"thread_id": "bench"}}
+
+        async def arun() -> None:
+            for turn in range(turns):
+                await agent.ainvoke({"messages": [HumanMessage(f"Turn {turn}: run tests/t_{turn}.py")]}, config)
+
+        if entry == "async":
+            asyncio.run(arun())
+            return
+        for turn in range(turns):
+            agent.invoke({"messages": [HumanMessage(f"Turn {turn}: run tests/t_{turn}.py")]}, config)
+
+
+def measure_middleware(turns: int, budget: int, kind: str, entry: str) -> dict[str, float]:
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from windowkeeper.integrations.langchain import WindowkeeperMiddleware
+
+    ours_clock, theirs_clock = HookClock(), HookClock()
+
+    class TimedWindowkeeper(WindowkeeperMiddleware):
+        def wrap_model_call(self, request: Any, handler: Any) -> Any:
+            return ours_clock.wrap(super().wrap_model_call, request, handler)
+
+        async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+            async def inner(req: Any) -> Any:
+                started = time.process_time()
+                try:
+                    return await handler(req)
+                finally:
+                    ours_clock.excluded += time.process_time() - started
+
+            with ours_clock.clock.timing():
+                return await super().awrap_model_call(request, inner)
+
+    class TimedSummarization(SummarizationMiddleware):
+        def before_model(self, state: Any, runtime: Any) -> Any:
+            with theirs_clock.clock.timing():
+                return super().before_model(state, runtime)
+
+        async def abefore_model(self, state: Any, runtime: Any) -> Any:
+            with theirs_clock.clock.timing():
+                return await super().abefore_model(state, runtime)
+
+    summarizer = FakeListChatModel(responses=["The user ran the tests of earlier turns; all passed."] * 1000)
+    theirs = TimedSummarization(summarizer, trigger=("tokens", budget), keep=("tokens", budget // 2))
+    ours = TimedWindowkeeper(session_manager(kind, budget))
+    fresh_counter()  # loads the o200k_base encoding once, outside every timed region
+    gc.collect()
+    run_agent(theirs, turns, entry)
+    run_agent(ours, turns, entry)
+    calls = 2 * turns
+    return {
+        "calls": float(calls),
+        "ours_ms": 1000 * ours_clock.seconds / calls,
+        "theirs_ms": 1000 * theirs_clock.seconds / calls,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--budget", type=int, default=8000)
+    parser.add_argument("--agent-turns", type=int, default=40)
+    parser.add_argument("--managers", nargs="+", choices=["lean", "default"], default=["lean", "default"])
+    parser.add_argument(
+        "--agent-entry", choices=["sync", "async"], default="sync", help="agent.invoke (sync hooks) or ainvoke"
+    )
+    args = parser.parse_args(argv)
+
+    sessions: dict[str, dict[int, dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for kind in args.managers:
+            sessions[kind] = {
+                size: asyncio.run(measure_session(size, args.turns, args.budget, Path(folder), kind))
+                for size in args.sizes
+            }
+    print_table(
+        ["manager, history", "WindowkeeperSession ms", "SQLiteSession ms", "ours / theirs"],
+        [
+            [f"{kind}, {int(r['items']):,} items", r["ours_ms"], r["theirs_ms"], r["ours_ms"] / r["theirs_ms"]]
+            for kind, by_size in sessions.items()
+            for r in by_size.values()
+        ],
+        title=f"session add_items + get_items per turn (CPU, mean of {args.turns} turns, budget {args.budget:,})",
+    )
+    for kind, by_size in sessions.items():
+        worst = max(r["ours_ms"] / r["theirs_ms"] for r in by_size.values())
+        verdict = "met" if worst <= SESSION_TARGET else "MISSED"
+        print(f"{kind} manager: worst ratio {worst:.2f}x (target <= {SESSION_TARGET}x: {verdict})")
+    print()
+
+    middleware = {
+        kind: measure_middleware(args.agent_turns, args.budget, kind, args.agent_entry) for kind in args.managers
+    }
+    print_table(
+        ["middleware", "ms per model call", "ours / theirs"],
+        [
+            row
+            for kind, m in middleware.items()
+            for row in (
+                [f"WindowkeeperMiddleware.wrap_model_call ({kind})", m["ours_ms"], m["ours_ms"] / m["theirs_ms"]],
+                ["SummarizationMiddleware.before_model", m["theirs_ms"], "-"],
+            )
+        ],
+        title=f"create_agent loop ({args.agent_entry}), {2 * args.agent_turns} model calls (CPU in the hook, model "
+        "call excluded)",
+    )
+    for kind, m in middleware.items():
+        ratio = m["ours_ms"] / m["theirs_ms"]
+        print(f"{kind} manager: ours / theirs {ratio:.2f}x (target <= {MIDDLEWARE_TARGET}x: "
+              f"{'met' if ratio <= MIDDLEWARE_TARGET else 'MISSED'})")
+    return {"sessions": sessions, "middleware": middleware}
+
+
+if __name__ == "__main__":
+    main()

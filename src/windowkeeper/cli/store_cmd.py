@@ -1,0 +1,80 @@
+"""``windowkeeper store check URL [--remove]``: list the stored rows a store cannot give back, and remove them.
+
+A hand-edited, truncated or foreign row makes the reads of its thread or session raise `StorageError` (naming
+it); this command is the documented way back: it lists every such row (exit 1 when any is found) and, with
+``--remove``, deletes exactly those rows (exit 0 once all are gone). Memory records are also checked for the
+shape the memory reads (`windowkeeper.memory.stored`). The URL is printed with its secrets masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from ..errors import WindowkeeperError
+from .output import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, CliError, Output
+
+store_app = typer.Typer(
+    name="store",
+    help="Maintain a store (SQLite file, PostgreSQL, Redis): find and remove unreadable rows.",
+    no_args_is_help=True,
+)
+
+
+async def _check(url: str, prefix: str | None, remove: bool) -> tuple[str, list[Any]]:
+    from ..memory.stored import check_doc
+    from ..storage.check import check_store
+    from ..storage.url import open_store
+
+    store = open_store(url, prefix=prefix)
+    try:
+        return store.describe(), await check_store(store, doc_check=check_doc, remove=remove)
+    finally:
+        await store.close()
+
+
+@store_app.command("check")
+def check(
+    url: Annotated[str, typer.Argument(help="The store: sqlite:///path or a path, postgresql://..., redis://...")],
+    prefix: Annotated[str | None, typer.Option(help="Table/key prefix (default: the URL's ?prefix=, else wk).")] = None,
+    remove: Annotated[bool, typer.Option("--remove", help="Delete every unreadable row found.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+) -> None:
+    """List rows a read would refuse (edited counters, truncated JSON, wrong shapes); --remove deletes them.
+
+    Exit 0: nothing unreadable (or everything found was removed); 1: unreadable rows remain; 2: usage error.
+    """
+    output = Output(json_mode=json_out, command="store.check")
+    try:
+        described, findings = asyncio.run(_check(url, prefix, remove))
+    except WindowkeeperError as exc:
+        output.error(CliError(str(exc)))
+        raise typer.Exit(EXIT_USAGE) from None
+    remaining = [f for f in findings if not f.removed]
+    if json_out:
+        output.document(
+            {
+                "ok": not remaining,
+                "store": described,
+                "bad": [
+                    {"kind": f.kind, "scope": list(f.scope), "key": f.key, "position": f.position,
+                     "problem": f.problem, "removed": f.removed}
+                    for f in findings
+                ],
+            }
+        )
+    else:
+        for finding in findings:
+            state = "removed" if finding.removed else "bad"
+            output.out.print(f"{state}: {finding.problem}", markup=False, soft_wrap=True)
+        removed = len(findings) - len(remaining)
+        output.status(
+            f"{escape(described)}: {len(findings)} unreadable row(s), {removed} removed", markup=True,
+        )
+    raise typer.Exit(EXIT_PROBLEMS if remaining else EXIT_OK)
+
+
+__all__ = ["store_app"]

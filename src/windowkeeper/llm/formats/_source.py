@@ -1,0 +1,235 @@
+"""Where a message came from: the caller's own provider item(s), kept on `Message.raw` for lossless pass-through.
+
+The converters map a provider's items onto `Message`s, which cannot hold everything a provider sends (a Responses
+item's ``id`` and ``status``, Anthropic ``cache_control`` and ``citations``, Chat ``image_url.detail``, keys and
+content kinds nobody modelled). So a format's reader, when asked to keep sources, records on each message the
+item(s) it was read from and the message's fingerprint at that moment; the writer emits those items verbatim
+while the message is unchanged (same fingerprint) and writes a new shape only for what windowkeeper made or
+changed. One provider item may give several messages (an Anthropic user turn ``[tool_result, text]``) and several
+items one message (a Responses assistant turn): every message of such a group carries the group id, its part
+number and the blocks it holds, so a writer can reassemble the item when all parts are back, unchanged and in
+order, and otherwise still pass through the unchanged parts' own blocks.
+
+The record lives under ``raw["source"]`` (other keys of ``raw`` are left alone) and is stored with the message, so
+pass-through survives a store round trip. The items are kept by reference (the caller's dicts, not copies): a
+list's items must not be edited in place, as everywhere in windowkeeper.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from ...boundary import clean_json
+from ...messages import Message
+from ._common import plain
+
+logger = logging.getLogger(__name__)
+
+SOURCE_KEY = "source"
+"""The key of `Message.raw` under which a reader records the message's provider source."""
+
+
+def source_record(message: Message) -> Mapping[str, Any] | None:
+    """The provenance record of ``message`` (whatever its state), or None."""
+    raw = message.raw
+    if not raw:
+        return None
+    record = raw.get(SOURCE_KEY)
+    return record if isinstance(record, Mapping) else None
+
+
+def split_parts(
+    parts: Any, messages: Sequence[Message], is_result: Callable[[Any], bool]
+) -> list[list[Any] | None] | None:
+    """Which original parts each message of a split user turn holds: one result part per tool message (in order),
+    then every other part for the user message that follows them; None when the turn was not split."""
+    if len(messages) < 2:
+        return None
+    items = [plain(p) for p in parts] if isinstance(parts, list) else []
+    blocks: list[list[Any] | None] = [[p] for p in items if is_result(p)]
+    if len(messages) > len(blocks):
+        blocks.append([p for p in items if not is_result(p)])
+    return blocks
+
+
+def keep_source(
+    fmt: str,
+    messages: Sequence[Message],
+    items: Sequence[Any],
+    blocks: Sequence[Sequence[Any] | None] | None = None,
+) -> None:
+    """Record on each of ``messages`` (all read from ``items``, in order) where it came from.
+
+    ``blocks[k]``, for a group split over several messages, are the original content blocks (or parts) message
+    ``k`` holds, so a writer can pass them through even when a sibling was changed.
+    """
+    n = len(messages)
+    if not n:
+        return
+    kept = [clean_json(plain(item)) for item in items]
+    group = str(messages[0].message_id)
+    for k, message in enumerate(messages):
+        record: dict[str, Any] = {
+            "format": fmt,
+            "fingerprint": message.fingerprint(),
+            "group": group,
+            "part": k,
+            "parts": n,
+        }
+        if k == 0:
+            record["items"] = kept
+        if blocks is not None and blocks[k] is not None:
+            record["blocks"] = [clean_json(plain(b)) for b in blocks[k] or ()]
+        raw = message.raw
+        # set in the instance dict: ``raw`` holds JSON already cleaned, and validating it again on assignment
+        # would copy every item a second time
+        message.__dict__["raw"] = {**raw, SOURCE_KEY: record} if raw else {SOURCE_KEY: record}
+
+
+def unchanged(message: Message, fmt: str) -> Mapping[str, Any] | None:
+    """The source record of ``message`` when it was read from ``fmt`` and is unchanged since, else None."""
+    record = source_record(message)
+    if record is None or record.get("format") != fmt:
+        return None
+    return record if record.get("fingerprint") == message.fingerprint() else None
+
+
+def whole_group(messages: Sequence[Message], start: int, fmt: str) -> tuple[list[Any], int] | None:
+    """``(items, end)`` when ``messages[start:end]`` is one complete, unchanged group read from ``fmt``."""
+    first = unchanged(messages[start], fmt)
+    if first is None or first.get("part") != 0 or not isinstance(first.get("items"), list):
+        return None
+    parts = first.get("parts")
+    group = first.get("group")
+    if not isinstance(parts, int) or parts < 1 or start + parts > len(messages):
+        return None
+    for k in range(1, parts):
+        record = unchanged(messages[start + k], fmt)
+        if record is None or record.get("group") != group or record.get("part") != k:
+            return None
+    return list(first["items"]), start + parts
+
+
+def original_items(message: Message, fmt: str) -> list[Any]:
+    """The items ``message`` was read from (in ``fmt``), even when it changed since: for ids a new shape keeps."""
+    record = source_record(message)
+    if record is None or record.get("format") != fmt:
+        return []
+    items = record.get("items")
+    return list(items) if isinstance(items, list) else []
+
+
+def write_items(
+    messages: Sequence[Message],
+    fmt: str,
+    fresh: Callable[[int, Message], Sequence[Any]],
+    *,
+    passthrough: bool,
+    part_type: str,
+    report: Callable[[Message, str], None],
+    always_fresh: Callable[[Message], bool] | None = None,
+) -> list[Any]:
+    """Messages as items of a format with one list item per message (or several): unchanged ones as the items
+    they were read from, the rest by ``fresh(index, message)``; with ``passthrough`` a recall note goes into the
+    user item it serves (its text first, as ``part_type`` parts) instead of being a user item of its own.
+    ``always_fresh`` names messages ``fresh`` takes whatever their state (Responses system text for
+    ``instructions``)."""
+    out: list[Any] = []
+    leading: list[str] = []
+    for i, message in enumerate(messages):
+        if passthrough and recall_for_next(messages, i):
+            leading.append(message.text())
+            continue
+        source = unchanged(message, fmt) if passthrough else None
+        if source is not None and always_fresh is not None and always_fresh(message):
+            source = None
+        if source is not None:
+            written = list(source["items"])
+        else:
+            if passthrough and not (always_fresh is not None and always_fresh(message)):
+                report(message, fmt)
+            written = list(fresh(i, message))
+        if leading and written:
+            written[0] = with_leading_text(written[0], leading, part_type)
+            leading = []
+        out.extend(written)
+    return out
+
+
+def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: str) -> dict[str, Any]:
+    """A copy of the user item ``item`` whose content starts with ``texts`` (as ``part_type`` parts), every other
+    key kept: how a recall note joins the user turn it serves instead of being a second user turn before it."""
+    content = item.get("content")
+    own = [{"type": part_type, "text": content}] if isinstance(content, str) else list(content or [])
+    return {**item, "content": [*({"type": part_type, "text": t} for t in texts), *own]}
+
+
+RECALL_MARK = ("windowkeeper", "recall")
+"""The metadata key and value that mark a recall note (`windowkeeper.prompt.recall`, a layer above the formats,
+which cannot be imported here; a test holds the two equal)."""
+
+
+def is_recall(message: Message) -> bool:
+    """Whether ``message`` is a recall note (what `windowkeeper.prompt.recall.is_recall` says)."""
+    key, value = RECALL_MARK
+    return message.metadata.get(key) == value
+
+
+def recall_for_next(messages: Sequence[Message], index: int) -> bool:
+    """Whether ``messages[index]`` is a recall note serving the user message right after it (written into it)."""
+    message = messages[index]
+    if not is_recall(message) or index + 1 >= len(messages):
+        return False
+    following = messages[index + 1]
+    return following.role == "user" and message.metadata.get("serves") == str(following.message_id)
+
+
+def key_paths(value: Any, prefix: str = "", *, depth: int = 0) -> set[str]:
+    """The key paths of a JSON value, list positions folded (``content[].text``), for naming what a write lost."""
+    out: set[str] = set()
+    value = plain(value)
+    if depth > 12:
+        return out
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            out.add(path)
+            out |= key_paths(item, path, depth=depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            out |= key_paths(item, f"{prefix}[]", depth=depth + 1)
+    return out
+
+
+def warn_lost(what: str, fields: Iterable[str]) -> None:
+    """Say (a `UserWarning` and a log warning) that writing ``what`` could not keep ``fields``."""
+    lost = sorted(set(fields))
+    if not lost:
+        return
+    text = (
+        f"{what}: {', '.join(lost)} cannot be carried by the shape written and {'is' if len(lost) == 1 else 'are'} "
+        "left out; keep the message unchanged (or send it in its own format) to keep every field"
+    )
+    logger.warning("%s", text)
+    warnings.warn(text, UserWarning, stacklevel=3)
+
+
+__all__ = [
+    "RECALL_MARK",
+    "SOURCE_KEY",
+    "is_recall",
+    "keep_source",
+    "split_parts",
+    "key_paths",
+    "original_items",
+    "recall_for_next",
+    "source_record",
+    "unchanged",
+    "warn_lost",
+    "whole_group",
+    "with_leading_text",
+    "write_items",
+]

@@ -1,0 +1,274 @@
+"""The provider formats, one object each, in one registry: what `Window`, the adapters and the CLI ask of a format.
+
+A `ProviderFormat` owns everything windowkeeper knows about one provider's message shape: reading a caller's list
+into `Message`\\ s (keeping each item as its source, see `_source`), writing messages back (passing unchanged
+items through verbatim, writing new shapes only for what windowkeeper made or changed), where the system text
+goes, which keys mark an item as this format's (to tell a caller that handed one format's list to another's
+window), where a partial re-read may start, and the shape of a tool definition. The five built-in formats
+register themselves from their own modules; a new format is one module defining a subclass plus one
+`register_format` call, and every caller (``Window``, the adapters, ``guess_format``) picks it up.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from ...errors import ConfigurationError, FormatError
+from ...messages import Message
+from ._common import Source, plain
+from ._source import keep_source, key_paths, original_items, source_record, warn_lost
+from .rules import RoundTripRules
+
+logger = logging.getLogger(__name__)
+
+_BUILTIN_MODULES = ("openai_chat", "openai_responses", "anthropic", "gemini", "langchain")
+"""The modules of the built-in formats, imported (and so registered) on the first lookup."""
+
+_FORMATS: dict[str, ProviderFormat] = {}
+_lock = threading.Lock()
+_loaded = False
+
+
+class ProviderFormat(ABC):
+    """One provider's message format. Subclass it, set the class attributes, implement `read_items` and
+    `write_messages`, and `register_format` an instance."""
+
+    name: ClassVar[str]
+    """The ``format=`` value (``"openai_chat"``)."""
+    title: ClassVar[str]
+    """How messages name the format (``"OpenAI Chat Completions"``)."""
+    expected: ClassVar[str]
+    """The shape this format's lists have, for error messages (an example item)."""
+    priority: ClassVar[int] = 100
+    """Where the format comes in `guess_format` and the shape checks (lower first): a format whose items could
+    look like another's (LangChain messages dump to dicts with a ``type``) goes before it."""
+    round_trip: ClassVar[RoundTripRules] = RoundTripRules()
+    """What a round trip through this format keeps (``compare.canonical`` applies it in tests)."""
+    system_in_list: ClassVar[bool] = False
+    """Whether the system text is the first item of the list (Chat Completions, LangChain) rather than a separate
+    request field (Responses ``instructions``, Anthropic ``system``, Gemini ``system_instruction``)."""
+
+    def __init__(self) -> None:
+        self._lost: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self._reported: OrderedDict[str, None] = OrderedDict()
+        self._lost_lock = threading.Lock()
+
+    # -- reading ------------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def read_items(
+        self, items: Sequence[Any], *, offset: int, previous: str | None, sources: list[Source] | None
+    ) -> list[Message]:
+        """Items ``offset``, ``offset + 1``, ... of a list as messages (``previous``: the id of the message read
+        before them), appending ``(item, messages)`` to ``sources`` for each group read when it is given."""
+
+    def read(self, items: Sequence[Any], *, offset: int = 0, previous: str | None = None) -> list[Message]:
+        """`read_items` with every message's source kept (`Message.raw`), for lossless pass-through."""
+        sources: list[Source] = []
+        messages = self.read_items(items, offset=offset, previous=previous, sources=sources)
+        for source, group in sources:
+            self.keep(source, group)
+        return messages
+
+    def keep(self, source: Any, messages: Sequence[Message]) -> None:
+        """Record ``source`` on the ``messages`` read from it (override to record which blocks each part holds)."""
+        keep_source(self.name, messages, source if isinstance(source, list) else [source])
+
+    def safe_start(self, items: Sequence[Any], index: int) -> bool:
+        """Whether reading may start at ``items[index]`` without state from the items before it."""
+        return True
+
+    def read_system(self, system: Any) -> str | None:
+        """The ``system=`` value a caller passes beside the list (the provider's own spelling) as one text."""
+        if system is None:
+            return None
+        if isinstance(system, str):
+            return system or None
+        raise FormatError(
+            f"system= must be a string for format {self.name!r}, got {type(system).__name__}", key="system"
+        )
+
+    # -- writing ------------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def write_messages(self, messages: Sequence[Message], *, options: Mapping[str, Any]) -> list[Any]:
+        """``messages`` in this format, unchanged messages as the items they were read from."""
+
+    def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
+        """``(items, system value)``: the system text in this format's place, the messages after it."""
+        return self.write_messages(messages, options=options), system
+
+    def write_plain(self, messages: Sequence[Message]) -> list[Any]:
+        """Messages in this format with no system handling (`Window.restore`)."""
+        return self.write_messages(messages, options={})
+
+    def lost_fields(self, message: Message) -> frozenset[str]:
+        """Key paths of the items ``message`` was read from that a new shape written for it cannot carry.
+
+        Worked out once per source (read the items again, write them anew without pass-through, compare key
+        paths) and remembered for the 4,096 sources seen last: only changed messages with a source ask.
+        """
+        record = source_record(message)
+        if record is None:
+            return frozenset()
+        fmt = get_format(str(record.get("format")))
+        group = f"{record.get('format')}:{record.get('group')}:{record.get('part')}"
+        with self._lost_lock:
+            known = self._lost.get(group)
+        if known is not None:
+            return known
+        items = original_items(message, fmt.name)
+        if not items and record.get("part"):
+            return frozenset()
+        lost = fmt.fields_lost(items, record)
+        with self._lost_lock:
+            self._lost[group] = lost
+            while len(self._lost) > 4096:
+                self._lost.popitem(last=False)
+        return lost
+
+    def fields_lost(self, items: Sequence[Any], record: Mapping[str, Any]) -> frozenset[str]:
+        """What of ``items`` (read from this format) a fresh write in this format leaves out."""
+        try:
+            read = self.read_items(items, offset=0, previous=None, sources=None)
+            fresh = self.write_messages(read, options={"passthrough": False})
+        except (FormatError, ValueError, TypeError):
+            return frozenset()
+        before: set[str] = set()
+        for item in items:
+            before |= key_paths(item)
+        after: set[str] = set()
+        for item in fresh:
+            after |= key_paths(item)
+        return frozenset(before - after)
+
+    def report(self, message: Message, target: str) -> None:
+        """Say what ``message`` (with a source) loses when written anew in ``target``: a warning naming the fields
+        when that is another format (a conversion), a debug line when windowkeeper changed it in its own format
+        (a pointer replacing a tool result drops what the result carried), once per source either way."""
+        record = source_record(message)
+        if record is None:
+            return
+        origin = str(record.get("format"))
+        key = f"{origin}:{record.get('group')}:{record.get('part')}:{target}"
+        with self._lost_lock:
+            if key in self._reported:
+                return
+            self._reported[key] = None
+            while len(self._reported) > 4096:
+                self._reported.popitem(last=False)
+        lost = get_format(origin).lost_fields(message)
+        if origin != target:
+            warn_lost(f"message {message.message_id!r} read from {origin} and written in {target}", lost)
+        elif lost:
+            logger.debug("message %r changed and was written anew: %s left out", message.message_id, sorted(lost))
+
+    # -- shape checks -------------------------------------------------------------------------------------------
+
+    def distinctive(self, item: Any) -> str | None:
+        """The key (path) that marks ``item`` as this format's and no other's, or None."""
+        return None
+
+    def tolerates(self, item: Any, key: str) -> bool:
+        """Whether this format's items may carry ``key`` although another format claims it."""
+        return False
+
+    def foreign(self, item: Any) -> tuple[str, str | None] | None:
+        """``(key, guessed format)`` when ``item`` carries a key this format's items never have, else None."""
+        for other in formats().values():
+            if other is self:
+                continue
+            key = other.distinctive(item)
+            if key is not None and not self.tolerates(item, key):
+                return key, other.name
+        return None
+
+    # -- tools --------------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def tool(self, name: str, description: str, parameters: Mapping[str, Any]) -> Any:
+        """A tool definition in this format's own shape (what the request's ``tools`` take)."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+def register_format(fmt: ProviderFormat, *, replace: bool = False) -> ProviderFormat:
+    """Make ``fmt`` available as ``format=fmt.name`` everywhere (``replace`` to override a registered one)."""
+    if not isinstance(fmt, ProviderFormat):
+        raise ConfigurationError(f"register_format takes a ProviderFormat instance, got {type(fmt).__name__}")
+    with _lock:
+        if fmt.name in _FORMATS and not replace and _FORMATS[fmt.name] is not fmt:
+            raise ConfigurationError(f"a format named {fmt.name!r} is registered already; pass replace=True")
+        _FORMATS[fmt.name] = fmt
+    return fmt
+
+
+def _load_builtins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    for module in _BUILTIN_MODULES:
+        importlib.import_module(f"{__package__}.{module}")
+    _loaded = True
+
+
+def formats() -> dict[str, ProviderFormat]:
+    """Every registered format by name, built-ins first (in registration order)."""
+    _load_builtins()
+    with _lock:
+        return dict(sorted(_FORMATS.items(), key=lambda kv: kv[1].priority))
+
+
+def get_format(name: object) -> ProviderFormat:
+    """The format registered as ``name``; a `ConfigurationError` naming the registered ones otherwise."""
+    registered = formats()
+    fmt = registered.get(name) if isinstance(name, str) else None
+    if fmt is None:
+        order = {n: k for k, n in enumerate(_BUILTIN_MODULES)}
+        names = sorted(registered, key=lambda n: order.get(n, len(order)))
+        raise ConfigurationError(f"format={name!r} is not supported; use one of {', '.join(map(repr, names))}")
+    return fmt
+
+
+def guess_format(item: Any) -> str | None:
+    """The format ``item`` most likely belongs to (for error hints; None when nothing is distinctive)."""
+    for fmt in formats().values():
+        if fmt.distinctive(item) is not None:
+            return fmt.name
+    return None
+
+
+def convert(items: Sequence[Any], source: str, target: str) -> list[Any]:
+    """A list in format ``source`` as format ``target``, warning (naming the fields) for what the target loses."""
+    read = get_format(source).read(items)
+    return get_format(target).write_plain(read)
+
+
+def content_part_types(content: Any) -> list[tuple[int, str]]:
+    """``(position, type)`` of the typed parts of a content list (for the formats' `distinctive` checks)."""
+    if not isinstance(content, list):
+        return []
+    out = []
+    for j, part in enumerate(content):
+        p = plain(part)
+        if isinstance(p, Mapping) and isinstance(p.get("type"), str):
+            out.append((j, p["type"]))
+    return out
+
+
+__all__ = [
+    "ProviderFormat",
+    "content_part_types",
+    "convert",
+    "formats",
+    "get_format",
+    "guess_format",
+    "register_format",
+]

@@ -1,0 +1,182 @@
+"""The sync/async bridge: one long-lived loop per thread, with asyncio.run's semantics per call."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import gc
+import threading
+
+import pytest
+
+from windowkeeper._bridge import run_sync, run_sync_anywhere
+
+REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar("REQUEST", default="none")
+
+
+def _sync(work: object) -> object:
+    return run_sync(work, caller="f()", instead="await af()")  # type: ignore[arg-type]
+
+
+def test_calls_on_one_thread_share_one_loop_so_loop_bound_objects_survive() -> None:
+    async def make() -> asyncio.Future[str]:
+        return asyncio.get_running_loop().create_future()
+
+    future = run_sync(make, caller="f()", instead="await af()")
+
+    async def settle() -> str:
+        future.set_result("kept")
+        return await future  # only possible on the loop that made it
+
+    assert run_sync(settle, caller="f()", instead="await af()") == "kept"
+
+
+def test_a_thread_gets_its_own_loop_closed_when_the_thread_ends() -> None:
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def mine() -> None:
+        loops.append(asyncio.get_running_loop())
+
+    run_sync(mine, caller="f()", instead="await af()")
+    worker = threading.Thread(target=lambda: run_sync(mine, caller="f()", instead="await af()"))
+    worker.start()
+    worker.join()
+    gc.collect()
+    assert loops[0] is not loops[1]
+    assert loops[1].is_closed()
+    assert not loops[0].is_closed()
+
+
+async def test_refused_inside_a_running_loop_with_the_awaitable_to_use() -> None:
+    made: list[int] = []
+
+    async def work() -> int:
+        made.append(1)
+        return 1
+
+    with pytest.raises(RuntimeError, match=r"f\(\) was called from inside a running event loop.*`await af\(\)`"):
+        run_sync(work, caller="f()", instead="await af()")
+    assert made == []  # nothing created, nothing left un-awaited
+
+
+def test_tasks_a_call_leaves_behind_are_cancelled_before_it_returns() -> None:
+    events: list[str] = []
+
+    async def forever() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            events.append("cancelled")
+
+    async def work() -> str:
+        asyncio.get_running_loop().create_task(forever())
+        await asyncio.sleep(0)
+        return "done"
+
+    assert run_sync(work, caller="f()", instead="await af()") == "done"
+    assert events == ["cancelled"]
+
+
+def test_callbacks_a_finished_call_scheduled_run_before_it_returns() -> None:
+    ran: list[str] = []
+
+    async def work() -> None:
+        asyncio.get_running_loop().call_soon(ran.append, "callback")
+
+    run_sync(work, caller="f()", instead="await af()")
+    assert ran == ["callback"]
+
+
+def test_the_call_sees_a_copy_of_the_callers_context() -> None:
+    async def work() -> str:
+        seen = REQUEST.get()
+        REQUEST.set("inside")
+        return seen
+
+    token = REQUEST.set("outside")
+    try:
+        assert run_sync(work, caller="f()", instead="await af()") == "outside"
+        assert REQUEST.get() == "outside"
+    finally:
+        REQUEST.reset(token)
+
+
+def test_the_call_runs_as_a_task_so_timeouts_and_suspending_work_behave() -> None:
+    async def work() -> tuple[bool, bool, int]:
+        loop = asyncio.get_running_loop()
+        running = loop.is_running()
+        async with asyncio.timeout(5):
+            value = await asyncio.to_thread(lambda: 41)
+        return asyncio.current_task() is not None, running, value + 1
+
+    assert run_sync(work, caller="f()", instead="await af()") == (True, True, 42)
+
+
+def test_an_error_propagates_and_the_next_call_works() -> None:
+    async def fail() -> None:
+        raise ValueError("bad value 7")
+
+    async def fine() -> str:
+        await asyncio.sleep(0)
+        return "ok"
+
+    with pytest.raises(ValueError, match="bad value 7"):
+        run_sync(fail, caller="f()", instead="await af()")
+    assert run_sync(fine, caller="f()", instead="await af()") == "ok"
+
+
+def test_async_generators_of_a_call_are_finalized_on_the_loop() -> None:
+    closed: list[str] = []
+
+    async def numbers() -> object:
+        try:
+            yield 1
+            yield 2
+        finally:
+            closed.append("closed")
+
+    async def first() -> int:
+        agen = numbers()
+        value = await agen.__anext__()  # type: ignore[attr-defined]
+        del agen
+        return int(value)
+
+    assert run_sync(first, caller="f()", instead="await af()") == 1
+    gc.collect()
+
+    async def later() -> None:
+        await asyncio.sleep(0)
+
+    run_sync(later, caller="f()", instead="await af()")  # the loop runs the finalizer it was handed
+    assert closed == ["closed"]
+
+
+async def test_run_sync_anywhere_inside_a_running_loop_runs_on_a_worker_loop() -> None:
+    outer = asyncio.get_running_loop()
+
+    async def work() -> bool:
+        return asyncio.get_running_loop() is not outer
+
+    assert run_sync_anywhere(work) is True
+
+
+def test_async_generators_left_on_a_threads_loop_are_closed_when_the_thread_ends() -> None:
+    closed: list[str] = []
+    kept: list[object] = []  # holds the generator, as an SDK client cache holds its guard
+
+    async def guard() -> object:
+        try:
+            yield None
+        finally:
+            closed.append("closed")
+
+    async def open_client() -> None:
+        agen = guard()
+        await agen.__anext__()  # type: ignore[attr-defined]
+        kept.append(agen)
+
+    worker = threading.Thread(target=lambda: run_sync(open_client, caller="f()", instead="await af()"))
+    worker.start()
+    worker.join()
+    gc.collect()
+    assert closed == ["closed"]
