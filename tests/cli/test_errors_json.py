@@ -90,7 +90,7 @@ def _write(tmp_path: Path, name: str, data: bytes) -> Path:
         ("nan.json", b'[{"role": "user", "content": NaN}]', "NaN"),
         ("number.json", b"42", "a number"),
         ("odd.json", b'{"id": "x", "choices": []}', "OpenAI Chat completion"),
-        ("bad_role.json", b'[{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}]', "robot"),
+        ("bad_calls.json", b'[{"role": "user", "content": "a"}, {"role": "assistant", "tool_calls": 5}]', "tool_calls"),
         (
             "events.jsonl",
             b'{"type": "event_msg", "payload": {"type": "x"}}\n{"type": "event_msg", "payload": {}}\n',
@@ -106,14 +106,14 @@ def test_input_errors_honour_json(tmp_path: Path, name: str, data: bytes, needle
 
 
 def test_several_problems_are_each_listed_once(tmp_path: Path) -> None:
-    rows = [{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}, {"role": "droid", "content": "c"}]
+    rows = [{"role": "user", "content": "a"}, {"role": "assistant", "tool_calls": 5}, {"content": "c"}]
     path = _write(tmp_path, "bad.json", json.dumps(rows).encode())
     doc = _error_doc(["inspect", str(path)], "inspect")
     assert [p.split(":")[0] for p in doc["problems"]] == ["message 1", "message 2"]
-    assert "robot" not in doc["error"] and doc["error"].endswith("2 problems")
+    assert "tool_calls" not in doc["error"] and doc["error"].endswith("2 problems")
     result = runner.invoke(app, ["inspect", str(path)])
     lines = result.stderr.splitlines()
-    assert len(lines) == 3 and sum("robot" in line for line in lines) == 1
+    assert len(lines) == 3 and sum("tool_calls" in line for line in lines) == 1
 
 
 def test_file_and_output_errors_honour_json(tmp_path: Path, chat: Path) -> None:

@@ -186,6 +186,7 @@ def test_restore_brings_back_originals_byte_identical() -> None:
     msgs: list[Message] = [SYSTEM, user(0)]
     for i in range(6):
         msgs += tool_turn(i, big_output(i, 80))
+    msgs += [answer(0, "all six files read"), user(1, "next, please")]  # an answered turn: its results may go
     mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) / 0.95), 0)
     originals = {m.message_id: m.model_dump_json() for m in msgs}
     state = mgr.trim_context(state_of(msgs))
@@ -251,12 +252,13 @@ def test_failing_summarizer_is_logged_and_the_cut_is_marked(caplog: pytest.LogCa
 
 
 def test_agent_loop_keeps_the_task_message_pinned() -> None:
-    """One user request followed only by tool turns: the request stays so the view still starts with a user."""
+    """One user request followed only by tool turns, over the budget on its own (a turn in progress under the budget
+    is never cut): its older steps go, the request stays so the view still starts with a user."""
     msgs: list[Message] = [SYSTEM, user(0, "migrate the database")]
     for i in range(30):
         msgs += tool_turn(i, "ok " * 40)
     mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
-        int(tokens(msgs) / 0.95), 0, clear_min_tokens=10_000
+        int(tokens(msgs) / 1.25), 0, clear_min_tokens=10_000
     )
     state = mgr.trim_context(state_of(msgs))
     ids = [m.message_id for m in state.context]

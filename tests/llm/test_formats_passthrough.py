@@ -24,6 +24,7 @@ from windowkeeper.llm.formats import from_anthropic, to_anthropic, to_gemini, to
 from windowkeeper.llm.formats.registry import convert, formats, get_format
 from windowkeeper.messages import Message
 from windowkeeper.prompt.recall import MARK_KEY, RECALL_MARK
+from windowkeeper.prompt.recall import RECALL_MARK as RECALL_MARK_VALUE
 
 from .formats_data import tau_trajectories
 from .sdk_types import sdk_problems
@@ -438,3 +439,9 @@ def test_anthropic_turns_pass_through_and_a_cleared_result_keeps_its_turn(
     differing = [j for j, (a, b) in enumerate(zip(out, turns, strict=True)) if a != b]
     assert len(differing) == 1  # only the turn with the cleared result changed
     assert from_anthropic(None, out)[k].text() == "[cleared]"
+
+
+def test_the_formats_recall_mark_is_the_prompt_layers() -> None:
+    from windowkeeper.llm.formats._source import RECALL_MARK
+
+    assert RECALL_MARK == (MARK_KEY, RECALL_MARK_VALUE)

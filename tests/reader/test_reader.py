@@ -78,7 +78,7 @@ def test_format_override_wins_over_detection(tmp_path: Path) -> None:
 
 def test_every_bad_message_is_listed_with_its_index(tmp_path: Path) -> None:
     chat = to_openai_chat(session())
-    chat[1] = {"role": "robot", "content": "x"}
+    chat[1] = {"role": "user", "content": {"nested": True}}  # an unknown role is read (kept), a bad content not
     chat[3] = {"content": "no role"}
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(chat))
@@ -86,14 +86,14 @@ def test_every_bad_message_is_listed_with_its_index(tmp_path: Path) -> None:
         read_conversation(path)
     problems = info.value.problems
     assert len(problems) == 2
-    assert problems[0].startswith("message 1: ") and "role" in problems[0]
+    assert problems[0].startswith("message 1: ") and "content" in problems[0]
     assert problems[1].startswith("message 3: ")
     assert "bad.json" in str(info.value) and "2 problems" in str(info.value)
 
 
 def test_bad_tau_bench_trajectories_are_all_listed(tmp_path: Path) -> None:
     traj = to_openai_chat(session())
-    bad = [*traj[:2], {"role": "robot", "content": "x"}]
+    bad = [*traj[:2], {"role": "assistant", "tool_calls": 5}]
     data = [{"task_id": 0, "traj": traj}, {"task_id": 1, "traj": bad}, {"task_id": 2, "traj": "nope"}]
     path = tmp_path / "tau.json"
     path.write_text(json.dumps(data))

@@ -21,6 +21,7 @@ from typer.core import TyperGroup
 from ..errors import MissingDependencyError, WindowkeeperError
 from ..io import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, InputFormat
 from ..io.writer import OutFormat
+from . import serve_cmd
 from .compact_cmd import Cut, Strategy
 from .files import check_target, write_bytes
 from .output import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, CliError, Output
@@ -620,6 +621,7 @@ def simulate(
 
 
 app.add_typer(store_app, name="store")
+serve_cmd.register(app)
 
 
 def run(argv: list[str] | None = None) -> None:

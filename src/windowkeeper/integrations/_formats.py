@@ -21,6 +21,7 @@ from ..llm.formats.anthropic import CacheBreakpoint
 from ..llm.formats.registry import ProviderFormat, formats, get_format
 from ..llm.formats.registry import guess_format as _guess
 from ..messages import Message
+from ..prompt import system_message
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -253,7 +254,13 @@ def write_messages(
 ) -> tuple[WireMessages, WireSystem]:
     """``(messages, system)`` in ``fmt``: system in its native place (in the list for Chat Completions/LangChain);
     every message unchanged since it was read is the caller's own item, the rest written anew."""
-    out, out_system = get_format(fmt).write(system, messages, cache_breakpoints=cache_breakpoints, developer=developer)
+    out, out_system = get_format(fmt).write(
+        system,
+        messages,
+        cache_breakpoints=cache_breakpoints,
+        developer=developer,
+        system_id=system_message(system).message_id if system else None,
+    )
     return cast("WireMessages", out), cast("WireSystem", out_system)
 
 

@@ -6,6 +6,12 @@ Each server records every request it receives and answers from a FIFO queue of p
 calls (parallel included), reasoning, an HTTP error status, a delay (to trigger client timeouts) or an empty
 reply. When the queue is empty it answers with ``default_text``.
 
+A request whose body says ``"stream": true`` is answered with server-sent events in the provider's own streaming
+shape (Chat Completions chunks ending in ``data: [DONE]``, Responses ``response.*`` events, Anthropic
+``message_start`` ... ``message_stop``), written with chunked transfer encoding one event at a time; a reply's
+``event_delay`` spaces them out and ``drop_after`` cuts the connection after that many events (a stream that dies
+mid-way). ``headers`` are added to the response (``retry-after`` on an error, say).
+
 Usage::
 
     with FakeOpenAIServer() as srv:
@@ -71,6 +77,9 @@ class FakeReply:
     empty: bool = False
     body: bytes | None = None
     error_message: str = "the fake server was told to fail"
+    headers: tuple[tuple[str, str], ...] = ()
+    event_delay: float = 0.0
+    drop_after: int | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,8 @@ class RecordedRequest:
     query: dict[str, list[str]]
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""
+    """The body's bytes exactly as received."""
 
     @property
     def json(self) -> dict[str, Any]:
@@ -139,12 +150,22 @@ class FakeProviderServer(ABC):
         return self.enqueue(FakeReply(text=text, tool_calls=calls, reasoning=reasoning, usage=usage))
 
     def fail(
-        self, status: int = 500, message: str = "the fake server was told to fail", *, times: int = 1
+        self,
+        status: int = 500,
+        message: str = "the fake server was told to fail",
+        *,
+        times: int = 1,
+        headers: Mapping[str, str] | None = None,
     ) -> FakeProviderServer:
         """Queue ``times`` HTTP error answers (one per attempt, so SDK retries consume them too)."""
+        extra = tuple((headers or {}).items())
         for _ in range(times):
-            self.enqueue(FakeReply(status=status, error_message=message))
+            self.enqueue(FakeReply(status=status, error_message=message, headers=extra))
         return self
+
+    def drop(self, after_events: int, text: str = "cut off mid-way") -> FakeProviderServer:
+        """Queue a streamed answer whose connection is closed after ``after_events`` events (no clean end)."""
+        return self.enqueue(FakeReply(text=text, drop_after=after_events))
 
     def sleep(self, seconds: float, text: str = "too late") -> FakeProviderServer:
         """Queue an answer that arrives only after ``seconds`` (use a shorter client timeout)."""
@@ -257,6 +278,14 @@ class FakeProviderServer(ABC):
     def render(self, reply: FakeReply, request: RecordedRequest) -> dict[str, Any]:
         """The provider's JSON for a successful reply."""
 
+    def render_events(self, reply: FakeReply, request: RecordedRequest) -> list[bytes]:
+        """The server-sent events of a streamed successful reply (each a complete ``event:``/``data:`` record)."""
+        raise NotImplementedError(f"{type(self).__name__} does not stream")
+
+    def answer_other(self, request: RecordedRequest) -> dict[str, Any] | None:
+        """The JSON for a side route (model lists, token counting); None when there is none."""
+        return None
+
     def render_error(self, status: int, message: str) -> dict[str, Any]:
         return {"error": {"message": message, "type": "server_error", "param": None, "code": None}}
 
@@ -275,15 +304,34 @@ class _QuietServer(ThreadingHTTPServer):
 
     daemon_threads = True
     block_on_close = False
+    request_queue_size = 128  # the default backlog of 5 resets connections when a gateway opens 50 at once
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         logger.debug("fake server connection from %s ended with %r", client_address, sys.exc_info()[1])
+
+
+def sse(data: Mapping[str, Any] | str, event: str | None = None) -> bytes:
+    """One server-sent event record (``event:`` line when named, one ``data:`` line, blank line)."""
+    payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()
+
+
+def text_pieces(text: str) -> list[str]:
+    """``text`` in the small deltas a streaming model sends (word by word, spaces kept)."""
+    pieces: list[str] = []
+    for word in text.split(" "):
+        pieces.append(word if not pieces else " " + word)
+    return [p for p in pieces if p] or [text]
 
 
 def _make_handler(owner: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         timeout = 30.0
+        # headers and body go out in separate writes: with Nagle on, the body waits for the client's delayed ACK
+        # (~40 ms a request on Linux), which would swamp every latency measured against these servers
+        disable_nagle_algorithm = True
 
         def handle(self) -> None:
             try:
@@ -294,16 +342,43 @@ def _make_handler(owner: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:
             logger.debug("%s: " + format, type(owner).__name__, *args)
 
-        def _send(self, status: int, body: bytes) -> None:
+        def _send(self, status: int, body: bytes, headers: Iterable[tuple[str, str]] = ()) -> None:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
+                for name, value in headers:
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(body)
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 logger.debug("client went away before the reply was written (a timeout test, usually)")
+
+        def _stream(self, reply: FakeReply, events: list[bytes]) -> None:
+            """Write ``events`` one chunk each (chunked encoding), or cut the connection after ``drop_after``."""
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Transfer-Encoding", "chunked")
+                for name, value in reply.headers:
+                    self.send_header(name, value)
+                self.end_headers()
+                for n, event in enumerate(events):
+                    if reply.drop_after is not None and n >= reply.drop_after:
+                        self.wfile.flush()
+                        self.close_connection = True
+                        self.connection.shutdown(2)
+                        return
+                    if reply.event_delay and n:
+                        owner._wait(reply.event_delay)
+                    self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                logger.debug("client went away mid-stream")
 
         def _handle(self) -> None:
             parts = urlsplit(self.path)
@@ -319,8 +394,14 @@ def _make_handler(owner: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
                 query=parse_qs(parts.query),
                 headers={k.lower(): v for k, v in self.headers.items()},
                 body=body,
+                raw=raw,
             )
             if not owner.route(self.command, parts.path):
+                other = owner.answer_other(request)
+                if other is not None:
+                    owner._record(request)
+                    self._send(200, json.dumps(other).encode())
+                    return
                 message = f"{type(owner).__name__} has no route for {self.command} {parts.path}"
                 self._send(404, json.dumps(owner.render_error(404, message)).encode())
                 return
@@ -329,11 +410,15 @@ def _make_handler(owner: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
             if reply.delay:
                 owner._wait(reply.delay)
             if reply.body is not None:
-                self._send(reply.status, reply.body)
+                self._send(reply.status, reply.body, reply.headers)
             elif reply.status != 200:
-                self._send(reply.status, json.dumps(owner.render_error(reply.status, reply.error_message)).encode())
+                error = json.dumps(owner.render_error(reply.status, reply.error_message)).encode()
+                self._send(reply.status, error, reply.headers)
+            elif request.json.get("stream") is True:
+                self._stream(reply, owner.render_events(reply, request))
             else:
-                self._send(200, json.dumps(owner.render(reply, request), ensure_ascii=False).encode("utf-8"))
+                body = json.dumps(owner.render(reply, request), ensure_ascii=False).encode("utf-8")
+                self._send(200, body, reply.headers)
 
         def do_POST(self) -> None:
             self._handle()
@@ -353,10 +438,86 @@ class FakeOpenAIServer(FakeProviderServer):
     def route(self, method: str, path: str) -> bool:
         return method == "POST" and path in ("/v1/chat/completions", "/v1/responses")
 
+    def answer_other(self, request: RecordedRequest) -> dict[str, Any] | None:
+        if request.method == "GET" and request.path == "/v1/models":
+            return {"object": "list", "data": [{"id": "gpt-fake", "object": "model", "created": 0, "owned_by": "fake"}]}
+        return None
+
     def render(self, reply: FakeReply, request: RecordedRequest) -> dict[str, Any]:
         if request.path.endswith("/responses"):
             return self._responses(reply, request)
         return self._chat(reply, request)
+
+    def render_events(self, reply: FakeReply, request: RecordedRequest) -> list[bytes]:
+        if request.path.endswith("/responses"):
+            return self._responses_events(reply, request)
+        return self._chat_events(reply, request)
+
+    def _chat_events(self, reply: FakeReply, request: RecordedRequest) -> list[bytes]:
+        """Chat Completions chunks: role, content deltas, tool-call deltas (name, then arguments), finish, usage."""
+        whole = self._chat(reply, request)
+        message = whole["choices"][0]["message"]
+        head = {k: whole[k] for k in ("id", "created", "model", "system_fingerprint")}
+        head["object"] = "chat.completion.chunk"
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+            return sse({**head, "choices": [choice]})
+
+        events = [chunk({"role": "assistant", "content": ""})]
+        events += [chunk({"content": piece}) for piece in text_pieces(message["content"] or "") if piece]
+        for i, call in enumerate(message.get("tool_calls") or []):
+            fn = call["function"]
+            first = {
+                "index": i,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": fn["name"], "arguments": ""},
+            }
+            events.append(chunk({"tool_calls": [first]}))
+            args = fn["arguments"]
+            for j in range(0, len(args), 16):
+                events.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": args[j : j + 16]}}]}))
+        events.append(chunk({}, whole["choices"][0]["finish_reason"]))
+        options = request.json.get("stream_options")
+        if isinstance(options, dict) and options.get("include_usage"):
+            events.append(sse({**head, "choices": [], "usage": whole["usage"]}))
+        events.append(sse("[DONE]"))
+        return events
+
+    def _responses_events(self, reply: FakeReply, request: RecordedRequest) -> list[bytes]:
+        """Responses events: created, each output item added/deltas/done, completed with the whole response."""
+        whole = self._responses(reply, request)
+        seq = itertools.count()
+        pending = {**whole, "status": "in_progress", "output": [], "usage": None}
+
+        def ev(kind: str, **fields: Any) -> bytes:
+            return sse({"type": kind, "sequence_number": next(seq), **fields}, event=kind)
+
+        events = [ev("response.created", response=pending), ev("response.in_progress", response=pending)]
+        for index, item in enumerate(whole["output"]):
+            kind = item["type"]
+            if kind == "message":
+                events.append(ev("response.output_item.added", output_index=index, item={**item, "content": []}))
+                part = item["content"][0]
+                empty = {**part, "text": ""}
+                loc = {"item_id": item["id"], "output_index": index, "content_index": 0}
+                events.append(ev("response.content_part.added", **loc, part=empty))
+                for piece in text_pieces(part["text"]):
+                    events.append(ev("response.output_text.delta", **loc, delta=piece, logprobs=[]))
+                events.append(ev("response.output_text.done", **loc, text=part["text"], logprobs=[]))
+                events.append(ev("response.content_part.done", **loc, part=part))
+            elif kind == "function_call":
+                added = {**item, "arguments": "", "status": "in_progress"}
+                events.append(ev("response.output_item.added", output_index=index, item=added))
+                loc = {"item_id": item["id"], "output_index": index}
+                events.append(ev("response.function_call_arguments.delta", **loc, delta=item["arguments"]))
+                events.append(ev("response.function_call_arguments.done", **loc, arguments=item["arguments"]))
+            else:
+                events.append(ev("response.output_item.added", output_index=index, item=item))
+            events.append(ev("response.output_item.done", output_index=index, item=item))
+        events.append(ev("response.completed", response=whole))
+        return events
 
     def _chat(self, reply: FakeReply, request: RecordedRequest) -> dict[str, Any]:
         usage = self.usage_for(reply, request)
@@ -460,6 +621,55 @@ class FakeAnthropicServer(FakeProviderServer):
 
     def route(self, method: str, path: str) -> bool:
         return method == "POST" and path == "/v1/messages"
+
+    def answer_other(self, request: RecordedRequest) -> dict[str, Any] | None:
+        if request.method == "POST" and request.path == "/v1/messages/count_tokens":
+            return {"input_tokens": self.usage_for(FakeReply(), request).input_tokens}
+        if request.method == "GET" and request.path == "/v1/models":
+            model = {
+                "type": "model",
+                "id": "claude-fake",
+                "display_name": "Claude Fake",
+                "created_at": "2025-01-01T00:00:00Z",
+            }
+            return {"data": [model], "has_more": False, "first_id": "claude-fake", "last_id": "claude-fake"}
+        return None
+
+    def render_events(self, reply: FakeReply, request: RecordedRequest) -> list[bytes]:
+        """Anthropic message events: message_start, one start/delta(s)/stop per content block, delta, stop."""
+        whole = self.render(reply, request)
+        usage = whole["usage"]
+        start = {**whole, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 1}}
+        events = [sse({"type": "message_start", "message": start}, event="message_start")]
+        for index, block in enumerate(whole["content"]):
+            kind = block["type"]
+            if kind == "text":
+                opening: dict[str, Any] = {"type": "text", "text": ""}
+                deltas = [{"type": "text_delta", "text": piece} for piece in text_pieces(block["text"])]
+            elif kind == "thinking":
+                opening = {"type": "thinking", "thinking": "", "signature": ""}
+                deltas = [{"type": "thinking_delta", "thinking": block["thinking"]}]
+                deltas.append({"type": "signature_delta", "signature": block["signature"]})
+            else:
+                opening = {**block, "input": {}}
+                deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+            events.append(
+                sse({"type": "content_block_start", "index": index, "content_block": opening}, "content_block_start")
+            )
+            for delta in deltas:
+                events.append(
+                    sse({"type": "content_block_delta", "index": index, "delta": delta}, "content_block_delta")
+                )
+            events.append(sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
+        final = {"stop_reason": whole["stop_reason"], "stop_sequence": None}
+        events.append(
+            sse(
+                {"type": "message_delta", "delta": final, "usage": {"output_tokens": usage["output_tokens"]}},
+                "message_delta",
+            )
+        )
+        events.append(sse({"type": "message_stop"}, "message_stop"))
+        return events
 
     def render_error(self, status: int, message: str) -> dict[str, Any]:
         kind = "api_error" if status >= 500 else "invalid_request_error"

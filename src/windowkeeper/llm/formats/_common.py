@@ -421,6 +421,17 @@ def unknown_block(kind: str, value: Any) -> TextBlock:
     return TextBlock(text=f"{UNKNOWN_PREFIX}{kind}] {canonical_json(value)}")
 
 
+def unknown_part(part: Mapping[str, Any], expected: str, *, index: int, key: str) -> TextBlock:
+    """A part whose ``type`` no reader models, kept as `unknown_block`; a part without a ``type`` is malformed
+    (a `FormatError` naming ``expected``, the kinds the format reads)."""
+    ptype = part.get("type")
+    if not isinstance(ptype, str) or not ptype:
+        raise FormatError(
+            f"content part has no 'type' (expected {expected}), got {ptype!r}", index=index, key=f"{key}.type"
+        )
+    return unknown_block(ptype, part)
+
+
 def is_dropped(block: ContentBlock) -> bool:
     """Blocks no provider format carries and that a model never reads (citations are metadata)."""
     return isinstance(block, AnnotationBlock)

@@ -24,7 +24,6 @@ from typing import Any
 
 from ...boundary import clean_json
 from ...messages import Message
-from ...prompt.recall import is_recall
 from ._common import plain
 
 logger = logging.getLogger(__name__)
@@ -168,6 +167,17 @@ def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: 
     return {**item, "content": [*({"type": part_type, "text": t} for t in texts), *own]}
 
 
+RECALL_MARK = ("windowkeeper", "recall")
+"""The metadata key and value that mark a recall note (`windowkeeper.prompt.recall`, a layer above the formats,
+which cannot be imported here; a test holds the two equal)."""
+
+
+def is_recall(message: Message) -> bool:
+    """Whether ``message`` is a recall note (what `windowkeeper.prompt.recall.is_recall` says)."""
+    key, value = RECALL_MARK
+    return message.metadata.get(key) == value
+
+
 def recall_for_next(messages: Sequence[Message], index: int) -> bool:
     """Whether ``messages[index]`` is a recall note serving the user message right after it (written into it)."""
     message = messages[index]
@@ -208,7 +218,9 @@ def warn_lost(what: str, fields: Iterable[str]) -> None:
 
 
 __all__ = [
+    "RECALL_MARK",
     "SOURCE_KEY",
+    "is_recall",
     "keep_source",
     "split_parts",
     "key_paths",

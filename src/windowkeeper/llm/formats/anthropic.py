@@ -29,7 +29,6 @@ from ...blocks import (
 )
 from ...errors import FormatError
 from ...messages import Message
-from ...prompt.recall import is_recall
 from ._common import (
     IdChain,
     ReasoningMode,
@@ -51,9 +50,10 @@ from ._common import (
     system_text,
     tool_results,
     unknown_block,
+    unknown_part,
     unsupported,
 )
-from ._source import keep_source, split_parts, unchanged, whole_group
+from ._source import is_recall, keep_source, split_parts, unchanged, whole_group
 from .registry import ProviderFormat, content_part_types, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -572,14 +572,8 @@ def _parse_block(block: Any, *, index: int, key: str) -> ContentBlock:
         if isinstance(title, str) and title:
             media = media.model_copy(update={"filename": title})
         return DocumentBlock(media=media)
-    if not isinstance(btype, str) or not btype:
-        raise FormatError(
-            f"content block has no 'type' (expected text, image, document, thinking, redacted_thinking, tool_use "
-            f"or tool_result), got {btype!r}",
-            index=index,
-            key=f"{key}.type",
-        )
-    return unknown_block(btype, b)
+    expected = "text, image, document, thinking, redacted_thinking, tool_use or tool_result"
+    return unknown_part(b, expected, index=index, key=key)
 
 
 @reader("Anthropic content blocks")

@@ -37,7 +37,6 @@ from ...blocks import (
 )
 from ...errors import FormatError
 from ...messages import Message
-from ...prompt.recall import is_recall
 from ._common import (
     IdChain,
     ReasoningMode,
@@ -60,7 +59,7 @@ from ._common import (
     unknown_block,
     unsupported,
 )
-from ._source import keep_source, split_parts, unchanged, whole_group
+from ._source import is_recall, keep_source, split_parts, unchanged, whole_group
 from .registry import ProviderFormat, register_format
 from .rules import RoundTripRules
 from .wire import (

@@ -390,9 +390,9 @@ class LangChainFormat(ProviderFormat):
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
         out = self.write_messages(messages, options=options)
         if system:
-            from ...prompt.sections import system_message  # prompt imports llm.formats: read here, not at import
-
-            out[:0] = to_langchain([system_message(system)])
+            # ``system_id``: the id the caller's prompt layer gives its system message (stable for the text)
+            head = Message.text_message(system, role="system", message_id=options.get("system_id"), timestamp=None)
+            out[:0] = to_langchain([head])
         return out, None
 
     def distinctive(self, item: Any) -> str | None:

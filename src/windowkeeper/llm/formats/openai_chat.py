@@ -50,6 +50,7 @@ from ._common import (
     split_file_data,
     tool_results,
     unknown_block,
+    unknown_part,
     unsupported,
 )
 from ._source import write_items
@@ -279,14 +280,8 @@ def _parse_part(part: Any, *, index: int, key: str, role: str) -> ContentBlock:
             file_data = require_str(file, "file_data", index=index, key=f"{key}.file.file_data")
             file_mime, data = split_file_data(file_data)
             return DocumentBlock(media=MediaRef(kind="data", data_base64=data, mime_type=file_mime, filename=filename))
-    if not isinstance(ptype, str) or not ptype:
-        raise FormatError(
-            f"content part has no 'type' (expected text, image_url, input_audio or file for user; text or refusal "
-            f"for assistant), got {ptype!r}",
-            index=index,
-            key=f"{key}.type",
-        )
-    return unknown_block(ptype, d)
+    expected = "text, image_url, input_audio or file for user; text or refusal for assistant"
+    return unknown_part(d, expected, index=index, key=key)
 
 
 def _parse_content(d: Mapping[str, Any], role: str, *, index: int) -> list[ContentBlock]:

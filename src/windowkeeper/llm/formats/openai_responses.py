@@ -58,6 +58,7 @@ from ._common import (
     split_file_data,
     tool_results,
     unknown_block,
+    unknown_part,
     unsupported,
 )
 from ._source import original_items, write_items
@@ -322,9 +323,9 @@ def _parse_input_part(part: Any, role: str, *, index: int, key: str) -> ContentB
         file_data = require_str(p, "file_data", index=index, key=f"{key}.file_data")
         file_mime, data = split_file_data(file_data)
         return DocumentBlock(media=MediaRef(kind="data", data_base64=data, mime_type=file_mime, filename=filename))
-    if not isinstance(ptype, str) or not ptype:
-        raise FormatError(f"content part has no 'type', got {ptype!r}", index=index, key=f"{key}.type")
-    return unknown_block(ptype, p)
+    return unknown_part(
+        p, "input_text, output_text, refusal, input_image, input_audio or input_file", index=index, key=key
+    )
 
 
 def _parse_message_content(item: Mapping[str, Any], role: str, *, index: int) -> list[ContentBlock]:

@@ -1,0 +1,162 @@
+"""What the gateway adds to a call: latency over calling the upstream directly, its CPU per request, and the time
+to the first streamed byte, at 1k, 10k and 100k-token conversations that continue one thread each.
+
+The upstream is the fake OpenAI server; the gateway is a real ``windowkeeper serve`` process (budget 128k, so
+these conversations pass through unchanged, which is the common case). Each measured request appends a reply and a
+new user message to the conversation; direct and gateway requests alternate, so both see the same machine load and
+the same upstream work, and the added latency is the per-pair difference. The gateway's CPU time per request is
+read from ``/proc/<pid>/stat`` around its batch.
+
+    PYTHONPATH=src python bench/gateway_latency.py [--requests 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+from tests.serve.harness import served  # noqa: E402
+
+from windowkeeper.testing.fake_servers import FakeOpenAIServer  # noqa: E402
+
+SIZES = (1_000, 10_000, 100_000)
+WORDS = [
+    "alpha",
+    "bravo",
+    "charlie",
+    "delta",
+    "echo",
+    "foxtrot",
+    "golf",
+    "hotel",
+    "india",
+    "juliet",
+    "kilo",
+    "lima",
+    "mike",
+    "november",
+    "oscar",
+    "papa",
+]
+
+
+def message(n: int, role: str) -> dict[str, Any]:
+    """A ~250-token message, different for every ``n``."""
+    words = [WORDS[(n * 7 + i * 3) % len(WORDS)] + str((n + i) % 97) for i in range(120)]
+    return {"role": role, "content": " ".join(words)}
+
+
+def conversation(tokens: int) -> list[dict[str, Any]]:
+    items = [{"role": "system", "content": "You are a careful assistant."}]
+    n = 0
+    while n * 250 < tokens:
+        items.append(message(n, "user" if n % 2 == 0 else "assistant"))
+        n += 1
+    if items[-1]["role"] != "user":
+        items.append(message(n, "user"))
+    return items
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def first_byte(http: httpx.Client, url: str, content: bytes, headers: dict[str, str]) -> float:
+    """Seconds to the first byte of a streamed answer (the rest is read, so the connection can be reused)."""
+    started = time.perf_counter()
+    with http.stream("POST", url, content=content, headers=headers) as response:
+        chunks = response.iter_raw()
+        next(chunks)
+        first = time.perf_counter() - started
+        for _ in chunks:
+            pass
+    return first
+
+
+def measure(
+    size: int, requests: int, direct_url: str, gateway_url: str, pid: int, http: httpx.Client
+) -> dict[str, Any]:
+    items = conversation(size)
+    added: list[float] = []
+    ttfb_added: list[float] = []
+    cpu = 0.0
+    tokens = 0
+    key = {"authorization": f"Bearer sk-latency-{size}"}
+    for n in range(requests + 5):
+        raw = json.dumps({"model": "m", "messages": items}).encode()
+        t0 = time.perf_counter()
+        http.post(direct_url + "/chat/completions", content=raw, headers=key).raise_for_status()
+        direct = time.perf_counter() - t0
+        c0 = cpu_seconds(pid)
+        t0 = time.perf_counter()
+        response = http.post(gateway_url + "/v1/chat/completions", content=raw, headers=key)
+        via = time.perf_counter() - t0
+        c1 = cpu_seconds(pid)
+        response.raise_for_status()
+        stream = json.dumps({"model": "m", "messages": items, "stream": True}).encode()
+        direct_first = first_byte(http, direct_url + "/chat/completions", stream, key)
+        via_first = first_byte(http, gateway_url + "/v1/chat/completions", stream, key)
+        if n >= 5:  # warm-up: the thread's first calls read the whole list once
+            added.append(via - direct)
+            ttfb_added.append(via_first - direct_first)
+            cpu += c1 - c0
+            tokens = int(response.headers["x-windowkeeper-tokens-after"])
+        items = [*items, {"role": "assistant", "content": f"reply {n}"}, {"role": "user", "content": f"and {n}?"}]
+    return {
+        "size": size,
+        "tokens": tokens,
+        "p50_ms": percentile(added, 0.5) * 1000,
+        "p99_ms": percentile(added, 0.99) * 1000,
+        "ttfb_p50_ms": percentile(ttfb_added, 0.5) * 1000,
+        "cpu_ms": cpu / requests * 1000,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=60)
+    parser.add_argument("--store", help="the gateway's store URL (default: a SQLite file in a temporary folder)")
+    args = parser.parse_args(argv)
+    with FakeOpenAIServer() as upstream, tempfile.TemporaryDirectory() as tmp:
+        flags = [
+            "--budget",
+            "128000",
+            "--store",
+            args.store or f"sqlite:///{tmp}/g.sqlite3",
+            "--openai-base-url",
+            upstream.base_url,
+        ]
+        with served(*flags) as (url, pid), httpx.Client(timeout=120) as http:
+            measure(2_000, 10, upstream.base_url, url, pid, http)  # the process's first calls load its tokenizer
+            rows = [measure(size, args.requests, upstream.base_url, url, pid, http) for size in SIZES]
+    print("| conversation | tokens | added p50 | added p99 | first byte added (p50) | gateway CPU / request |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        print(
+            f"| {row['size']:,} | {row['tokens']:,} | {row['p50_ms']:.2f} ms | {row['p99_ms']:.2f} ms | "
+            f"{row['ttfb_p50_ms']:.2f} ms | {row['cpu_ms']:.2f} ms |"
+        )
+    ratio = rows[2]["cpu_ms"] / rows[1]["cpu_ms"]
+    print(f"\nCPU per request at 100k / at 10k: {ratio:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

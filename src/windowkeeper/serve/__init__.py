@@ -1,0 +1,36 @@
+"""`windowkeeper serve`: an HTTP gateway that keeps any agent's conversation inside its context window.
+
+An agent points its provider base URL at the gateway; the gateway forwards every request to the real provider,
+changing the message list only when the conversation is over budget (through `Window`, with the same strategies and
+guarantees), and relays the reply, streamed or not, as the provider sent it. Install with
+``pip install "windowkeeper[serve]"``; see docs/gateway.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .config import ServeConfig, load_config
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+__all__ = ["ServeConfig", "create_app", "load_config", "run"]
+
+
+def create_app(config: ServeConfig) -> Starlette:
+    """The ASGI application for ``config`` (imports the ``serve`` extra's packages)."""
+    from .app import build_app
+
+    return build_app(config)
+
+
+def run(config: ServeConfig, **uvicorn_options: Any) -> None:
+    """Serve ``config`` under uvicorn until interrupted.
+
+    uvicorn's access log is off: it prints each request's query string, where some clients put their key.
+    """
+    import uvicorn
+
+    options: dict[str, Any] = {"log_level": "info", "access_log": False, **uvicorn_options}
+    uvicorn.run(create_app(config), host=config.host, port=config.port, **options)

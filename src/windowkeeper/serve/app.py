@@ -1,0 +1,398 @@
+"""The ASGI application: routes, the request path of a managed call, and the relay of everything else.
+
+``POST /v1/chat/completions`` and ``POST /v1/responses`` go to the OpenAI upstream and ``POST /v1/messages`` to the
+Anthropic one, managed (`gateway`); every other path is relayed unchanged to the upstream of its family, query
+string included. ``GET /healthz`` and ``GET /metrics`` are the gateway's own.
+
+Failing open: an internal error while managing forwards the client's original bytes and logs one warning naming
+the thread; an upstream HTTP error is relayed as received (status, body, headers such as ``retry-after``); a body
+the gateway can tell is malformed gets 400 in the upstream family's error shape, naming the problem. A stream that
+the upstream breaks off is broken off for the client too, so its SDK reports the truncation as it would directly.
+Request bodies and credentials are never logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..storage import open_store
+from ..storage.url import sqlite_target
+from .config import ServeConfig
+from .gateway import BadRequest, Gateway, ManagementError, Plan, check_items
+from .projection import dumps_body
+from .protocols import PROTOCOLS, Family, Protocol, Responses, error_body
+from .recall import MAX_ROUNDS, answer
+from .streaming import CallFilter, EventSplitter, UsageReader
+from .upstream import family_of, make_client, request_headers, response_headers, upstream_url
+
+logger = logging.getLogger(__name__)
+
+
+class UpstreamDropped(Exception):
+    """The upstream's stream broke off: the client's stream must break off too (not end cleanly)."""
+
+
+class _Gateway:
+    """The state one app instance shares across requests (built in the lifespan)."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.gateway: Gateway | None = None
+        self.client: httpx.AsyncClient | None = None
+
+    async def start(self) -> None:
+        url = self.config.store_url
+        if url.startswith("sqlite:") or "://" not in url:
+            database, _, uri = sqlite_target(url)
+            if not uri and database != ":memory:":
+                Path(database).parent.mkdir(parents=True, exist_ok=True)  # the default lives in the data dir
+        self.gateway = Gateway(self.config, open_store(url))
+        self.client = make_client(self.config)
+
+    async def stop(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+        if self.gateway is not None:
+            await self.gateway.close()
+
+
+def _error(family: Family, status: int, message: str, kind: str = "invalid_request_error") -> Response:
+    return JSONResponse(error_body(family, message, kind=kind), status_code=status)
+
+
+def _parse(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(raw)  # what orjson refuses but the providers' parsers may take (NaN, huge ints)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"the request body is not valid JSON ({exc}); send a JSON object") from None
+    except RecursionError:
+        raise BadRequest("the request body nests deeper than the gateway reads; send a flatter JSON object") from None
+
+
+def build_app(config: ServeConfig) -> Starlette:
+    state = _Gateway(config)
+
+    def gateway() -> Gateway:
+        assert state.gateway is not None, "the app is used outside its lifespan"
+        return state.gateway
+
+    def client() -> httpx.AsyncClient:
+        assert state.client is not None, "the app is used outside its lifespan"
+        return state.client
+
+    async def read_body(request: Request, family: Family) -> bytes | Response:
+        declared = request.headers.get("content-length")
+        limit = config.max_body_bytes
+        if declared and declared.isdigit() and int(declared) > limit:
+            return _error(
+                family, 413, f"request body of {int(declared):,} bytes is over the gateway's limit of {limit:,}"
+            )
+        chunks = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                return _error(family, 413, f"request body is over the gateway's limit of {limit:,} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def metrics(request: Request) -> Response:
+        return PlainTextResponse(gateway().metrics.render(), media_type="text/plain; version=0.0.4")
+
+    async def open_upstream(
+        request: Request, family: Family, route: str, content: bytes, method: str = "POST"
+    ) -> httpx.Response | Response:
+        url = upstream_url(config, family, request.url.path, request.url.query)
+        upstream = client().build_request(
+            method, url, headers=request_headers(request.headers.items()), content=content
+        )
+        started = time.perf_counter()
+        try:
+            response = await client().send(upstream, stream=True)
+        except httpx.TimeoutException:
+            gateway().metrics.count("upstream_errors", route)
+            logger.warning("%s: the %s upstream did not answer within %ss", route, family, config.timeout)
+            return _error(family, 504, f"the {family} upstream ({url.split('?')[0]}) timed out", "api_error")
+        except httpx.HTTPError as exc:
+            gateway().metrics.count("upstream_errors", route)
+            logger.warning("%s: cannot reach the %s upstream (%s)", route, family, type(exc).__name__)
+            return _error(
+                family,
+                502,
+                f"cannot reach the {family} upstream ({url.split('?')[0]}): {type(exc).__name__}",
+                "api_error",
+            )
+        gateway().metrics.upstream_latency(route, time.perf_counter() - started)
+        return response
+
+    async def relay(request: Request) -> Response:
+        """Any other path: forwarded unchanged to its family's upstream, the answer streamed back unchanged."""
+        family = family_of(request.url.path, request.headers.items())
+        raw = await read_body(request, family)
+        if isinstance(raw, Response):
+            return raw
+        opened = await open_upstream(request, family, "other", raw, request.method)
+        if isinstance(opened, Response):
+            return opened
+        gateway().metrics.request("other", str(opened.status_code))
+        return _stream_back(opened, [])
+
+    async def managed(request: Request) -> Response:
+        protocol = PROTOCOLS[request.url.path]
+        family, route = protocol.family, protocol.name
+        raw = await read_body(request, family)
+        if isinstance(raw, Response):
+            return raw
+        plan: Plan | None = None
+        if request.headers.get("x-windowkeeper", "").strip().lower() != "off":
+            try:
+                body = _parse(raw)
+                if not isinstance(body, dict):
+                    raise BadRequest(f"the request body must be a JSON object, got {type(body).__name__}")
+                if _managed(protocol, body):
+                    items = check_items(protocol, body)
+                    if items:
+                        plan = await gateway().plan(protocol, request.headers, body, items, raw)
+            except BadRequest as exc:
+                gateway().metrics.request(route, "400")
+                return _error(family, 400, str(exc))
+            except Exception as exc:
+                gateway().metrics.count("fail_open", route)
+                thread, kind = (exc.thread, exc.kind) if isinstance(exc, ManagementError) else ("?", type(exc).__name__)
+                logger.warning(
+                    "%s: managing the request failed (%s in thread %s); forwarding it unchanged", route, kind, thread
+                )
+                logger.debug("management failure", exc_info=True)
+                plan = None
+        content = plan.body if plan is not None else raw
+        opened = await open_upstream(request, family, route, content)
+        if isinstance(opened, Response):
+            return opened
+        gateway().metrics.request(route, str(opened.status_code))
+        extra = _plan_headers(plan)
+        is_sse = opened.headers.get("content-type", "").startswith("text/event-stream")
+        if plan is None or opened.status_code != 200:
+            return _stream_back(opened, extra)
+        if is_sse:
+            return _stream_managed(request, opened, plan, extra)
+        return await _answer_json(request, opened, plan, extra)
+
+    def _stream_back(opened: httpx.Response, extra: list[tuple[bytes, bytes]]) -> Response:
+        async def body() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in opened.aiter_bytes():
+                    yield chunk
+            except httpx.HTTPError as exc:
+                logger.warning(
+                    "the upstream response broke off (%s); breaking off the client's too", type(exc).__name__
+                )
+                raise UpstreamDropped from None
+            finally:
+                await opened.aclose()
+
+        response = StreamingResponse(body(), status_code=opened.status_code)
+        response.raw_headers = [*response_headers(opened.headers), *extra]
+        return response
+
+    async def _answer_json(
+        request: Request, opened: httpx.Response, plan: Plan, extra: list[tuple[bytes, bytes]]
+    ) -> Response:
+        protocol, thread = plan.protocol, plan.thread
+        try:
+            data = await opened.aread()
+        except httpx.HTTPError as exc:
+            gateway().metrics.count("upstream_errors", protocol.name)
+            return _error(protocol.family, 502, f"the upstream response broke off: {type(exc).__name__}", "api_error")
+        finally:
+            await opened.aclose()
+        headers = opened.headers
+        reply = _json_or_none(data)
+        body = plan.json
+        if plan.recall is not None and isinstance(reply, dict):
+            for round_ in range(MAX_ROUNDS + 1):
+                calls = protocol.calls(reply)
+                ours = [c for c in calls if c.name == plan.recall]
+                if not ours:
+                    break
+                if len(ours) < len(calls) or round_ == MAX_ROUNDS:
+                    reply = protocol.without_calls(reply, {plan.recall})
+                    data = dumps_body(reply)
+                    break
+                gateway().metrics.recall_calls[protocol.name] += len(ours)
+                answers = await answer(thread, ours)
+                body = protocol.follow_up(body, reply, answers)
+                again = await open_upstream(request, protocol.family, protocol.name, dumps_body(body))
+                if isinstance(again, Response):
+                    return again
+                data = await again.aread()
+                await again.aclose()
+                headers = again.headers
+                if again.status_code != 200:
+                    response = Response(data, status_code=again.status_code)
+                    response.raw_headers = [*response_headers(headers), *extra, *_length(data)]
+                    return response
+                reply = _json_or_none(data)
+                if not isinstance(reply, dict):
+                    break
+        if isinstance(reply, dict):
+            _observe(plan, protocol.prompt_tokens(reply))
+        response = Response(data, status_code=200)
+        response.raw_headers = [*response_headers(headers), *extra, *_length(data)]
+        return response
+
+    def _stream_managed(
+        request: Request, opened: httpx.Response, plan: Plan, extra: list[tuple[bytes, bytes]]
+    ) -> Response:
+        protocol, thread = plan.protocol, plan.thread
+        first_headers = opened.headers
+
+        async def events() -> AsyncIterator[bytes]:
+            current = opened
+            body = plan.json
+            try:
+                for round_ in range(MAX_ROUNDS + 1):
+                    usage = UsageReader(protocol)
+                    filt = CallFilter(protocol, plan.recall) if plan.recall is not None else None
+                    splitter = EventSplitter()
+                    async for chunk in current.aiter_bytes():
+                        if filt is None:
+                            usage.feed(chunk)
+                            yield chunk
+                            continue
+                        for event in splitter.feed(chunk):
+                            usage.see(event)
+                            for out in filt.feed(event):
+                                yield out
+                    if filt is not None and splitter.rest:
+                        yield splitter.rest
+                    await current.aclose()
+                    _observe(plan, usage.prompt_tokens)
+                    if filt is None or not filt.recall_only or round_ == MAX_ROUNDS:
+                        for held in filt.held if filt is not None else ():
+                            yield held
+                        return
+                    gateway().metrics.recall_calls[protocol.name] += len(filt.our_calls())
+                    answers = await answer(thread, filt.our_calls())
+                    body = protocol.follow_up(body, filt.reply(), answers)
+                    reopened = await open_upstream(request, protocol.family, protocol.name, dumps_body(body))
+                    if isinstance(reopened, Response):
+                        yield _error_event(protocol, bytes(reopened.body))
+                        return
+                    current = reopened
+                    if current.status_code != 200:
+                        yield _error_event(protocol, await current.aread())
+                        return
+            except httpx.HTTPError as exc:
+                gateway().metrics.count("upstream_errors", protocol.name)
+                logger.warning(
+                    "%s: the upstream stream of thread %s broke off (%s); breaking off the client's too",
+                    protocol.name,
+                    plan.name,
+                    type(exc).__name__,
+                )
+                raise UpstreamDropped from None
+            finally:
+                await current.aclose()
+
+        response = StreamingResponse(events(), status_code=200)
+        response.raw_headers = [*response_headers(first_headers), *extra]
+        return response
+
+    def _observe(plan: Plan, prompt_tokens: int | None) -> None:
+        if prompt_tokens:
+            with contextlib.suppress(Exception):
+                plan.thread.window.observe_usage(prompt_tokens)
+
+    routes = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+        *(Route(path, managed, methods=["POST"]) for path in PROTOCOLS),
+        Route("/{path:path}", relay, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await state.start()
+        try:
+            yield
+        finally:
+            await state.stop()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.gateway = state
+    app.add_middleware(_BreakOff)
+    return app
+
+
+def _managed(protocol: Protocol, body: Mapping[str, Any]) -> bool:
+    """Whether the gateway manages this body: not when the provider keeps the conversation itself (a Responses
+    ``previous_response_id`` or ``conversation``) or the input is one string."""
+    if isinstance(protocol, Responses):
+        return not (isinstance(body.get("input"), str) or body.get("previous_response_id") or body.get("conversation"))
+    return True
+
+
+def _json_or_none(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _length(data: bytes) -> list[tuple[bytes, bytes]]:
+    return [(b"content-length", str(len(data)).encode())]
+
+
+def _plan_headers(plan: Plan | None) -> list[tuple[bytes, bytes]]:
+    if plan is None:
+        return []
+    return [
+        (b"x-windowkeeper-thread", plan.name.encode()),
+        (b"x-windowkeeper-tokens-before", str(plan.tokens_before).encode()),
+        (b"x-windowkeeper-tokens-after", str(plan.tokens_after).encode()),
+    ]
+
+
+def _error_event(protocol: Protocol, data: bytes) -> bytes:
+    """An upstream error met while continuing a stream after recall, as the protocol's in-stream error event."""
+    payload = data.decode("utf-8", "replace") or json.dumps(error_body(protocol.family, "upstream error"))
+    if protocol.family == "anthropic":
+        return b"event: error\ndata: " + payload.encode() + b"\n\n"
+    return b"data: " + payload.encode() + b"\n\n"
+
+
+class _BreakOff:
+    """Outermost: an `UpstreamDropped` ends the response without its terminator (uvicorn closes the socket)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.app(scope, receive, send)
+        except UpstreamDropped:
+            return
+        except BaseExceptionGroup as group:
+            if group.subgroup(UpstreamDropped) is None or group.subgroup(lambda e: not isinstance(e, UpstreamDropped)):
+                raise

@@ -1,0 +1,166 @@
+"""Which conversation a request belongs to, without any change to the client.
+
+In order: an explicit ``X-Windowkeeper-Thread`` header names the thread; else the list is recognized as the
+continuation of a thread already seen. A session id the client already sends (see `session_of`) only narrows
+where recognition looks: agents run sub-agents under one session id, and each is its own thread.
+
+Recognition is by content. Each item's canonical key (`projection`) is chained into a digest per prefix; a thread
+remembers the length and digest of the list it last received. A request continues thread T when T's last list is
+a prefix of it (equal digest at T's length); among several, the longest wins. Two conversations that share a system
+prompt (or a system prompt and a first message) part at their first different item, so they never share state; an
+edited or unrelated list matches no thread and starts a new one. Keys ignore ``cache_control`` marks and string vs
+one-text-block differences, which clients change from call to call.
+
+Everything is scoped by a keyed hash of the client's credential: thread names live inside that scope, so a name
+guessed or copied from another client addresses nothing of theirs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..storage import ConflictError, SessionStore
+from .projection import ItemCache
+
+logger = logging.getLogger(__name__)
+
+INDEX_NAMESPACE = "windowkeeper.serve.index"
+THREAD_HEADER = "x-windowkeeper-thread"
+CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
+SESSION_HEADERS = ("x-claude-code-session-id", "session_id", "session-id", "x-session-id", "conversation_id")
+SESSION_METADATA = ("session_id", "conversation_id", "thread_id")
+MAX_THREADS_PER_HEAD = 64
+MAX_NAME = 200
+_SCOPE_KEY = b"windowkeeper.serve.scope.v1"
+
+
+def scope_of(headers: Mapping[str, str]) -> str:
+    """A keyed hash of the client's credential (``anonymous`` without one): the namespace of its threads."""
+    for name in CREDENTIAL_HEADERS:
+        value = headers.get(name)
+        if value:
+            return hashlib.blake2b(value.encode(), key=_SCOPE_KEY, digest_size=8).hexdigest()
+    return "anonymous"
+
+
+def explicit_thread(headers: Mapping[str, str]) -> str | None:
+    """The ``X-Windowkeeper-Thread`` name, or None; a name that no store can hold is refused with a reason."""
+    value = headers.get(THREAD_HEADER)
+    if value is None:
+        return None
+    value = value.strip()
+    if not value or len(value) > MAX_NAME or not value.isprintable():
+        raise ValueError(
+            f"{THREAD_HEADER} must be 1-{MAX_NAME} printable characters, got {value[:MAX_NAME]!r}; "
+            "send the value of an earlier x-windowkeeper-thread response header, or any name of your own"
+        )
+    return value
+
+
+def session_of(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
+    """The session id a client already sends, if any: a session header, OpenAI ``prompt_cache_key`` or a
+    ``metadata`` session/conversation/thread id, Anthropic ``metadata.user_id`` (which agents fill per session)."""
+    for name in SESSION_HEADERS:
+        value = headers.get(name)
+        if value:
+            return f"h:{value}"
+    key = body.get("prompt_cache_key")
+    if isinstance(key, str) and key:
+        return f"k:{key}"
+    metadata = body.get("metadata")
+    if isinstance(metadata, Mapping):
+        for name in SESSION_METADATA:
+            value = metadata.get(name)
+            if isinstance(value, str) and value:
+                return f"m:{value}"
+        user = metadata.get("user_id")
+        if isinstance(user, str) and user:
+            return f"u:{user}"
+    return None
+
+
+def _short(value: str) -> str:
+    return hashlib.blake2b(value.encode(), digest_size=8).hexdigest()
+
+
+def internal_id(scope: str, name: str) -> str:
+    """The store's id of thread ``name`` in ``scope``."""
+    return f"wk-{scope}-{name}"
+
+
+@dataclass
+class Match:
+    """How a request was placed: the thread's name (sent back in ``x-windowkeeper-thread``) and the index entry."""
+
+    name: str
+    how: str
+    """``header``, ``continued`` (recognized) or ``new``."""
+    index_session: str | None = None
+    head: str | None = None
+    version: int = 0
+    threads: dict[str, list[Any]] | None = None
+
+
+class Recognizer:
+    """The store-backed index of threads by head (see the module docstring)."""
+
+    def __init__(self, store: SessionStore) -> None:
+        self.store = store
+
+    @staticmethod
+    def head_of(system_key: str, first_key: str) -> str:
+        return _short(f"{system_key}\x1e{first_key}")
+
+    async def candidates(self, scope: str, session: str | None, head: str) -> Match:
+        index_session = f"{scope}.{_short(session) if session else '-'}"
+        record = await self.store.get_record(INDEX_NAMESPACE, index_session, head)
+        threads = dict(record.doc.get("threads", {})) if record is not None else {}
+        version = record.version if record is not None else 0
+        return Match(name="", how="new", index_session=index_session, head=head, version=version, threads=threads)
+
+    @staticmethod
+    def choose(match: Match, items: ItemCache) -> Match:
+        """``match`` with the thread the list continues (longest known prefix), or a new name."""
+        best: tuple[int, float, str] | None = None
+        count = len(items.keys)
+        for name, (length, digest, seen) in (match.threads or {}).items():
+            if length <= count and items.digests[length] == digest:
+                rank = (length, seen, name)
+                if best is None or rank > best:
+                    best = rank
+        if best is not None:
+            match.name, match.how = best[2], "continued"
+        else:
+            match.name, match.how = f"t{uuid.uuid4().hex[:20]}", "new"
+        return match
+
+    async def remember(self, match: Match, items: ItemCache) -> None:
+        """Record that thread ``match.name`` last received ``items`` (a compare-and-set, merged on conflict)."""
+        if match.index_session is None or match.head is None:
+            return
+        entry = [len(items.keys), items.digests[-1], time.time()]
+        threads, version = dict(match.threads or {}), match.version
+        for _ in range(8):
+            threads[match.name] = entry
+            if len(threads) > MAX_THREADS_PER_HEAD:
+                for name, _ in sorted(threads.items(), key=lambda kv: kv[1][2])[: len(threads) - MAX_THREADS_PER_HEAD]:
+                    del threads[name]
+            try:
+                if version == 0:
+                    await self.store.add_record(INDEX_NAMESPACE, match.index_session, match.head, {"threads": threads})
+                else:
+                    await self.store.update_record(
+                        INDEX_NAMESPACE, match.index_session, match.head, {"threads": threads}, expected_version=version
+                    )
+                return
+            except ConflictError:
+                record = await self.store.get_record(INDEX_NAMESPACE, match.index_session, match.head)
+                threads = dict(record.doc.get("threads", {})) if record is not None else {}
+                version = record.version if record is not None else 0
+        logger.warning("thread %s: the recognition index kept changing under 8 attempts; not recorded", match.name)

@@ -1,0 +1,229 @@
+"""The three wire protocols the gateway manages: where the list, the system text and the tools live, how usage is
+reported, how a tool call looks and how the conversation continues after one.
+
+Everything protocol-specific sits here so the request path (`app`), the streaming relay (`streaming`) and the
+server-side recall (`recall`) are written once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+Family = Literal["openai", "anthropic"]
+
+
+def error_body(family: Family, message: str, *, kind: str = "invalid_request_error") -> dict[str, Any]:
+    """An error in the family's own shape, so the client's SDK raises its usual exception with our message."""
+    if family == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the model made: its id (to answer it), name and arguments (a JSON string)."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class Protocol:
+    """One managed route's wire shape (see the module docstring)."""
+
+    name: ClassVar[str]
+    path: ClassVar[str]
+    family: ClassVar[Family]
+    fmt: ClassVar[Literal["openai_chat", "openai_responses", "anthropic"]]
+    list_key: ClassVar[str]
+    system_key: ClassVar[str | None]
+
+    def tool_names(self, tools: Any) -> set[str]:
+        names: set[str] = set()
+        for tool in tools if isinstance(tools, list) else ():
+            if isinstance(tool, Mapping):
+                fn = tool.get("function")
+                name = fn.get("name") if isinstance(fn, Mapping) else tool.get("name")
+                if isinstance(name, str):
+                    names.add(name)
+        return names
+
+    def tool_schema(self, schema: Mapping[str, Any]) -> dict[str, Any]:
+        """A ``{"name", "description", "parameters"}`` schema as this protocol's tool definition."""
+        raise NotImplementedError
+
+    def prompt_tokens(self, reply: Mapping[str, Any]) -> int | None:
+        """The prompt size the provider reports in a JSON reply (cached tokens included)."""
+        raise NotImplementedError
+
+    def stream_prompt_tokens(self, event: Mapping[str, Any]) -> int | None:
+        """The prompt size in a streamed event, for the event that carries it."""
+        raise NotImplementedError
+
+    def calls(self, reply: Mapping[str, Any]) -> list[ToolCall]:
+        raise NotImplementedError
+
+    def follow_up(
+        self, body: Mapping[str, Any], reply: Mapping[str, Any], answers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """``body`` continued with the model's turn and the answers to its calls (by call id)."""
+        raise NotImplementedError
+
+    def without_calls(self, reply: Mapping[str, Any], names: set[str]) -> dict[str, Any]:
+        """``reply`` with the calls to ``names`` removed (the client never sees a tool it did not define)."""
+        raise NotImplementedError
+
+
+class ChatCompletions(Protocol):
+    name = "chat_completions"
+    path = "/v1/chat/completions"
+    family = "openai"
+    fmt = "openai_chat"
+    list_key = "messages"
+    system_key = None
+
+    def tool_schema(self, schema: Mapping[str, Any]) -> dict[str, Any]:
+        return {"type": "function", "function": dict(schema)}
+
+    def prompt_tokens(self, reply: Mapping[str, Any]) -> int | None:
+        usage = reply.get("usage")
+        return _int(usage.get("prompt_tokens")) or None if isinstance(usage, Mapping) else None
+
+    def stream_prompt_tokens(self, event: Mapping[str, Any]) -> int | None:
+        return self.prompt_tokens(event)
+
+    def _message(self, reply: Mapping[str, Any]) -> Mapping[str, Any]:
+        choices = reply.get("choices")
+        if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+            message = choices[0].get("message")
+            if isinstance(message, Mapping):
+                return message
+        return {}
+
+    def calls(self, reply: Mapping[str, Any]) -> list[ToolCall]:
+        out = []
+        for call in self._message(reply).get("tool_calls") or ():
+            fn = call.get("function") or {}
+            out.append(ToolCall(str(call.get("id")), str(fn.get("name")), str(fn.get("arguments") or "")))
+        return out
+
+    def follow_up(
+        self, body: Mapping[str, Any], reply: Mapping[str, Any], answers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        turn = {k: v for k, v in self._message(reply).items() if k in ("role", "content", "tool_calls")}
+        results = [{"role": "tool", "tool_call_id": cid, "content": text} for cid, text in answers.items()]
+        return {**body, "messages": [*body["messages"], turn, *results]}
+
+    def without_calls(self, reply: Mapping[str, Any], names: set[str]) -> dict[str, Any]:
+        out = dict(reply)
+        choices = [dict(c) for c in reply.get("choices") or ()]
+        if choices:
+            message = dict(choices[0].get("message") or {})
+            kept = [c for c in message.get("tool_calls") or () if (c.get("function") or {}).get("name") not in names]
+            message["tool_calls"] = kept or None
+            choices[0]["message"] = message
+            out["choices"] = choices
+        return out
+
+
+class Responses(Protocol):
+    name = "responses"
+    path = "/v1/responses"
+    family = "openai"
+    fmt = "openai_responses"
+    list_key = "input"
+    system_key = "instructions"
+
+    def tool_schema(self, schema: Mapping[str, Any]) -> dict[str, Any]:
+        return {"type": "function", **schema}
+
+    def prompt_tokens(self, reply: Mapping[str, Any]) -> int | None:
+        usage = reply.get("usage")
+        return _int(usage.get("input_tokens")) or None if isinstance(usage, Mapping) else None
+
+    def stream_prompt_tokens(self, event: Mapping[str, Any]) -> int | None:
+        response = event.get("response")
+        if event.get("type") == "response.completed" and isinstance(response, Mapping):
+            return self.prompt_tokens(response)
+        return None
+
+    def calls(self, reply: Mapping[str, Any]) -> list[ToolCall]:
+        return [
+            ToolCall(str(i.get("call_id")), str(i.get("name")), str(i.get("arguments") or ""))
+            for i in reply.get("output") or ()
+            if isinstance(i, Mapping) and i.get("type") == "function_call"
+        ]
+
+    def follow_up(
+        self, body: Mapping[str, Any], reply: Mapping[str, Any], answers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        given = body.get("input")
+        items = [{"type": "message", "role": "user", "content": given}] if isinstance(given, str) else list(given or [])
+        turn = [dict(i) for i in reply.get("output") or () if isinstance(i, Mapping)]
+        results = [{"type": "function_call_output", "call_id": cid, "output": text} for cid, text in answers.items()]
+        return {**body, "input": [*items, *turn, *results]}
+
+    def without_calls(self, reply: Mapping[str, Any], names: set[str]) -> dict[str, Any]:
+        output = [
+            i
+            for i in reply.get("output") or ()
+            if not (isinstance(i, Mapping) and i.get("type") == "function_call" and i.get("name") in names)
+        ]
+        return {**reply, "output": output}
+
+
+class Messages(Protocol):
+    name = "messages"
+    path = "/v1/messages"
+    family = "anthropic"
+    fmt = "anthropic"
+    list_key = "messages"
+    system_key = "system"
+
+    def tool_schema(self, schema: Mapping[str, Any]) -> dict[str, Any]:
+        return {"name": schema["name"], "description": schema["description"], "input_schema": schema["parameters"]}
+
+    def prompt_tokens(self, reply: Mapping[str, Any]) -> int | None:
+        usage = reply.get("usage")
+        if not isinstance(usage, Mapping):
+            return None
+        keys = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+        return sum(_int(usage.get(k)) for k in keys) or None
+
+    def stream_prompt_tokens(self, event: Mapping[str, Any]) -> int | None:
+        message = event.get("message")
+        if event.get("type") == "message_start" and isinstance(message, Mapping):
+            return self.prompt_tokens(message)
+        return None
+
+    def calls(self, reply: Mapping[str, Any]) -> list[ToolCall]:
+        return [
+            ToolCall(str(b.get("id")), str(b.get("name")), json.dumps(b.get("input") or {}))
+            for b in reply.get("content") or ()
+            if isinstance(b, Mapping) and b.get("type") == "tool_use"
+        ]
+
+    def follow_up(
+        self, body: Mapping[str, Any], reply: Mapping[str, Any], answers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        turn = {"role": "assistant", "content": list(reply.get("content") or [])}
+        results = [{"type": "tool_result", "tool_use_id": cid, "content": text} for cid, text in answers.items()]
+        return {**body, "messages": [*body["messages"], turn, {"role": "user", "content": results}]}
+
+    def without_calls(self, reply: Mapping[str, Any], names: set[str]) -> dict[str, Any]:
+        content = [
+            b
+            for b in reply.get("content") or ()
+            if not (isinstance(b, Mapping) and b.get("type") == "tool_use" and b.get("name") in names)
+        ]
+        return {**reply, "content": content}
+
+
+PROTOCOLS: dict[str, Protocol] = {p.path: p for p in (ChatCompletions(), Responses(), Messages())}

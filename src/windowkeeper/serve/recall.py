@@ -1,0 +1,68 @@
+"""Server-side recall: the gateway's own tool, offered to the model once a thread has been cut and answered by the
+gateway inside the same client request.
+
+The client never defined it and never sees it: the tool is added to the upstream request only, a call to it is
+answered here (search of what left the view, or a cleared original by its pointer id) and the conversation goes
+upstream again with the answer, up to `MAX_ROUNDS` times; the client receives the model's final turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import ConfigurationError
+from ..tools.recall import TOOL_DESCRIPTION
+from .protocols import Protocol, ToolCall
+from .threads import Thread
+
+logger = logging.getLogger(__name__)
+
+NAMES = ("recall", "windowkeeper_recall")
+MAX_ROUNDS = 4
+
+
+def tool_name(protocol: Protocol, body: Mapping[str, Any]) -> str | None:
+    """The name the gateway's tool takes in this request: ``recall`` unless the client has a tool of that name;
+    None when the client said ``tool_choice: none`` or uses both names."""
+    choice = body.get("tool_choice")
+    if choice == "none" or (isinstance(choice, Mapping) and choice.get("type") == "none"):
+        return None
+    taken = protocol.tool_names(body.get("tools"))
+    return next((name for name in NAMES if name not in taken), None)
+
+
+def offer(protocol: Protocol, body: dict[str, Any], thread: Thread, name: str) -> dict[str, Any]:
+    """``body`` with the recall tool appended to its tools (the client's tools first and unchanged)."""
+    schema = {**thread.window.recall_tool().schema, "name": name}
+    tools = body.get("tools")
+    return {**body, "tools": [*(tools if isinstance(tools, list) else []), protocol.tool_schema(schema)]}
+
+
+def declared(protocol: Protocol, tools: list[Any] | None, name: str | None) -> list[Any] | None:
+    """The tools to tell the window about: the client's, plus the recall tool when it keeps its own name (then
+    the window's pointers name the tool, the way the model will see it declared)."""
+    if name != "recall":
+        return tools
+    schema = {"name": name, "description": TOOL_DESCRIPTION, "parameters": {"type": "object"}}
+    return [*(tools or []), protocol.tool_schema(schema)]
+
+
+async def answer(thread: Thread, calls: Sequence[ToolCall]) -> dict[str, str]:
+    """The gateway's answers to the model's recall calls, by call id."""
+    tool = thread.window.recall_tool()
+    out: dict[str, str] = {}
+    for call in calls:
+        try:
+            out[call.id] = await tool.ainvoke(call.arguments or None)
+        except ConfigurationError as exc:
+            out[call.id] = f"recall could not run: {exc}"
+        except Exception as exc:
+            logger.warning(
+                "thread %s: the recall tool failed (%s); the model is told so",
+                thread.window.thread_id,
+                type(exc).__name__,
+            )
+            out[call.id] = "recall failed inside the gateway; continue without it"
+    return out

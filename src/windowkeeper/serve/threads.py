@@ -1,0 +1,217 @@
+"""One `Window` per conversation thread, its state committed to the shared store with optimistic concurrency.
+
+Several gateway processes may serve one thread in turn (behind a load balancer, all on one PostgreSQL or Redis
+store). Each process keeps the `Window` of the threads it served recently; before using one it reads the version of
+the thread's committed state, and a version written by another process means its window is stale: it is dropped
+and a new one reads the thread back from the store (view, summary, offloaded originals, recall), exactly as a
+restarted process would.
+
+Writes go through `CommitStore`: the window's state snapshot is a versioned record, written only if it is still at
+the version this process read, and the messages the call appends to the thread's log are held until that write
+succeeds. Two processes racing on one thread therefore never both commit from the same version: the loser gets a
+`ConflictError`, drops its window and redoes the call on the winner's state, so no update is lost and no view is
+built from a mix of two.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..context import TokenBudgetContextManager
+from ..integrations.window import DEFAULT_RESERVE_TOKENS, FitResult, Window
+from ..messages import Message
+from ..storage import ConflictError, SessionStore
+from ..storage.base import Record, RecordUpdate
+from .config import ServeConfig
+from .projection import ItemCache
+
+logger = logging.getLogger(__name__)
+
+STATE_NAMESPACE = "windowkeeper.serve.state"
+STATE_KEY = "window"
+MAX_ATTEMPTS = 8
+
+
+class CommitStore(SessionStore):
+    """A `SessionStore` whose ``put_state`` is a compare-and-set (see the module docstring); the rest delegates."""
+
+    def __init__(self, inner: SessionStore) -> None:
+        self.inner = inner
+        self.versions: dict[str, int] = {}
+        self._pending: dict[str, list[Message]] = {}
+
+    async def version(self, thread_id: str) -> int:
+        """The committed version of the thread's state (0: none yet)."""
+        record = await self.inner.get_record(STATE_NAMESPACE, thread_id, STATE_KEY)
+        return record.version if record is not None else 0
+
+    async def get_state(self, thread_id: str) -> dict[str, Any] | None:
+        record = await self.inner.get_record(STATE_NAMESPACE, thread_id, STATE_KEY)
+        self.versions[thread_id] = record.version if record is not None else 0
+        self._pending.pop(thread_id, None)
+        if record is None:
+            return None
+        state = orjson.loads(record.doc["state"])
+        return state if isinstance(state, dict) else None
+
+    async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
+        expected = self.versions.get(thread_id, 0)
+        pending = self._pending.pop(thread_id, [])
+        # the snapshot holds the whole view: one JSON string is encoded (and checked by the store) far faster
+        # than the nested document, which the store would walk value by value on every call
+        doc = {"state": orjson.dumps(state).decode()}
+        record: Record
+        if expected == 0:
+            record = await self.inner.add_record(STATE_NAMESPACE, thread_id, STATE_KEY, doc)
+        else:
+            record = await self.inner.update_record(
+                STATE_NAMESPACE, thread_id, STATE_KEY, doc, expected_version=expected
+            )
+        self.versions[thread_id] = record.version
+        if pending:
+            await self.inner.append_messages(thread_id, pending)
+
+    def forget(self, thread_id: str) -> None:
+        self.versions.pop(thread_id, None)
+        self._pending.pop(thread_id, None)
+
+    async def append_messages(self, thread_id: str, messages: Sequence[Message]) -> int:
+        self._pending.setdefault(thread_id, []).extend(messages)
+        return len(messages)
+
+    async def load_messages(self, thread_id: str) -> list[Message]:
+        return [*await self.inner.load_messages(thread_id), *self._pending.get(thread_id, [])]
+
+    async def count_messages(self, thread_id: str) -> int:
+        return await self.inner.count_messages(thread_id) + len(self._pending.get(thread_id, []))
+
+    async def add_record(self, namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Record:
+        return await self.inner.add_record(namespace, session_id, key, doc)
+
+    async def update_records(self, namespace: str, session_id: str, updates: Sequence[RecordUpdate]) -> list[Record]:
+        return await self.inner.update_records(namespace, session_id, updates)
+
+    async def get_record(self, namespace: str, session_id: str, key: str) -> Record | None:
+        return await self.inner.get_record(namespace, session_id, key)
+
+    async def get_records(self, namespace: str, session_id: str, keys: Sequence[str]) -> list[Record]:
+        return await self.inner.get_records(namespace, session_id, keys)
+
+    async def list_records(self, namespace: str, session_id: str) -> list[Record]:
+        return await self.inner.list_records(namespace, session_id)
+
+    async def delete_record(self, namespace: str, session_id: str, key: str) -> bool:
+        return await self.inner.delete_record(namespace, session_id, key)
+
+    async def delete_session(self, namespace: str, session_id: str) -> int:
+        return await self.inner.delete_session(namespace, session_id)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        self.forget(thread_id)
+        await self.inner.delete_thread(thread_id)
+        await self.inner.delete_session(STATE_NAMESPACE, thread_id)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+@dataclass
+class Thread:
+    """What this process keeps of one thread between calls."""
+
+    window: Window
+    items: ItemCache | None = None
+    removed: int | None = 0
+    """Tokens the gateway has taken out of this thread so far (what the client sends = what goes up + this);
+    None when this process did not see the thread from its start (read back from the store)."""
+
+
+class Threads:
+    """The threads this process serves: a bounded map of `Thread`, committed through one `CommitStore`."""
+
+    def __init__(self, config: ServeConfig, store: SessionStore) -> None:
+        self.config = config
+        self.store = CommitStore(store)
+        self._threads: OrderedDict[str, Thread] = OrderedDict()
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._summarizer: Any = None
+        self.conflicts = 0
+
+    def lock(self, thread_id: str) -> asyncio.Lock:
+        """Calls on one thread in this process run one at a time (across processes the commit decides)."""
+        lock = self._locks.get(thread_id)
+        if lock is None:
+            # weakly held: a lock lives while a call holds or awaits it, so the map never outgrows the calls
+            lock = self._locks[thread_id] = asyncio.Lock()
+        return lock
+
+    def local(self, thread_id: str) -> Thread | None:
+        return self._threads.get(thread_id)
+
+    def summarizer(self) -> Any:
+        if self._summarizer is None:
+            from ..summarize import ExtractiveSummarizer, get_summarizer
+
+            name = self.config.summarizer
+            self._summarizer = ExtractiveSummarizer() if name == "extractive" else get_summarizer(name)
+        return self._summarizer
+
+    def _new(self, thread_id: str, fmt: str, tools: Sequence[Any] | None) -> Thread:
+        budget = self.config.budget
+        manager = TokenBudgetContextManager(
+            budget,
+            reserve_tokens=min(DEFAULT_RESERVE_TOKENS, budget // 5),
+            summarizer=self.summarizer(),
+            tools=[dict(t) for t in tools] if tools else None,
+        )
+        window: Window = Window(manager, format=fmt, store=self.store, thread_id=thread_id, prompt_cache=False)
+        return Thread(window=window)
+
+    async def fit(
+        self, thread_id: str, fmt: str, items: Sequence[Any], system: Any, tools: Sequence[Any] | None
+    ) -> tuple[Thread, FitResult]:
+        """Manage one call on ``thread_id`` (hold `lock` around it): the thread's window, current with the store."""
+        for attempt in range(MAX_ATTEMPTS):
+            thread = self._threads.get(thread_id)
+            committed = await self.store.version(thread_id)
+            if thread is not None and (self.store.versions.get(thread_id) != committed or thread.window.format != fmt):
+                logger.debug(
+                    "thread %s: written by another process (version %d); reading it back", thread_id, committed
+                )
+                thread = None
+            if thread is None:
+                self.store.forget(thread_id)
+                fresh = self._new(thread_id, fmt, tools)
+                old = self._threads.get(thread_id)
+                fresh.items = old.items if old is not None else None
+                fresh.removed = None if committed else 0
+                thread = fresh
+            self._threads[thread_id] = thread
+            self._threads.move_to_end(thread_id)
+            while len(self._threads) > self.config.max_threads:
+                evicted, _ = self._threads.popitem(last=False)
+                self.store.forget(evicted)
+            try:
+                result = await thread.window.afit(items, system=system, tools=tools)
+            except ConflictError:
+                self.conflicts += 1
+                logger.info(
+                    "thread %s: another process committed first (attempt %d); redoing the call", thread_id, attempt + 1
+                )
+                self._threads.pop(thread_id, None)
+                self.store.forget(thread_id)
+                await asyncio.sleep(0.002 * (attempt + 1))
+                continue
+            return thread, result
+        raise ConflictError(f"thread {thread_id}: {MAX_ATTEMPTS} concurrent commits in a row; giving up on this call")
+
+    async def close(self) -> None:
+        await self.store.close()

@@ -1,0 +1,68 @@
+"""The upstream side: where each request goes, which headers cross, and the shared keep-alive connection pool.
+
+Headers cross unchanged in both directions except the hop-by-hop ones (they describe one connection, not the
+message), ``host``/``content-length`` (recomputed for the body actually sent), the gateway's own ``x-windowkeeper``
+controls, and ``content-encoding`` on the way back (the relay hands the client decoded bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import httpx
+
+from .config import ServeConfig
+from .protocols import Family
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length"}
+NOT_RETURNED = HOP_BY_HOP | {"content-length", "content-encoding"}
+
+
+def family_of(path: str, headers: Iterable[tuple[str, str]]) -> Family:
+    """Whose API a relayed path belongs to: Anthropic's for ``/v1/messages...`` or a request carrying
+    ``anthropic-version`` (both families have ``/v1/models``), else OpenAI's."""
+    if path.startswith("/v1/messages") or path.startswith("/v1/complete"):
+        return "anthropic"
+    if any(name.lower() == "anthropic-version" for name, _ in headers):
+        return "anthropic"
+    return "openai"
+
+
+def upstream_url(config: ServeConfig, family: Family, path: str, query: str) -> str:
+    """The upstream URL for ``path``: a base URL given with or without its ``/v1`` (as the SDKs take it) works."""
+    base = (config.anthropic_base_url if family == "anthropic" else config.openai_base_url).rstrip("/")
+    if base.endswith("/v1") and (path == "/v1" or path.startswith("/v1/")):
+        path = path[3:]
+    return f"{base}{path}{'?' + query if query else ''}"
+
+
+def request_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in headers if k.lower() not in NOT_FORWARDED and not k.lower().startswith("x-windowkeeper")]
+
+
+def response_headers(headers: httpx.Headers) -> list[tuple[bytes, bytes]]:
+    return [
+        (k.lower().encode("latin-1"), v.encode("latin-1"))
+        for k, v in headers.multi_items()
+        if k.lower() not in NOT_RETURNED
+    ]
+
+
+def make_client(config: ServeConfig) -> httpx.AsyncClient:
+    """One pool for the process: keep-alive connections to each upstream, no retries (the client's SDK retries)."""
+    timeout = httpx.Timeout(config.timeout, connect=config.connect_timeout)
+    limits = httpx.Limits(max_connections=512, max_keepalive_connections=128, keepalive_expiry=60.0)
+    return httpx.AsyncClient(timeout=timeout, limits=limits, follow_redirects=False, trust_env=False)

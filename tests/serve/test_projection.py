@@ -1,0 +1,71 @@
+"""Properties of the manager's plain view of client items and of putting the client's originals back."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from windowkeeper.integrations._formats import read_messages, write_messages
+from windowkeeper.serve.projection import PLAIN, item_key, project, restore_originals
+
+texts = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
+extras = st.dictionaries(st.sampled_from(["x_tag", "x_meta", "trace"]), st.integers() | texts, max_size=2)
+
+
+@st.composite
+def anthropic_items(draw: st.DrawFn) -> list[dict[str, Any]]:
+    items = []
+    for n in range(draw(st.integers(1, 6))):
+        role = "user" if n % 2 == 0 else "assistant"
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": draw(texts)}]
+        if draw(st.booleans()):
+            blocks.append({"type": "x_future_block", "data": draw(extras)})
+        items.append({"role": role, "content": blocks})
+    return items
+
+
+def _mark(items: list[dict[str, Any]], where: int) -> list[dict[str, Any]]:
+    marked = copy.deepcopy(items)
+    marked[where % len(marked)]["content"][0]["cache_control"] = {"type": "ephemeral"}
+    return marked
+
+
+@settings(max_examples=60, deadline=None)
+@given(items=anthropic_items(), first=st.integers(0, 10), second=st.integers(0, 10))
+def test_keys_ignore_where_the_cache_marks_are(items: list[dict[str, Any]], first: int, second: int) -> None:
+    one = project("anthropic", _mark(items, first), None)
+    two = project("anthropic", _mark(items, second), one)
+    assert one.keys == two.keys and one.digests == two.digests
+    # a one-text-block list and its string are the same item
+    as_strings = [
+        {**i, "content": i["content"][0]["text"]} if len(i["content"]) == 1 else i for i in copy.deepcopy(items)
+    ]
+    assert project("anthropic", as_strings, None).keys == project("anthropic", items, None).keys
+
+
+@settings(max_examples=60, deadline=None)
+@given(items=anthropic_items(), where=st.integers(0, 10), extra=extras)
+def test_the_managers_unchanged_output_goes_back_as_the_clients_own_items(
+    items: list[dict[str, Any]], where: int, extra: dict[str, Any]
+) -> None:
+    client = _mark(items, where)
+    client[0] = {**client[0], **extra}
+    cache = project("anthropic", client, None)
+    written, _ = write_messages("anthropic", None, read_messages("anthropic", cache.plains))
+    out, unchanged = restore_originals(list(written), cache)
+    assert unchanged
+    assert out == client
+    assert all(a is b for a, b in zip(out, client, strict=True))
+
+
+def test_unknown_items_and_blocks_become_counted_text() -> None:
+    plain = PLAIN["openai_responses"]({"type": "web_search_call", "id": "ws_1", "status": "completed"})
+    assert plain["type"] == "message" and plain["role"] == "assistant" and "web_search_call" in plain["content"]
+    chat = PLAIN["openai_chat"]({"role": "user", "content": [{"type": "x_part", "v": 1}], "x_tag": 2})
+    assert chat == {"role": "user", "content": '{"type":"x_part","v":1}'}
+    assert item_key({"role": "user", "content": [{"type": "text", "text": "hi"}]}) == item_key(
+        {"role": "user", "content": "hi"}
+    )
