@@ -90,6 +90,7 @@ async def session(index: int, urls: dict[str, str], until: float, stats: dict[st
             {"role": "user", "content": user_text(index, n)},
         ]
     stats["threads"][index] = threads
+    await (an if protocol == "messages" else oa).close()
 
 
 async def drive(sessions: int, seconds: float, urls: dict[str, str], pid: int) -> dict[str, Any]:

@@ -88,6 +88,8 @@ def test_responses_and_anthropic_async(
             final = await astream.get_final_message()
         assert [b.type for b in final.content] == ["text", "tool_use"]
         assert final.content[1].input == {"pattern": "x"}
+        await oa.close()
+        await an.close()
         sent = anthropic_server.last_request.headers
         assert "sk-c" in (sent.get("x-api-key", ""), sent.get("authorization", "").removeprefix("Bearer "))
         assert sent["anthropic-version"]
