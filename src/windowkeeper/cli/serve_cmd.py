@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(SERVE_HINT, err=True)
             raise typer.Exit(2) from None
         from ..serve import load_config, run
-        from ..storage.url import safe_url
+        from ..storage.url import mask_url
 
         try:
             settings = load_config(
@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         typer.echo(
             f"windowkeeper serve: http://{settings.host}:{settings.port} (budget {settings.budget:,} tokens, "
-            f"store {safe_url(settings.store_url.split('?')[0])})",
+            f"store {mask_url(settings.store_url.split('?')[0])})",
             err=True,
         )
         run(settings)
