@@ -346,8 +346,8 @@ def to_anthropic(
     ``passthrough`` writes each message read with its source kept (`ANTHROPIC.read`) and unchanged since as the
     item it was read from (``cache_control``, ``citations`` and unknown keys included); the parts of a split user
     turn (``[tool_result, text]``) go back into one user turn, with their original blocks where unchanged.
-    Consecutive user-side messages written anew (tool results, then text; a recall note, then the question it
-    serves) share one user turn.
+    Consecutive user-side messages written anew (tool results, then text; with ``passthrough``, a recall note,
+    then the question it serves) share one user turn.
     """
     check_mode(reasoning)
     marks = _check_breakpoints(cache_breakpoints, len(messages))
@@ -404,7 +404,9 @@ def to_anthropic(
         else:
             open_turn = list(content)
             out.append({"role": "user", "content": open_turn})
-            recall_open = is_recall(message)
+            # the front door (``passthrough``) writes a recall note into the turn it serves; the graph's own requests
+            # keep it a turn of its own, as the prompt accounting counts it (the API joins consecutive user turns)
+            recall_open = passthrough and is_recall(message)
             joinable = recall_open or message.role == "tool"
         written[i] = content
         i += 1
