@@ -229,6 +229,21 @@ def _part_of(module: str, package: Path) -> str | None:
     return "__init__.py"  # a name defined in windowkeeper/__init__.py, e.g. ``from .. import __version__``
 
 
+def _parse(path: Path) -> Any:
+    """``ast.parse`` of a module. CPython 3.11's AST validator can raise ``SystemError: AST constructor recursion
+    depth mismatch`` in a thread whose recursion counter an earlier, caught RecursionError left off (seen in the full
+    test suite after the property tests); a new thread starts with its own counter, so the parse is redone there."""
+    import ast
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = path.read_text(encoding="utf-8")
+    try:
+        return ast.parse(source, str(path))
+    except SystemError:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(ast.parse, source, str(path)).result()
+
+
 def package_imports(package: Path = PACKAGE) -> dict[str, set[str]]:
     """For each part, the other parts its modules import, read with `ast` from every ``import`` statement
     (function-level and ``TYPE_CHECKING`` imports included: they are dependencies too)."""
@@ -241,7 +256,7 @@ def package_imports(package: Path = PACKAGE) -> dict[str, set[str]]:
         if dotted[-1] == "__init__":
             dotted = dotted[:-1]
         part = _part_of(".".join(dotted), package) or "__init__.py"
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in ast.walk(_parse(path)):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -264,7 +279,7 @@ def package_summary(part: str, package: Path = PACKAGE) -> str:
     import ast
 
     path = package / part.rstrip("/") / "__init__.py" if part.endswith("/") else package / part
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    doc = ast.get_docstring(_parse(path))
     if not doc:
         raise SystemExit(f"{path} has no docstring; the architecture page shows its first paragraph")
     first = " ".join(doc.split("\n\n")[0].split())
