@@ -8,6 +8,7 @@ server-side recall (`recall`) are written once.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -35,8 +36,8 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-class Protocol:
-    """One managed route's wire shape (see the module docstring)."""
+class Protocol(ABC):
+    """One managed route's wire shape (see the module docstring); each route implements every abstract method."""
 
     name: ClassVar[str]
     path: ClassVar[str]
@@ -55,30 +56,36 @@ class Protocol:
                     names.add(name)
         return names
 
+    @abstractmethod
     def tool_schema(self, schema: Mapping[str, Any]) -> dict[str, Any]:
         """A ``{"name", "description", "parameters"}`` schema as this protocol's tool definition."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def prompt_tokens(self, reply: Mapping[str, Any]) -> int | None:
         """The prompt size the provider reports in a JSON reply (cached tokens included)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def stream_prompt_tokens(self, event: Mapping[str, Any]) -> int | None:
         """The prompt size in a streamed event, for the event that carries it."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def calls(self, reply: Mapping[str, Any]) -> list[ToolCall]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def follow_up(
         self, body: Mapping[str, Any], reply: Mapping[str, Any], answers: Mapping[str, str]
     ) -> dict[str, Any]:
         """``body`` continued with the model's turn and the answers to its calls (by call id)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def without_calls(self, reply: Mapping[str, Any], names: set[str]) -> dict[str, Any]:
         """``reply`` with the calls to ``names`` removed (the client never sees a tool it did not define)."""
-        raise NotImplementedError
+        ...
 
 
 class ChatCompletions(Protocol):
