@@ -502,26 +502,3 @@ def join_recall(messages: Iterable[Message], recalls: dict[str, Message]) -> lis
             out.append(recalled)
         out.append(message)
     return out
-
-
-__all__ = [
-    "BACKLOG_CHARS_PER_CALL",
-    "BACKLOG_PER_CALL",
-    "DEFAULT_MIN_COVERAGE",
-    "RELATED_COVERAGE",
-    "MARK_KEY",
-    "RECALL_HEADER",
-    "RECALL_ID_PREFIX",
-    "RECALL_MARK",
-    "SEARCH_BACKLOG_CHARS",
-    "Recall",
-    "is_recall",
-    "join_recall",
-    "message_date",
-    "newest_user",
-    "passage_where",
-    "place_recall",
-    "recalled_passages",
-    "render_recall",
-    "split_recall",
-]

@@ -603,21 +603,3 @@ class RecallIndex:
             db.commit()
             del self._threads[thread]
             self._terms.drop(lambda rowid, _: rowid >> _SLOT_BITS != stats.slot)
-
-
-__all__ = [
-    "MAX_POSTINGS",
-    "MAX_QUERY_TERMS",
-    "PASSAGE_CHARS",
-    "SCHEMA_VERSION",
-    "Entry",
-    "Hit",
-    "Passage",
-    "RecallIndex",
-    "fts_query",
-    "normal_terms",
-    "passage_key",
-    "passage_spans",
-    "query_terms",
-    "split_passages",
-]

@@ -398,13 +398,3 @@ class RedisCheckpointer(Checkpointer):
         from ..storage.redis import RedisStore
 
         super().__init__(RedisStore(url, prefix=prefix))
-
-
-__all__ = [
-    "BaseCheckpointer",
-    "Checkpointer",
-    "InMemoryCheckpointer",
-    "PostgresCheckpointer",
-    "RedisCheckpointer",
-    "SQLiteCheckpointer",
-]
