@@ -110,7 +110,7 @@ async def test_sqlite_schema_version_is_recorded_and_newer_files_refused(tmp_pat
     await store.put_state("t", {"x": 1})
     await store.close()
     with sqlite3.connect(path) as raw:
-        assert raw.execute("SELECT version FROM wk_schema").fetchall() == [(1,)]
+        assert raw.execute("SELECT version FROM wk_schema").fetchall() == [(2,)]  # 2: log lengths kept by triggers
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         raw.execute("UPDATE wk_schema SET version = 99")
     newer = SQLiteStore(path, prefix="wk")
