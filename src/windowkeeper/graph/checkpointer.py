@@ -59,6 +59,10 @@ _MAX_CACHED_THREADS = 256
 """Threads whose log index and newest view a checkpointer keeps in memory (least recently used out first)."""
 
 
+_SYNC_NAMES: dict[tuple[type, str], tuple[str, str]] = {}
+"""What `BaseCheckpointer._sync` names in the error it raises inside a running loop, per class and method."""
+
+
 class BaseCheckpointer(ABC):
     """The checkpointer contract the graph runtime codes against.
 
@@ -85,6 +89,13 @@ class BaseCheckpointer(ABC):
     async def aclose(self) -> None:  # noqa: B027 - optional hook: most checkpointers hold nothing to release
         """Release the backend's connections."""
 
+    @property
+    def steps_directly(self) -> bool:
+        """Whether the async methods need no task of their own before they first wait, so the sync twins (and a
+        graph's ``get_state``) step them without one (see `SessionStore.steps_directly`). False unless a
+        checkpointer knows it: a subclass's own methods might read ``asyncio.current_task()``."""
+        return False
+
     @overload
     async def aget_state(self, thread_id: str) -> AgentState | None: ...
 
@@ -109,11 +120,13 @@ class BaseCheckpointer(ABC):
     # -- sync twins -----------------------------------------------------------------------------------------
 
     def _sync(self, method: str, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        return run_sync(
-            make,
-            caller=f"{type(self).__name__}.{method.removeprefix('a')}()",
-            instead=f"await checkpointer.{method}(...)",
-        )
+        names = _SYNC_NAMES.get((type(self), method))
+        if names is None:  # formatted once per class and method: a sync read costs a few microseconds in all
+            names = _SYNC_NAMES[type(self), method] = (
+                f"{type(self).__name__}.{method.removeprefix('a')}()",
+                f"await checkpointer.{method}(...)",
+            )
+        return run_sync(make, caller=names[0], instead=names[1], direct=self.steps_directly)
 
     def put(self, thread_id: str, state: AgentState, new_messages: Sequence[Message] = ()) -> None:
         self._sync("aput", lambda: self.aput(thread_id, state, new_messages))
@@ -208,6 +221,12 @@ class Checkpointer(BaseCheckpointer):
         self._owns_store = owns_store
         self._logs: LRUCache[str, LogIndex] = LRUCache(_MAX_CACHED_THREADS)
         self._views: LRUCache[str, _View] = LRUCache(_MAX_CACHED_THREADS)
+        # this module's classes over a store class that declares it itself (a subclass may override methods)
+        self._direct = type(self) in _OWN_CLASSES and type(store).__dict__.get("steps_directly") is True
+
+    @property
+    def steps_directly(self) -> bool:
+        return self._direct
 
     @classmethod
     def from_url(cls, url_or_path: str | os.PathLike[str], *, prefix: str | None = None) -> Checkpointer:
@@ -432,6 +451,11 @@ class RedisCheckpointer(Checkpointer):
         from ..storage.redis import RedisStore
 
         super().__init__(RedisStore(url, prefix=prefix))
+
+
+_OWN_CLASSES = frozenset(
+    {Checkpointer, InMemoryCheckpointer, SQLiteCheckpointer, PostgresCheckpointer, RedisCheckpointer}
+)
 
 
 __all__ = [

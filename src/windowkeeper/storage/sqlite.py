@@ -90,6 +90,8 @@ class SQLiteStore(SessionStore):
     ``synchronous="NORMAL"`` survives a killed process (WAL); pass ``"FULL"`` to also survive power loss.
     """
 
+    steps_directly = True
+
     def __init__(
         self,
         path: str | os.PathLike[str],
