@@ -138,6 +138,10 @@ class ThreadMemory:
             self.original_bytes = {k: b for k, b in self.original_bytes.items() if k in self.originals}
             return
         room = DEFAULT_OFFLOAD_CACHE_BYTES
+        sizes = self.original_bytes
+        # the common case, in C: everything kept fits, so nothing is dropped and nothing is walked
+        if len(sizes) == len(self.originals) and sum(sizes.values()) - sum(sizes.get(k, 0) for k in live) <= room:
+            return
         kept: list[str] = []
         for key in reversed(self.originals):
             if key not in live:
