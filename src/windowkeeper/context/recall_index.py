@@ -515,9 +515,9 @@ class RecallIndex:
             ).fetchall()
         hits: list[Hit] = []
         kept = [row for row in rows if passage_key(row[1], row[6]) not in skip][:limit] if skip else rows[:limit]
-        # the query's words and weights in sorted order: each hit's coverage is summed in that order, so the float
-        # is the same in every process
-        weights = sorted(idf.items())
+        # the weights of the query's words some passage holds (no other can count), in sorted order: each hit's
+        # coverage is summed in that order, so the float is the same in every process
+        weights = [(t, idf[t]) for t in sorted(known)]
         terms_cache = self._terms
         for row in kept:
             score = -row[9]
