@@ -104,6 +104,8 @@ _PendingWrite = tuple[Callable[["AsyncConnection[Any]"], Awaitable[Any]], bool, 
 class PostgresStore(SessionStore):
     """A `SessionStore` in PostgreSQL tables named ``<prefix>_messages``, ``<prefix>_states`` and so on."""
 
+    steps_directly = True
+
     def __init__(
         self,
         url: str | None = None,
