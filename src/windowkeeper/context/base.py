@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import logging
 from abc import ABC
-from collections.abc import Generator, Sequence
+from collections.abc import Awaitable, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from .._bridge import in_running_loop, run_sync
+from .._bridge import adrive, drive
 from .._request_contract import RequestCounting
 from ..errors import ConfigurationError
 from ..messages import Message
@@ -126,34 +126,29 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
     def trim_context(self, state: S) -> S:
         """Return ``state`` with ``context`` trimmed (the planning core run to completion). A summary it needs is
         made on this thread's loop, which is refused inside a running event loop: await `atrim_context` there."""
-        core = self.plan(state)
-        try:
-            request = next(core)
-            while True:
-                request = core.send(self._perform_blocking(request, core))
-        except StopIteration as done:
-            result: S = done.value
-            return result
-
-    async def atrim_context(self, state: S) -> S:
-        """Async form of `trim_context`; this is the one the graph's Agent awaits."""
-        core = self.plan(state)
-        try:
-            request = next(core)
-            while True:
-                request = core.send(await self.perform(request))
-        except StopIteration as done:
-            result: S = done.value
-            return result
-
-    def _perform_blocking(self, request: SummaryRequest, core: Generator[Any, Any, Any]) -> str | None:
-        if in_running_loop():
-            core.close()  # the crossing below refuses; the core must not be left suspended
-        return run_sync(
-            lambda: self.perform(request),
+        return drive(
+            self._with_io(state),
             caller=f"{type(self).__name__}.trim_context() (it needs to run its summarizer)",
             instead="await manager.atrim_context(state)",
         )
+
+    async def atrim_context(self, state: S) -> S:
+        """Async form of `trim_context`; this is the one the graph's Agent awaits."""
+        return await adrive(self._with_io(state))
+
+    def _with_io(self, state: S) -> Generator[Awaitable[str | None], str | None, S]:
+        """The planning core as a core of the one sync/async bridge (`_bridge.drive`): each `SummaryRequest` it
+        yields becomes the awaitable `perform` of it."""
+        core = self.plan(state)
+        try:
+            request = next(core)
+            while True:
+                request = core.send((yield self.perform(request)))
+        except StopIteration as done:
+            result: S = done.value
+            return result
+        finally:
+            core.close()  # a refused or abandoned sync call leaves no core suspended
 
     summarizer: Any = None
     """The `Summarizer` a `SummaryRequest` goes to (None: every request is answered None)."""
