@@ -586,33 +586,6 @@ def message_from_trusted(data: Any) -> Message | None:
     return _make_message(fields)
 
 
-def content_shape(message: Message) -> tuple[Any, ...]:
-    """What `Message.fingerprint` covers (role, reasoning, tool calls, each block's fields), to compare with ``==``.
-
-    For recognising a view handed back as new, equal objects (the caller's own JSON) against one remembered by
-    value: the remembered side's shapes are taken once, and a whole view's are then compared in one C-level list
-    comparison, where `same_message` walked every block in Python. Equal shapes mean equal fields type for type
-    when the remembered shape `is_plain` (Python's ``==`` is looser than JSON only for numbers, booleans and
-    nested models: ``1 == True == 1.0``); for the others `same_message` decides.
-    """
-    return (message.role, message.reasoning, message.tools_calls, [block.__dict__ for block in message.content])
-
-
-def is_plain(value: Any, depth: int = 0) -> bool:
-    """Whether ``value`` holds only strings, None, lists, tuples and dicts of them (no number, boolean or model), so
-    that anything ``==`` to it is also equal type for type."""
-    kind = type(value)
-    if kind is str or value is None:
-        return True
-    if depth > 64:
-        return False
-    if kind is dict:
-        return all(type(k) is str and is_plain(v, depth + 1) for k, v in value.items())
-    if kind is list or kind is tuple:
-        return all(is_plain(v, depth + 1) for v in value)
-    return False
-
-
 def same_message(a: Message, b: Message) -> bool:
     """Whether ``b`` is ``a`` or an equal copy (same id, same content): a view read back from a checkpointer, or
     from the caller's own JSON.
@@ -710,6 +683,6 @@ def _make_message(fields: dict[str, Any], fields_set: set[str] | None = None) ->
 
 
 __all__ = [
-    "ROLES", "BlockList", "Message", "Role", "TokenUsages", "content_shape", "edit_epoch", "edited_since",
-    "is_plain", "message_from_stored", "message_from_trusted", "same_message",
+    "ROLES", "BlockList", "Message", "Role", "TokenUsages", "edit_epoch", "edited_since", "message_from_stored",
+    "message_from_trusted", "same_message",
 ]

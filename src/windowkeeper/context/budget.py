@@ -30,7 +30,7 @@ from .._bridge import in_running_loop, run_sync
 from .._cache import LRUCache
 from .._validate import check_int, check_timeout
 from ..errors import ConfigurationError
-from ..messages import Message, content_shape, edit_epoch, edited_since, is_plain, same_message
+from ..messages import Message, edit_epoch, edited_since, same_message
 from ..prompt import SystemCost, summary_tokens, system_costs, system_message_text, tool_schema_tokens
 from ..state import AgentState
 from ..summarize.failsafe import call_summarizer, condense_input
@@ -142,21 +142,11 @@ class _Keys:
     what the view appended are added on later calls.
     """
 
-    __slots__ = ("fingerprints", "ids", "loose", "read", "seed", "shaped", "shapes")
+    __slots__ = ("fingerprints", "ids")
 
-    def __init__(self, seed: _Keys | None = None) -> None:
+    def __init__(self) -> None:
         self.ids: list[Hashable] = []
         self.fingerprints: list[str] = []
-        self.shapes: list[tuple[Any, ...]] = []
-        self.shaped: list[Message] = []
-        self.loose: list[int] = []
-        self.read: tuple[Sequence[Message], list[tuple[Any, ...]]] = ((), [])
-        """The copies of the view last recognised by value and their shapes (a later view may hold them)."""
-        self.seed: _Keys | None = seed
-        if seed is not None:
-            seed.seed = None  # one view back, not a chain of them
-        """The keys of the view before (same thread, valid when this one was made): shapes of the messages both
-        views hold, by identity, are taken from there rather than taken again."""
 
     def ids_of(self, view: tuple[Message, ...]) -> list[Hashable]:
         known = len(self.ids)
@@ -171,34 +161,6 @@ class _Keys:
         if known < len(view):
             self.fingerprints.extend(map(Message.fingerprint, view[known:]))
         return self.fingerprints
-
-    def shapes_of(self, view: tuple[Message, ...]) -> tuple[list[tuple[Any, ...]], list[int]]:
-        """`content_shape` of each message, and the positions of those that are not plain (`is_plain`), where
-        equal shapes are not yet equal fields: for a view read back without fingerprints (the caller's JSON)."""
-        known = len(self.shapes)
-        if known < len(view):
-            seed, self.seed = self.seed, None
-            before: dict[int, tuple[Message, tuple[Any, ...], bool]] = {}
-            if seed is not None:
-                loose = set(seed.loose)
-                pairs = zip(seed.shaped, seed.shapes, strict=True)
-                before = {id(m): (m, shape, i not in loose) for i, (m, shape) in enumerate(pairs)}
-                copies, shapes = seed.read
-                read = zip(copies, shapes, strict=True)
-                before.update((id(m), (m, shape, i not in loose)) for i, (m, shape) in enumerate(read))
-            for position in range(known, len(view)):
-                message = view[position]
-                hit = before.get(id(message))
-                if hit is not None and hit[0] is message:
-                    _, shape, plain = hit
-                else:
-                    shape = content_shape(message)
-                    plain = is_plain(shape)
-                self.shapes.append(shape)
-                self.shaped.append(message)
-                if not plain:
-                    self.loose.append(position)
-        return self.shapes, self.loose
 
 
 def _extends(messages: Sequence[Message], prefix: tuple[Message, ...], keys: _Keys | None = None) -> bool:
@@ -223,16 +185,7 @@ def _extends(messages: Sequence[Message], prefix: tuple[Message, ...], keys: _Ke
         return all(map(same_message, prefix, head))
     if keys is not None and None not in mine and mine == keys.fingerprints_of(prefix):
         return True
-    if keys is None:
-        return all(map(same_message, prefix, head))
-    # equal messages without fingerprints (the caller's own JSON): compared by value in one list comparison,
-    # against shapes of the remembered side taken once (`content_shape`); where == is looser than JSON (numbers,
-    # booleans, nested models) or a message differs, `same_message` decides
-    shapes, loose = keys.shapes_of(prefix)
-    theirs = list(map(content_shape, head))
-    if theirs == shapes and all(same_message(prefix[i], head[i]) for i in loose):
-        keys.read = (head, theirs)
-        return True
+    # equal messages without fingerprints (the caller's own JSON): compared field by field (`same_message`)
     return all(map(same_message, prefix, head))
 
 
@@ -653,10 +606,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         keep_own = track is not None and reloaded and working is incoming
         view = (*track.view, *arrived) if track is not None and keep_own else tuple(working)
         # the keys of the remembered view stay valid while the new view starts with the same objects
-        if track is not None and working is incoming and not plan:
-            keys = track.keys
-        else:  # shapes of messages both views hold are carried over
-            keys = _Keys(None if track is None else track.keys)
+        keys = track.keys if track is not None and working is incoming and not plan else _Keys()
         remembered = _Track(
             view=view,
             source=view if working is incoming else tuple(incoming),
