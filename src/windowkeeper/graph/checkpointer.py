@@ -457,12 +457,3 @@ _OWN_CLASSES = frozenset(
     {Checkpointer, InMemoryCheckpointer, SQLiteCheckpointer, PostgresCheckpointer, RedisCheckpointer}
 )
 
-
-__all__ = [
-    "BaseCheckpointer",
-    "Checkpointer",
-    "InMemoryCheckpointer",
-    "PostgresCheckpointer",
-    "RedisCheckpointer",
-    "SQLiteCheckpointer",
-]

@@ -496,6 +496,3 @@ class CompiledGraph:
                 raise
             finally:
                 self._active.pop(thread_id, None)
-
-
-__all__ = ["DEFAULT_RECURSION_LIMIT", "CompiledGraph", "GraphEvent", "StreamMode"]

@@ -760,13 +760,3 @@ def unique_new(thread_id: str, messages: Sequence[Message]) -> list[tuple[str, s
         seen.add(mkey)
         out.append((mkey, body))
     return out
-
-
-__all__ = [
-    "ConflictError",
-    "RawRow",
-    "Record",
-    "RecordNotFoundError",
-    "RecordUpdate",
-    "SessionStore",
-]

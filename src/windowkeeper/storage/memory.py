@@ -253,6 +253,3 @@ class InMemoryStore(SessionStore):
 
     async def close(self) -> None:
         self._closed = True
-
-
-__all__ = ["InMemoryStore"]

@@ -783,6 +783,3 @@ def _detach_socket(conn: Any) -> None:
         os.dup2(null, fd)
     finally:
         os.close(null)
-
-
-__all__ = ["MIGRATIONS", "PostgresStore"]

@@ -587,6 +587,3 @@ class RedisStore(SessionStore):
         self._closed = True
         self._io.run_sync(self._aclose_client())
         self._io.stop()
-
-
-__all__ = ["RedisStore"]

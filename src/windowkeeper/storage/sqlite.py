@@ -545,6 +545,3 @@ class SQLiteStore(SessionStore):
 
     async def close(self) -> None:
         await asyncio.to_thread(self._close)
-
-
-__all__ = ["MIGRATIONS", "SQLiteStore"]
