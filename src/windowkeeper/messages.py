@@ -37,6 +37,7 @@ from .blocks import (
     ToolCallBlock,
     ToolResultBlock,
     block_from_stored,
+    block_from_trusted,
     tool_output_text,
 )
 from .boundary import clean_id, clean_json, clean_text
@@ -549,6 +550,39 @@ def message_from_stored(data: dict[str, Any], clean: bool = True) -> Message | N
             value = fields[name]
             if value:
                 fields[name] = _clean_field(name, value)
+    return _make_message(fields)
+
+
+def message_from_trusted(data: Any) -> Message | None:
+    """The message whose dump ``data`` is, for data this library wrote itself and that is unchanged since: a log
+    row whose stamp matches its body (`windowkeeper.storage.base.decode_message`), decoded by a parser that refuses
+    lone surrogates. Such a body is the dump of a validated message, so only its shape is checked (the keys of
+    every object, a role and block types this version knows) and its values are taken as decoded, in ``data``
+    itself, where `message_from_stored` checks each value's type and copies its containers: reading a restarted
+    thread's log costs about half as much. ``None`` when the shape is not the one this version writes (a row
+    of another version): the caller then checks it in full."""
+    if type(data) is not dict or data.keys() != _MESSAGE_KEYS or data["role"] not in _ROLE_SET:
+        return None
+    content, timestamp = data["content"], data["timestamp"]
+    if type(content) is not list or (timestamp is not None and type(timestamp) is not float):
+        return None  # (an integral timestamp another writer stored must become the float validation makes it)
+    blocks = BlockList()
+    for item in content:
+        block = block_from_trusted(item)
+        if block is None:
+            return None
+        list.append(blocks, block)
+    usages = data["usages"]
+    if usages is not None:  # a model of its own (extra fields allowed)
+        try:
+            usages = TokenUsages.model_validate(usages)
+        except ValidationError:
+            return None
+    fields = {
+        "message_id": data["message_id"], "role": data["role"], "content": blocks, "delta": data["delta"],
+        "tools_calls": data["tools_calls"], "reasoning": data["reasoning"], "timestamp": data["timestamp"],
+        "metadata": data["metadata"], "usages": usages, "raw": data["raw"],
+    }
     return _make_message(fields)
 
 

@@ -380,6 +380,31 @@ def test_the_message_log_reads_rows_back_as_validation_does() -> None:
         decode_message("t", row, 0)
 
 
+def test_trusted_log_rows_of_every_block_type_read_back_as_validation_does() -> None:
+    """A row whose stamp matches its body is built from its shape alone (`message_from_trusted`): every block
+    type and nested model gives what validation gives, from text and from the UTF-8 bytes SQLite hands over; a
+    shape this version does not write is validated in full."""
+    from windowkeeper.messages import message_from_trusted
+    from windowkeeper.storage.base import decode_message, encode_message
+
+    rng = random.Random(5)
+    for index in range(0, 400, 4):
+        content = [block(rng, index + k) for k in range(4)]
+        message = Message(role="assistant", content=content, message_id=f"m{index}", timestamp=1.5)
+        body = encode_message("t", message)
+        full = Message.model_validate(message.model_dump(mode="json"))
+        for stored in (body, body.encode("utf-8")):
+            read = decode_message("t", stored, 0)
+            assert_same(read, full)
+            assert read.fingerprint() == message.fingerprint()
+    data = Message.text_message("x", message_id="m", timestamp=5.0).model_dump(mode="json")
+    assert message_from_trusted({**data, "extra": 1}) is None
+    assert message_from_trusted({**data, "role": "wizard"}) is None
+    assert message_from_trusted({**data, "timestamp": 5}) is None
+    assert message_from_trusted({**data, "content": [{"type": "text", "text": "x"}]}) is None  # keys missing
+    assert message_from_trusted({**data, "content": [{"type": "new kind"}]}) is None
+
+
 @pytest.mark.parametrize("output", [(1, 2), {1: "int key"}, {"k": {2}}, object()])
 def test_values_json_does_not_decode_to_are_left_to_validation(output: Any) -> None:
     data = {"type": "tool_result", "call_id": "c", "output": output, "status": "completed", "name": None}

@@ -84,6 +84,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 """Schema history; entry ``i`` upgrades version ``i`` to ``i + 1``. Only ever append."""
 
 
+_BODY_BYTES = "CASE WHEN typeof(body) = 'text' THEN CAST(body AS BLOB) ELSE body END"
+"""A message body as its UTF-8 bytes (decoding it to text only for the reader to encode it again cost more than
+parsing it from bytes); a value of another type, edited in, is handed over as it is, to be named as such."""
+
+
 class SQLiteStore(SessionStore):
     """A `SessionStore` in one SQLite file (or ``":memory:"``).
 
@@ -240,7 +245,9 @@ class SQLiteStore(SessionStore):
         check_id(thread_id, "thread_id")
         table = self._t["messages"]
         rows = await self._run(
-            lambda c: c.execute(f"SELECT body FROM {table} WHERE thread_id = ? ORDER BY seq", (thread_id,)).fetchall(),
+            lambda c: c.execute(
+                f"SELECT {_BODY_BYTES} FROM {table} WHERE thread_id = ? ORDER BY seq", (thread_id,)
+            ).fetchall(),
         )
         origin = self.describe()
         return [decode_message(thread_id, body, i, origin=origin) for i, (body,) in enumerate(rows)]
@@ -261,7 +268,7 @@ class SQLiteStore(SessionStore):
         table = self._t["messages"]
         rows = await self._run(
             lambda c: c.execute(
-                f"SELECT body FROM {table} WHERE thread_id = ? ORDER BY seq LIMIT ? OFFSET ?",
+                f"SELECT {_BODY_BYTES} FROM {table} WHERE thread_id = ? ORDER BY seq LIMIT ? OFFSET ?",
                 (thread_id, stop - start, start),
             ).fetchall(),
         )
