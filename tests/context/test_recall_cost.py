@@ -71,3 +71,5 @@ def test_built_recall_messages_report_their_exact_tokens() -> None:
     message, tokens = built
     assert len(message.metadata["passages"]) == len(endings)
     assert tokens == O200K.count_message_uncached(message)
+    # the count is memoized: a manager counting its view again finds it (no second tokenization)
+    assert O200K._cache.get((message.message_id, message.fingerprint())) == tokens

@@ -15,8 +15,8 @@ just adds the blank line's own tokens; any other ending (non-ASCII, a run after 
 in full, once.
 
 A counter this does not hold for (another tokenizer, a subclass pricing text its own way) gets the whole message
-counted as before, without the fingerprint a memoized count would compute: the message is new and its count is
-kept by the caller.
+counted as before. Either way the count of a placed message is in the counter's memo, where the manager looks it up
+when it counts its view again.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from .._cache import LRUCache
 from ..messages import Message
-from ..tokenizing.counters import CachingCounter, TiktokenCounter, counting_once
+from ..tokenizing.counters import CachingCounter, TiktokenCounter
 from ..tokens import TokenCounter
 from .recall_index import Passage
 
@@ -84,7 +84,6 @@ class RecallPricing:
         self._tails: LRUCache[str, int] = LRUCache(_TAIL_CACHE)
         self._frame: int | None = None
         self._separator: int | None = None
-        self._count_once: Callable[[Message], int] | None = None
 
     def _piece(self, thread: str, passage: Passage, text: Callable[[Passage], str]) -> tuple[int, int]:
         key = (thread, passage.key)
@@ -141,10 +140,15 @@ class RecallPricing:
                     assert isinstance(counter, CachingCounter)
                     self._frame = counter.message_overhead + counter.count_text(header + SEPARATOR)
                 return self._frame + sum(joined for _, joined in pieces[:-1]) + pieces[-1][0]
-        once = self._count_once
-        if once is None:
-            once = self._count_once = counting_once(self.counter)
-        return once(message)
+        return self.counter.count_message(message)
+
+    def keep(self, message: Message, tokens: int) -> None:
+        """Memoize ``tokens`` (from `message_tokens`) in the counter, for a message that is placed: the manager
+        counts the messages of its view through the counter again (after a compaction, when it regroups them)."""
+        if self.additive:
+            counter = self.counter
+            assert isinstance(counter, CachingCounter)
+            counter.remember(message, tokens)
 
     def forget(self, threads: Iterable[str]) -> None:
         """Drop the memoized counts of ``threads``' passages."""

@@ -415,6 +415,7 @@ class Recall:
             message = _recall_message(user, render_recall(passages), [p.key for p in passages])
             tokens = self._message_tokens(thread, message, passages)
             if tokens <= room:
+                self._pricing.keep(message, tokens)
                 return message, tokens
             chosen.pop()
         return None

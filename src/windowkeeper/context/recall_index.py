@@ -437,7 +437,7 @@ class RecallIndex:
             )
         base = (stats.slot << _SLOT_BITS) + stats.seq
         stats.seq += len(rows)
-        counts = Counter(chain.from_iterable(normal_terms(row[9]) for row in rows))
+        words = [normal_terms(row[9]) for row in rows]
         db = self._db
         db.executemany(
             "INSERT INTO recall_passage(rowid, slot, message_id, part, parts, position, turn, role, date, lead, trail, "
@@ -448,9 +448,14 @@ class RecallIndex:
             "INSERT INTO recall_fts(rowid, body) VALUES (?, ?)", [(base + i, row[9]) for i, row in enumerate(rows)]
         )
         stats.docs += len(rows)
-        stats.df.update(counts)
         db.execute("UPDATE recall_thread SET passages = ? WHERE slot = ?", (stats.docs, stats.slot))
-        if self._persist:
+        if not self._persist:
+            # counted straight into the thread's frequencies: merging a Counter of the batch into them is a Python
+            # loop over its distinct words
+            stats.df.update(chain.from_iterable(words))
+        else:
+            counts = Counter(chain.from_iterable(words))
+            stats.df.update(counts)
             db.executemany(
                 "INSERT INTO recall_term(slot, term, n) VALUES (?, ?, ?) "
                 "ON CONFLICT(slot, term) DO UPDATE SET n = n + excluded.n",

@@ -158,6 +158,11 @@ class CachingCounter(ABC):
             return self.count_message(message)
         return self.count_message_uncached(message)
 
+    def remember(self, message: Message, tokens: int) -> None:
+        """Memoize ``tokens`` as ``message``'s count, for a caller that priced it exactly another way (a recall
+        message summed from its passages' counts): later `count_message` calls find it instead of tokenizing."""
+        self._remember(message_cache_key(message), tokens)
+
     def count_message_uncached(self, message: Message) -> int:
         """Price a message from scratch (what the memo stores)."""
         count_text = self.count_text
