@@ -56,17 +56,18 @@ def chat_model(srv: FakeOpenAIServer) -> Any:
     fake server's pooled connection (the async one bound to a loop that is gone) would stay open until the
     interpreter exits. Clients of the test's own that pool nothing leave no socket behind the request.
     """
-    import httpx
+    import httpx2  # the HTTP client the openai SDK is built on
     from langchain_openai import ChatOpenAI
+    from openai import DefaultAsyncHttpxClient, DefaultHttpxClient
 
-    no_pool = httpx.Limits(max_keepalive_connections=0)
+    no_pool = httpx2.Limits(max_keepalive_connections=0)
     return ChatOpenAI(
         model="gpt-4o-mini",
         base_url=srv.base_url,
         api_key="test",
         max_retries=0,
-        http_client=httpx.Client(limits=no_pool),
-        http_async_client=httpx.AsyncClient(limits=no_pool),
+        http_client=DefaultHttpxClient(limits=no_pool),
+        http_async_client=DefaultAsyncHttpxClient(limits=no_pool),
     )
 
 
