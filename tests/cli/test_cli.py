@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from windowkeeper.cli.app import app
 from windowkeeper.evaluation.datasets import data_dir
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.llm.formats import to_openai_chat
 from windowkeeper.testing.conversation_files import BUILDERS, write_sample
+from windowkeeper.testing.sessiongen import generate_session
 
 runner = CliRunner()
 TAU = data_dir() / "tau_bench" / "gpt-4o-airline.json"

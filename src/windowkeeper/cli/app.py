@@ -650,6 +650,3 @@ def run(argv: list[str] | None = None) -> None:
 
 def main() -> None:
     run()
-
-
-__all__ = ["app", "main", "run"]

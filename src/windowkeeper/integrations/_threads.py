@@ -9,9 +9,20 @@ without bound. With a store every original is also written as a record, so `Wind
 left the view (or of one from before a restart) reads it back from there; without a store it asks the manager,
 keeps the newest of them up to a size bound, as the manager's own cache does.
 
-With a store, each call appends the caller's new messages to the thread's log (the full history, never trimmed),
-replaces the thread's state snapshot with the view, summary and digest, and adds one record per newly offloaded
-original. A new process that opens the same store continues the thread where the last one stopped.
+With a store, each call writes what is new and nothing else: the caller's new messages go to the thread's log (the
+full history, never trimmed), the messages the view holds for the first time (the new ones, and the pointers and
+summary the manager made) go into one view record, each newly offloaded original into a record of its own, and the
+thread's state snapshot is replaced by a small head: the summary, the digest and, for each message of the view,
+the view record, its version and the position the message is stored at. Messages that stay in the view are never
+written again. A view record none of the head's messages points to any more is kept as a spare (listed in the
+head) and overwritten by a later call that needs one, through the store's version check, so a thread holds about
+as many view records as its view spans and no call spends a write on deleting one.
+
+The head is the store's state snapshot, so whatever the store guarantees of a state write (an atomic replace; a
+compare-and-set against the version read, as the gateway's commit store makes it) holds for the whole state: a
+call whose head write fails leaves nothing the committed head refers to. A reader checks each view record's
+version against the head's and reads the head again when a newer write reused a record meanwhile. A new process
+that opens the same store continues the thread where the last one stopped.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,8 +43,14 @@ from ..storage.base import RecordNotFoundError
 
 logger = logging.getLogger(__name__)
 
-STATE_VERSION = 1
+STATE_VERSION = 2
+"""The head written now: the view as references into view records (version 1 held the whole view, and is read)."""
+READABLE_VERSIONS = (1, 2)
 OFFLOAD_NAMESPACE = "windowkeeper.window.offloaded"
+VIEW_NAMESPACE = "windowkeeper.window.view"
+"""Records of the messages calls put into the view for the first time (``{"json": [message JSON, ...]}``)."""
+LOAD_ATTEMPTS = 4
+"""Head reads a load makes when a newer write deleted a view record between reading the head and the record."""
 
 
 def chain_hasher(messages: Iterable[Message], hasher: Any = None) -> Any:
@@ -100,6 +118,14 @@ class ThreadMemory:
     """The `AssembledPrompt` of the thread's last call (kept to calibrate counters from the reply's usage)."""
     needs_reseed: bool = False
     """Loaded from the store and not yet handed to this process's manager."""
+    placed: dict[int, tuple[Message, str, int]] = field(default_factory=dict)
+    """Where each message of the view is stored: ``id(message) -> (message, view record key, position)``, the
+    message held so the id stays its own. Messages are kept by identity (the manager hands back the same objects
+    for what it did not change), so a message is written once, when it enters the view."""
+    view_records: dict[str, int] = field(default_factory=dict)
+    """The view records the committed head refers to, by key, with the version each was written at."""
+    spare: dict[str, int] = field(default_factory=dict)
+    """View records nothing refers to any more (key -> version), overwritten by the next call that needs one."""
 
     def prune_originals(self, *, stored: bool) -> None:
         """Bound the originals kept in memory: those of pointers in the view always; with ``stored``, the others
@@ -112,6 +138,10 @@ class ThreadMemory:
             self.original_bytes = {k: b for k, b in self.original_bytes.items() if k in self.originals}
             return
         room = DEFAULT_OFFLOAD_CACHE_BYTES
+        sizes = self.original_bytes
+        # the common case, in C: everything kept fits, so nothing is dropped and nothing is walked
+        if len(sizes) == len(self.originals) and sum(sizes.values()) - sum(sizes.get(k, 0) for k in live) <= room:
+            return
         kept: list[str] = []
         for key in reversed(self.originals):
             if key not in live:
@@ -124,7 +154,32 @@ class ThreadMemory:
             self.originals = {k: self.originals[k] for k in reversed(kept)}
             self.original_bytes = {k: b for k, b in self.original_bytes.items() if k in self.originals}
 
-    def state_doc(self, fmt: str) -> dict[str, Any]:
+    def unplaced(self) -> list[Message]:
+        """The messages of the view not stored yet (each once, in view order)."""
+        out: list[Message] = []
+        seen: set[int] = set()
+        for message in self.view:
+            key = id(message)
+            where = self.placed.get(key)
+            if (where is None or where[0] is not message) and key not in seen:
+                seen.add(key)
+                out.append(message)
+        return out
+
+    def place(self, record_key: str, messages: Sequence[Message]) -> None:
+        for position, message in enumerate(messages):
+            self.placed[id(message)] = (message, record_key, position)
+
+    def view_refs(self) -> list[list[Any]]:
+        """``[record key, record version, position]`` of each message of the view (all placed)."""
+        placed, versions = self.placed, self.record_versions
+        return [[(where := placed[id(m)])[1], versions[where[1]], where[2]] for m in self.view]
+
+    record_versions: dict[str, int] = field(default_factory=dict)
+    """The version of each view record this memory wrote or read."""
+
+    def state_doc(self, fmt: str, refs: list[list[Any]], spare: dict[str, int]) -> dict[str, Any]:
+        """The head: everything but the view's messages, which ``refs`` point to (``spare``: unused records)."""
         return {
             "version": STATE_VERSION,
             "format": fmt,
@@ -132,45 +187,81 @@ class ThreadMemory:
             "source_digest": self.source_digest,
             "summary": self.summary,
             "scratchpad": self.scratchpad,
-            "view": [m.model_dump(mode="json") for m in self.view],
+            "view": refs,
+            "spare": [[key, version] for key, version in spare.items()],
             "sent": list(self.sent),
             "sent_system": self.sent_system,
             "recall_served": self.recall_served,
         }
 
     @classmethod
-    def from_doc(cls, thread_id: str, doc: dict[str, Any]) -> ThreadMemory:
-        if doc.get("version") != STATE_VERSION:
+    def from_doc(
+        cls, thread_id: str, doc: dict[str, Any], records: dict[str, tuple[int, list[Message]]] | None = None
+    ) -> ThreadMemory:
+        """A head (with the view records it refers to, ``records``) or a version-1 snapshot as memory."""
+        version = doc.get("version")
+        if version not in READABLE_VERSIONS:
             raise StorageError(
-                f"thread {thread_id!r}: the stored window state has version {doc.get('version')!r}, this "
-                f"windowkeeper reads version {STATE_VERSION}; use another thread_id or delete the thread",
+                f"thread {thread_id!r}: the stored window state has version {version!r}, this "
+                f"windowkeeper reads versions {', '.join(map(str, READABLE_VERSIONS))}; use another thread_id or "
+                "delete the thread",
             )
         try:
+            placed: dict[int, tuple[Message, str, int]] = {}
+            versions: dict[str, int] = {}
+            spare: dict[str, int] = {}
+            if version == 1:
+                view = [Message.model_validate(m) for m in doc["view"]]
+            else:
+                found = records or {}
+                view = []
+                for key, record_version, position in doc["view"]:
+                    key = str(key)
+                    message = found[key][1][int(position)]
+                    view.append(message)
+                    placed[id(message)] = (message, key, int(position))
+                    versions[key] = int(record_version)
+                spare = {str(key): int(v) for key, v in doc.get("spare") or ()}
             return cls(
                 source_count=int(doc["source_count"]),
                 source_digest=str(doc["source_digest"]),
-                view=[Message.model_validate(m) for m in doc["view"]],
+                view=view,
                 summary=doc.get("summary"),
                 scratchpad=doc.get("scratchpad"),
                 sent=tuple(doc.get("sent") or ()),
                 sent_system=doc.get("sent_system"),
                 recall_served=doc.get("recall_served"),
+                placed=placed,
+                view_records=dict(versions),
+                record_versions=versions,
+                spare=spare,
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise StorageError(f"thread {thread_id!r}: the stored window state is not readable: {exc}") from exc
 
 
+def view_record_versions(doc: dict[str, Any]) -> dict[str, int]:
+    """The view records a head refers to, with the version it read each at (none for a version-1 snapshot)."""
+    refs = doc.get("view")
+    if doc.get("version") == 1 or not isinstance(refs, list):
+        return {}
+    out: dict[str, int] = {}
+    for ref in refs:
+        if isinstance(ref, list) and len(ref) == 3 and isinstance(ref[1], int):
+            out[str(ref[0])] = ref[1]
+    return out
+
+
 class ThreadStore:
-    """The store side of `ThreadMemory`: load once per thread, save after every call."""
+    """The store side of `ThreadMemory`: load once per thread, save what is new after every call."""
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
 
     async def load(self, thread_id: str) -> ThreadMemory | None:
-        doc = await self.store.get_state(thread_id)
-        if doc is None:
+        memory = await self._read(thread_id)
+        if memory is None:
             return None
-        memory = ThreadMemory.from_doc(thread_id, doc)
         memory.needs_reseed = True
         for record in await self.store.get_records(
             OFFLOAD_NAMESPACE, thread_id, sorted(view_restore_keys(memory.view))
@@ -185,6 +276,34 @@ class ThreadStore:
         )
         return memory
 
+    async def _read(self, thread_id: str) -> ThreadMemory | None:
+        """The head and the view records it refers to (read again when a newer write deleted one meanwhile)."""
+        missing: list[str] = []
+        for _ in range(LOAD_ATTEMPTS):
+            doc = await self.store.get_state(thread_id)
+            if doc is None:
+                return None
+            wanted = view_record_versions(doc)
+            found = await self.store.get_records(VIEW_NAMESPACE, thread_id, list(wanted)) if wanted else []
+            records = {
+                record.key: (record.version, _view_messages(thread_id, record.key, record.doc))
+                for record in found
+                if record.version == wanted.get(record.key)
+            }
+            missing = [key for key in wanted if key not in records]
+            if not missing:
+                return ThreadMemory.from_doc(thread_id, doc, records)
+        # a head written by a process whose view went stale while another one wrote the thread (two windows on one
+        # thread without the gateway's commit): what it refers to was overwritten, so the thread starts over
+        logger.warning(
+            "thread %r: the stored window state refers to view records another write replaced (%s); the thread is "
+            "managed afresh from the caller's list (the summary is dropped). Serve one thread from one window at "
+            "a time, or through `windowkeeper serve`, whose commits are compare-and-set",
+            thread_id,
+            ", ".join(missing[:3]),
+        )
+        return None
+
     async def original(self, thread_id: str, keys: Sequence[str]) -> Message | None:
         """The stored original under the first of ``keys`` that has one (a pointer that has left the view)."""
         for record in await self.store.get_records(OFFLOAD_NAMESPACE, thread_id, keys):
@@ -196,6 +315,8 @@ class ThreadStore:
         return await self.store.load_messages(thread_id)
 
     async def save(self, thread_id: str, fmt: str, memory: ThreadMemory, new_messages: Sequence[Message]) -> None:
+        """Write one call's delta (see the module docstring): the new log messages, the new originals, the view's
+        new messages as one view record, then the head (which lists the records it no longer refers to as spares)."""
         if new_messages:
             await self.store.append_messages(thread_id, new_messages)
         for key, original in list(memory.originals.items()):
@@ -207,13 +328,57 @@ class ThreadStore:
                     OFFLOAD_NAMESPACE, thread_id, key, {"message": original.model_dump(mode="json")}
                 )
             memory.saved_keys.add(key)
-        await self.store.put_state(thread_id, memory.state_doc(fmt))
+        fresh = memory.unplaced()
+        written: str | None = None
+        if fresh:
+            written = await self._write_view_record(thread_id, memory, fresh)
+        refs = memory.view_refs()
+        live = {ref[0]: ref[1] for ref in refs}
+        versions = memory.record_versions
+        spare = {**memory.spare, **{k: versions[k] for k in memory.view_records.keys() - live.keys()}}
+        try:
+            await self.store.put_state(thread_id, memory.state_doc(fmt, refs, spare))
+        except BaseException:
+            if written is not None:
+                # the head was not written: nothing refers to this call's view record, a spare from now on
+                memory.placed = {k: v for k, v in memory.placed.items() if v[1] != written}
+                memory.spare[written] = versions[written]
+            raise
+        memory.view_records, memory.spare = live, spare
+        memory.record_versions = {**live, **spare}
+        memory.placed = {id(m): memory.placed[id(m)] for m in memory.view}
         memory.prune_originals(stored=True)
+
+    async def _write_view_record(self, thread_id: str, memory: ThreadMemory, messages: Sequence[Message]) -> str:
+        """Store ``messages`` in a spare view record (at the version it was left at) or a new one; return its key."""
+        # each message as its JSON text: one C call per message, and the store encodes a list of strings
+        doc = {"json": [m.model_dump_json() for m in messages]}
+        record = None
+        while memory.spare and record is None:
+            key, version = memory.spare.popitem()
+            try:
+                record = await self.store.update_record(VIEW_NAMESPACE, thread_id, key, doc, expected_version=version)
+            except (ConflictError, RecordNotFoundError):
+                # another window of this thread reused or removed it (see `_read`): left to that one
+                record = None
+        if record is None:
+            record = await self.store.add_record(VIEW_NAMESPACE, thread_id, f"v{uuid.uuid4().hex}", doc)
+        memory.record_versions[record.key] = record.version
+        memory.place(record.key, messages)
+        return record.key
 
     async def delete(self, thread_id: str) -> None:
         await self.store.delete_thread(thread_id)
-        with contextlib.suppress(RecordNotFoundError):
-            await self.store.delete_session(OFFLOAD_NAMESPACE, thread_id)
+        for namespace in (OFFLOAD_NAMESPACE, VIEW_NAMESPACE):
+            with contextlib.suppress(RecordNotFoundError):
+                await self.store.delete_session(namespace, thread_id)
+
+
+def _view_messages(thread_id: str, key: str, doc: dict[str, Any]) -> list[Message]:
+    try:
+        return [Message.model_validate_json(text) for text in doc["json"]]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise StorageError(f"thread {thread_id!r}: view record {key!r} is not readable: {exc}") from exc
 
 
 def _original_of(thread_id: str, key: str, doc: dict[str, Any]) -> Message:
@@ -225,6 +390,7 @@ def _original_of(thread_id: str, key: str, doc: dict[str, Any]) -> Message:
 
 __all__ = [
     "OFFLOAD_NAMESPACE",
+    "VIEW_NAMESPACE",
     "ThreadMemory",
     "ThreadStore",
     "chain_digest",

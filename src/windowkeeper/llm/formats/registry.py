@@ -33,6 +33,7 @@ _BUILTIN_MODULES = ("openai_chat", "openai_responses", "anthropic", "gemini", "l
 _FORMATS: dict[str, ProviderFormat] = {}
 _lock = threading.Lock()
 _loaded = False
+_sorted: dict[str, ProviderFormat] | None = None
 
 
 class ProviderFormat(ABC):
@@ -159,6 +160,8 @@ class ProviderFormat(ABC):
         if record is None:
             return
         origin = str(record.get("format"))
+        if origin == target and not logger.isEnabledFor(logging.DEBUG):
+            return  # only a debug line would say it: the lost fields are not worked out for nobody
         key = f"{origin}:{record.get('group')}:{record.get('part')}:{target}"
         with self._lost_lock:
             if key in self._reported:
@@ -184,7 +187,7 @@ class ProviderFormat(ABC):
 
     def foreign(self, item: Any) -> tuple[str, str | None] | None:
         """``(key, guessed format)`` when ``item`` carries a key this format's items never have, else None."""
-        for other in formats().values():
+        for other in _registered():
             if other is self:
                 continue
             key = other.distinctive(item)
@@ -209,7 +212,9 @@ def register_format(fmt: ProviderFormat, *, replace: bool = False) -> ProviderFo
     with _lock:
         if fmt.name in _FORMATS and not replace and _FORMATS[fmt.name] is not fmt:
             raise ConfigurationError(f"a format named {fmt.name!r} is registered already; pass replace=True")
+        global _sorted
         _FORMATS[fmt.name] = fmt
+        _sorted = None
     return fmt
 
 
@@ -226,11 +231,32 @@ def formats() -> dict[str, ProviderFormat]:
     """Every registered format by name, built-ins first (in registration order)."""
     _load_builtins()
     with _lock:
-        return dict(sorted(_FORMATS.items(), key=lambda kv: kv[1].priority))
+        return dict(_ordered())
+
+
+def _ordered() -> dict[str, ProviderFormat]:
+    """The registry sorted by priority, sorted again only after a registration (the shape checks ask per item).
+    Call with ``_lock`` held."""
+    global _sorted
+    if _sorted is None:
+        _sorted = dict(sorted(_FORMATS.items(), key=lambda kv: kv[1].priority))
+    return _sorted
+
+
+def _registered() -> tuple[ProviderFormat, ...]:
+    """The registered formats in priority order, without copying the registry (for per-item checks)."""
+    _load_builtins()
+    with _lock:
+        return tuple(_ordered().values())
 
 
 def get_format(name: object) -> ProviderFormat:
     """The format registered as ``name``; a `ConfigurationError` naming the registered ones otherwise."""
+    _load_builtins()
+    with _lock:
+        fmt = _ordered().get(name) if isinstance(name, str) else None
+    if fmt is not None:
+        return fmt
     registered = formats()
     fmt = registered.get(name) if isinstance(name, str) else None
     if fmt is None:
