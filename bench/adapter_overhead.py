@@ -144,9 +144,16 @@ def run_agent(middleware: Any, turns: int, entry: str = "sync") -> None:
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
     from langgraph.checkpoint.memory import InMemorySaver
+    from openai import DefaultAsyncHttpxClient, DefaultHttpxClient
 
-    with FakeOpenAIServer(agent_script(turns)) as srv:
-        model = ChatOpenAI(model="gpt-4o-mini", base_url=srv.base_url, api_key="test", max_retries=0)
+    # HTTP clients of the run's own, closed when it ends (langchain_openai's default ones live in a process-wide
+    # cache, keeping a connection to every fake server open until exit)
+    http, ahttp = DefaultHttpxClient(), DefaultAsyncHttpxClient()
+    with FakeOpenAIServer(agent_script(turns)) as srv, http:
+        model = ChatOpenAI(
+            model="gpt-4o-mini", base_url=srv.base_url, api_key="test", max_retries=0,
+            http_client=http, http_async_client=ahttp,
+        )
         agent = create_agent(
             model, tools=[tool(long_log)], system_prompt="You run tests.", middleware=[middleware],
             checkpointer=InMemorySaver(),
@@ -154,8 +161,9 @@ def run_agent(middleware: Any, turns: int, entry: str = "sync") -> None:
         config: Any = {"configurable": {"thread_id": "bench"}}
 
         async def arun() -> None:
-            for turn in range(turns):
-                await agent.ainvoke({"messages": [HumanMessage(f"Turn {turn}: run tests/t_{turn}.py")]}, config)
+            async with ahttp:
+                for turn in range(turns):
+                    await agent.ainvoke({"messages": [HumanMessage(f"Turn {turn}: run tests/t_{turn}.py")]}, config)
 
         if entry == "async":
             asyncio.run(arun())

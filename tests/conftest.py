@@ -6,7 +6,11 @@ the servers are part of the contract, so an unreachable one fails the tests inst
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import os
+import sys
+import warnings
 from collections.abc import Callable
 
 import pytest
@@ -67,3 +71,39 @@ def redis_server() -> str:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for reason in _UNREACHABLE.values():
         terminalreporter.write_line(f"SERVER UNREACHABLE, its tests did not run: {reason}", red=True, bold=True)
+    for line in _LEFT_UNCLOSED:
+        terminalreporter.write_line(f"LEFT UNCLOSED: {line}", red=True, bold=True)
+
+
+def _leaks() -> list[str]:
+    """What the session left unclosed: objects whose finalizer warns (a socket, a file, a transport, a never
+    awaited coroutine) or fails when collected now, and transports still open on a loop that is already closed
+    (reachable, so only the interpreter's exit would report them, when nobody can say which test made them)."""
+    found: list[str] = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = lambda u: found.append(f"{u.exc_type.__name__}: {u.exc_value} ({u.err_msg} {u.object!r})")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    found += [f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, ResourceWarning)]
+    for obj in gc.get_objects():
+        if isinstance(obj, asyncio.Transport) and not obj.is_closing():
+            loop = getattr(obj, "_loop", None)
+            if isinstance(loop, asyncio.AbstractEventLoop) and loop.is_closed():
+                found.append(f"open transport on a closed loop: {obj!r}")
+    return found
+
+
+_LEFT_UNCLOSED: list[str] = []
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the run when it leaves something unclosed: close what a test opens (no blanket ignore)."""
+    if session.config.option.collectonly:
+        return
+    _LEFT_UNCLOSED.extend(_leaks())
+    if _LEFT_UNCLOSED:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

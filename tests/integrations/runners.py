@@ -49,10 +49,26 @@ async def run_windowkeeper_agent(api_style: str) -> list[RecordedRequest]:
         return list(srv.requests)
 
 
-def _chat_model(srv: FakeOpenAIServer) -> Any:
-    from langchain_openai import ChatOpenAI
+def chat_model(srv: FakeOpenAIServer) -> Any:
+    """LangChain's ``ChatOpenAI`` on ``srv``, with HTTP clients that keep no connection open between requests.
 
-    return ChatOpenAI(model="gpt-4o-mini", base_url=srv.base_url, api_key="test", max_retries=0)
+    By default ``langchain_openai`` takes its HTTP clients from a process-wide cache keyed by base URL, so every
+    fake server's pooled connection (the async one bound to a loop that is gone) would stay open until the
+    interpreter exits. Clients of the test's own that pool nothing leave no socket behind the request.
+    """
+    import httpx2  # the HTTP client the openai SDK is built on
+    from langchain_openai import ChatOpenAI
+    from openai import DefaultAsyncHttpxClient, DefaultHttpxClient
+
+    no_pool = httpx2.Limits(max_keepalive_connections=0)
+    return ChatOpenAI(
+        model="gpt-4o-mini",
+        base_url=srv.base_url,
+        api_key="test",
+        max_retries=0,
+        http_client=DefaultHttpxClient(limits=no_pool),
+        http_async_client=DefaultAsyncHttpxClient(limits=no_pool),
+    )
 
 
 async def run_langchain(*, use_async: bool = True) -> tuple[list[RecordedRequest], Any]:
@@ -66,7 +82,7 @@ async def run_langchain(*, use_async: bool = True) -> tuple[list[RecordedRequest
     with FakeOpenAIServer(script()) as srv:
         middleware = WindowkeeperMiddleware(make_manager())
         agent = create_agent(
-            _chat_model(srv),
+            chat_model(srv),
             tools=[read_file, run_tests],
             system_prompt=SYSTEM,
             middleware=[middleware],
@@ -100,7 +116,7 @@ async def run_langgraph(*, use_async: bool = True) -> tuple[list[RecordedRequest
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             agent = create_react_agent(
-                _chat_model(srv), [read_file, run_tests], pre_model_hook=hook, checkpointer=InMemorySaver()
+                chat_model(srv), [read_file, run_tests], pre_model_hook=hook, checkpointer=InMemorySaver()
             )
         config: Any = {"configurable": {"thread_id": "t1"}}
         for turn in range(TURNS):

@@ -10,6 +10,7 @@ from windowkeeper import CalibratedCounter, Message, TokenBudgetContextManager, 
 from windowkeeper.testing.fake_servers import FakeOpenAIServer, FakeReply, FakeToolCall, FakeUsage
 from windowkeeper.tokenizing.calibration import feed_calibration
 
+from .runners import chat_model
 from .scenario import read_file, run_tests
 
 
@@ -66,14 +67,13 @@ async def test_the_langchain_middleware_calibrates_from_usage_metadata() -> None
     pytest.importorskip("langchain_openai")
     from langchain.agents import create_agent
     from langchain_core.messages import HumanMessage
-    from langchain_openai import ChatOpenAI
 
     from windowkeeper.integrations.langchain import WindowkeeperMiddleware
 
     counter = CalibratedCounter(default_counter())
     with FakeOpenAIServer(_replies(2, input_tokens=700)) as srv:
         middleware = WindowkeeperMiddleware(_manager(counter))
-        model = ChatOpenAI(model="gpt-4o-mini", base_url=srv.base_url, api_key="t", max_retries=0)
+        model = chat_model(srv)
         agent = create_agent(model, tools=[read_file], system_prompt="Be brief.", middleware=[middleware])
         state: dict[str, Any] = {"messages": []}
         for t in range(2):
@@ -87,7 +87,6 @@ async def test_the_langgraph_hook_calibrates_from_the_reply_it_finds_in_the_stat
     import warnings
 
     from langchain_core.messages import HumanMessage
-    from langchain_openai import ChatOpenAI
     from langgraph.checkpoint.memory import InMemorySaver
 
     from windowkeeper.integrations.langgraph import pre_model_hook
@@ -98,7 +97,7 @@ async def test_the_langgraph_hook_calibrates_from_the_reply_it_finds_in_the_stat
 
     counter = CalibratedCounter(default_counter())
     with FakeOpenAIServer(_replies(2, input_tokens=600)) as srv:
-        model = ChatOpenAI(model="gpt-4o-mini", base_url=srv.base_url, api_key="t", max_retries=0)
+        model = chat_model(srv)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             agent = create_react_agent(model, [read_file], pre_model_hook=pre_model_hook(_manager(counter)),

@@ -17,6 +17,8 @@ import pytest
 from windowkeeper import ExtractiveSummarizer, TokenBudgetContextManager, Window
 from windowkeeper.testing.fake_servers import FakeOpenAIServer, FakeReply, FakeToolCall, RecordedRequest
 
+from .runners import chat_model
+
 BUDGET = 4500
 TURNS = 4
 POINTER = "call_1"
@@ -157,13 +159,12 @@ def test_langchain_middleware_registers_the_tool_itself() -> None:
     from langchain.agents import create_agent
     from langchain_core.messages import HumanMessage
     from langchain_core.tools import tool
-    from langchain_openai import ChatOpenAI
     from langgraph.checkpoint.memory import InMemorySaver
 
     from windowkeeper.integrations.langchain import WindowkeeperMiddleware
 
     with FakeOpenAIServer(script()) as srv:
-        model = ChatOpenAI(model="gpt-4o-mini", base_url=srv.base_url, api_key="test", max_retries=0)
+        model = chat_model(srv)
         agent = create_agent(
             model, tools=[tool(read_file)], middleware=[WindowkeeperMiddleware(manager())], checkpointer=InMemorySaver()
         )
@@ -179,7 +180,6 @@ def test_langgraph_hook_gives_the_tool_to_add() -> None:
 
     from langchain_core.messages import HumanMessage
     from langchain_core.tools import tool
-    from langchain_openai import ChatOpenAI
     from langgraph.checkpoint.memory import InMemorySaver
 
     from windowkeeper.integrations.langgraph import pre_model_hook
@@ -189,7 +189,7 @@ def test_langgraph_hook_gives_the_tool_to_add() -> None:
         from langgraph.prebuilt import create_react_agent
 
     with FakeOpenAIServer(script()) as srv:
-        model = ChatOpenAI(model="gpt-4o-mini", base_url=srv.base_url, api_key="test", max_retries=0)
+        model = chat_model(srv)
         tools = [tool(read_file)]
         hook = pre_model_hook(manager(), tools=tools)
         with warnings.catch_warnings():
@@ -239,7 +239,6 @@ def test_langgraph_hook_called_from_a_custom_state_graph() -> None:
     from langchain_core.messages import HumanMessage
     from langchain_core.runnables import RunnableConfig
     from langchain_core.tools import tool
-    from langchain_openai import ChatOpenAI
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode, tools_condition
@@ -249,7 +248,7 @@ def test_langgraph_hook_called_from_a_custom_state_graph() -> None:
     with FakeOpenAIServer(script()) as srv:
         tools = [tool(read_file)]
         hook = pre_model_hook(manager(), tools=tools)
-        model = ChatOpenAI(model="gpt-4o-mini", base_url=srv.base_url, api_key="test", max_retries=0)
+        model = chat_model(srv)
         bound = model.bind_tools([*tools, *hook.tools])
 
         def call_model(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:

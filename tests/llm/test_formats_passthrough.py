@@ -217,12 +217,30 @@ def test_window_fit_passes_unchanged_items_through(fmt: str) -> None:
     items = documented(fmt)
     window = Window(budget=200_000, format=fmt, prompt_cache=False)
     result = window.fit(items)
-    if fmt == "openai_chat":
-        # system and developer messages go into the one system zone (with the summary), written as its head
-        assert result.messages[0] == {"role": "developer", "content": "Be brief."}
-        assert list(result.messages[1:]) == items[1:]
-    else:
-        assert list(result.messages) == items
+    assert list(result.messages) == items  # Chat system and developer messages included, ``name`` and all
+
+
+def test_chat_system_messages_pass_through_beside_the_summary_and_the_system_prompt() -> None:
+    """The caller's own system and developer messages leave as they came when windowkeeper adds to the system
+    zone: the ``system=`` prompt before them, the summary after them, each a message of its own (developer role,
+    as the caller uses it)."""
+    policy = {"role": "developer", "content": [{"type": "text", "text": "Be brief."}], "name": "policy", "x_k": 1}
+    rules = {"role": "system", "content": "Cite sources."}
+    items: list[Any] = [policy, rules]
+    for turn in range(30):
+        items += [
+            {"role": "user", "content": f"question {turn} " + "lorem ipsum " * 40},
+            {"role": "assistant", "content": f"answer {turn} " + "dolor sit " * 40},
+        ]
+    result = Window(budget=1500, format="openai_chat").fit(items, system="Global rules.")
+    assert result.summary is not None
+    head = list(result.messages[:4])
+    assert head[0] == {"role": "developer", "content": "Global rules."}
+    assert head[1:3] == [policy, rules]
+    assert head[3]["role"] == "developer" and result.summary in head[3]["content"]
+    assert [m["role"] for m in result.messages[4:]].count("developer") == 0
+    written = [head[0], head[3], *result.messages[4:]]  # what windowkeeper wrote, the caller's items aside
+    assert sdk_problems(written, _sdk_type("openai_chat")) == []
 
 
 def test_anthropic_split_turn_comes_back_as_one_turn_with_its_own_blocks() -> None:

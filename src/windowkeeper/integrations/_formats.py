@@ -10,7 +10,7 @@ names the index, the key, the shape expected and, when it can tell, the format t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
@@ -21,7 +21,7 @@ from ..llm.formats.anthropic import CacheBreakpoint
 from ..llm.formats.registry import ProviderFormat, formats, get_format
 from ..llm.formats.registry import guess_format as _guess
 from ..messages import Message
-from ..prompt import system_message
+from ..prompt import join_sections, scratchpad_section, summary_section, system_message, system_message_text
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -251,17 +251,59 @@ def write_messages(
     *,
     cache_breakpoints: Sequence[CacheBreakpoint] | None = None,
     developer: bool = False,
+    system_messages: Sequence[Message] | None = None,
 ) -> tuple[WireMessages, WireSystem]:
     """``(messages, system)`` in ``fmt``: system in its native place (in the list for Chat Completions/LangChain);
-    every message unchanged since it was read is the caller's own item, the rest written anew."""
+    every message unchanged since it was read is the caller's own item, the rest written anew.
+
+    ``system_messages`` (see `system_lead`) are the messages ``system`` was joined from: a format that carries
+    system text as messages of its list (Chat Completions) writes them one by one, so the caller's own system and
+    developer messages leave as they came."""
     out, out_system = get_format(fmt).write(
         system,
         messages,
         cache_breakpoints=cache_breakpoints,
         developer=developer,
         system_id=system_message(system).message_id if system else None,
+        system_messages=system_messages,
     )
     return cast("WireMessages", out), cast("WireSystem", out_system)
+
+
+def system_lead(
+    context: Sequence[Message],
+    system: str | None,
+    *,
+    summary: str | None,
+    scratchpad: str | None,
+    made: Collection[str | int],
+    developer: bool,
+) -> list[Message] | None:
+    """The system text ``system`` of a request on ``context`` as the messages it is joined from: the context's
+    system messages in order (the caller's own, to be passed through unchanged), then the summary and scratchpad
+    sections as one system message windowkeeper writes. Messages windowkeeper made (ids in ``made``, the
+    ``system=`` prompt) and that last one take the developer role when the caller used it (``developer``).
+
+    None when the context holds no system message of the caller's (nothing to pass through: the system zone is
+    written as one text, as before), or when the pieces do not join to ``system`` (the one text every other format
+    sends and the budget counts), so a writer falls back to that text rather than sending something else."""
+    lead: list[Message] = []
+    for message in context:
+        if message.role != "system" or not system_message_text(message):
+            continue  # assemble leaves empty system texts out of the zone
+        lead.append(_as_developer(message) if developer and message.message_id in made else message)
+    if all(m.message_id in made for m in lead):
+        return None  # no system message of the caller's: the one joined text, as ever
+    tail = join_sections([summary_section(summary), scratchpad_section(scratchpad)])
+    if tail:
+        lead.append(_as_developer(system_message(tail)) if developer else system_message(tail))
+    if join_sections(system_message_text(m) for m in lead) != system:
+        return None
+    return lead
+
+
+def _as_developer(message: Message) -> Message:
+    return message.model_copy(update={"metadata": {**message.metadata, "openai_role": "developer"}})
 
 
 def write_plain(fmt: WindowFormat, messages: Sequence[Message]) -> list[Any]:
@@ -286,6 +328,7 @@ __all__ = [
     "read_messages",
     "read_messages_cached",
     "same_prefix",
+    "system_lead",
     "system_text",
     "format_object",
     "write_messages",

@@ -38,7 +38,15 @@ from ..storage import SessionStore, open_store
 from ..tokenizing.calibration import feed_calibration
 from ..tokens import TokenCounter
 from ..tools.recall import RecallTool
-from ._formats import WindowFormat, check_format, read_messages, read_messages_cached, system_text, write_messages
+from ._formats import (
+    WindowFormat,
+    check_format,
+    read_messages,
+    read_messages_cached,
+    system_lead,
+    system_text,
+    write_messages,
+)
 from ._recall import WindowRecallTool, original_text, tool_names, without_restore_tool
 from ._threads import ThreadMemory, ThreadStore, chain_hasher, ref_keys, restore_keys
 
@@ -360,8 +368,21 @@ class Window(Generic[M, Sys]):
             state = state.model_copy(update={"context": sent})
         prompt = assemble(state, tools=[dict(t) for t in tools] if tools else None, counter=self._counter)
         breakpoints = self._breakpoints(memory, prompt)
+        lead = system_lead(
+            state.context,
+            prompt.system,
+            summary=prompt.summary,
+            scratchpad=prompt.scratchpad,
+            made=head_ids,
+            developer=memory.developer,
+        )
         out, out_system = write_messages(
-            self.format, prompt.system, prompt.messages, cache_breakpoints=breakpoints, developer=memory.developer
+            self.format,
+            prompt.system,
+            prompt.messages,
+            cache_breakpoints=breakpoints,
+            developer=memory.developer,
+            system_messages=lead,
         )
         memory.sent = tuple(m.fingerprint() for m in prompt.messages)
         memory.sent_system = prompt.system

@@ -102,7 +102,10 @@ class ProviderFormat(ABC):
         """``messages`` in this format, unchanged messages as the items they were read from."""
 
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
-        """``(items, system value)``: the system text in this format's place, the messages after it."""
+        """``(items, system value)``: the system text in this format's place, the messages after it.
+
+        Option ``system_messages``: the messages ``system`` was joined from, for a format that writes system text
+        as messages of its list and can so pass the caller's own through unchanged (Chat Completions)."""
         return self.write_messages(messages, options=options), system
 
     def write_plain(self, messages: Sequence[Message]) -> list[Any]:
