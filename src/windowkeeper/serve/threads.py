@@ -123,6 +123,18 @@ class CommitStore(SessionStore):
         await self.inner.close()
 
 
+@dataclass(frozen=True)
+class Clean:
+    """A thread's last call went upstream exactly as the client sent it: what `Gateway.passes_through` compares
+    the next request with (its format, list length, exact prompt size, system value and tools)."""
+
+    fmt: str
+    length: int
+    tokens: int
+    system: Any
+    tools: list[Any] | None
+
+
 @dataclass
 class Thread:
     """What this process keeps of one thread between calls."""
@@ -132,6 +144,8 @@ class Thread:
     removed: int | None = 0
     """Tokens the gateway has taken out of this thread so far (what the client sends = what goes up + this);
     None when this process did not see the thread from its start (read back from the store)."""
+    clean: Clean | None = None
+    """Set while every call so far went out unchanged (None after any change, and for a thread read back)."""
 
 
 class Threads:
@@ -152,6 +166,16 @@ class Threads:
             # weakly held: a lock lives while a call holds or awaits it, so the map never outgrows the calls
             lock = self._locks[thread_id] = asyncio.Lock()
         return lock
+
+    def busy(self, thread_id: str) -> bool:
+        """Whether a call on ``thread_id`` holds or awaits its lock in this process."""
+        lock = self._locks.get(thread_id)
+        return lock is not None and lock.locked()
+
+    async def current(self, thread_id: str) -> bool:
+        """Whether this process's window of ``thread_id`` is at the version committed in the store."""
+        known = self.store.versions.get(thread_id)
+        return known is not None and await self.store.version(thread_id) == known
 
     def local(self, thread_id: str) -> Thread | None:
         return self._threads.get(thread_id)
