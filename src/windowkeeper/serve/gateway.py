@@ -61,6 +61,8 @@ class Placement:
     cache: ItemCache
     system: Any
     tools: list[Any] | None
+    current: bool = False
+    """Seen at the committed version by `Gateway.passes_through` (the window need not check it again)."""
 
 
 @dataclass
@@ -211,7 +213,8 @@ class Gateway:
         added = len(dumps_body(placed.items[clean.length :])) if count > clean.length else 0
         if clean.tokens + added + 8 * (count - clean.length) >= manager.high_limit:
             return False
-        return await self.threads.current(internal)
+        placed.current = await self.threads.current(internal)
+        return placed.current
 
     async def _manage(self, placed: Placement) -> Plan:
         protocol, body, items, raw = placed.protocol, placed.body, placed.items, placed.raw
@@ -223,7 +226,9 @@ class Gateway:
         async with self.threads.lock(internal):
             recall = tool_name(protocol, body) if self.config.recall else None
             told = declared(protocol, tools, recall)
-            thread, fit = await self.threads.fit(internal, protocol.fmt, cache.plains[lead:], text or None, told)
+            thread, fit = await self.threads.fit(
+                internal, protocol.fmt, cache.plains[lead:], text or None, told, current=placed.current
+            )
             thread.items = cache
             if match is not None:
                 await self.recognizer.remember(match, cache)
