@@ -180,6 +180,7 @@ def build_app(config: ServeConfig) -> Starlette:
                         if await gateway().passes_through(placed):
                             # the client's bytes go up now; the window's bookkeeping runs beside the upstream call
                             early = asyncio.ensure_future(gateway().manage(placed))
+                            early.add_done_callback(_retrieved)  # a client gone mid-call leaves it unawaited
                         else:
                             plan = await gateway().manage(placed)
             except BadRequest as exc:
@@ -385,6 +386,12 @@ def _managed(protocol: Protocol, body: Mapping[str, Any]) -> bool:
     if isinstance(protocol, Responses):
         return not (isinstance(body.get("input"), str) or body.get("previous_response_id") or body.get("conversation"))
     return True
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark a finished task's exception as seen (`_settle` logs it when the request is still there to await)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _json_or_none(data: bytes) -> Any:
