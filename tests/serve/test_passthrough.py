@@ -178,3 +178,30 @@ def test_a_responses_call_continued_by_previous_response_id_passes_through_uncha
     conversation = {"model": "m", "input": new_input, "conversation": "conv_1"}
     response = httpx.post(gateway.url + "/v1/responses", json=conversation, headers={"authorization": "Bearer sk-prev"})
     assert response.status_code == 200 and openai_server.last_request.json == conversation
+
+
+def test_an_unchanged_continuation_goes_upstream_before_the_window_has_run(
+    gateway: Gateway, openai_server: FakeOpenAIServer
+) -> None:
+    """A thread that never needed a change, far under its watermark: each next call goes up as sent while the
+    window does its bookkeeping beside it, and the response still says what was sent and which thread it is."""
+    messages: list[dict[str, object]] = [{"role": "system", "content": "Be brief."}]
+    threads = set()
+    for n in range(5):
+        messages.append({"role": "user", "content": f"question {n}", "x_tag": n})
+        raw = json.dumps({"model": "m", "messages": messages, "stream": n % 2 == 1}).encode()
+        response = httpx.post(
+            gateway.url + "/v1/chat/completions", content=raw, headers={"authorization": "Bearer sk-early"}
+        )
+        assert response.status_code == 200
+        assert openai_server.last_request.raw == raw
+        headers = response.headers
+        assert headers["x-windowkeeper-tokens-before"] == headers["x-windowkeeper-tokens-after"]
+        assert int(headers["x-windowkeeper-tokens-after"]) > 0
+        threads.add(response.headers["x-windowkeeper-thread"])
+        messages.append({"role": "assistant", "content": f"answer {n}"})
+    assert len(threads) == 1
+    metrics = gateway.gateway.metrics
+    assert metrics.early_forwards["chat_completions"] == 4  # every call after the first
+    assert metrics.early_misses["chat_completions"] == 0
+    assert metrics.managed["chat_completions"] == 5  # the window saw every call all the same

@@ -13,7 +13,9 @@ Request bodies and credentials are never logged.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import time
@@ -165,6 +167,7 @@ def build_app(config: ServeConfig) -> Starlette:
         if isinstance(raw, Response):
             return raw
         plan: Plan | None = None
+        early: asyncio.Future[Plan] | None = None
         if request.headers.get("x-windowkeeper", "").strip().lower() != "off":
             try:
                 body = _parse(raw)
@@ -173,20 +176,23 @@ def build_app(config: ServeConfig) -> Starlette:
                 if _managed(protocol, body):
                     items = check_items(protocol, body)
                     if items:
-                        plan = await gateway().plan(protocol, request.headers, body, items, raw)
+                        placed = await gateway().place(protocol, request.headers, body, items, raw)
+                        if await gateway().passes_through(placed):
+                            # the client's bytes go up now; the window's bookkeeping runs beside the upstream call
+                            early = asyncio.ensure_future(gateway().manage(placed))
+                            early.add_done_callback(_retrieved)  # a client gone mid-call leaves it unawaited
+                        else:
+                            plan = await gateway().manage(placed)
             except BadRequest as exc:
                 gateway().metrics.request(route, "400")
                 return _error(family, 400, str(exc))
             except Exception as exc:
-                gateway().metrics.count("fail_open", route)
-                thread, kind = (exc.thread, exc.kind) if isinstance(exc, ManagementError) else ("?", type(exc).__name__)
-                logger.warning(
-                    "%s: managing the request failed (%s in thread %s); forwarding it unchanged", route, kind, thread
-                )
-                logger.debug("management failure", exc_info=True)
+                _failed_open(route, exc)
                 plan = None
         content = plan.body if plan is not None else raw
         opened = await open_upstream(request, family, route, content)
+        if early is not None:
+            plan = await _settle(early, route, raw)
         if isinstance(opened, Response):
             return opened
         gateway().metrics.request(route, str(opened.status_code))
@@ -197,6 +203,35 @@ def build_app(config: ServeConfig) -> Starlette:
         if is_sse:
             return _stream_managed(request, opened, plan, extra)
         return await _answer_json(request, opened, plan, extra)
+
+    def _failed_open(route: str, exc: BaseException) -> None:
+        gateway().metrics.count("fail_open", route)
+        thread, kind = (exc.thread, exc.kind) if isinstance(exc, ManagementError) else ("?", type(exc).__name__)
+        logger.warning(
+            "%s: managing the request failed (%s in thread %s); forwarding it unchanged", route, kind, thread
+        )
+        logger.debug("management failure", exc_info=True)
+
+    async def _settle(early: asyncio.Future[Plan], route: str, raw: bytes) -> Plan | None:
+        """The plan of a request sent before its window finished (`Gateway.passes_through`), once it has."""
+        gateway().metrics.count("early_forwards", route)
+        try:
+            plan = await early
+        except Exception as exc:
+            _failed_open(route, exc)  # the request went as the client sent it, which is what failing open sends
+            return None
+        if plan.body is raw:
+            return plan
+        # cannot happen while passes_through holds: its bound is above what the window counts
+        gateway().metrics.count("early_misses", route)
+        logger.warning(
+            "%s: thread %s: the window changed a request already sent unchanged (%d -> %d tokens)",
+            route,
+            plan.name,
+            plan.tokens_before,
+            plan.tokens_after,
+        )
+        return dataclasses.replace(plan, body=raw, tokens_after=plan.tokens_before, recall=None)
 
     def _stream_back(opened: httpx.Response, extra: list[tuple[bytes, bytes]]) -> Response:
         async def body() -> AsyncIterator[bytes]:
@@ -351,6 +386,12 @@ def _managed(protocol: Protocol, body: Mapping[str, Any]) -> bool:
     if isinstance(protocol, Responses):
         return not (isinstance(body.get("input"), str) or body.get("previous_response_id") or body.get("conversation"))
     return True
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Mark a finished task's exception as seen (`_settle` logs it when the request is still there to await)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def _json_or_none(data: bytes) -> Any:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..context import TokenBudgetContextManager
 from ..storage import SessionStore
 from .config import ServeConfig
 from .identity import Match, Recognizer, explicit_thread, internal_id, scope_of, session_of
@@ -28,7 +29,7 @@ from .projection import (
 )
 from .protocols import Protocol
 from .recall import declared, offer, tool_name
-from .threads import Thread, Threads
+from .threads import Clean, Thread, Threads
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,24 @@ class ManagementError(Exception):
         super().__init__(f"thread {thread}: {type(cause).__name__}")
         self.thread = thread
         self.kind = type(cause).__name__
+
+
+@dataclass
+class Placement:
+    """A request placed in its thread (the first half of `Gateway.plan`; `Gateway.manage` does the rest)."""
+
+    protocol: Protocol
+    body: dict[str, Any]
+    items: list[Any]
+    raw: bytes
+    scope: str
+    name: str
+    match: Match | None
+    cache: ItemCache
+    system: Any
+    tools: list[Any] | None
+    current: bool = False
+    """Seen at the committed version by `Gateway.passes_through` (the window need not check it again)."""
 
 
 @dataclass
@@ -129,6 +148,13 @@ class Gateway:
     async def plan(
         self, protocol: Protocol, headers: Mapping[str, str], body: dict[str, Any], items: list[Any], raw: bytes
     ) -> Plan:
+        """What to send upstream for this request (`place`, then `manage`)."""
+        return await self.manage(await self.place(protocol, headers, body, items, raw))
+
+    async def place(
+        self, protocol: Protocol, headers: Mapping[str, str], body: dict[str, Any], items: list[Any], raw: bytes
+    ) -> Placement:
+        """Which thread the request belongs to, and its items projected against that thread's last list."""
         scope = scope_of(headers)
         try:
             explicit = explicit_thread(headers)
@@ -146,33 +172,63 @@ class Gateway:
             match = await self.recognizer.candidates(scope, session_of(headers, body), head)
             cache = project(protocol.fmt, items, self._nearest(scope, match))
             name = Recognizer.choose(match, cache).name
+        return Placement(protocol, body, items, raw, scope, name, match, cache, system, tools)
+
+    async def manage(self, placed: Placement) -> Plan:
+        """Run the thread's window on the placed request (under the thread's lock) and build the upstream body."""
         try:
-            return await self._manage(protocol, body, items, raw, scope, name, match, cache, system, tools)
+            return await self._manage(placed)
         except BadRequest:
             raise
         except Exception as exc:
-            raise ManagementError(name, exc) from exc
+            raise ManagementError(placed.name, exc) from exc
 
-    async def _manage(
-        self,
-        protocol: Protocol,
-        body: dict[str, Any],
-        items: list[Any],
-        raw: bytes,
-        scope: str,
-        name: str,
-        match: Match | None,
-        cache: ItemCache,
-        system: Any,
-        tools: list[Any] | None,
-    ) -> Plan:
+    async def passes_through(self, placed: Placement) -> bool:
+        """Whether the window is certain to leave this request as the client sent it, so that it can go upstream
+        at once while the window does its bookkeeping (log, view, counters) beside the upstream call.
+
+        Certain means: this process served the thread's last call, and that call went out unchanged with nothing
+        ever taken out of the thread; no other call of the thread is running here and no other process has
+        committed to it since; the list continues that call's (same digest at its length) with the same system
+        text and tools; and that call's exact size plus an upper bound of what was added (its JSON bytes: a token
+        is at least one byte) stays under the manager's high watermark, below which it changes nothing.
+        """
+        internal = internal_id(placed.scope, placed.name)
+        thread = self.threads.local(internal)
+        if thread is None or thread.clean is None or thread.removed != 0 or self.threads.busy(internal):
+            return False
+        clean, known = thread.clean, thread.items
+        manager = thread.window.manager
+        if known is None or not isinstance(manager, TokenBudgetContextManager):
+            return False
+        count = len(placed.items)
+        if (
+            clean.fmt != placed.protocol.fmt
+            or count < clean.length
+            or placed.cache.digest(clean.length) != known.digest(clean.length)
+            or placed.system != clean.system
+            or placed.tools != clean.tools
+        ):
+            return False
+        added = len(dumps_body(placed.items[clean.length :])) if count > clean.length else 0
+        if clean.tokens + added + 8 * (count - clean.length) >= manager.high_limit:
+            return False
+        placed.current = await self.threads.current(internal)
+        return placed.current
+
+    async def _manage(self, placed: Placement) -> Plan:
+        protocol, body, items, raw = placed.protocol, placed.body, placed.items, placed.raw
+        scope, name, match, cache = placed.scope, placed.name, placed.match, placed.cache
+        system, tools = placed.system, placed.tools
         internal = internal_id(scope, name)
         lead = _leading_system(protocol, items)
         text = system_text(system) if lead == 0 else "\n\n".join(filter(None, (_content_text(i) for i in items[:lead])))
         async with self.threads.lock(internal):
             recall = tool_name(protocol, body) if self.config.recall else None
             told = declared(protocol, tools, recall)
-            thread, fit = await self.threads.fit(internal, protocol.fmt, cache.plains[lead:], text or None, told)
+            thread, fit = await self.threads.fit(
+                internal, protocol.fmt, cache.plains[lead:], text or None, told, current=placed.current
+            )
             thread.items = cache
             if match is not None:
                 await self.recognizer.remember(match, cache)
@@ -204,6 +260,8 @@ class Gateway:
                 changes[protocol.system_key] = sent_system
         before = after + (thread.removed or 0)
         recall = recall if not unchanged else None
+        clean = unchanged and thread.removed == 0 and fit.summary is None
+        thread.clean = Clean(protocol.fmt, len(items), after, system, tools) if clean else None
         if unchanged:
             out_json, out = body, raw
         else:

@@ -28,6 +28,8 @@ class Metrics:
         self.recall_calls: defaultdict[str, int] = defaultdict(int)
         self.fail_open: defaultdict[str, int] = defaultdict(int)
         self.upstream_errors: defaultdict[str, int] = defaultdict(int)
+        self.early_forwards: defaultdict[str, int] = defaultdict(int)
+        self.early_misses: defaultdict[str, int] = defaultdict(int)
         self._buckets: defaultdict[str, list[int]] = defaultdict(lambda: [0] * (len(LATENCY_BUCKETS) + 1))
         self._latency_sum: defaultdict[str, float] = defaultdict(float)
 
@@ -75,6 +77,16 @@ class Metrics:
                 ("windowkeeper_recall_calls_total", self.recall_calls, "Recall tool calls answered by the gateway."),
                 ("windowkeeper_fail_open_total", self.fail_open, "Requests forwarded unmanaged after an error."),
                 ("windowkeeper_upstream_errors_total", self.upstream_errors, "Upstream connection failures."),
+                (
+                    "windowkeeper_early_forwards_total",
+                    self.early_forwards,
+                    "Unchanged requests sent upstream before the window's bookkeeping finished.",
+                ),
+                (
+                    "windowkeeper_early_misses_total",
+                    self.early_misses,
+                    "Requests sent early that the window then changed (should stay 0).",
+                ),
             )
             for name, series, help_text in simple:
                 family(name, "counter", help_text)

@@ -72,8 +72,7 @@ class Protocol(ABC):
         ...
 
     @abstractmethod
-    def calls(self, reply: Mapping[str, Any]) -> list[ToolCall]:
-        ...
+    def calls(self, reply: Mapping[str, Any]) -> list[ToolCall]: ...
 
     @abstractmethod
     def follow_up(

@@ -17,15 +17,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
+import tempfile
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from ..context import TokenBudgetContextManager
+from ..context.recall import Recall
+from ..context.recall_index import RecallIndex
 from ..integrations.window import DEFAULT_RESERVE_TOKENS, FitResult, Window
 from ..messages import Message
 from ..storage import ConflictError, SessionStore
@@ -38,6 +43,8 @@ logger = logging.getLogger(__name__)
 STATE_NAMESPACE = "windowkeeper.serve.state"
 STATE_KEY = "window"
 MAX_ATTEMPTS = 8
+RECALL_ORIGINALS_BYTES = 32 * 1024 * 1024
+"""The process's bound on recalled originals kept in memory (older ones are rebuilt from the index)."""
 
 
 class CommitStore(SessionStore):
@@ -123,6 +130,18 @@ class CommitStore(SessionStore):
         await self.inner.close()
 
 
+@dataclass(frozen=True)
+class Clean:
+    """A thread's last call went upstream exactly as the client sent it: what `Gateway.passes_through` compares
+    the next request with (its format, list length, exact prompt size, system value and tools)."""
+
+    fmt: str
+    length: int
+    tokens: int
+    system: Any
+    tools: list[Any] | None
+
+
 @dataclass
 class Thread:
     """What this process keeps of one thread between calls."""
@@ -132,6 +151,8 @@ class Thread:
     removed: int | None = 0
     """Tokens the gateway has taken out of this thread so far (what the client sends = what goes up + this);
     None when this process did not see the thread from its start (read back from the store)."""
+    clean: Clean | None = None
+    """Set while every call so far went out unchanged (None after any change, and for a thread read back)."""
 
 
 class Threads:
@@ -143,6 +164,8 @@ class Threads:
         self._threads: OrderedDict[str, Thread] = OrderedDict()
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._summarizer: Any = None
+        self._recall: Recall | None = None
+        self._recall_dir: str | None = None
         self.conflicts = 0
 
     def lock(self, thread_id: str) -> asyncio.Lock:
@@ -152,6 +175,16 @@ class Threads:
             # weakly held: a lock lives while a call holds or awaits it, so the map never outgrows the calls
             lock = self._locks[thread_id] = asyncio.Lock()
         return lock
+
+    def busy(self, thread_id: str) -> bool:
+        """Whether a call on ``thread_id`` holds or awaits its lock in this process."""
+        lock = self._locks.get(thread_id)
+        return lock is not None and lock.locked()
+
+    async def current(self, thread_id: str) -> bool:
+        """Whether this process's window of ``thread_id`` is at the version committed in the store."""
+        known = self.store.versions.get(thread_id)
+        return known is not None and await self.store.version(thread_id) == known
 
     def local(self, thread_id: str) -> Thread | None:
         return self._threads.get(thread_id)
@@ -164,6 +197,26 @@ class Threads:
             self._summarizer = ExtractiveSummarizer() if name == "extractive" else get_summarizer(name)
         return self._summarizer
 
+    def recall(self) -> Recall:
+        """The process's one recall index, shared by every thread's manager (each under its own thread key).
+
+        One manager per thread, each with its own in-memory index and originals cache, made the process grow with
+        every thread's history. The shared index lives in a file of a private temporary folder (its passages in
+        SQLite pages, not the heap) and the originals cache has one bound for the process; the index is derived
+        state (a thread read back from the store is indexed again), so the folder goes when the process stops.
+        """
+        if self._recall is None:
+            self._recall_dir = tempfile.mkdtemp(prefix="windowkeeper-serve-")
+            index = RecallIndex(Path(self._recall_dir) / "recall.sqlite3")
+            self._recall = Recall(index=index, original_cache_bytes=RECALL_ORIGINALS_BYTES)
+        return self._recall
+
+    def _release(self, thread: Thread | None) -> None:
+        """Drop what a thread's manager holds in the shared recall (a thread leaving this process's memory)."""
+        manager = thread.window.manager if thread is not None else None
+        if manager is not None:
+            manager.forget()
+
     def _new(self, thread_id: str, fmt: str, tools: Sequence[Any] | None) -> Thread:
         budget = self.config.budget
         manager = TokenBudgetContextManager(
@@ -171,17 +224,30 @@ class Threads:
             reserve_tokens=min(DEFAULT_RESERVE_TOKENS, budget // 5),
             summarizer=self.summarizer(),
             tools=[dict(t) for t in tools] if tools else None,
+            recall=self.recall(),
         )
         window: Window = Window(manager, format=fmt, store=self.store, thread_id=thread_id, prompt_cache=False)
         return Thread(window=window)
 
     async def fit(
-        self, thread_id: str, fmt: str, items: Sequence[Any], system: Any, tools: Sequence[Any] | None
+        self,
+        thread_id: str,
+        fmt: str,
+        items: Sequence[Any],
+        system: Any,
+        tools: Sequence[Any] | None,
+        *,
+        current: bool = False,
     ) -> tuple[Thread, FitResult]:
-        """Manage one call on ``thread_id`` (hold `lock` around it): the thread's window, current with the store."""
+        """Manage one call on ``thread_id`` (hold `lock` around it): the thread's window, current with the store.
+
+        ``current``: the caller has just seen this process's window at the committed version (`current`), so the
+        first attempt does not read it again; a commit in between still fails the version check and is redone.
+        """
         for attempt in range(MAX_ATTEMPTS):
             thread = self._threads.get(thread_id)
-            committed = await self.store.version(thread_id)
+            known = self.store.versions.get(thread_id)
+            committed = known if current and attempt == 0 and known is not None else await self.store.version(thread_id)
             if thread is not None and (self.store.versions.get(thread_id) != committed or thread.window.format != fmt):
                 logger.debug(
                     "thread %s: written by another process (version %d); reading it back", thread_id, committed
@@ -191,14 +257,16 @@ class Threads:
                 self.store.forget(thread_id)
                 fresh = self._new(thread_id, fmt, tools)
                 old = self._threads.get(thread_id)
+                self._release(old)
                 fresh.items = old.items if old is not None else None
                 fresh.removed = None if committed else 0
                 thread = fresh
             self._threads[thread_id] = thread
             self._threads.move_to_end(thread_id)
             while len(self._threads) > self.config.max_threads:
-                evicted, _ = self._threads.popitem(last=False)
+                evicted, gone = self._threads.popitem(last=False)
                 self.store.forget(evicted)
+                self._release(gone)
             try:
                 result = await thread.window.afit(items, system=system, tools=tools)
             except ConflictError:
@@ -206,7 +274,7 @@ class Threads:
                 logger.info(
                     "thread %s: another process committed first (attempt %d); redoing the call", thread_id, attempt + 1
                 )
-                self._threads.pop(thread_id, None)
+                self._release(self._threads.pop(thread_id, None))
                 self.store.forget(thread_id)
                 await asyncio.sleep(0.002 * (attempt + 1))
                 continue
@@ -214,4 +282,10 @@ class Threads:
         raise ConflictError(f"thread {thread_id}: {MAX_ATTEMPTS} concurrent commits in a row; giving up on this call")
 
     async def close(self) -> None:
-        await self.store.close()
+        try:
+            await self.store.close()
+        finally:
+            if self._recall is not None:
+                self._recall.index.close()
+            if self._recall_dir is not None:
+                shutil.rmtree(self._recall_dir, ignore_errors=True)
