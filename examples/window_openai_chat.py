@@ -71,7 +71,9 @@ def main() -> None:
         calls = len(srv.requests)
         last = srv.requests[-1].json["messages"]
         print(f"model calls: {calls}, history: {len(history)} messages, last request: {len(last)} messages")
-        print(f"summary in the last request's system message: {'Summary of the earlier' in last[0]['content']}")
+        # the caller's own system message leaves unchanged; the summary is a system message of its own after it
+        summarized = any("Summary of the earlier" in m["content"] for m in last if m["role"] == "system")
+        print(f"summary in the last request's system messages: {summarized}")
         print(f"prefix stable: {stable}/{calls - 1}")
         original = window.restore(pointers[0])  # an old tool output the window replaced with a pointer
         assert not isinstance(original, list) and original["role"] == "tool"  # one tool message in, one out

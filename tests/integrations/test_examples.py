@@ -27,7 +27,7 @@ def _run(script: str, *args: str) -> str:
 def test_window_with_the_openai_sdk() -> None:
     out = _run("window_openai_chat.py")
     assert "model calls: 16, history: 33 messages" in out
-    assert "summary in the last request's system message: True" in out
+    assert "summary in the last request's system messages: True" in out
     stable = re.search(r"prefix stable: (\d+)/15", out)
     assert stable is not None and int(stable.group(1)) >= 10
     assert re.search(r"restored call_\d+: 3103 chars, equal to history: True", out)
