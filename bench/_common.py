@@ -22,8 +22,8 @@ from typing import Any
 
 from windowkeeper.evaluation.datasets import chain_trajectories, data_dir
 from windowkeeper.evaluation.loaders import load_trajectories
-from windowkeeper.evaluation.sessiongen import iter_steps
 from windowkeeper.messages import Message
+from windowkeeper.testing.sessiongen import iter_steps
 from windowkeeper.tokens import REPLY_PRIMING, TOOL_CALL_OVERHEAD, TiktokenCounter, tool_arguments_json
 from windowkeeper.units import group_units
 

@@ -3,7 +3,7 @@ the tool results carry the facts.
 
 LongMemEval is user-assistant chat, and a strategy tuned on it (rank the user's statements first, clear long
 assistant replies) can look good there and lose the facts of an agent session. This set is built differently:
-`windowkeeper.evaluation.sessiongen` writes coding-agent sessions of ``--tokens`` tokens each (a system prompt, user
+`windowkeeper.testing.sessiongen` writes coding-agent sessions of ``--tokens`` tokens each (a system prompt, user
 requests, parallel tool calls, file reads, test logs, stack traces, decisions and measurements) and labels every
 fact it plants (goal, constraint, file path, decision, error, number) with the message that states it. Decisions
 and measurements are stated by the assistant or a tool, never by the user.
@@ -40,8 +40,8 @@ from _common import fresh_counter, print_table
 
 from windowkeeper.evaluation.lineup import standard_lineup
 from windowkeeper.evaluation.replay import call_points, view_text
-from windowkeeper.evaluation.sessiongen import Fact, GeneratedSession, generate_session_for_tokens
 from windowkeeper.messages import Message
+from windowkeeper.testing.sessiongen import Fact, GeneratedSession, generate_session_for_tokens
 
 OURS = "TokenBudgetContextManager"
 SLIDING = "sliding window"

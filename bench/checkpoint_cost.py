@@ -30,11 +30,11 @@ from typing import Any
 
 from _common import call_chunks, print_table
 
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.graph import SQLiteCheckpointer
 from windowkeeper.llm.formats import to_langchain, to_responses_input
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState
+from windowkeeper.testing.sessiongen import generate_session
 
 TARGET_BYTES_RATIO = 2.0
 

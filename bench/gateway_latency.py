@@ -51,20 +51,22 @@ WORDS = [
 ]
 
 
+MESSAGE_TOKENS = 282
+"""What `message` measures with the gateway's counter (cl100k-style: 120 words with a number each)."""
+
+
 def message(n: int, role: str) -> dict[str, Any]:
-    """A ~250-token message, different for every ``n``."""
+    """A `MESSAGE_TOKENS`-token message, different for every ``n``."""
     words = [WORDS[(n * 7 + i * 3) % len(WORDS)] + str((n + i) % 97) for i in range(120)]
     return {"role": role, "content": " ".join(words)}
 
 
 def conversation(tokens: int) -> list[dict[str, Any]]:
+    """About ``tokens`` tokens of alternating messages, ending with a user message."""
     items = [{"role": "system", "content": "You are a careful assistant."}]
-    n = 0
-    while n * 250 < tokens:
+    count = max(1, round(tokens / MESSAGE_TOKENS))
+    for n in range(count - (count % 2 == 0)):  # an odd count: the last message is the user's
         items.append(message(n, "user" if n % 2 == 0 else "assistant"))
-        n += 1
-    if items[-1]["role"] != "user":
-        items.append(message(n, "user"))
     return items
 
 

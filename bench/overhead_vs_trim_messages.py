@@ -28,11 +28,11 @@ from _common import CpuClock, call_chunks, chained, fresh_counter, lc_exact_coun
 
 from windowkeeper.context.budget import TokenBudgetContextManager
 from windowkeeper.context.pointers import is_offloaded
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.llm.formats import to_langchain
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState, add_messages
 from windowkeeper.summarize import ExtractiveSummarizer
+from windowkeeper.testing.sessiongen import generate_session
 from windowkeeper.tokens import REPLY_PRIMING
 
 RESERVE = 2000

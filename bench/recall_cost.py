@@ -29,10 +29,10 @@ from _common import call_chunks, chained, fresh_counter, print_table, require_da
 from windowkeeper.context.budget import TokenBudgetContextManager
 from windowkeeper.evaluation.datasets import load_longmemeval
 from windowkeeper.evaluation.replay import ReplayReport, replay
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.evaluation.strategies import ManagedStrategy
 from windowkeeper.state import AgentState, add_messages
 from windowkeeper.summarize import ExtractiveSummarizer
+from windowkeeper.testing.sessiongen import generate_session
 
 RESERVE = 2000
 WITH = "budget manager (recall)"

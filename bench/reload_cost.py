@@ -32,10 +32,10 @@ from typing import Any
 from _common import CpuClock, call_chunks, chained, fresh_counter, print_table
 
 from windowkeeper.context.budget import TokenBudgetContextManager
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.graph import SQLiteCheckpointer
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState, ExecMeta
+from windowkeeper.testing.sessiongen import generate_session
 
 RESERVE = 2000
 TARGET = 1.5

@@ -4,10 +4,10 @@ Kinds (each case is one long conversation and one question whose answer is state
 
 * ``chat``: LongMemEval-S dev, the questions whose answer is word for word in the ~104k-token haystack (a user
   talking to an assistant);
-* ``agent``: generated coding-agent sessions (`evaluation.sessiongen`, twice ``--tokens`` long, the probe of
+* ``agent``: generated coding-agent sessions (`testing.sessiongen`, twice ``--tokens`` long, the probe of
   ``agent_retention.py``: a decision or measurement from the first half); ``tau``: chained tau-bench trajectories,
   which have no question and are measured for budgets and prefix stability only;
-* ``dialogue``: two people chatting over many sessions (`evaluation.dialoguegen`), one planted fact per case.
+* ``dialogue``: two people chatting over many sessions (`testing.dialoguegen`), one planted fact per case.
 
 Every strategy is driven call by call (a chat: one call per user turn; an agent session: one per assistant
 message). Per call the view is assembled and counted exactly (o200k) as the model would receive it: **over**
@@ -45,13 +45,13 @@ from agent_retention import steps_of as agent_steps
 from longmemeval_retention import chat_steps
 
 from windowkeeper.evaluation.datasets import chain_trajectories, load_longmemeval
-from windowkeeper.evaluation.dialoguegen import generate_dialogue
 from windowkeeper.evaluation.lineup import standard_lineup
 from windowkeeper.evaluation.loaders import load_trajectories
 from windowkeeper.evaluation.replay import assembled, view_text
-from windowkeeper.evaluation.sessiongen import generate_session_for_tokens
 from windowkeeper.evaluation.strategies import Strategy, View
 from windowkeeper.messages import Message
+from windowkeeper.testing.dialoguegen import generate_dialogue
+from windowkeeper.testing.sessiongen import generate_session_for_tokens
 from windowkeeper.tokens import TokenCounter
 from windowkeeper.units import group_units
 

@@ -33,10 +33,10 @@ from windowkeeper import (
     Window,
 )
 from windowkeeper.constants import END
-from windowkeeper.evaluation.sessiongen import generate_session_for_tokens
 from windowkeeper.llm.formats import to_openai_chat
 from windowkeeper.state import ExecMeta
 from windowkeeper.summarize import ExtractiveSummarizer
+from windowkeeper.testing.sessiongen import generate_session_for_tokens
 
 TARGET = 1.2
 

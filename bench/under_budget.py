@@ -20,9 +20,9 @@ from _common import TAU_FILE, CpuClock, call_chunks, fresh_counter, print_table,
 
 from windowkeeper.context.budget import TokenBudgetContextManager
 from windowkeeper.evaluation.loaders import load_trajectories
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState, ExecMeta, add_messages
+from windowkeeper.testing.sessiongen import generate_session
 
 TARGET = 1.5
 RESERVE = 2000

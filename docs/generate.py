@@ -34,7 +34,7 @@ def _demo(steps: int, budget: int) -> dict[str, Any]:
     from windowkeeper.cli.report import report_json
     from windowkeeper.evaluation.lineup import standard_lineup
     from windowkeeper.evaluation.replay import replay
-    from windowkeeper.evaluation.sessiongen import generate_session
+    from windowkeeper.testing.sessiongen import generate_session
 
     session = generate_session(steps, seed=0)
     report = asyncio.run(replay(session.messages, standard_lineup(budget), facts=[f.text for f in session.facts]))
@@ -113,8 +113,8 @@ def _shown(args: list[str], lines: list[str]) -> None:
 
 
 def _session_file() -> None:
-    from windowkeeper.evaluation.sessiongen import generate_session
     from windowkeeper.llm.formats import to_openai_chat
+    from windowkeeper.testing.sessiongen import generate_session
 
     Path("session.json").write_text(json.dumps(to_openai_chat(generate_session(60, seed=1).messages)))
 
@@ -182,8 +182,8 @@ def cli_session_log() -> str:
     compacted back into a log."""
 
     def run() -> str:
-        from windowkeeper.evaluation.sessiongen import generate_session
         from windowkeeper.testing.conversation_files import write_sample
+        from windowkeeper.testing.sessiongen import generate_session
 
         write_sample(Path("."), "claude-code", generate_session(60, seed=1).messages)
         lines = ["```console"]

@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from windowkeeper.evaluation import Prices, replay
 from windowkeeper.evaluation.lineup import standard_lineup
-from windowkeeper.evaluation.sessiongen import generate_session
+from windowkeeper.evaluation.pricing import Prices
+from windowkeeper.evaluation.replay import replay
+from windowkeeper.testing.sessiongen import generate_session
 
 
 async def main(steps: int, budget: int) -> None:

@@ -17,9 +17,9 @@ import tempfile
 from pathlib import Path
 
 from windowkeeper import ContextReport, SQLiteMemory
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.memory import COMPACTION_KEY
 from windowkeeper.memory.events import message_to_event
+from windowkeeper.testing.sessiongen import generate_session
 
 SESSION = "fix-billing"
 

@@ -6,10 +6,12 @@ import asyncio
 import contextvars
 import gc
 import threading
+from collections.abc import Awaitable, Generator
+from typing import Any
 
 import pytest
 
-from windowkeeper._bridge import run_sync, run_sync_anywhere
+from windowkeeper._bridge import adrive, drive, run_sync, run_sync_anywhere
 
 REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar("REQUEST", default="none")
 
@@ -180,3 +182,113 @@ def test_async_generators_left_on_a_threads_loop_are_closed_when_the_thread_ends
     worker.join()
     gc.collect()
     assert closed == ["closed"]
+
+
+# -- direct stepping and generator cores ---------------------------------------------------------------------------
+
+
+def test_a_direct_call_that_never_waits_runs_without_a_task_and_sees_the_loop() -> None:
+    async def work() -> tuple[bool, bool]:
+        return asyncio.current_task() is None, asyncio.get_running_loop() is not None
+
+    assert run_sync(work, caller="f()", instead="await af()", direct=True) == (True, True)
+
+
+def test_a_direct_call_that_waits_finishes_as_a_task_on_the_same_loop() -> None:
+    seen: list[object] = []
+
+    async def work() -> int:
+        loop = asyncio.get_running_loop()
+        seen.append(asyncio.current_task())
+        value = await asyncio.to_thread(lambda: 20)
+        seen.append(asyncio.current_task())
+        await asyncio.sleep(0)  # a bare yield is passed through as well
+        assert asyncio.get_running_loop() is loop
+        return value + 1
+
+    assert run_sync(work, caller="f()", instead="await af()", direct=True) == 21
+    assert seen[0] is None and isinstance(seen[1], asyncio.Task)
+
+
+def test_a_direct_call_keeps_asyncio_run_semantics() -> None:
+    events: list[str] = []
+
+    async def forever() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            events.append("cancelled")
+
+    async def work() -> str:
+        seen = REQUEST.get()
+        REQUEST.set("inside")
+        asyncio.get_running_loop().create_task(forever())
+        asyncio.get_running_loop().call_soon(events.append, "callback")
+        return seen
+
+    async def fail() -> None:
+        await asyncio.sleep(0)
+        raise ValueError("bad value 8")
+
+    token = REQUEST.set("outside")
+    try:
+        assert run_sync(work, caller="f()", instead="await af()", direct=True) == "outside"
+        assert REQUEST.get() == "outside"  # the call ran in a copy of the caller's context
+    finally:
+        REQUEST.reset(token)
+    assert sorted(events) == ["callback", "cancelled"]  # scheduled callbacks ran, the leftover task was cancelled
+    with pytest.raises(ValueError, match="bad value 8"):
+        run_sync(fail, caller="f()", instead="await af()", direct=True)
+
+
+async def test_a_direct_call_is_refused_inside_a_running_loop() -> None:
+    made: list[int] = []
+
+    async def work() -> int:
+        made.append(1)
+        return 1
+
+    with pytest.raises(RuntimeError, match=r"f\(\) was called from inside a running event loop"):
+        run_sync(work, caller="f()", instead="await af()", direct=True)
+    assert made == []
+
+
+def _core(log: list[str], fail: bool = False) -> Generator[Awaitable[Any], Any, str]:
+    log.append("cpu")
+    try:
+        value = yield _io(fail)
+    except LookupError as exc:
+        value = f"handled {exc.args[0]}"
+    log.append(value)
+    return f"done: {value}"
+
+
+async def _io(fail: bool) -> str:
+    await asyncio.sleep(0)
+    if fail:
+        raise LookupError("missing")
+    return "io"
+
+
+def _pure() -> Generator[Awaitable[Any], Any, int]:
+    return 7
+    yield  # a generator core that needs no I/O
+
+
+def test_drive_runs_pure_steps_directly_and_awaitables_on_the_loop() -> None:
+    log: list[str] = []
+    assert drive(_core(log), caller="f()", instead="await af()") == "done: io"
+    assert drive(_core(log, fail=True), caller="f()", instead="await af()") == "done: handled missing"
+    assert log == ["cpu", "io", "cpu", "handled missing"]
+    assert drive(_pure(), caller="f()", instead="await af()") == 7
+
+
+async def test_adrive_runs_the_same_core_and_drive_refuses_inside_a_loop() -> None:
+    log: list[str] = []
+    assert await adrive(_core(log)) == "done: io"
+    assert await adrive(_pure()) == 7
+    core = _core(log)
+    with pytest.raises(RuntimeError, match=r"f\(\) was called from inside a running event loop.*`await af\(\)`"):
+        drive(core, caller="f()", instead="await af()")
+    assert core.gi_frame is None  # the core was closed, and the awaitable it yielded with it (no warning)
+    assert drive(_pure(), caller="f()", instead="await af()") == 7  # a core that never yields needs no loop

@@ -1,7 +1,11 @@
 """The one place where synchronous and asynchronous code meet.
 
-Logic is written once, as coroutines; three crossings connect it to code on the other side:
+Logic is written once, either as coroutines or as a generator core (a plain generator that yields an awaitable
+wherever it needs real I/O); these crossings connect it to code on the other side:
 
+- `drive` / `adrive`: the sync and async drivers of a generator core. Its pure-CPU steps run directly on the
+  calling thread, so a sync call that does no I/O touches no event loop at all; only the awaitables it yields run
+  on one (`run_sync`'s) or are awaited (`adrive`).
 - `run_sync`: a synchronous API (``graph.invoke``, ``manager.trim_context``, ``checkpointer.get_state``) runs its
   coroutine to completion on the calling thread's own long-lived loop, and refuses, with an error naming the async
   method to await, when it is called from inside a running loop: blocking there would stall every other task on
@@ -9,7 +13,8 @@ Logic is written once, as coroutines; three crossings connect it to code on the 
   ``asyncio.run`` per call costs far more than the call itself on Python 3.11: besides making and closing a loop
   (and joining its executor), it formats the finished task, result included, when it puts back the SIGINT handler
   (``signal.getsignal`` builds an enum error message from the handler's repr), which made a sync call on a
-  1M-token history several times its async form.
+  1M-token history several times its async form. The task's first step runs at once, without a loop pass, and a
+  library coroutine that needs no task (``direct=True``) is stepped without one until it first waits.
 - `run_in_worker`: user code that is synchronous (a node function, a tool, a summarizer) runs in a worker thread, so
   the event loop keeps serving other threads of conversation while it works. The caller's context variables go
   along (``contextvars.copy_context``), so injected dependencies and request-scoped values stay visible. With
@@ -23,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import collections
 import concurrent.futures
 import contextlib
 import contextvars
@@ -33,7 +37,8 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Coroutine, Generator
+from asyncio.events import _get_running_loop, _set_running_loop
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, ParamSpec, TypeVar
 
 T = TypeVar("T")
@@ -54,31 +59,32 @@ def is_async_callable(fn: object) -> bool:
 
 def in_running_loop() -> bool:
     """Whether the calling thread is currently running an event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+    return _get_running_loop() is not None
 
 
 def refuse_in_loop(caller: str, instead: str) -> None:
     """Raise `RuntimeError` when a blocking ``caller`` is used inside a running loop; ``instead`` is what to await."""
-    if in_running_loop():
-        raise RuntimeError(
-            f"{caller} was called from inside a running event loop, where blocking would stall it; "
-            f"use `{instead}` instead",
-        )
+    if _get_running_loop() is not None:
+        raise _refusal(caller, instead)
 
 
-def run_sync(work: Callable[[], Coroutine[Any, Any, T]], *, caller: str, instead: str) -> T:
+def run_sync(
+    work: Callable[[], Coroutine[Any, Any, T]], *, caller: str, instead: str, direct: bool = False
+) -> T:
     """Run the coroutine ``work()`` to completion from synchronous code.
 
     ``work`` is a factory rather than a coroutine so that nothing is created (and left un-awaited) when the call
     is refused. ``caller`` names the sync API (``"CompiledGraph.invoke()"``) and ``instead`` the awaitable
     replacement (``"await graph.ainvoke(...)"``) in the error raised inside a running loop.
+
+    ``direct=True`` is for library coroutines that need no task of their own until they first suspend (no
+    ``asyncio.timeout``, task groups, anyio or other code that reads ``asyncio.current_task()`` before its first
+    real wait, no async generators): they are stepped on this thread without one, so a call that never waits
+    (an in-memory checkpointer read) costs what its async form costs; if it does wait, the rest runs as a task.
     """
-    refuse_in_loop(caller, instead)
-    return drive(work)
+    if _get_running_loop() is not None:
+        raise _refusal(caller, instead)
+    return _run(work(), direct)
 
 
 def run_sync_anywhere(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -88,71 +94,164 @@ def run_sync_anywhere(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
     the coroutine runs on a loop in a worker thread and the calling loop waits for it, which is the price of
     a sync hook. Everywhere else `run_sync`, which refuses inside a loop, is the right crossing.
     """
-    if not in_running_loop():
-        return drive(work)
+    if _get_running_loop() is None:
+        return _run(work(), False)
     # a thread of its own per call (a pooled one could be the thread this hook is, indirectly, called from), so a
     # loop of its own that asyncio.run closes fully, clients bound to it included (no SIGINT handler off the main
-    # thread, so none of the cost `drive` avoids)
+    # thread, so none of the cost `_run` avoids)
     with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="windowkeeper-sync") as pool:
         return pool.submit(lambda: asyncio.run(work())).result()
 
 
-def drive(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """``work()`` run to completion on this thread's own loop (made on first use, reused by every later call).
+def drive(core: Generator[Awaitable[Any], Any, T], *, caller: str, instead: str) -> T:
+    """Run a generator core to completion from synchronous code.
+
+    A core is logic written once as a plain generator that yields an awaitable wherever it needs real I/O (a
+    summarizer call, a store read) and is sent that awaitable's result (or has its exception thrown in). Its
+    pure-CPU steps run here directly, with no event loop involved, so a sync call that does no I/O costs exactly
+    what the async form (`adrive`) costs; each awaitable runs to completion on this thread's loop (`run_sync`).
+    Inside a running loop, the first awaitable is refused (closed, with the core) with the error naming
+    ``instead``.
+    """
+    try:
+        step = core.send(None)
+        while True:
+            if _get_running_loop() is not None:
+                _close_awaitable(step)
+                core.close()
+                raise _refusal(caller, instead)
+            try:
+                value = _run(_awaited(step), False)
+            except BaseException as exc:  # the core decides; what it does not handle propagates
+                step = core.throw(exc)
+            else:
+                step = core.send(value)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+async def adrive(core: Generator[Awaitable[Any], Any, T]) -> T:
+    """The async driver of a generator core (see `drive`): each awaitable it yields is awaited here."""
+    try:
+        step = core.send(None)
+        while True:
+            try:
+                value = await step
+            except BaseException as exc:
+                step = core.throw(exc)
+            else:
+                step = core.send(value)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+async def _awaited(step: Awaitable[T]) -> T:
+    return await step
+
+
+def _close_awaitable(step: object) -> None:
+    close = getattr(step, "close", None)
+    if inspect.iscoroutine(step) and close is not None:
+        close()
+
+
+def _refusal(caller: str, instead: str) -> RuntimeError:
+    return RuntimeError(
+        f"{caller} was called from inside a running event loop, where blocking would stall it; "
+        f"use `{instead}` instead",
+    )
+
+
+def _run(coro: Coroutine[Any, Any, T], direct: bool) -> T:
+    """``coro`` run to completion on this thread's own loop (made on first use, reused by every later call).
 
     Like ``asyncio.run``, the coroutine runs as a task in a copy of the caller's context, and tasks it leaves
     behind are cancelled before the call returns, so no call sees another's leftovers. Unlike it, the loop (and its
-    executor's threads, and loop-bound clients such as an SDK's connection pool) outlive the call. Must not be
-    called from a thread whose loop is running (`run_sync` checks).
+    executor's threads, and loop-bound clients such as an SDK's connection pool) outlive the call. The caller has
+    checked that no loop runs in this thread. With ``direct`` the coroutine's steps up to its first suspension run
+    without a task (see `run_sync`).
     """
     owned = _thread_loop.owned
-    if owned is None or not owned.usable():
+    if owned is None or owned.generation != _fork_generation or owned.loop.is_closed():
+        if owned is not None:
+            owned.close()
         owned = _thread_loop.owned = _OwnedLoop()
     loop = owned.loop
-    owned.tasks.made = 0
-    task = loop.create_task(work())
+    tasks = owned.tasks
+    tasks.made = 0
+    context = contextvars.copy_context()
+    task: asyncio.Task[T] | None = None
     try:
-        _first_step(loop)
+        if direct:
+            _set_running_loop(loop)
+            try:
+                pending = context.run(coro.send, None)
+            except StopIteration as done:
+                finished = True
+                result: T = done.value
+            else:
+                finished = False
+            finally:
+                _set_running_loop(None)
+            if finished:
+                if loop._ready:  # type: ignore[attr-defined]  # callbacks it scheduled run now, not next call
+                    _run_ready(loop)
+                return result
+            task = asyncio.Task(_rest(coro, pending), loop=loop, context=context)
+            return loop.run_until_complete(task)
+        task = owned.eager_task(coro, context)
         if task.done():
-            if loop._ready:  # type: ignore[attr-defined]  # callbacks the step scheduled run now, not next call
-                loop.stop()
-                loop.run_forever()
+            if loop._ready:  # type: ignore[attr-defined]
+                _run_ready(loop)
             return task.result()
         return loop.run_until_complete(task)
     finally:
         # only a task the call made (or the call's own, interrupted) can be left: all_tasks walks every task
-        if owned.tasks.made > 1 or not task.done():
+        if tasks.made or (task is not None and not task.done()):
             _cancel_leftovers(loop)
 
 
-def _first_step(loop: asyncio.AbstractEventLoop) -> None:
-    """Run the step the new task scheduled, in which most calls finish.
+def _run_ready(loop: asyncio.AbstractEventLoop) -> None:
+    loop.stop()
+    loop.run_forever()
 
-    On the standard loop the one ready handle is run here directly, with the loop marked running (as the loop
-    itself would, the task entered as current, async generators registered with the loop): a loop pass (poll
-    the selector, check timers, look for the done-callback in a second pass) costs more than a small call's
-    own work, and a sync call must cost what its async form costs. Any other loop, or a loop with other work
-    ready, gets one ordinary pass.
-    """
-    ready = getattr(loop, "_ready", None)
-    if type(ready) is not collections.deque or len(ready) != 1 or not isinstance(loop, asyncio.BaseEventLoop):
-        loop.stop()
-        loop.run_forever()
-        return
-    handle = ready.popleft()
-    hooks = sys.get_asyncgen_hooks()
-    sys.set_asyncgen_hooks(
-        firstiter=loop._asyncgen_firstiter_hook,  # type: ignore[attr-defined]
-        finalizer=loop._asyncgen_finalizer_hook,  # type: ignore[attr-defined]
-    )
-    loop._thread_id = threading.get_ident()  # type: ignore[attr-defined]  # what is_running() reads
-    asyncio.events._set_running_loop(loop)
-    try:
-        handle._run()
-    finally:
-        asyncio.events._set_running_loop(None)
-        loop._thread_id = None  # type: ignore[attr-defined]
-        sys.set_asyncgen_hooks(*hooks)
+
+async def _rest(coro: Coroutine[Any, Any, T], pending: Any) -> T:
+    """The rest of a coroutine stepped without a task until it suspended on ``pending``, run as a task."""
+    result: T = await _Resumed(coro, pending)
+    return result
+
+
+class _Resumed:
+    """Awaitable continuing ``coro`` from its suspension on ``pending``: what it yields goes to the task driving
+    this, what that task sends or throws goes to ``coro``."""
+
+    __slots__ = ("coro", "pending")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], pending: Any) -> None:
+        self.coro, self.pending = coro, pending
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, pending = self.coro, self.pending
+        self.pending = None
+        while True:
+            try:
+                value = yield pending
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                try:
+                    pending = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    pending = coro.send(value)
+                except StopIteration as done:
+                    return done.value
 
 
 def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
@@ -175,7 +274,7 @@ def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
 
 
 class _TaskCount:
-    """The loop's task factory: counts the tasks made, so `drive` knows when one may have been left behind.
+    """The loop's task factory: counts the tasks made, so `_run` knows when one may have been left behind.
 
     An object of its own rather than a method of `_OwnedLoop`: the loop holds its factory, and a factory holding
     the owner would keep the owner alive as long as anyone holds the loop, so the loop would never be closed.
@@ -198,23 +297,65 @@ class _TaskCount:
 
 
 class _OwnedLoop:
-    """One thread's loop for `drive`; closed when its thread's locals go (thread exit) or at interpreter exit."""
+    """One thread's loop for `run_sync`; closed when its thread's locals go (thread exit) or at interpreter exit."""
 
-    __slots__ = ("__weakref__", "loop", "pid", "tasks")
+    __slots__ = ("__weakref__", "generation", "hooks", "ident", "loop", "pid", "slots", "step", "tasks")
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = loop = asyncio.new_event_loop()
         self.pid = os.getpid()
+        self.generation = _fork_generation
+        self.ident = threading.get_ident()
         self.tasks = _TaskCount()
-        self.loop.set_task_factory(self.tasks)
+        self.step: Callable[[], object] | None = None
+        loop.set_task_factory(self.tasks)
+        # the standard loop's instance namespace (see eager_task) and its async generator hooks, looked up once
+        standard = isinstance(loop, asyncio.BaseEventLoop) and hasattr(loop, "__dict__")
+        self.slots: dict[str, Any] | None = loop.__dict__ if standard else None
+        self.hooks = (
+            (loop._asyncgen_firstiter_hook, loop._asyncgen_finalizer_hook)  # type: ignore[attr-defined]
+            if standard
+            else None
+        )
         _all_owned.add(self)
 
-    def usable(self) -> bool:
-        # a forked child inherits the parent's selector and self-pipe: it gets a loop of its own
-        if self.pid != os.getpid():
-            self.close()
-            return False
-        return not self.loop.is_closed()
+    def eager_task(self, coro: Coroutine[Any, Any, T], context: contextvars.Context) -> asyncio.Task[T]:
+        """A task for ``coro`` whose first step has run (most calls finish in it).
+
+        On the standard loop the step the new task schedules is taken as it is scheduled and run here directly,
+        with the loop marked running (as the loop itself would, the task entered as current, async generators
+        registered with the loop): a handle, a loop pass (poll the selector, check timers, look for the
+        done-callback in a second pass) cost more than a small call's own work, and a sync call must cost what
+        its async form costs. Any other loop gets an ordinary task and pass.
+        """
+        loop, slots, hooks = self.loop, self.slots, self.hooks
+        if slots is None or hooks is None or loop._ready:  # type: ignore[attr-defined]
+            task = loop.create_task(coro, context=context)
+            _run_ready(loop)
+            return task
+        slots["call_soon"] = self._take_step  # the task's constructor schedules its first step through this
+        try:
+            task = asyncio.Task(coro, loop=loop, context=context)
+        finally:
+            del slots["call_soon"]
+        step, self.step = self.step, None
+        assert step is not None
+        previous = sys.get_asyncgen_hooks()
+        sys.set_asyncgen_hooks(*hooks)
+        slots["_thread_id"] = self.ident  # what is_running() reads
+        _set_running_loop(loop)
+        try:
+            context.run(step)
+        finally:
+            _set_running_loop(None)
+            slots["_thread_id"] = None
+            sys.set_asyncgen_hooks(*previous)
+        return task
+
+    def _take_step(
+        self, callback: Callable[..., object], *args: Any, context: contextvars.Context | None = None
+    ) -> None:
+        self.step = functools.partial(callback, *args) if args else callback
 
     def shutdown(self) -> None:
         """Close async generators and the executor, then the loop (at interpreter exit, from the main thread)."""
@@ -252,6 +393,17 @@ class _ThreadLoop(threading.local):
 
 _thread_loop = _ThreadLoop()
 _all_owned: weakref.WeakSet[_OwnedLoop] = weakref.WeakSet()
+_fork_generation = 0
+"""Bumped in a forked child: a loop made before the fork shares the parent's selector and self-pipe, so the
+child's threads get loops of their own (a counter compared per call, where ``os.getpid()`` was a system call)."""
+
+
+def _forked() -> None:
+    global _fork_generation
+    _fork_generation += 1
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 @atexit.register
@@ -369,6 +521,7 @@ class LoopThread:
 
 __all__ = [
     "LoopThread",
+    "adrive",
     "drive",
     "in_running_loop",
     "is_async_callable",

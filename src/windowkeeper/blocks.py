@@ -460,25 +460,3 @@ def tool_output_text(output: Any) -> str:
     import json
 
     return json.dumps(output, ensure_ascii=False, sort_keys=False)
-
-
-__all__ = [
-    "MEDIA_BLOCK_TYPES",
-    "AnnotationBlock",
-    "AnnotationRef",
-    "AudioBlock",
-    "ContentBlock",
-    "DataBlock",
-    "DocumentBlock",
-    "ErrorBlock",
-    "ImageBlock",
-    "MediaRef",
-    "ReasoningBlock",
-    "TextBlock",
-    "ToolCallBlock",
-    "ToolResultBlock",
-    "VideoBlock",
-    "block_from_stored",
-    "make_block",
-    "tool_output_text",
-]

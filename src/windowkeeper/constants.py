@@ -10,5 +10,3 @@ from typing import Final
 
 START: Final = "__start__"
 END: Final = "__end__"
-
-__all__ = ["END", "START"]

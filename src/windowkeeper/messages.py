@@ -646,9 +646,3 @@ def _make_message(fields: dict[str, Any], fields_set: set[str] | None = None) ->
     _set_attribute(message, "__pydantic_private__", {"_fingerprint": None})
     fields["content"]._own(message)
     return message
-
-
-__all__ = [
-    "ROLES", "BlockList", "Message", "Role", "TokenUsages", "edit_epoch", "edited_since", "message_from_stored",
-    "same_message",
-]

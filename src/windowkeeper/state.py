@@ -143,13 +143,3 @@ class ToolResult(BaseModel):
 
     message: Any = ""
     state: dict[str, Any] = Field(default_factory=dict)
-
-
-__all__ = [
-    "AgentState",
-    "ExecMeta",
-    "ExecutionStatus",
-    "ToolResult",
-    "add_messages",
-    "field_reducers",
-]

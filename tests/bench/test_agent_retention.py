@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from windowkeeper.evaluation.sessiongen import generate_session_for_tokens
+from windowkeeper.testing.sessiongen import generate_session_for_tokens
 
 BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 

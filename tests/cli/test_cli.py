@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from windowkeeper.cli.app import app
 from windowkeeper.evaluation.datasets import data_dir
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.llm.formats import to_openai_chat
 from windowkeeper.testing.conversation_files import BUILDERS, write_sample
+from windowkeeper.testing.sessiongen import generate_session
 
 runner = CliRunner()
 TAU = data_dir() / "tau_bench" / "gpt-4o-airline.json"
@@ -313,3 +313,15 @@ def test_console_script_end_to_end(conversation: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["ok"] is True
+
+
+def test_in_process_run_leaves_the_callers_logging_as_it_was(conversation: Path) -> None:
+    """A program (or a test suite) that runs the CLI in-process keeps its root handlers and level: the CLI's stderr
+    handler and its --verbose level live only as long as the run."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    for args in (["--verbose", "inspect", str(conversation)], ["inspect", str(conversation)], ["--verbose", "nope"]):
+        runner.invoke(app, args)
+        assert (root.handlers, root.level) == (handlers, level), args

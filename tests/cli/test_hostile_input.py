@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from windowkeeper.cli.app import app
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.llm.formats import to_openai_chat
+from windowkeeper.testing.sessiongen import generate_session
 
 runner = CliRunner()
 

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from windowkeeper.cli.inspect_cmd import PROVIDERS, conversation_report, inspect_reports
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.io import read_conversation, read_text
 from windowkeeper.io import stream as stream_module
 from windowkeeper.io.stream import open_stream
 from windowkeeper.llm.formats import to_anthropic, to_openai_chat, to_responses_input
 from windowkeeper.prompt import assemble
 from windowkeeper.testing.conversation_files import write_sample
+from windowkeeper.testing.sessiongen import generate_session
 
 MESSAGES = generate_session(40, seed=5).messages
 

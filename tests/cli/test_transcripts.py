@@ -18,7 +18,6 @@ from pydantic import TypeAdapter
 from typer.testing import CliRunner
 
 from windowkeeper.cli.app import app
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.io import read_conversation
 from windowkeeper.llm.formats import to_responses_input
 from windowkeeper.testing.conversation_files import (
@@ -28,6 +27,7 @@ from windowkeeper.testing.conversation_files import (
     session,
     write_sample,
 )
+from windowkeeper.testing.sessiongen import generate_session
 
 runner = CliRunner()
 LONG = generate_session(60, seed=2).messages

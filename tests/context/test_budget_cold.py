@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from windowkeeper.context import _compaction
 from windowkeeper.context.budget import TokenBudgetContextManager
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState, add_messages
 from windowkeeper.summarize import ExtractiveSummarizer
+from windowkeeper.testing.sessiongen import generate_session
 from windowkeeper.tokens import default_counter
 from windowkeeper.units import validate
 

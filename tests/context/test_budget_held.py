@@ -14,14 +14,14 @@ import pytest
 from windowkeeper.context import MessageContextManager, SummaryContextManager, TokenBudgetContextManager
 from windowkeeper.context.base import BaseContextManager
 from windowkeeper.context.recall import is_recall
-from windowkeeper.evaluation.dialoguegen import generate_dialogue
 from windowkeeper.evaluation.lineup import memory_thresholds
 from windowkeeper.evaluation.replay import assembled, call_points
-from windowkeeper.evaluation.sessiongen import generate_session_for_tokens
 from windowkeeper.evaluation.strategies import ManagedStrategy, View
 from windowkeeper.memory import InMemoryMemory, MemoryContextManager
 from windowkeeper.messages import Message
 from windowkeeper.summarize import ExtractiveSummarizer
+from windowkeeper.testing.dialoguegen import generate_dialogue
+from windowkeeper.testing.sessiongen import generate_session_for_tokens
 from windowkeeper.tokens import default_counter
 
 BUDGET = 1_500

@@ -14,10 +14,10 @@ import pytest
 from windowkeeper.context.baselines import sliding_window
 from windowkeeper.context.budget import TokenBudgetContextManager
 from windowkeeper.context.zones import summary_message
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState, add_messages
 from windowkeeper.summarize import ExtractiveSummarizer
+from windowkeeper.testing.sessiongen import generate_session
 from windowkeeper.tokens import default_counter
 from windowkeeper.units import validate
 

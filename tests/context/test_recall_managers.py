@@ -9,8 +9,8 @@ import pytest
 from recall_chat import FACT, QUESTION, ask_in_graph, tool_step, turn_text
 from windowkeeper import AgentState, ConfigurationError, Message, ToolResultBlock
 from windowkeeper.context import MessageContextManager, SummaryContextManager, TokenBudgetContextManager
+from windowkeeper.context._recall_step import fit_recall
 from windowkeeper.context.base import BaseContextManager
-from windowkeeper.context.message import fit_recall
 from windowkeeper.context.recall import (
     RECALL_HEADER,
     Recall,

@@ -8,8 +8,6 @@ import pytest
 
 from windowkeeper.blocks import ToolCallBlock, ToolResultBlock
 from windowkeeper.context.zones import (
-    SCRATCHPAD_HEADER,
-    SUMMARY_HEADER,
     ZONE_NAMES,
     build_zones,
     render_zones,
@@ -18,7 +16,7 @@ from windowkeeper.context.zones import (
 )
 from windowkeeper.errors import ConfigurationError
 from windowkeeper.messages import Message
-from windowkeeper.prompt import system_message
+from windowkeeper.prompt import SCRATCHPAD_HEADER, SUMMARY_HEADER, system_message
 from windowkeeper.state import AgentState
 from windowkeeper.tokens import ApproxCounter, default_counter
 from windowkeeper.units import validate

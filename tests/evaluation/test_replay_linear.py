@@ -6,8 +6,8 @@ import pytest
 
 from windowkeeper.context.baselines import sliding_window
 from windowkeeper.evaluation.replay import _Measure, assembled, call_points
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.evaluation.strategies import SlidingWindow, View
+from windowkeeper.testing.sessiongen import generate_session
 from windowkeeper.tokens import default_counter
 from windowkeeper.units import validate
 

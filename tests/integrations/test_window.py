@@ -10,7 +10,6 @@ import pytest
 
 from windowkeeper import AgentState, ExtractiveSummarizer, Message, TokenBudgetContextManager
 from windowkeeper.errors import ConfigurationError, FormatError
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.integrations import Window
 from windowkeeper.integrations import window as window_module
 from windowkeeper.llm.formats import (
@@ -26,6 +25,7 @@ from windowkeeper.llm.formats import (
     to_responses_input,
 )
 from windowkeeper.prompt import SUMMARY_HEADER
+from windowkeeper.testing.sessiongen import generate_session
 from windowkeeper.units import validate
 
 SESSION = generate_session(40, seed=2).messages

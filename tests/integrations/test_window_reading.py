@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.integrations._formats import (
     WINDOW_FORMATS,
     ReadCache,
@@ -16,6 +15,7 @@ from windowkeeper.integrations._formats import (
 )
 from windowkeeper.llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
 from windowkeeper.messages import Message
+from windowkeeper.testing.sessiongen import generate_session
 
 SESSION = generate_session(14, seed=4).messages[1:]
 

@@ -11,9 +11,9 @@ import json
 import sys
 from typing import Any
 
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.integrations import Window
 from windowkeeper.llm.formats import to_openai_chat
+from windowkeeper.testing.sessiongen import generate_session
 
 BUDGET = 6000
 

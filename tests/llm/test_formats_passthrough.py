@@ -18,13 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowkeeper.blocks import TextBlock, ToolResultBlock
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.integrations import Window
 from windowkeeper.llm.formats import from_anthropic, to_anthropic, to_gemini, to_openai_chat, to_responses_input
 from windowkeeper.llm.formats.registry import convert, formats, get_format
 from windowkeeper.messages import Message
 from windowkeeper.prompt.recall import MARK_KEY, RECALL_MARK
 from windowkeeper.prompt.recall import RECALL_MARK as RECALL_MARK_VALUE
+from windowkeeper.testing.sessiongen import generate_session
 
 from .formats_data import tau_trajectories
 from .sdk_types import sdk_problems

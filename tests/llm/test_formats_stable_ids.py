@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from windowkeeper import AgentState, ExtractiveSummarizer, TokenBudgetContextManager
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.llm.formats import (
     from_anthropic,
     from_gemini,
@@ -21,6 +20,7 @@ from windowkeeper.llm.formats import (
     to_responses_input,
 )
 from windowkeeper.messages import Message
+from windowkeeper.testing.sessiongen import generate_session
 
 SESSION = generate_session(12, seed=3).messages
 

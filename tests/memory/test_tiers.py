@@ -9,8 +9,8 @@ import sys
 import textwrap
 from typing import Any
 
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.memory import COMPACTION_KEY, SUMMARY_MARK, ContextReport
+from windowkeeper.testing.sessiongen import generate_session
 from windowkeeper.tokens import default_counter
 from windowkeeper.units import validate
 

@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 
 from windowkeeper.serve.identity import internal_id, scope_of
+from windowkeeper.serve.projection import PLAIN
 
 from .harness import Gateway
 
@@ -87,12 +88,12 @@ def test_the_thread_header_names_the_thread_within_the_clients_credential(gatewa
     one = gateway.gateway.threads.local(internal_id(scope_of({"authorization": "Bearer sk-1"}), "job-42"))
     two = gateway.gateway.threads.local(internal_id(scope_of({"authorization": "Bearer sk-2"}), "job-42"))
     assert one is not None and two is not None and one is not two
-    assert one.items.items == messages
+    assert one.items is not None and one.items.plains == [PLAIN["openai_chat"](m) for m in messages]
     # a client that copies another's recognized name gets its own empty thread, never the other's state
     name = chat(gateway, [SYSTEM, {"role": "user", "content": "secret plan"}], "sk-1")
     chat(gateway, [SYSTEM, {"role": "user", "content": "mine"}], "sk-3", **{"X-Windowkeeper-Thread": name})
     theirs = gateway.gateway.threads.local(internal_id(scope_of({"authorization": "Bearer sk-3"}), name))
-    assert theirs is not None and theirs.items.items[1]["content"] == "mine"
+    assert theirs is not None and theirs.items is not None and theirs.items.plains[1]["content"] == "mine"
 
 
 def test_a_session_id_narrows_recognition(gateway: Gateway) -> None:

@@ -143,3 +143,38 @@ def test_bypass_header_forwards_an_over_budget_list_unchanged(make_gateway, open
         <= 300
         < int(managed.headers["x-windowkeeper-tokens-before"])
     )
+
+
+def test_a_responses_call_continued_by_previous_response_id_passes_through_unchanged(
+    make_gateway,
+    openai_server: FakeOpenAIServer,  # type: ignore[no-untyped-def]
+) -> None:
+    """The provider keeps that conversation (``previous_response_id``, ``conversation``): the gateway sees only the
+    new input, so it never manages it, even when the new input alone is over the budget."""
+    gateway = make_gateway(budget=1000)
+    client = openai.OpenAI(base_url=gateway.url + "/v1", api_key="sk-prev", max_retries=0)
+    first = client.responses.create(model="m", input=[{"role": "user", "content": "start the job"}])
+    new_input = [
+        {"type": "function_call_output", "call_id": "call_1", "output": "line of build output\n" * 600},
+        {"role": "user", "content": "and now?", "x_client_tag": 3},
+    ]
+    raw = json.dumps(
+        {"model": "m", "input": new_input, "previous_response_id": first.id, "store": True, "x_top": [1, 2.50]}
+    ).encode()
+    for stream in (False, True):
+        body = raw if not stream else raw[:-1] + b', "stream": true}'
+        response = httpx.post(
+            gateway.url + "/v1/responses", content=body, headers={"authorization": "Bearer sk-prev"}, timeout=30
+        )
+        assert response.status_code == 200
+        assert openai_server.last_request.raw == body
+        assert "x-windowkeeper-thread" not in response.headers
+    # the SDK's own call, streamed: relayed event by event, the request as the SDK sent it
+    with client.responses.stream(model="m", input="next step", previous_response_id=first.id) as events:
+        final = events.get_final_response()
+    assert final.output_text == "ok"
+    sent = openai_server.last_request.json
+    assert sent["previous_response_id"] == first.id and sent["input"] == "next step"
+    conversation = {"model": "m", "input": new_input, "conversation": "conv_1"}
+    response = httpx.post(gateway.url + "/v1/responses", json=conversation, headers={"authorization": "Bearer sk-prev"})
+    assert response.status_code == 200 and openai_server.last_request.json == conversation

@@ -38,12 +38,12 @@ def _mark(items: list[dict[str, Any]], where: int) -> list[dict[str, Any]]:
 def test_keys_ignore_where_the_cache_marks_are(items: list[dict[str, Any]], first: int, second: int) -> None:
     one = project("anthropic", _mark(items, first), None)
     two = project("anthropic", _mark(items, second), one)
-    assert one.keys == two.keys and one.digests == two.digests
+    assert one.hashes == two.hashes and one.digests == two.digests
     # a one-text-block list and its string are the same item
     as_strings = [
         {**i, "content": i["content"][0]["text"]} if len(i["content"]) == 1 else i for i in copy.deepcopy(items)
     ]
-    assert project("anthropic", as_strings, None).keys == project("anthropic", items, None).keys
+    assert project("anthropic", as_strings, None).hashes == project("anthropic", items, None).hashes
 
 
 @settings(max_examples=60, deadline=None)
@@ -55,7 +55,7 @@ def test_the_managers_unchanged_output_goes_back_as_the_clients_own_items(
     client[0] = {**client[0], **extra}
     cache = project("anthropic", client, None)
     written, _ = write_messages("anthropic", None, read_messages("anthropic", cache.plains))
-    out, unchanged = restore_originals(list(written), cache)
+    out, unchanged = restore_originals(list(written), client, cache)
     assert unchanged
     assert out == client
     assert all(a is b for a, b in zip(out, client, strict=True))
@@ -69,3 +69,20 @@ def test_unknown_items_and_blocks_become_counted_text() -> None:
     assert item_key({"role": "user", "content": [{"type": "text", "text": "hi"}]}) == item_key(
         {"role": "user", "content": "hi"}
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(items=anthropic_items(), more=anthropic_items(), edit=st.integers(0, 20))
+def test_the_incremental_projection_equals_a_fresh_one(
+    items: list[dict[str, Any]], more: list[dict[str, Any]], edit: int
+) -> None:
+    """Continuing, shortening or editing the list: what `project` reuses never differs from projecting anew."""
+    first = project("anthropic", items, None)
+    grown = [*copy.deepcopy(items), *more]
+    edited = copy.deepcopy(grown)
+    edited[edit % len(edited)] = {"role": "user", "content": [{"type": "text", "text": "edited"}]}
+    for following in (grown, grown[: max(1, len(items) - 1)], edited, _mark(grown, edit)):
+        again, fresh = project("anthropic", following, first), project("anthropic", following, None)
+        assert again.hashes == fresh.hashes and again.digests == fresh.digests and again.plains == fresh.plains
+        lengths = range(len(following) + 1)
+        assert [again.digest(n) for n in lengths] == [fresh.digest(n) for n in lengths]

@@ -110,13 +110,39 @@ async def test_sqlite_schema_version_is_recorded_and_newer_files_refused(tmp_pat
     await store.put_state("t", {"x": 1})
     await store.close()
     with sqlite3.connect(path) as raw:
-        assert raw.execute("SELECT version FROM wk_schema").fetchall() == [(1,)]
+        assert raw.execute("SELECT version FROM wk_schema").fetchall() == [(2,)]  # 2: log lengths kept by triggers
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         raw.execute("UPDATE wk_schema SET version = 99")
     newer = SQLiteStore(path, prefix="wk")
     with pytest.raises(StorageError, match="schema version 99"):
         await newer.get_state("t")
     await newer.close()
+
+
+async def test_sqlite_log_lengths_survive_the_upgrade_and_edits_outside_windowkeeper(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    store = SQLiteStore(path, prefix="wk")
+    await store.append_messages("a", [Message(role="user", content=[], message_id=f"m{i}") for i in range(5)])
+    await store.append_messages("b", [Message(role="user", content=[], message_id="x")])
+    await store.close()
+    with sqlite3.connect(path) as raw:  # back to a version 1 file: no length table, no triggers
+        for trigger in ("added", "removed", "moved"):
+            raw.execute(f"DROP TRIGGER wk_messages_{trigger}")
+        raw.execute("DROP TABLE wk_message_counts")
+        raw.execute("UPDATE wk_schema SET version = 1")
+    store = SQLiteStore(path, prefix="wk")
+    assert [await store.count_messages(t) for t in ("a", "b", "c")] == [5, 1, 0]
+    await store.append_messages("a", [Message(role="user", content=[], message_id="m0")])  # logged: ignored
+    assert await store.count_messages("a") == 5
+    await store.close()
+    with sqlite3.connect(path) as raw:  # another program deletes and moves rows
+        raw.execute("DELETE FROM wk_messages WHERE thread_id = 'a' AND message_key = '\"m1\"'")
+        raw.execute("UPDATE wk_messages SET thread_id = 'c' WHERE thread_id = 'b'")
+    store = SQLiteStore(path, prefix="wk")
+    assert [await store.count_messages(t) for t in ("a", "b", "c")] == [4, 0, 1]
+    await store.delete_thread("a")
+    assert await store.count_messages("a") == 0
+    await store.close()
 
 
 async def test_postgres_tables_created_on_first_use(pg_store: PostgresStore) -> None:

@@ -69,13 +69,9 @@ async def test_postgres_survives_terminated_backends(postgres_server: str, capfd
     prefix = f"wkr_{uuid.uuid4().hex[:10]}"
     store = PostgresStore(postgres_server, prefix=prefix)
     # an application that logs warnings to stderr sees no driver noise either
-    # (only that: an in-process CLI test run with --verbose leaves the CLI's own INFO handler on the root logger)
     root = logging.getLogger()
     handler = logging.StreamHandler(sys.stderr)
     handler.setLevel(logging.WARNING)
-    verbose = [h for h in root.handlers if h.level < logging.WARNING]
-    for h in verbose:
-        root.removeHandler(h)
     level, root.level = root.level, logging.WARNING
     root.addHandler(handler)
     try:
@@ -83,8 +79,6 @@ async def test_postgres_survives_terminated_backends(postgres_server: str, capfd
     finally:
         root.removeHandler(handler)
         root.setLevel(level)
-        for h in verbose:
-            root.addHandler(h)
         await store.drop()
         await store.close()
     assert killed >= 2 * ROUNDS

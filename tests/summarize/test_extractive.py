@@ -6,9 +6,9 @@ import pytest
 
 from windowkeeper.blocks import ToolCallBlock, ToolResultBlock
 from windowkeeper.errors import ConfigurationError
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.messages import Message
 from windowkeeper.summarize import ExtractiveSummarizer
+from windowkeeper.testing.sessiongen import generate_session
 from windowkeeper.tokens import ApproxCounter, default_counter
 
 HAND = [

@@ -23,7 +23,7 @@ from windowkeeper import (
     ToolResultBlock,
     VideoBlock,
 )
-from windowkeeper.evaluation.sessiongen import generate_session
+from windowkeeper.testing.sessiongen import generate_session
 from windowkeeper.tokens import (
     ApproxCounter,
     TiktokenCounter,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -73,7 +74,8 @@ class _Group(TyperGroup):
     ) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
         try:
-            code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+            with _run_logging():
+                code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except _CLICK_ERROR as exc:
             if type(exc).__name__ == "NoArgsIsHelpError":  # bare `windowkeeper`: the help, as click shows it
                 sys.stdout.write(exc.format_message() + "\n")
@@ -183,6 +185,22 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+@contextmanager
+def _run_logging() -> Iterator[None]:
+    """Give one CLI run a stderr handler on the root logger and take it away (with the root level the run set)
+    when the run ends, so that a program or test suite invoking the CLI in-process keeps its logging as it was."""
+    root = logging.getLogger()
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    level = root.level
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
 @app.callback()
 def _root(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what the managers do.")] = False,
@@ -190,12 +208,7 @@ def _root(
         bool, typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit.")
     ] = False,
 ) -> None:
-    root = logging.getLogger()
-    if not any(isinstance(h, _StderrHandler) for h in root.handlers):
-        handler = _StderrHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        root.addHandler(handler)
-    root.setLevel(logging.INFO if verbose else logging.WARNING)
+    logging.getLogger().setLevel(logging.INFO if verbose else logging.WARNING)
 
 
 def _guarded(output: Output, body: Callable[[], int]) -> None:
@@ -637,6 +650,3 @@ def run(argv: list[str] | None = None) -> None:
 
 def main() -> None:
     run()
-
-
-__all__ = ["app", "main", "run"]

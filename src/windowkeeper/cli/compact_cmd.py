@@ -125,6 +125,3 @@ def run_compact(
     }
     container = conversation.container if out_format is OutFormat.INPUT else None
     return Compacted(encode(data, fmt, container), summary)
-
-
-__all__ = ["BUDGET_CUT_LOW_WATERMARK", "Compacted", "Cut", "OutFormat", "Strategy", "run_compact"]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from ..evaluation.lineup import standard_lineup
 from ..evaluation.replay import ReplayReport, replay
-from ..evaluation.sessiongen import generate_session
+from ..testing.sessiongen import generate_session
 
 
 def run_demo(
@@ -19,6 +19,3 @@ def run_demo(
         replay(session.messages, standard_lineup(budget), facts=[f.text for f in session.facts], on_call=on_call)
     )
     return report, len(session.messages), len(session.facts)
-
-
-__all__ = ["run_demo"]

@@ -94,6 +94,3 @@ def write_bytes(path: Path | None, data: bytes, *, option: str = "-o") -> str:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
     return str(path)
-
-
-__all__ = ["STDOUT", "check_target", "write_bytes"]

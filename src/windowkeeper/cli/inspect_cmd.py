@@ -300,16 +300,3 @@ def print_collection(output: Output, reports: list[dict[str, Any]], *, source: s
     output.out.print(table)
     for r in reports:
         print_problems(output, r)
-
-
-__all__ = [
-    "OWN_PROVIDER",
-    "PROVIDERS",
-    "conversation_report",
-    "inspect_reports",
-    "print_collection",
-    "print_conversation",
-    "problem_count",
-    "providers_for",
-    "stream_report",
-]

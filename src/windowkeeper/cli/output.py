@@ -58,6 +58,3 @@ class Output:
             self.err.print(f"  {problem}", soft_wrap=True, markup=False, highlight=False, emoji=False)
         if self.json_mode:
             self.document({"ok": False, "error": str(exc), "problems": exc.problems or [str(exc)]})
-
-
-__all__ = ["EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "SCHEMA_VERSION", "CliError", "Output"]

@@ -103,6 +103,3 @@ def chart_png(report: ReplayReport, *, title: str, budget: int) -> bytes:
     finally:
         plt.close(fig)
     return buffer.getvalue()
-
-
-__all__ = ["chart_figure", "chart_png", "report_json", "report_table"]

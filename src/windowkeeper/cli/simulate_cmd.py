@@ -38,6 +38,3 @@ def run_simulate(
     if totals is None or prices is None:
         return None
     return ReplayReport(totals, calls, prices)
-
-
-__all__ = ["run_simulate"]

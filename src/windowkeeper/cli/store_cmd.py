@@ -75,6 +75,3 @@ def check(
             f"{escape(described)}: {len(findings)} unreadable row(s), {removed} removed", markup=True,
         )
     raise typer.Exit(EXIT_PROBLEMS if remaining else EXIT_OK)
-
-
-__all__ = ["store_app"]

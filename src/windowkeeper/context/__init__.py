@@ -2,7 +2,8 @@
 
 `MessageContextManager` keeps the newest user turns, `SummaryContextManager` replaces old turns by a summary,
 `TokenBudgetContextManager` keeps a token budget with watermark hysteresis so the prompt prefix stays cacheable,
-and `BaseContextManager` is the base for custom strategies. Every built-in manager records `TrimMetrics` per call.
+and `BaseContextManager` is the base for custom strategies (a strategy writes one planning core, `plan`, that
+yields a `SummaryRequest` for each summary it needs). Every built-in manager records `TrimMetrics` per call.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .base import BaseContextManager
+    from .base import BaseContextManager, SummaryRequest
     from .baselines import sliding_window
     from .budget import TokenBudgetContextManager
     from .message import MessageContextManager
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        ".base": ("BaseContextManager",),
+        ".base": ("BaseContextManager", "SummaryRequest"),
         ".baselines": ("sliding_window",),
         ".budget": ("TokenBudgetContextManager",),
         ".message": ("MessageContextManager",),
@@ -42,6 +43,7 @@ __all__ = [
     "MetricsTotals",
     "OffloadStore",
     "SummaryContextManager",
+    "SummaryRequest",
     "TokenBudgetContextManager",
     "TrimMetrics",
     "build_zones",

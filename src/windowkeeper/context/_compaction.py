@@ -26,6 +26,7 @@ from ..prompt.recall import is_recall
 from ..summarize.limits import DEFAULT_INPUT_LIMIT, newest_within
 from ..tokens import counting_once
 from ..units import UnitKind, group_units
+from .base import SummaryRequest
 from .pointers import OffloadStore, _cut_middle, clear_reply, clear_tool_results, offload_info, truncate_message
 
 if TYPE_CHECKING:
@@ -59,16 +60,6 @@ COLD_PLAN_MIN_MESSAGES = 512
 """Shorter cold histories are counted whole: that costs little and keeps ``tokens_before`` exact."""
 _CLEARED_ESTIMATE = 80
 """Rough tokens of a pointer, used only to guess how far back a cold plan must read; the plan is then checked."""
-
-
-@dataclass(frozen=True)
-class SummaryRequest:
-    """What a compaction asks its driver to summarize (the only I/O a trim does)."""
-
-    messages: list[Message]
-    previous: str | None
-    max_tokens: int
-    instructions: str | None = None
 
 
 class Segment:

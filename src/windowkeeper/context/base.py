@@ -1,8 +1,12 @@
-"""`BaseContextManager`: the contract every context strategy fulfils, plus per-call metrics.
+"""`BaseContextManager`: the contract every context strategy fulfils, one planning core per strategy, per-call metrics.
 
-Both trim methods are abstract because the graph calls the async one while scripts and tests call the sync one; a
-strategy that silently lacked either would fail only at the first call, deep inside a run. Checking at
-instantiation turns that into an immediate, explained TypeError.
+A strategy is written once, as a planning core (`plan`): a generator that plans on the state without I/O and
+yields a `SummaryRequest` when it needs a summary. The base drives the core for the sync entry point and for the
+async one the graph awaits, and performs each request through the one fail-safe summarizer call, so no strategy
+writes its own sync/async pair (the budget manager's compaction was the model). A strategy that instead writes
+both trim methods by hand still works; one that writes neither, or only one, is refused at instantiation with an
+explained TypeError rather than failing at its first call deep inside a run. Recall is one step too
+(`start_recall`, `RecallStep`), so a strategy does not wire the index by hand.
 
 The rest of the contract is what the callers of a manager (`Window` and the adapters built on it) use, each with a
 default that is right for a manager that keeps nothing per thread: forget a thread, restore a pointer to its
@@ -13,15 +17,18 @@ keeps per-thread state overrides them; callers never probe for attributes.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Sequence
+import logging
+from abc import ABC
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from .._bridge import in_running_loop, run_sync
+from .._request_contract import RequestCounting
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..state import AgentState
-from .metrics import MetricsRecorder, MetricsTotals, TrimMetrics, ViewSnapshot, snapshot
+from .metrics import MetricsRecorder, MetricsTotals, TrimMetrics, ViewSnapshot, snapshot, thread_key
 from .pointers import is_offloaded
 
 if TYPE_CHECKING:
@@ -29,11 +36,25 @@ if TYPE_CHECKING:
     # instead of ``[Never]`` (PEP 696); Python 3.11's TypeVar has no ``default``, and nothing needs it at run time
     from typing_extensions import TypeVar as DefaultTypeVar
 
+    from ._recall_step import RecallStep
+    from .recall import Recall
+
     S = DefaultTypeVar("S", bound=AgentState, default=AgentState)
 else:
     S = TypeVar("S", bound=AgentState)
 
 _REQUIRED = ("trim_context", "atrim_context")
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """What a planning core asks its driver to summarize (the only I/O a trim does); it is sent the summary text,
+    or None when there is no summarizer or the call failed. With no ``messages``, ``previous`` alone is condensed."""
+
+    messages: list[Message]
+    previous: str | None
+    max_tokens: int
+    instructions: str | None = None
 
 
 def adapt_summarizer(obj: Any) -> Any:
@@ -67,36 +88,120 @@ class ThreadSeed:
     recall_served: str | None = None
 
 
-class BaseContextManager(ABC, Generic[S]):
+class BaseContextManager(RequestCounting, ABC, Generic[S]):
     """Base class of context strategies: given a state, return it with a (possibly) shorter ``context``.
 
-    Subclasses implement both ``trim_context`` (sync) and ``atrim_context`` (async); the async one may simply call
-    the sync one. ``last_metrics`` / ``metrics_total`` report what the built-in managers did; they exist even when
-    a subclass's ``__init__`` never calls ``super().__init__()``.
+    A strategy writes one planning core, `plan`: a generator that works on the state without I/O, yields a
+    `SummaryRequest` whenever it needs a summary and is sent the text (None when none could be made). The base
+    drives it for both entry points, ``trim_context`` (sync) and ``atrim_context`` (async, the one the graph
+    awaits), so the two can never disagree. A strategy may instead implement both trim methods itself (the async
+    one may simply call the sync one). ``last_metrics`` / ``metrics_total`` report what the built-in managers did;
+    they exist even when a subclass's ``__init__`` never calls ``super().__init__()``.
     """
 
+    _log: ClassVar[logging.Logger] = logging.getLogger(__name__)
+    """Where the fail-safe summarizer call reports; each built-in manager logs under its own module."""
+
     def __new__(cls, *args: Any, **kwargs: Any) -> BaseContextManager[S]:
-        missing = sorted(name for name in getattr(cls, "__abstractmethods__", ()) if name in _REQUIRED)
-        if missing:
-            raise TypeError(
-                f"{cls.__name__} must implement both trim_context and atrim_context (missing: "
-                f"{', '.join(missing)}); atrim_context may simply `return self.trim_context(state)`",
-            )
+        if cls.plan is BaseContextManager.plan:
+            missing = [name for name in _REQUIRED if getattr(cls, name) is getattr(BaseContextManager, name)]
+            if missing:
+                raise TypeError(
+                    f"{cls.__name__} must implement both trim_context and atrim_context (missing: "
+                    f"{', '.join(missing)}), or instead one planning core plan(state) that the base drives for "
+                    "both; atrim_context may simply `return self.trim_context(state)`",
+                )
         return super().__new__(cls)
 
-    @abstractmethod
-    def trim_context(self, state: S) -> S:
-        """Return ``state`` with ``context`` trimmed or otherwise processed."""
+    # -- the planning core and its two drivers -----------------------------------------------------------------
 
-    @abstractmethod
+    def plan(self, state: S) -> Generator[SummaryRequest, str | None, S]:
+        """Return ``state`` with ``context`` trimmed, yielding a `SummaryRequest` for each summary needed.
+
+        The default runs a strategy's own ``trim_context``, for one that implements both trim methods instead.
+        """
+        yield from ()
+        return self.trim_context(state)
+
+    def trim_context(self, state: S) -> S:
+        """Return ``state`` with ``context`` trimmed (the planning core run to completion). A summary it needs is
+        made on this thread's loop, which is refused inside a running event loop: await `atrim_context` there."""
+        core = self.plan(state)
+        try:
+            request = next(core)
+            while True:
+                request = core.send(self._perform_blocking(request, core))
+        except StopIteration as done:
+            result: S = done.value
+            return result
+
     async def atrim_context(self, state: S) -> S:
         """Async form of `trim_context`; this is the one the graph's Agent awaits."""
+        core = self.plan(state)
+        try:
+            request = next(core)
+            while True:
+                request = core.send(await self.perform(request))
+        except StopIteration as done:
+            result: S = done.value
+            return result
+
+    def _perform_blocking(self, request: SummaryRequest, core: Generator[Any, Any, Any]) -> str | None:
+        if in_running_loop():
+            core.close()  # the crossing below refuses; the core must not be left suspended
+        return run_sync(
+            lambda: self.perform(request),
+            caller=f"{type(self).__name__}.trim_context() (it needs to run its summarizer)",
+            instead="await manager.atrim_context(state)",
+        )
+
+    summarizer: Any = None
+    """The `Summarizer` a `SummaryRequest` goes to (None: every request is answered None)."""
+
+    summary_timeout: float = 120.0
+    """Seconds one summarizer call may take before it counts as failed."""
+
+    async def perform(self, request: SummaryRequest) -> str | None:
+        """Make the summary ``request`` asks for through the library's one fail-safe call (a real timeout, never
+        raises): None when there is no summarizer or it fails, so the core falls back to what it does without."""
+        from ..summarize.failsafe import call_summarizer, condense_input
+
+        summarizer = self.summarizer
+        if summarizer is None:
+            return None
+        messages, previous = request.messages, request.previous
+        if not messages and previous:  # condensing the summary alone
+            messages, previous = condense_input(summarizer, previous)
+        return await call_summarizer(
+            summarizer,
+            messages,
+            timeout=self.summary_timeout,
+            previous_summary=previous,
+            max_tokens=request.max_tokens,
+            instructions=request.instructions,
+            log=self._log,
+        )
+
+    # -- recall as one step -------------------------------------------------------------------------------------
+
+    recall: Recall | None = None
+    """The manager's recall (None when recall is off); `recall_tool` searches it."""
+
+    recall_budget: int | None = None
+    """Tokens the view and its recall message may take (`start_recall`)."""
+
+    def start_recall(self, state: S) -> RecallStep | None:
+        """The recall step of a trim of ``state`` (it indexes the view now; finish it on the trimmed state), or None
+        when the manager has no recall or no recall budget."""
+        if self.recall is None or self.recall_budget is None:
+            return None
+        from ._recall_step import RecallStep
+
+        return RecallStep(self.recall, thread_key(state), list(state.context), self.recall_budget)
 
     # -- the callers' contract -------------------------------------------------------------------------------
 
-    counter: Any = None
-    """The `TokenCounter` the manager prices messages with (None when it counts nothing); callers count the
-    request they send with it."""
+    # ``counter`` and ``counted_request()`` come from `RequestCounting`, the part callers below this layer use
 
     @property
     def wants_history(self) -> bool:
@@ -174,6 +279,3 @@ class BaseContextManager(ABC, Generic[S]):
             tool_results_cleared=tool_results_cleared,
             summaries_made=summaries_made,
         )
-
-
-__all__ = ["BaseContextManager", "S", "ThreadExport", "ThreadSeed"]

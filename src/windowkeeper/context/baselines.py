@@ -58,6 +58,3 @@ def window_of(units: Sequence[Unit], sizes: Sequence[int], total: int, budget: i
         if unit.kind == "system" or i in keep:
             out.extend(unit.messages)
     return out, anchor
-
-
-__all__ = ["sliding_window", "window_of"]

@@ -24,16 +24,15 @@ import operator
 import time
 from collections.abc import Callable, Generator, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from .._bridge import in_running_loop, run_sync
 from .._cache import LRUCache
 from .._validate import check_int, check_timeout
 from ..errors import ConfigurationError
 from ..messages import Message, edit_epoch, edited_since, same_message
 from ..prompt import SystemCost, summary_tokens, system_costs, system_message_text, tool_schema_tokens
+from ..prompt.recall import is_recall
 from ..state import AgentState
-from ..summarize.failsafe import call_summarizer, condense_input
 from ..summarize.limits import DEFAULT_INPUT_LIMIT, input_limit_of
 from ..tokens import TokenCounter, counting_once, default_counter
 from ._compaction import (
@@ -49,7 +48,7 @@ from ._compaction import (
 from .base import BaseContextManager, S, ThreadExport, ThreadSeed, adapt_summarizer
 from .metrics import TrimMetrics, thread_key
 from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, OffloadStore, is_offloaded
-from .recall import Recall, is_recall, place_recall
+from .recall import Recall, place_recall
 
 logger = logging.getLogger(__name__)
 
@@ -247,6 +246,8 @@ class TokenBudgetContextManager(BaseContextManager[S]):
     (`LLMSummarizer`, `ExtractiveSummarizer`).
     """
 
+    _log: ClassVar[logging.Logger] = logger
+
     def __init__(
         self,
         max_tokens: int,
@@ -382,6 +383,11 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         log = await checkpointer.aget_messages(thread_key(state))
         return self._offloaded.restore_all(restored, log)
 
+    # -- the callers' contract (`BaseContextManager`) ---------------------------------------------------------------
+
+    def counted_request(self) -> tuple[str | None, list[dict[str, Any]]] | None:
+        return self.system_prompt or None, list(self.tools)
+
     # -- handing a thread over (the `BaseContextManager` contract) ------------------------------------------------
 
     @property
@@ -413,27 +419,6 @@ class TokenBudgetContextManager(BaseContextManager[S]):
 
     # -- the public API -----------------------------------------------------------------------------------------
 
-    def trim_context(self, state: S) -> S:
-        """Sync form; a summarizer, if one must run, is awaited with ``asyncio.run`` (refused inside a running loop)."""
-        core = self._run(state)
-        try:
-            request = next(core)
-            while True:
-                request = core.send(self._summarize_blocking(request, core))
-        except StopIteration as done:
-            result: S = done.value
-            return result
-
-    async def atrim_context(self, state: S) -> S:
-        core = self._run(state)
-        try:
-            request = next(core)
-            while True:
-                request = core.send(await self._summarize(request))
-        except StopIteration as done:
-            result: S = done.value
-            return result
-
     def forget(self, thread_id: str | None = None) -> None:
         """Drop what is remembered about a thread (all threads this manager tracks when None); its next call starts
         from scratch. With recall on, the thread's recall state and indexed passages go too (a deleted thread must
@@ -447,36 +432,12 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         if self.recall is not None:
             self.recall.forget(*threads)
 
-    # -- summarizer drivers -------------------------------------------------------------------------------------
+    # -- summaries (`BaseContextManager.perform` makes them) -----------------------------------------------------
 
-    def _summarize_blocking(self, request: SummaryRequest, core: Generator[Any, Any, Any]) -> str | None:
-        if in_running_loop():
-            core.close()
-        return run_sync(
-            lambda: self._summarize(request),
-            caller="TokenBudgetContextManager.trim_context() (it needs to run its summarizer)",
-            instead="await manager.atrim_context(state)",
-        )
-
-    async def _summarize(self, request: SummaryRequest) -> str | None:
-        """Run the summarizer; any failure is logged and reported as None so the core can fall back to dropping."""
-        summarizer = self.summarizer
-        if summarizer is None:
-            return None
-        messages, previous = request.messages, request.previous
-        if not messages and previous:  # condensing the summary alone
-            messages, previous = condense_input(summarizer, previous)
-        # the library-wide fail-safe call: a real timeout (sync summarizers run in a daemon thread), never raises
-        text = await call_summarizer(
-            summarizer,
-            messages,
-            timeout=self.summary_timeout,
-            previous_summary=previous,
-            max_tokens=request.max_tokens,
-            instructions=request.instructions,
-            log=logger,
-        )
-        if text is None:
+    async def perform(self, request: SummaryRequest) -> str | None:
+        """The fail-safe summary; a failure is logged here too, and the core falls back to a marked cut."""
+        text = await super().perform(request)
+        if text is None and self.summarizer is not None:
             logger.error(SUMMARY_FAILURE_LOG)
         return text
 
@@ -499,7 +460,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         """The count of the request `assemble` makes of this view (system messages move into the system text)."""
         return self._tool_tokens + self._priming_tokens + cost.total + message_tokens - scan.system_tokens
 
-    def _run(self, state: S) -> Generator[SummaryRequest, str | None, S]:
+    def plan(self, state: S) -> Generator[SummaryRequest, str | None, S]:
         started = time.perf_counter()
         key = thread_key(state)
         incoming = state.context
@@ -738,6 +699,3 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             summary_input_limit=self.summary_input_limit,
             budget=self.budget,
         )
-
-
-__all__ = ["SUMMARY_FAILURE_LOG", "TokenBudgetContextManager"]

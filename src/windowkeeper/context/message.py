@@ -12,15 +12,16 @@ while the user message it serves does and the view with it fits ``recall_budget`
 from __future__ import annotations
 
 import logging
+from collections.abc import Generator
 
 from .._validate import check_int, check_positive_int
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..tokens import TokenCounter
 from ._policy import oldest_kept_user, remove_completed_tool_sequences, split_system
-from .base import BaseContextManager, S
-from .metrics import thread_key
-from .recall import Recall, is_recall, join_recall, newest_user, place_recall, split_recall
+from ._recall_step import make_recall
+from .base import BaseContextManager, S, SummaryRequest
+from .recall import Recall, join_recall, split_recall
 
 logger = logging.getLogger(__name__)
 
@@ -101,79 +102,15 @@ class MessageContextManager(BaseContextManager[S]):
             return join_recall(working, recalls) if len(working) != len(history) else None
         return join_recall(systems + others[cut:], recalls)
 
-    def trim_context(self, state: S) -> S:
+    def plan(self, state: S) -> Generator[SummaryRequest, str | None, S]:
+        """The planning core (`BaseContextManager`): a cut by count, no I/O, so it never yields."""
+        yield from ()
         before = self._begin_trim(state)
-        context = list(state.context)
-        selected = self.select(context)
-        if self.recall is not None:
-            selected = self._recall(thread_key(state), context, selected)
+        step = self.start_recall(state)
+        selected = self.select(list(state.context))
         if selected is not None:
             state.context = selected
+        if step is not None:
+            step.finish(state)
         self._finish_trim(before, state)
         return state
-
-    def _recall(self, key: str, context: list[Message], selected: list[Message] | None) -> list[Message] | None:
-        """Index what the cut dropped, then place the recall message for a new user message (if it asks back)."""
-        recall = self.recall
-        assert recall is not None and self.recall_budget is not None
-        recall.observe(key, context)
-        view = context if selected is None else selected
-        if selected is not None:
-            kept = {m.message_id for m in selected}
-            recall.left(key, [m for m in context if m.message_id not in kept])
-        fitted = fit_and_place(recall, key, view, self.recall_budget)
-        return fitted if fitted is not view else selected
-
-    async def atrim_context(self, state: S) -> S:
-        return self.trim_context(state)
-
-
-def fit_recall(messages: list[Message], budget: int, counter: TokenCounter, *, extra: int = 0) -> list[Message]:
-    """``messages`` without their oldest recall messages while they and ``extra`` tokens exceed ``budget``.
-
-    For a manager whose trigger does not count recall messages (so recall never changes when it summarizes or
-    cuts): a recall message is sized to the room left when it is placed, and as the view grows the older ones go
-    first. Dropping one changes the prompt only from where it stood, near the end; a summary or cut it caused
-    would change it from the start. The recall message of the newest user message (the turn being answered) goes
-    last: only when the turn's own tool steps have grown the view past the budget with it. Costs nothing while the
-    view holds no recall message.
-    """
-    recalls = [m for m in messages if is_recall(m)]
-    if not recalls:
-        return messages
-    newest = newest_user(messages)
-    serving = str(messages[newest].message_id) if newest is not None else None
-    ordered = [m for m in recalls if m.metadata.get("serves") != serving]
-    ordered += [m for m in recalls if m.metadata.get("serves") == serving]
-    total = counter.count_messages(messages) + extra
-    drop: set[int] = set()
-    for message in ordered:
-        if total <= budget:
-            break
-        drop.add(id(message))
-        total -= counter.count_message(message)
-    return [m for m in messages if id(m) not in drop] if drop else messages
-
-
-def fit_and_place(
-    recall: Recall, thread: str, messages: list[Message], budget: int, *, extra: int = 0
-) -> list[Message]:
-    """``messages`` fitted to ``budget`` (`fit_recall`) with the recall message for a new user message placed,
-    sized to what they and ``extra`` tokens (a summary sent beside them) leave; ``messages`` itself when neither
-    step changes it. The recall step of every manager whose trigger does not count recall messages."""
-    counter = recall.counter
-    fitted = fit_recall(messages, budget, counter, extra=extra)
-    placed = place_recall(recall, thread, fitted, lambda: budget - counter.count_messages(fitted) - extra)
-    return placed[0] if placed is not None else fitted
-
-
-def make_recall(recall: object, counter: TokenCounter | None) -> Recall | None:
-    """The `Recall` a manager's ``recall`` argument asks for: a new one for True, the given one, or None."""
-    if isinstance(recall, Recall):
-        return recall
-    if not isinstance(recall, bool):
-        raise ConfigurationError(f"recall must be True, False or a Recall instance, got {recall!r}")
-    return Recall(counter) if recall else None
-
-
-__all__ = ["MessageContextManager", "check_non_negative_int", "fit_and_place", "fit_recall", "make_recall"]

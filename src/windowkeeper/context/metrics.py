@@ -262,14 +262,3 @@ class MetricsRecorder:
             self.last_by_thread.drop()
             self.last = None
             self.totals = MetricsTotals()
-
-
-__all__ = [
-    "DEFAULT_THREAD",
-    "MetricsRecorder",
-    "MetricsTotals",
-    "TrimMetrics",
-    "ViewSnapshot",
-    "snapshot",
-    "thread_key",
-]

@@ -355,20 +355,3 @@ def log_index(messages: Iterable[Message]) -> dict[Hashable, Message]:
     for msg in messages:
         index.setdefault(msg.message_id, msg)
     return index
-
-
-__all__ = [
-    "DEFAULT_OFFLOAD_CACHE_BYTES",
-    "OFFLOAD_KEY",
-    "OffloadKind",
-    "OffloadStore",
-    "approx_bytes",
-    "clear_reply",
-    "clear_tool_results",
-    "is_offloaded",
-    "log_index",
-    "offload_info",
-    "pointer_text",
-    "reply_pointer_text",
-    "truncate_message",
-]

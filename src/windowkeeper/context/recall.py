@@ -27,18 +27,20 @@ or the three-tier memory can feed it (`observe`, `left`) and ask it for a recall
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._cache import LRUCache, SizedCache
+from .._cache import SizedCache
 from .._validate import check_int
 from ..blocks import TextBlock
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..prompt.recall import MARK_KEY, RECALL_MARK, is_recall
 from ..tokens import TokenCounter, default_counter
+from ._recall_cost import RecallPricing
 from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, approx_bytes
 from .recall_index import Entry, Hit, Passage, RecallIndex
 
@@ -67,7 +69,6 @@ _LAZY_OBSERVE = 4096
 _EAGER_TAIL = 4096
 _RESOLVE_SLICE = 1024
 _QUERY_CHARS = 4000
-_COST_CACHE = 65536
 _ALIAS_BYTES = 100
 """What an entry naming a cached original by a tool call id costs in the originals cache (the message is shared)."""
 _MIN_PASSAGE_TOKENS = 24
@@ -81,9 +82,17 @@ def message_date(message: Message) -> str | None:
     if message.timestamp is None:
         return None
     try:
-        return dt.datetime.fromtimestamp(message.timestamp, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        when = dt.datetime.fromtimestamp(message.timestamp, tz=dt.UTC)
     except (OverflowError, OSError, ValueError):
         return None
+    return _minute_label(when.replace(second=0, microsecond=0))
+
+
+@functools.lru_cache(maxsize=256)
+def _minute_label(minute: dt.datetime) -> str:
+    """How a message said in ``minute`` is dated: every message indexed is, the messages of one compaction mostly
+    share a minute, and formatting costs three times what reading the timestamp does."""
+    return minute.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def passage_where(passage: Passage) -> str:
@@ -100,10 +109,18 @@ def _label(passage: Passage) -> str:
     return f"--- {passage_where(passage)} ---"
 
 
+def _piece(passage: Passage) -> str:
+    """One passage as a recall message shows it: its label, a line break, its text."""
+    return f"{_label(passage)}\n{passage.text}"
+
+
+def _in_order(passages: Sequence[Passage]) -> list[Passage]:
+    return sorted(passages, key=lambda p: (p.position, p.part))
+
+
 def render_recall(passages: Sequence[Passage]) -> str:
     """The text of a recall message: the header, then each passage under its label, in conversation order."""
-    ordered = sorted(passages, key=lambda p: (p.position, p.part))
-    return "\n\n".join([RECALL_HEADER, *(f"{_label(p)}\n{p.text}" for p in ordered)])
+    return "\n\n".join([RECALL_HEADER, *map(_piece, _in_order(passages))])
 
 
 @dataclass
@@ -168,7 +185,8 @@ class Recall:
         self._originals: SizedCache[tuple[str, str], Message] = SizedCache(
             original_cache_bytes, name="original_cache_bytes"
         )
-        self._costs: LRUCache[tuple[str, str], int] = LRUCache(_COST_CACHE)
+        # each passage's tokens, counted once and kept: they size every recall message that shows it
+        self._pricing = RecallPricing(self.counter)
         self._header_cost: int | None = None
 
     def __repr__(self) -> str:
@@ -395,7 +413,7 @@ class Recall:
         while chosen:
             passages = [h.passage for h in chosen]
             message = _recall_message(user, render_recall(passages), [p.key for p in passages])
-            tokens = self.counter.count_message(message)
+            tokens = self._message_tokens(thread, message, passages)
             if tokens <= room:
                 return message, tokens
             chosen.pop()
@@ -403,9 +421,12 @@ class Recall:
 
     def _cost(self, thread: str, passage: Passage) -> int:
         """Tokens a passage adds to a recall message (label, text, separator); memoized per passage."""
-        return self._costs.memo(
-            (thread, passage.key), lambda: self.counter.count_text(_label(passage) + "\n" + passage.text) + 2
-        )
+        return self._pricing.piece_cost(thread, passage, _piece)
+
+    def _message_tokens(self, thread: str, message: Message, passages: Sequence[Passage]) -> int:
+        """Tokens of the recall message showing ``passages``, summed from their memoized counts where the counter
+        allows (`RecallPricing`), so a placed recall message is not tokenized again."""
+        return self._pricing.message_tokens(thread, message, RECALL_HEADER, _in_order(passages), _piece)
 
     def forget(self, *threads: str) -> None:
         """Drop everything known about ``threads``, their indexed passages included (one pass over the caches for
@@ -414,7 +435,7 @@ class Recall:
         for thread in gone:
             self._threads.pop(thread, None)
         self._originals.drop(lambda key, _: key[0] not in gone)
-        self._costs.drop(lambda key, _: key[0] not in gone)
+        self._pricing.forget(gone)
         for thread in gone:
             self.index.forget(thread)
 
@@ -502,26 +523,3 @@ def join_recall(messages: Iterable[Message], recalls: dict[str, Message]) -> lis
             out.append(recalled)
         out.append(message)
     return out
-
-
-__all__ = [
-    "BACKLOG_CHARS_PER_CALL",
-    "BACKLOG_PER_CALL",
-    "DEFAULT_MIN_COVERAGE",
-    "RELATED_COVERAGE",
-    "MARK_KEY",
-    "RECALL_HEADER",
-    "RECALL_ID_PREFIX",
-    "RECALL_MARK",
-    "SEARCH_BACKLOG_CHARS",
-    "Recall",
-    "is_recall",
-    "join_recall",
-    "message_date",
-    "newest_user",
-    "passage_where",
-    "place_recall",
-    "recalled_passages",
-    "render_recall",
-    "split_recall",
-]

@@ -32,22 +32,20 @@ that the oldest go first (`fit_recall`), which changes the prompt only from wher
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Generator, Sequence
+from typing import Any, ClassVar
 
-from .._bridge import run_sync
 from .._cut import Cut, cut_text
 from .._validate import check_positive_int, check_timeout
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..prompt import summary_tokens
-from ..summarize.failsafe import FAILURE_LOG, call_summarizer, condense_input
 from ..tokenizing.estimate import DOCUMENTED_ESTIMATE
 from ..tokens import TokenCounter, default_counter
 from ._policy import remove_completed_tool_sequences, split_system, summary_cut
-from .base import BaseContextManager, S, adapt_summarizer
-from .message import check_non_negative_int, fit_and_place, make_recall
-from .metrics import thread_key
+from ._recall_step import make_recall
+from .base import BaseContextManager, S, SummaryRequest, adapt_summarizer
+from .message import check_non_negative_int
 from .recall import Recall, join_recall, split_recall
 
 logger = logging.getLogger(__name__)
@@ -155,6 +153,8 @@ class SummaryContextManager(BaseContextManager[S]):
     ``counter`` (default: the recall's counter), that the view, the summary and the recall message share.
     """
 
+    _log: ClassVar[logging.Logger] = logger
+
     def __init__(
         self,
         model: str | None = None,
@@ -234,7 +234,7 @@ class SummaryContextManager(BaseContextManager[S]):
         self._summarizer: Any = None
         if summarizer is not None and not isinstance(summarizer, str):
             self._summarizer = adapt_summarizer(summarizer)
-        self.recall: Recall | None = make_recall(recall, counter)
+        self.recall = make_recall(recall, counter)
         self.counter: TokenCounter = counter or (self.recall.counter if self.recall is not None else default_counter())
         if recall_budget is not None:
             check_positive_int("recall_budget", recall_budget, hint=" (tokens) or None")
@@ -276,6 +276,19 @@ class SummaryContextManager(BaseContextManager[S]):
                 )
         return self._summarizer
 
+    @summarizer.setter
+    def summarizer(self, value: Any) -> None:
+        self._summarizer = value
+
+    @property
+    def summary_timeout(self) -> float:
+        """Seconds one summarizer call may take: ``timeout``, which the LLM client is also built with."""
+        return self.timeout
+
+    @summary_timeout.setter
+    def summary_timeout(self, value: float) -> None:
+        self.timeout = value
+
     # -- decision -------------------------------------------------------------------------------------------
 
     def should_summarize(self, messages: Sequence[Message], summary: str | None = None) -> bool:
@@ -312,7 +325,7 @@ class SummaryContextManager(BaseContextManager[S]):
             cut = nxt
         return cut
 
-    def plan(
+    def select(
         self,
         context: Sequence[Message],
         summary: str | None = None,
@@ -339,20 +352,13 @@ class SummaryContextManager(BaseContextManager[S]):
             return None
         return systems, others[:cut], join_recall(others[cut:], recalls)
 
-    async def _summarize(self, old: list[Message]) -> str | None:
+    def _summarize(self, old: list[Message]) -> Generator[SummaryRequest, str | None, str | None]:
         """A summary of ``old`` alone (it is appended, so the earlier summary is not sent), within
         ``max_summary_tokens``; None on any failure."""
-        text = await call_summarizer(
-            self.summarizer,
-            old,
-            timeout=self.timeout,
-            max_tokens=self.max_summary_tokens,
-            instructions=self.summary_system_prompt,
-            log=logger,
-        )
+        limit = self.max_summary_tokens
+        text = yield SummaryRequest(old, None, limit, self.summary_system_prompt)
         if text is None:
             return None
-        limit = self.max_summary_tokens
         if estimate_text_tokens(text) > limit:
             logger.info(
                 "the summarizer returned ~%d tokens (max_summary_tokens=%d); cut", estimate_text_tokens(text), limit
@@ -360,58 +366,45 @@ class SummaryContextManager(BaseContextManager[S]):
             text = cut_summary(text, limit)
         return text
 
-    async def _bounded(self, summary: str) -> str:
+    def _bounded(self, summary: str) -> Generator[SummaryRequest, str | None, str]:
         """``summary`` if it is within ``max_running_summary_tokens``; else condensed by the summarizer, else cut."""
         bound = self.max_running_summary_tokens
         size = estimate_text_tokens(summary)
         if size <= bound:
             return summary
         target = max(bound // 2, 1)
-        summarizer = self.summarizer
-        messages, previous = condense_input(summarizer, summary)
-        condensed = await call_summarizer(
-            summarizer,
-            messages,
-            timeout=self.timeout,
-            previous_summary=previous,
-            max_tokens=target,
-            instructions=CONDENSE_INSTRUCTIONS,
-            log=logger,
-        )
+        condensed = yield SummaryRequest([], summary, target, CONDENSE_INSTRUCTIONS)
         if condensed is not None and estimate_text_tokens(condensed) <= bound:
             logger.info("running summary condensed from ~%d to ~%d tokens", size, estimate_text_tokens(condensed))
             return condensed
         logger.info("running summary of ~%d tokens is over its bound (%d) and was not condensed; cut", size, bound)
         return cut_summary(summary, target)
 
-    # -- API ------------------------------------------------------------------------------------------------
+    # -- the planning core (`BaseContextManager` drives it sync and async) ------------------------------------
 
-    async def atrim_context(self, state: S) -> S:
+    def plan(self, state: S) -> Generator[SummaryRequest, str | None, S]:
         before = self._begin_trim(state)
         made = 0
-        context = list(state.context)
-        if self.recall is not None:
-            self.recall.observe(thread_key(state), context)
+        step = self.start_recall(state)
         for _ in range(MAX_ROUNDS):
             previous = state.context_summary or None
-            planned = self.plan(state.context, previous)
+            planned = self.select(state.context, previous)
             if planned is None:
                 break
             systems, old, kept = planned
-            summary = await self._summarize(old)
+            summary = yield from self._summarize(old)
             if summary is None:
                 break
-            state.context_summary = await self._bounded(_append_summary(previous, summary))
+            state.context_summary = yield from self._bounded(_append_summary(previous, summary))
             state.context = systems + kept
             made += 1
             if self.token_budget is None or not self._over_budget(state):
                 break
-        if made and self.recall is not None:
-            # what left: the summarized messages and, with remove_tool_msgs, the finished tool sequences
-            now = {m.message_id for m in state.context}
-            self.recall.left(thread_key(state), [m for m in context if m.message_id not in now])
-        if self.recall is not None:
-            self._place_recall(state)
+        if step is not None:
+            # hands over what left (the summarized messages and, with remove_tool_msgs, the finished tool
+            # sequences), then places the recall message in what the view and the summary leave of the budget
+            systems_text = [m.text() for m in state.context if m.role == "system"]
+            step.finish(state, extra=summary_tokens(state.context_summary or None, step.recall.counter, systems_text))
         self._finish_trim(before, state, summaries_made=made)
         return state
 
@@ -431,35 +424,3 @@ class SummaryContextManager(BaseContextManager[S]):
                 self.token_budget,
             )
         return True
-
-    def _place_recall(self, state: S) -> None:
-        """Drop older recall messages the budget no longer holds, then place the one for a new user message, sized to
-        what the view and the summary leave of the budget."""
-        recall = self.recall
-        assert recall is not None and self.recall_budget is not None
-        context = list(state.context)
-        systems = [m.text() for m in context if m.role == "system"]
-        extra = summary_tokens(state.context_summary or None, recall.counter, systems)
-        view = fit_and_place(recall, thread_key(state), context, self.recall_budget, extra=extra)
-        if view is not context:
-            state.context = view
-
-    def trim_context(self, state: S) -> S:
-        """Run `atrim_context` to completion; refuses inside a running event loop (await it there instead)."""
-        return run_sync(
-            lambda: self.atrim_context(state),
-            caller="SummaryContextManager.trim_context()",
-            instead="await manager.atrim_context(state)",
-        )
-
-
-__all__ = [
-    "API_STYLES",
-    "CONDENSE_INSTRUCTIONS",
-    "CUT_MARKER",
-    "FAILURE_LOG",
-    "SummaryContextManager",
-    "cut_summary",
-    "estimate_text_tokens",
-    "estimate_tokens",
-]

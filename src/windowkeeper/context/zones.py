@@ -25,14 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..messages import Message
 from ..prompt import (
-    SCRATCHPAD_HEADER,
-    SUMMARY_HEADER,
     assemble,
     assemble_messages,
     scratchpad_section,
     stable_id,
     summary_section,
-    tool_schema_tokens,
 )
 from ..state import AgentState
 from ..tokens import TokenCounter
@@ -166,17 +163,3 @@ def render_zones(zones: ContextZones) -> list[Message]:
     return assemble_messages(
         [*zones.system, *zones.recent], summary=zones.summary, scratchpad=zones.scratchpad
     ).to_messages()
-
-
-__all__ = [
-    "SCRATCHPAD_HEADER",
-    "SUMMARY_HEADER",
-    "ZONE_NAMES",
-    "ContextZones",
-    "build_zones",
-    "render_zones",
-    "scratchpad_message",
-    "summary_message",
-    "system_prompt_message",
-    "tool_schema_tokens",
-]

@@ -112,6 +112,3 @@ def _rename_calls(msg: Message, round_no: int) -> Message:
             block = block.model_copy(update={"call_id": f"r{round_no}_{block.call_id}"})
         changed.append(block)
     return msg.with_content(changed, tools_calls=None)
-
-
-__all__ = ["DEFAULT_DATA_DIR", "MemoryQuestion", "chain_trajectories", "data_dir", "load_longmemeval"]

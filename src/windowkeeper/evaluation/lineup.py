@@ -96,6 +96,3 @@ def standard_lineup(
                 )
             )
     return lineup
-
-
-__all__ = ["RESERVE_TOKENS", "memory_thresholds", "standard_lineup"]

@@ -12,6 +12,3 @@ from ..messages import Message
 def load_trajectories(path: str | os.PathLike[str], *, limit: int | None = None) -> list[tuple[str, list[Message]]]:
     """Named conversations from a file or a folder of files (tau-bench, SWE-agent, JSONL, any conversation)."""
     return [(c.name, c.messages) for c in read_collection(path, limit=limit)]
-
-
-__all__ = ["load_trajectories"]

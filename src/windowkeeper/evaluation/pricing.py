@@ -101,6 +101,3 @@ def bill_calls(
         else:
             fresh += rest
     return CacheBill(rules, fresh, read, written)
-
-
-__all__ = ["PROVIDER_CACHE_RULES", "CacheBill", "CacheRules", "Prices", "bill_calls"]

@@ -252,15 +252,3 @@ async def replay(
             text = view_text(view).casefold()
             report.facts_retained = sum(1 for f in facts if f.casefold() in text)
     return ReplayReport(reports, len(points), prices)
-
-
-__all__ = [
-    "CallRecord",
-    "ReplayReport",
-    "StrategyReport",
-    "assembled",
-    "call_points",
-    "prompt_messages",
-    "replay",
-    "view_text",
-]

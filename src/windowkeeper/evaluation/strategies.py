@@ -107,6 +107,3 @@ class MemoryStrategy:
         for msg in new_messages:
             await self.memory.add(msg, session_id=self.session_id)
         return View(await self.memory.messages(self.session_id))
-
-
-__all__ = ["FullHistory", "ManagedStrategy", "MemoryStrategy", "SlidingWindow", "Strategy", "View"]

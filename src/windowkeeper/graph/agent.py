@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._request_contract import RequestCounting
 from ..errors import ConfigurationError, GraphError
 from ..llm.client import LLMClient, LLMRequest, check_api_style
 from ..prompt import SUMMARY_HEADER, AssembledPrompt, assemble, count_request
@@ -28,6 +29,11 @@ logger = logging.getLogger(__name__)
 NO_MANAGER_WARNING = "trim_context is enabled but no context manager is available"
 SUMMARY_HEADING = SUMMARY_HEADER
 """The summary header (an alias of `windowkeeper.prompt.SUMMARY_HEADER`, where the text is defined)."""
+
+
+def manager_counter(manager: object) -> object:
+    """The counter a manager prices with, by the contract (None for a manager that only trims)."""
+    return manager.counter if isinstance(manager, RequestCounting) else None
 
 
 def _prompt_text(system_prompt: str | Sequence[Mapping[str, Any]] | None) -> str | None:
@@ -148,10 +154,10 @@ class Agent:
         if id(manager) in self._checked_managers:
             return
         self._checked_managers.add(id(manager))
-        if not (hasattr(manager, "system_prompt") and hasattr(manager, "tools")):
+        counted = manager.counted_request() if isinstance(manager, RequestCounting) else None
+        if counted is None:
             return
-        counted_prompt = getattr(manager, "system_prompt", None) or None
-        counted_tools = list(getattr(manager, "tools", None) or [])
+        counted_prompt, counted_tools = counted
         sent_tools = self.tool_node.tool_specs() if self.tool_node is not None else []
         if counted_prompt != self.system_prompt or counted_tools != sent_tools:
             logger.warning(
@@ -184,7 +190,7 @@ class Agent:
         usages = response.message.usages
         # estimated counters (Anthropic, Gemini, ...) learn the provider's real sizes from every reply
         feed_calibration(
-            (getattr(run.context_manager, "counter", None), self.counter),
+            (manager_counter(run.context_manager), self.counter),
             usages.prompt_tokens if usages is not None else None,
             lambda base: count_request(request, base),
         )
@@ -192,6 +198,3 @@ class Agent:
         reply.metadata.setdefault("node", run.node)
         state.context = add_messages(state.context, [reply])
         return state
-
-
-__all__ = ["NO_MANAGER_WARNING", "SUMMARY_HEADING", "Agent"]

@@ -148,16 +148,3 @@ def run_matches(messages: Sequence[Message], count: int, first: str, last: str) 
         and message_key(messages[0].message_id) == first
         and message_key(messages[-1].message_id) == last
     )
-
-
-__all__ = [
-    "FORMAT_KEY",
-    "FORMAT_VERSION",
-    "LogIndex",
-    "body_hash",
-    "copy_runs",
-    "encode_context",
-    "is_envelope",
-    "parse_run",
-    "run_matches",
-]

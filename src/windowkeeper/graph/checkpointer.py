@@ -59,6 +59,10 @@ _MAX_CACHED_THREADS = 256
 """Threads whose log index and newest view a checkpointer keeps in memory (least recently used out first)."""
 
 
+_SYNC_NAMES: dict[tuple[type, str], tuple[str, str]] = {}
+"""What `BaseCheckpointer._sync` names in the error it raises inside a running loop, per class and method."""
+
+
 class BaseCheckpointer(ABC):
     """The checkpointer contract the graph runtime codes against.
 
@@ -85,6 +89,13 @@ class BaseCheckpointer(ABC):
     async def aclose(self) -> None:  # noqa: B027 - optional hook: most checkpointers hold nothing to release
         """Release the backend's connections."""
 
+    @property
+    def steps_directly(self) -> bool:
+        """Whether the async methods need no task of their own before they first wait, so the sync twins (and a
+        graph's ``get_state``) step them without one (see `SessionStore.steps_directly`). False unless a
+        checkpointer knows it: a subclass's own methods might read ``asyncio.current_task()``."""
+        return False
+
     @overload
     async def aget_state(self, thread_id: str) -> AgentState | None: ...
 
@@ -109,11 +120,13 @@ class BaseCheckpointer(ABC):
     # -- sync twins -----------------------------------------------------------------------------------------
 
     def _sync(self, method: str, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        return run_sync(
-            make,
-            caller=f"{type(self).__name__}.{method.removeprefix('a')}()",
-            instead=f"await checkpointer.{method}(...)",
-        )
+        names = _SYNC_NAMES.get((type(self), method))
+        if names is None:  # formatted once per class and method: a sync read costs a few microseconds in all
+            names = _SYNC_NAMES[type(self), method] = (
+                f"{type(self).__name__}.{method.removeprefix('a')}()",
+                f"await checkpointer.{method}(...)",
+            )
+        return run_sync(make, caller=names[0], instead=names[1], direct=self.steps_directly)
 
     def put(self, thread_id: str, state: AgentState, new_messages: Sequence[Message] = ()) -> None:
         self._sync("aput", lambda: self.aput(thread_id, state, new_messages))
@@ -145,26 +158,56 @@ class BaseCheckpointer(ABC):
 
 @dataclass(frozen=True)
 class _View:
-    """The newest checkpoint of a thread as this process wrote or read it: its id, view objects and encoding."""
+    """The newest checkpoint of a thread as this process wrote or read it: its id, view objects and encoding.
+
+    The view is the first ``length`` messages of ``messages``, a list this checkpointer owns and only ever
+    extends: the next view that only grew appends its new messages to the same list (`_grown`), so a put costs
+    what it adds rather than a copy of the whole view (copying a 100k-message list touches every message's
+    reference count, ~10 ms on a shared machine). Messages past ``length`` belong to a newer view, or to none
+    when the put that added them failed.
+    """
 
     checkpoint: str
-    context: tuple[Message, ...]
+    messages: list[Message]
+    length: int
     encoded: list[Any]
     epoch: int
-    """`edit_epoch` when remembered: while unchanged, no message of ``context`` was edited in place since."""
+    """`edit_epoch` when remembered: while unchanged, no message of the view was edited in place since."""
+
+    @classmethod
+    def of(cls, checkpoint: str, context: Sequence[Message], encoded: list[Any], epoch: int) -> _View:
+        """A view holding its own copy of ``context``."""
+        return cls(checkpoint, list(context), len(context), encoded, epoch)
+
+    def context(self) -> list[Message]:
+        """The view's messages, as a new list (the caller's to change)."""
+        messages = self.messages
+        return messages[: self.length] if len(messages) != self.length else list(messages)
 
 
 def _edited(view: _View) -> bool:
-    return view.epoch != edit_epoch() and any(edited_since(m, view.epoch) for m in view.context)
+    return view.epoch != edit_epoch() and any(
+        edited_since(m, view.epoch) for m in itertools.islice(view.messages, view.length)
+    )
 
 
-def _grew(view: _View, context: list[Message]) -> bool:
-    """Whether ``context`` is ``view``'s messages, unedited, followed by new ones."""
-    n = len(view.context)
-    # tuple equality compares by identity first, in C: 0.06 ms for 100k messages, where a Python-level identity
-    # walk took 5-30 ms a put. A different object equal in every field (private state included) stands for the
-    # same stored body, so treating it as the old one keeps the encoding right.
-    return len(context) >= n and tuple(itertools.islice(context, n)) == view.context and not _edited(view)
+def _grown(view: _View, context: list[Message]) -> list[Message] | None:
+    """The messages of ``view`` followed by the new ones of ``context`` when ``context`` is ``view``'s messages,
+    unedited, followed by new ones (its own list, extended in place when nothing else did), else None."""
+    n = view.length
+    if len(context) < n:
+        return None
+    mine = view.messages
+    if len(mine) != n:  # a newer or failed put extended it: this view's prefix gets a list of its own
+        mine = mine[:n]
+    mine.extend(context[n:])
+    # list equality compares by identity first, in C, without touching the messages: 0.2 ms for 100k. A different
+    # object equal in every field (private state included) stands for the same stored body, so treating it as the
+    # old one keeps the encoding right.
+    if mine == context and not _edited(view):
+        return mine
+    del mine[n:]
+    return None
 
 
 class Checkpointer(BaseCheckpointer):
@@ -178,6 +221,12 @@ class Checkpointer(BaseCheckpointer):
         self._owns_store = owns_store
         self._logs: LRUCache[str, LogIndex] = LRUCache(_MAX_CACHED_THREADS)
         self._views: LRUCache[str, _View] = LRUCache(_MAX_CACHED_THREADS)
+        # this module's classes over a store class that declares it itself (a subclass may override methods)
+        self._direct = type(self) in _OWN_CLASSES and type(store).__dict__.get("steps_directly") is True
+
+    @property
+    def steps_directly(self) -> bool:
+        return self._direct
 
     @classmethod
     def from_url(cls, url_or_path: str | os.PathLike[str], *, prefix: str | None = None) -> Checkpointer:
@@ -203,21 +252,25 @@ class Checkpointer(BaseCheckpointer):
         complete = [m for m in new_messages if not m.delta]
         if complete:
             await self._append(thread_id, index, complete)
-        context = list(state.context)
+        context = state.context if type(state.context) is list else list(state.context)
         epoch = edit_epoch()
         previous = self._views.peek(thread_id)
+        grown = None if previous is None else _grown(previous, context)
         try:
-            if previous is not None and _grew(previous, context):
+            if previous is not None and grown is not None:
                 # the view is the previous one plus new messages: only those are looked at
-                encoded = encode_context(context[len(previous.context) :], index, copy_runs(previous.encoded))
+                encoded = encode_context(context[previous.length :], index, copy_runs(previous.encoded))
+                view = _View(uuid.uuid4().hex, grown, len(grown), encoded, epoch)
             else:
                 encoded = encode_context(context, index)
+                view = _View.of(uuid.uuid4().hex, context, encoded, epoch)
         except PydanticSerializationError as exc:
+            if grown is not None and previous is not None:
+                del grown[previous.length :]
             raise StorageError(f"thread {thread_id!r}: a message of the view cannot be stored as JSON: {exc}") from exc
-        checkpoint = uuid.uuid4().hex
-        envelope = {FORMAT_KEY: FORMAT_VERSION, "id": checkpoint, "state": fields, "context": encoded}
+        envelope = {FORMAT_KEY: FORMAT_VERSION, "id": view.checkpoint, "state": fields, "context": encoded}
         await self.store.put_state(thread_id, envelope)
-        self._remember(thread_id, index, _View(checkpoint, tuple(context), encoded, epoch))
+        self._remember(thread_id, index, view)
 
     async def _index(self, thread_id: str) -> LogIndex:
         cached = self._logs.peek(thread_id)
@@ -259,14 +312,14 @@ class Checkpointer(BaseCheckpointer):
         view = self._views.peek(thread_id)
         # a message edited in place since it was stored is no longer the stored one: read the view back instead
         if view is not None and view.checkpoint == checkpoint and not _edited(view):
-            return list(view.context)
+            return view.context()
         index = self._logs.peek(thread_id) or LogIndex(await self.store.count_messages(thread_id))
         epoch = edit_epoch()
         context: list[Message] = []
         with bulk_allocation():  # a view of thousands of messages is built here, all of it kept
             await self._read_entries(thread_id, raw["context"], index, epoch, context)
         if isinstance(checkpoint, str):
-            self._remember(thread_id, index, _View(checkpoint, tuple(context), raw["context"], epoch))
+            self._remember(thread_id, index, _View.of(checkpoint, context, raw["context"], epoch))
         return context
 
     async def _read_entries(
@@ -400,11 +453,7 @@ class RedisCheckpointer(Checkpointer):
         super().__init__(RedisStore(url, prefix=prefix))
 
 
-__all__ = [
-    "BaseCheckpointer",
-    "Checkpointer",
-    "InMemoryCheckpointer",
-    "PostgresCheckpointer",
-    "RedisCheckpointer",
-    "SQLiteCheckpointer",
-]
+_OWN_CLASSES = frozenset(
+    {Checkpointer, InMemoryCheckpointer, SQLiteCheckpointer, PostgresCheckpointer, RedisCheckpointer}
+)
+

@@ -28,6 +28,7 @@ from ..errors import ConfigurationError, GraphError, RecursionLimitError
 from ..messages import Message, TokenUsages
 from ..prompt.recall import is_recall
 from ..state import AgentState, ExecutionStatus, add_messages
+from .checkpointer import BaseCheckpointer
 from .injection import ParamPlan, Resolver, build_arguments
 from .runtime import CompiledNode, ConditionalEdge, ContextManagerLike, RunContext
 from .updates import adopt_state, apply_update, output_to_update
@@ -194,6 +195,7 @@ class CompiledGraph:
             lambda: self.aget_state(config),
             caller="CompiledGraph.get_state()",
             instead="await graph.aget_state(...)",
+            direct=isinstance(self.checkpointer, BaseCheckpointer) and self.checkpointer.steps_directly,
         )
 
     def stop(self, config: Mapping[str, Any]) -> bool:
@@ -494,6 +496,3 @@ class CompiledGraph:
                 raise
             finally:
                 self._active.pop(thread_id, None)
-
-
-__all__ = ["DEFAULT_RECURSION_LIMIT", "CompiledGraph", "GraphEvent", "StreamMode"]

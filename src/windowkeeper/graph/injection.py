@@ -200,15 +200,3 @@ def build_arguments(
         else:
             kwargs[plan.name] = value
     return args, kwargs
-
-
-__all__ = [
-    "ParamPlan",
-    "Resolver",
-    "build_arguments",
-    "check_injectable",
-    "inject_marker_type",
-    "inject_service",
-    "plan_call",
-    "require_injectq",
-]

@@ -12,8 +12,6 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .._bridge import is_async_callable
-
 if TYPE_CHECKING:
     from ..state import AgentState
     from .injection import ParamPlan, Resolver
@@ -66,14 +64,3 @@ class CompiledNode:
     plans: tuple[ParamPlan, ...]
     is_async: bool
     component: GraphComponent | None
-
-
-__all__ = [
-    "CompiledNode",
-    "ConditionalEdge",
-    "ContextManagerLike",
-    "GraphComponent",
-    "NodeAction",
-    "RunContext",
-    "is_async_callable",
-]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
+from .._bridge import is_async_callable
 from ..constants import END, START
 from ..errors import ConfigurationError, GraphCompileError
 from ..state import AgentState
@@ -21,7 +22,6 @@ from .runtime import (
     ContextManagerLike,
     GraphComponent,
     NodeAction,
-    is_async_callable,
 )
 
 
@@ -236,5 +236,3 @@ class StateGraph:
         for source, (_, condition_plans, _) in conditions.items():
             check_injectable(condition_plans, resolver, owner=f"condition of {source!r}")
         return compiled
-
-__all__ = ["CompiledNode", "ConditionalEdge", "NodeAction", "StateGraph"]

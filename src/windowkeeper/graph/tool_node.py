@@ -16,13 +16,13 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .._bridge import run_in_worker
+from .._bridge import is_async_callable, run_in_worker
 from ..blocks import ToolCallBlock, ToolResultBlock
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..state import AgentState, ToolResult
 from .injection import ParamPlan, Resolver, build_arguments, check_injectable, plan_call
-from .runtime import RunContext, is_async_callable
+from .runtime import RunContext
 from .tool_schema import ToolSignature, tool_signature
 
 logger = logging.getLogger(__name__)
@@ -172,6 +172,3 @@ class ToolNode:
     @staticmethod
     def _error(call: ToolCallBlock, text: str) -> ToolResultBlock:
         return ToolResultBlock(call_id=call.id, name=call.name, output=text, status="error")
-
-
-__all__ = ["ToolNode"]

@@ -216,6 +216,3 @@ def tool_signature(fn: Callable[..., Any], *, name: str | None = None, skip: Col
         args_model=model,
         field_names=field_names,
     )
-
-
-__all__ = ["ParsedDocstring", "ToolSignature", "parse_docstring", "tool_signature"]

@@ -89,6 +89,3 @@ def adopt_state(current: AgentState, returned: BaseModel, *, node: str) -> Agent
         raise GraphError(
             f"node {node!r} returned a {type(returned).__name__} that is not a valid {cls.__name__}: {exc}",
         ) from exc
-
-
-__all__ = ["adopt_state", "apply_update", "output_to_update"]

@@ -742,6 +742,3 @@ def _write_plain(fmt: WindowFormat, messages: Sequence[Message]) -> list[Any]:
     if fmt == "gemini":
         return to_gemini(messages)[1]
     return list(to_langchain(messages))
-
-
-__all__ = ["DEFAULT_RESERVE_TOKENS", "FitResult", "Window", "as_window"]

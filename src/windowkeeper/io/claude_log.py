@@ -169,6 +169,3 @@ def write(transcript: Transcript, view: Sequence[Message], summary: str | None) 
             parent = event["uuid"]
         linked.append(event)
     return linked
-
-
-__all__ = ["KIND", "looks_like", "read", "write"]

@@ -756,19 +756,3 @@ def read_collection(
 def dumps(value: Any) -> str:
     """JSON text for a document the CLI writes (UTF-8, no NaN: strict parsers must accept it)."""
     return json.dumps(value, ensure_ascii=False, indent=1, allow_nan=False)
-
-
-__all__ = [
-    "Conversation",
-    "ConversationFileError",
-    "InputFormat",
-    "detect_format",
-    "dumps",
-    "looks_like",
-    "parse_conversations",
-    "read_collection",
-    "read_folder",
-    "read_conversation",
-    "read_conversations",
-    "parse_text",
-]

@@ -175,6 +175,3 @@ def write(transcript: Transcript, view: Sequence[Message], summary: str | None) 
         # the rollout's own record of a compaction, which Codex replays as the summary of what came before
         events.insert(at, {"timestamp": stamp_of, "type": "compacted", "payload": {"message": text}})
     return events
-
-
-__all__ = ["KIND", "looks_like", "read", "write"]

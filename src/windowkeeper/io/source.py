@@ -265,20 +265,3 @@ def _looks_like_jsonl(text: str) -> bool:
     except (json.JSONDecodeError, RecursionError):
         return False
     return True
-
-
-__all__ = [
-    "DEFAULT_MAX_BYTES",
-    "DEFAULT_TIMEOUT",
-    "MAX_DEPTH",
-    "STDIN",
-    "ConversationFileError",
-    "ParsedDocument",
-    "RawDocument",
-    "check_depth",
-    "has_surrogate_escape",
-    "is_jsonl",
-    "parse_document",
-    "parse_json",
-    "read_text",
-]

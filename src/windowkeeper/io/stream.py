@@ -194,6 +194,3 @@ def open_stream(doc: RawDocument, fmt: str) -> MessageStream | None:
     name = Path(doc.source).stem or doc.source
     detected = fmt in (InputFormat.AUTO.value, InputFormat.JSONL.value)
     return MessageStream(name, found, doc.source, values(), detected=detected)
-
-
-__all__ = ["SLICE", "STREAMED", "MessageStream", "open_stream"]

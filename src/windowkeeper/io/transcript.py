@@ -97,6 +97,3 @@ def write_events(transcript: Transcript, view: Sequence[Message], rewrite: Rewri
         else:
             out.extend(rewrite(group, messages))
     return out
-
-
-__all__ = ["Group", "Rewrite", "Transcript", "event_objects", "parse_timestamp", "write_events"]

@@ -152,6 +152,3 @@ def encode(data: Any, fmt: OutFormat, container: str | None = None) -> bytes:
     if container is not None:
         return (json.dumps(data, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
     return (json.dumps(data, ensure_ascii=False, indent=1, allow_nan=False) + "\n").encode("utf-8")
-
-
-__all__ = ["JSONL_FORMATS", "OutFormat", "alternate", "encode", "payload", "resolve"]

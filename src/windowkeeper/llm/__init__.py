@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ..providers import PROVIDERS, normalize_provider
     from .client import LLMClient, LLMRequest, LLMResponse, complete
-    from .detect import PROVIDERS, detect_provider, normalize_provider
+    from .detect import detect_provider
     from .factory import create_client
     from .scripted import ScriptedClient, ScriptedReply
 
@@ -20,7 +21,8 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         ".client": ("LLMClient", "LLMRequest", "LLMResponse", "complete"),
-        ".detect": ("PROVIDERS", "detect_provider", "normalize_provider"),
+        "..providers": ("PROVIDERS", "normalize_provider"),
+        ".detect": ("detect_provider",),
         ".factory": ("create_client",),
         ".scripted": ("ScriptedClient", "ScriptedReply"),
     },

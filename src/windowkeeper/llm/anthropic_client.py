@@ -132,6 +132,3 @@ class AnthropicClient(SDKClient["AsyncAnthropic"]):
         meta = {"provider": self.provider, "model": raw.get("model") or self.model, "response_id": raw.get("id")}
         message = assistant_message(blocks, usages=anthropic_usage(raw.get("usage")), metadata=meta)
         return LLMResponse(message=message, raw=raw)
-
-
-__all__ = ["AnthropicClient", "anthropic_tools", "anthropic_usage"]

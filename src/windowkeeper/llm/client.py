@@ -192,16 +192,3 @@ def check_api_style(api_style: str) -> str:
             "use 'chat' for servers that only offer Chat Completions",
         )
     return api_style
-
-
-__all__ = [
-    "LLMClient",
-    "LLMRequest",
-    "LLMResponse",
-    "assistant_message",
-    "check_api_style",
-    "complete",
-    "has_answer",
-    "merge_reply_messages",
-    "tool_calls_dicts",
-]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from ..errors import ConfigurationError
-from ..providers import PROVIDER_ALIASES, PROVIDERS, normalize_provider
+from ..providers import PROVIDER_ALIASES, normalize_provider
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,3 @@ def detect_provider(model: str, provider: str | None = None) -> tuple[str, str]:
             return family, name
     logger.debug("model %r matches no known family; assuming an OpenAI-compatible server", name)
     return "openai", name
-
-
-__all__ = ["PROVIDERS", "detect_provider", "normalize_provider"]

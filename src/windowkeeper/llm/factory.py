@@ -41,6 +41,3 @@ def create_client(
 
         return GoogleClient(bare, base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries)
     raise ConfigurationError(f"no client for provider {name!r}")
-
-
-__all__ = ["create_client"]

@@ -166,6 +166,3 @@ class GoogleClient(SDKClient["GenAIClient"]):
         }
         message = assistant_message(blocks, usages=gemini_usage(raw.get("usageMetadata")), metadata=meta)
         return LLMResponse(message=message, raw=raw)
-
-
-__all__ = ["GoogleClient", "gemini_function_declarations", "gemini_usage"]

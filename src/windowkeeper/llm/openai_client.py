@@ -210,6 +210,3 @@ class OpenAIClient(SDKClient["AsyncOpenAI"]):
         meta = {"provider": self.provider, "model": raw.get("model") or self.model, "response_id": raw.get("id")}
         message = assistant_message(blocks, usages=usages, metadata=meta)
         return LLMResponse(message=message, raw=raw)
-
-
-__all__ = ["OpenAIClient", "chat_tools", "responses_tools"]

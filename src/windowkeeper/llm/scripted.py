@@ -119,6 +119,3 @@ class ScriptedClient:
         if isinstance(value, Message) and not from_default:
             message = message.model_copy(update={"message_id": value.message_id})
         return LLMResponse(message=message, raw=None)
-
-
-__all__ = ["ScriptedClient", "ScriptedReply"]

@@ -112,6 +112,3 @@ class TDAIMemory(BaseMemory[SessionStore]):
             )
         super().__init__(config, store=open_store(target, prefix=prefix), **options)
         self._owns_store = True
-
-
-__all__ = ["InMemoryMemory", "PostgresMemory", "RedisMemory", "SQLiteMemory", "TDAIMemory"]

@@ -889,13 +889,3 @@ def _with_archived(records: Sequence[Record], archives: Sequence[Record] = ()) -
             doc[SOURCE_TEXT_KEY] = item[SOURCE_TEXT_KEY]
         out.append(Record(record.key, record.seq, record.version, doc))
     return out
-
-
-__all__ = [
-    "DEFAULT_NAMESPACE",
-    "DEFAULT_SESSION",
-    "DEFAULT_SUMMARY_TIMEOUT",
-    "BaseMemory",
-    "EventDict",
-    "EventList",
-]

@@ -74,6 +74,3 @@ def decompress_in_place(event: dict[str, Any]) -> bool:
         return False
     event["message"]["content"] = info["original_content"]
     return True
-
-
-__all__ = ["COMPACTED_PREFIX", "compact_in_place", "decompress_in_place", "is_compacted", "make_gist"]

@@ -120,6 +120,3 @@ def resolve_thresholds(thresholds: Mapping[str, Any] | Thresholds | None) -> Thr
     values.setdefault("min_compaction_gain", max(1, math.ceil(round(pre_rot * (compaction - target) / 2, 6))))
     gain = _count(values, "min_compaction_gain", positive=False)
     return Thresholds(pre_rot, compaction, summarization, keep, gain, target)
-
-
-__all__ = ["DEFAULT_COMPACTION_TARGET", "DEFAULT_THRESHOLDS", "Thresholds", "resolve_thresholds"]

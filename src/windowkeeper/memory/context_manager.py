@@ -25,8 +25,8 @@ from typing import Any
 
 from .._bridge import run_sync
 from .._cache import LRUCache
+from ..context._recall_step import make_recall
 from ..context.base import BaseContextManager
-from ..context.message import make_recall
 from ..context.recall import Recall, join_recall, newest_user, place_recall
 from ..errors import ConfigurationError
 from ..messages import Message, same_message
@@ -231,6 +231,3 @@ class MemoryContextManager(BaseContextManager[AgentState]):
     async def aclose(self) -> None:
         """Close the memory (and its store, if the memory opened it)."""
         await self.memory.close()
-
-
-__all__ = ["MemoryContextManager"]

@@ -267,21 +267,3 @@ def original_event(event: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(info, dict) and "original_content" in info:
         copy["message"]["content"] = info["original_content"]
     return copy
-
-
-__all__ = [
-    "COMPACTION_KEY",
-    "RESERVED_STATE_KEYS",
-    "SOURCE_TEXT_KEY",
-    "SUMMARY_MARK",
-    "SUMMARY_STATE_KEY",
-    "full_source",
-    "original_content",
-    "pack_source",
-    "same_event",
-    "event_to_message",
-    "message_to_event",
-    "normalize_event",
-    "original_event",
-    "result_ids",
-]

@@ -53,6 +53,3 @@ class ContextReport(BaseModel):
         if self.failure:
             text += f"; FAILED: {self.failure}"
         return text
-
-
-__all__ = ["ContextReport", "Tier"]

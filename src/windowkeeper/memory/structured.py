@@ -712,23 +712,3 @@ def as_structured_summarizer(obj: object | None) -> StructuredSummarizer:
 
 
 SummarizerFn = Callable[[list[dict[str, Any]]], "StructuredSummary | dict[str, Any] | Awaitable[Any]"]
-
-__all__ = [
-    "ExtractiveStructuredSummarizer",
-    "StructuredLLMSummarizer",
-    "StructuredSummarizer",
-    "StructuredSummary",
-    "SummarizerFn",
-    "TimeRange",
-    "as_structured_summarizer",
-    "coerce_summary",
-    "event_timestamp",
-    "event_tool_calls",
-    "events_to_messages",
-    "decision_text",
-    "files_in_event",
-    "fit_summary",
-    "parse_structured_json",
-    "sentences",
-    "summarize_structured",
-]

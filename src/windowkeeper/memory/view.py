@@ -291,17 +291,3 @@ class LiveView:
     def keep_keys(self, live_from: int) -> list[str]:
         """Visible records older than ``live_from`` (system events, a kept turn opener, summaries)."""
         return [e.key for e in (*self.summaries, *self.events) if e.seq < live_from]
-
-
-__all__ = [
-    "EVENT_PREFIX",
-    "HEAD_KEY",
-    "SUMMARY_PREFIX",
-    "TOKENS_KEY",
-    "Entry",
-    "LiveView",
-    "is_visible",
-    "stored_tokens",
-    "view_message",
-    "with_tokens",
-]

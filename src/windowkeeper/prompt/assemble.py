@@ -187,6 +187,3 @@ def assemble(
         counter=counter,
         reserve_tokens=reserve_tokens,
     )
-
-
-__all__ = ["ZONES", "AssembledPrompt", "assemble", "assemble_messages"]

@@ -85,13 +85,3 @@ def count_request(request: LLMRequest, counter: TokenCounter | None = None) -> i
     tc = counter if counter is not None else default_counter()
     messages = [system_message(request.system), *request.messages] if request.system else list(request.messages)
     return tc.count_messages(messages) + tool_schema_tokens(request.tools, tc)
-
-
-__all__ = [
-    "SystemCost",
-    "count_request",
-    "summary_tokens",
-    "system_costs",
-    "system_text_tokens",
-    "tool_schema_tokens",
-]

@@ -16,6 +16,3 @@ MARK_KEY = "windowkeeper"
 def is_recall(message: Message) -> bool:
     """Whether ``message`` was inserted by recall (``metadata["windowkeeper"] == "recall"``)."""
     return message.metadata.get(MARK_KEY) == RECALL_MARK
-
-
-__all__ = ["MARK_KEY", "RECALL_MARK", "is_recall"]

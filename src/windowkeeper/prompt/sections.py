@@ -62,16 +62,3 @@ def join_sections(sections: Iterable[str | None]) -> str | None:
 def system_message(text: str) -> Message:
     """``text`` as the one system message a flat message list starts with (stable id, no timestamp)."""
     return Message.text_message(text, role="system", message_id=stable_id("system", text), timestamp=None)
-
-
-__all__ = [
-    "SCRATCHPAD_HEADER",
-    "SECTION_SEPARATOR",
-    "SUMMARY_HEADER",
-    "join_sections",
-    "scratchpad_section",
-    "stable_id",
-    "summary_section",
-    "system_message",
-    "system_message_text",
-]

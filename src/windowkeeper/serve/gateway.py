@@ -193,7 +193,7 @@ class Gateway:
             # nothing was ever taken out of this thread and nothing added: the manager's list is the client's
             written, unchanged = list(items[lead:]), True
         else:
-            written, unchanged = restore_originals(managed, cache, offset=lead)
+            written, unchanged = restore_originals(managed, items, cache, offset=lead)
         if lead:
             written = [*kept, *written]
             unchanged = unchanged and not added

@@ -128,9 +128,9 @@ class Recognizer:
     def choose(match: Match, items: ItemCache) -> Match:
         """``match`` with the thread the list continues (longest known prefix), or a new name."""
         best: tuple[int, float, str] | None = None
-        count = len(items.keys)
+        count = len(items)
         for name, (length, digest, seen) in (match.threads or {}).items():
-            if length <= count and items.digests[length] == digest:
+            if length <= count and items.digest(length) == digest:
                 rank = (length, seen, name)
                 if best is None or rank > best:
                     best = rank
@@ -144,7 +144,7 @@ class Recognizer:
         """Record that thread ``match.name`` last received ``items`` (a compare-and-set, merged on conflict)."""
         if match.index_session is None or match.head is None:
             return
-        entry = [len(items.keys), items.digests[-1], time.time()]
+        entry = [len(items), items.digest(len(items)), time.time()]
         threads, version = dict(match.threads or {}), match.version
         for _ in range(8):
             threads[match.name] = entry

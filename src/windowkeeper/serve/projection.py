@@ -156,6 +156,15 @@ def canonical(plain: Any) -> Any:
 
 
 def item_key(plain: Any) -> str:
+    """The canonical key of an item: its sorted JSON after `canonical` (which a flat item of strings, the
+    commonest shape, would come out of unchanged, so it is not walked)."""
+    if (
+        type(plain) is dict
+        and "cache_control" not in plain
+        and "status" not in plain
+        and all(type(v) is str for v in plain.values())
+    ):
+        return _dumps(plain)
     return _dumps(canonical(plain))
 
 
@@ -166,79 +175,159 @@ PLAIN: dict[str, Callable[[Any], Any]] = {
 }
 
 
+DIGEST = 16
+"""Bytes of each item hash and prefix digest (blake2b)."""
+BOUNDARY_ITEMS = 4
+"""Newest items of the last list always compared with a new request; before them, log-spaced ones."""
+
+
+def _hash(key: str) -> bytes:
+    return hashlib.blake2b(key.encode(), digest_size=DIGEST).digest()
+
+
+def chain(previous: str, key: str) -> str:
+    """The digest of a prefix one item longer (``previous`` is the shorter prefix's digest, hex)."""
+    return hashlib.blake2b(f"{previous}\x1e{key}".encode(), digest_size=DIGEST).hexdigest()
+
+
+def probe_points(length: int) -> list[int]:
+    """Where a list of ``length`` items is compared with the next request: its last `BOUNDARY_ITEMS` items, then
+    log-spaced ones back to the first (O(log n) of them; see `project`)."""
+    points: list[int] = []
+    i, step = length - 1, 1
+    while i >= 0:
+        points.append(i)
+        if length - 1 - i >= BOUNDARY_ITEMS:
+            step *= 2
+        i -= step
+    if length and points[-1] != 0:
+        points.append(0)
+    return points
+
+
 @dataclass
 class ItemCache:
-    """A thread's items as last received: originals, plain twins, keys, chained digests (reused on the next call).
+    """What a thread keeps of the list it last received, so the next request costs what is new, not the history.
 
-    ``digests[i]`` is the digest of the keys of items ``[0, i)``; the plain twins of an unchanged prefix are the very
-    objects of the last call, so the window's own reading skips them too.
+    ``plains`` are the plain twins (the objects the window read last time: an unchanged prefix hands it the same
+    objects, so its own reading skips them too); ``hashes`` the item hashes (`DIGEST` bytes each, of their keys) and
+    ``digests`` the chained prefix digests (``digests[i]`` covers items ``[0, i)``), both packed in one buffer
+    rather than an object per item. ``probes`` are the client's own items at `probe_points`, the only originals
+    kept: the client's list itself is not (a thread costs a few dozen bytes per item, not a copy of the list).
     """
 
-    items: list[Any] = field(default_factory=list)
     plains: list[Any] = field(default_factory=list)
-    keys: list[str] = field(default_factory=list)
-    digests: list[str] = field(default_factory=lambda: [""])
+    hashes: bytearray = field(default_factory=bytearray)
+    digests: bytearray = field(default_factory=lambda: bytearray(DIGEST))
+    probes: dict[int, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.plains)
+
+    def digest(self, length: int) -> str:
+        """The hex digest of the first ``length`` items ("" for none)."""
+        if length == 0:
+            return ""
+        return self.digests[length * DIGEST : (length + 1) * DIGEST].hex()
+
+    def item_hash(self, index: int) -> bytes:
+        return bytes(self.hashes[index * DIGEST : (index + 1) * DIGEST])
 
 
-def common_prefix(items: Sequence[Any], known: Sequence[Any]) -> int:
-    """How many leading items equal ``known``'s (value equality, a C-level compare per item)."""
-    n = 0
-    for mine, theirs in zip(items, known, strict=False):
-        if mine is not theirs and mine != theirs:
-            break
-        n += 1
-    return n
+_MISSING = object()
+
+
+def _same_at(item: Any, index: int, cache: ItemCache, plain_of: Callable[[Any], Any]) -> bool:
+    """Whether the client's ``item`` is still what ``cache`` holds at ``index``: the kept original, or an item
+    with the same key (a moved cache mark, a string for a one-text-block list)."""
+    probe = cache.probes.get(index, _MISSING)
+    if probe is item or (probe is not _MISSING and probe == item):
+        return True
+    return _hash(item_key(plain_of(item))) == cache.item_hash(index)
+
+
+def _kept_prefix(items: Sequence[Any], cache: ItemCache, plain_of: Callable[[Any], Any]) -> int:
+    """How many leading items of ``items`` continue ``cache``, judged at the boundary (`probe_points`).
+
+    When every probe holds, the whole cached list is taken as kept: an item replaced deep in the history between
+    two probes goes unnoticed, as in `Window` (rewriting history is starting a thread over). When one fails, the
+    items between the last probe that held and the first that failed are compared one by one.
+    """
+    known = len(cache)
+    if known == 0:
+        return 0
+    points = sorted(p for p in probe_points(known) if p < len(items))
+    if 0 < len(items) < known and (not points or points[-1] != len(items) - 1):
+        points.append(len(items) - 1)  # a shorter list: its own last item is the boundary
+    held = -1
+    for point in points:
+        if not _same_at(items[point], point, cache, plain_of):
+            for index in range(held + 1, point):
+                if not _same_at(items[index], index, cache, plain_of):
+                    return index
+            return point
+        held = point
+    return min(known, len(items))
 
 
 def project(fmt: str, items: Sequence[Any], cache: ItemCache | None) -> ItemCache:
-    """The `ItemCache` of ``items``, computing only what differs from ``cache``."""
+    """The `ItemCache` of ``items``, computing only what is new since ``cache``."""
     plain_of = PLAIN[fmt]
-    same = common_prefix(items, cache.items) if cache is not None else 0
-    if cache is not None and same == len(items) == len(cache.items):
-        return cache
-    plains = list(cache.plains[:same]) if cache is not None else []
-    keys = list(cache.keys[:same]) if cache is not None else []
-    digests = list(cache.digests[: same + 1]) if cache is not None else [""]
+    same = _kept_prefix(items, cache, plain_of) if cache is not None else 0
+    if cache is not None:
+        plains = cache.plains[:same]
+        hashes = cache.hashes[: same * DIGEST]
+        digests = cache.digests[: (same + 1) * DIGEST]
+    else:
+        plains, hashes, digests = [], bytearray(), bytearray(DIGEST)
+    previous = digests[-DIGEST:].hex() if same else ""
     for index in range(same, len(items)):
         plain = plain_of(items[index])
         if cache is not None and index < len(cache.plains) and cache.plains[index] == plain:
             plain = cache.plains[index]  # a moved cache mark: the same plain object, so the window's read holds
         key = item_key(plain)
         plains.append(plain)
-        keys.append(key)
-        digests.append(chain(digests[-1], key))
-    return ItemCache(items=list(items), plains=plains, keys=keys, digests=digests)
+        hashes += _hash(key)
+        previous = chain(previous, key)
+        digests += bytes.fromhex(previous)
+    probes = {index: items[index] for index in probe_points(len(items))}
+    return ItemCache(plains=plains, hashes=hashes, digests=digests, probes=probes)
 
 
-def chain(previous: str, key: str) -> str:
-    return hashlib.blake2b(f"{previous}\x1e{key}".encode(), digest_size=16).hexdigest()
+def restore_originals(
+    written: Sequence[Any], items: Sequence[Any], cache: ItemCache, *, offset: int = 0
+) -> tuple[list[Any], bool]:
+    """The list to send: each written item that is a client item (in order) as the client's original ``items[i]``.
 
-
-def restore_originals(written: Sequence[Any], cache: ItemCache, *, offset: int = 0) -> tuple[list[Any], bool]:
-    """The list to send: each written item that equals a client item (by key, in order) as the client's original.
-
-    ``offset`` client items at the head are not part of ``written`` (kept apart by the caller). Returns
-    ``(items, unchanged)``; ``unchanged`` is True when the result is exactly the client's items from ``offset``.
+    An item the window passed through is the very plain twin it was given (`ItemCache.plains`), found by identity;
+    any other written item (a pointer, a summary, or an item read back from the store after a restart) is compared
+    by its key's hash. ``offset`` client items at the head are not part of ``written`` (kept apart by the caller).
+    Returns ``(items, unchanged)``; ``unchanged`` is True when the result is exactly the client's items from
+    ``offset``.
     """
-    where: dict[str, list[int]] = {}
-    for index in range(offset, len(cache.keys)):
-        where.setdefault(cache.keys[index], []).append(index)
+    plains = cache.plains
+    by_id = {id(p): index for index, p in enumerate(plains) if index >= offset}
+    where: dict[bytes, list[int]] | None = None
     out: list[Any] = []
     last = offset - 1
-    matched_all = len(written) == len(cache.items) - offset
+    matched_all = len(written) == len(items) - offset
     for item in written:
-        found = None
-        for index in where.get(item_key(item), ()):
-            if index > last:
-                found = index
-                break
+        found = by_id.get(id(item))
+        if found is not None and (found <= last or plains[found] is not item):
+            found = None
+        if found is None:
+            if where is None:
+                where = {}
+                for index in range(offset, len(plains)):
+                    where.setdefault(cache.item_hash(index), []).append(index)
+            found = next((i for i in where.get(_hash(item_key(item)), ()) if i > last), None)
         if found is None:
             out.append(item)
             matched_all = False
             continue
         if found != last + 1:
             matched_all = False
-        out.append(cache.items[found])
+        out.append(items[found])
         last = found
     return out, matched_all
 

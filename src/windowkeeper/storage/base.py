@@ -25,7 +25,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, from_json
@@ -201,6 +201,13 @@ class SessionStore(ABC):
     * a versioned update with a stale ``expected_version`` raises `ConflictError` and writes nothing;
     * threads and sessions never see each other's data.
     """
+
+    steps_directly: ClassVar[bool] = False
+    """Whether this class's methods need no task of their own before they first wait (no ``asyncio.timeout``,
+    task groups, or other readers of ``asyncio.current_task()`` before a real wait): the sync checkpointer API
+    then steps them on the calling thread without one, which is what makes an in-memory read as cheap as its
+    async form (see `windowkeeper._bridge.run_sync`). Read from the class's own namespace, never inherited: a
+    subclass, which may override methods, opts in by declaring it again."""
 
     def describe(self) -> str:
         """How errors and logs name this store: backend, location (secrets masked, see `mask_url`) and prefix."""
@@ -727,13 +734,3 @@ def unique_new(thread_id: str, messages: Sequence[Message]) -> list[tuple[str, s
         seen.add(mkey)
         out.append((mkey, body))
     return out
-
-
-__all__ = [
-    "ConflictError",
-    "RawRow",
-    "Record",
-    "RecordNotFoundError",
-    "RecordUpdate",
-    "SessionStore",
-]

@@ -57,6 +57,8 @@ class _Session:
 class InMemoryStore(SessionStore):
     """Dict-backed store; every operation is atomic because none of them awaits while holding data."""
 
+    steps_directly = True
+
     def __init__(self) -> None:
         self._threads: dict[str, _Thread] = {}
         self._sessions: dict[tuple[str, str], _Session] = {}
@@ -251,6 +253,3 @@ class InMemoryStore(SessionStore):
 
     async def close(self) -> None:
         self._closed = True
-
-
-__all__ = ["InMemoryStore"]

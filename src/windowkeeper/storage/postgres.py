@@ -104,6 +104,8 @@ _PendingWrite = tuple[Callable[["AsyncConnection[Any]"], Awaitable[Any]], bool, 
 class PostgresStore(SessionStore):
     """A `SessionStore` in PostgreSQL tables named ``<prefix>_messages``, ``<prefix>_states`` and so on."""
 
+    steps_directly = True
+
     def __init__(
         self,
         url: str | None = None,
@@ -781,6 +783,3 @@ def _detach_socket(conn: Any) -> None:
         os.dup2(null, fd)
     finally:
         os.close(null)
-
-
-__all__ = ["MIGRATIONS", "PostgresStore"]

@@ -146,6 +146,8 @@ _ABANDONED: list[tuple[Any, LoopThread]] = []
 class RedisStore(SessionStore):
     """A `SessionStore` in Redis keys under ``<prefix>:``."""
 
+    steps_directly = True
+
     def __init__(self, url: str | None = None, *, prefix: str | None = None) -> None:
         # redis-py's parse_url checks the URL and its driver options; ?prefix= is ours (the argument must agree)
         self.url, url_prefix = redis_target(url)
@@ -585,6 +587,3 @@ class RedisStore(SessionStore):
         self._closed = True
         self._io.run_sync(self._aclose_client())
         self._io.stop()
-
-
-__all__ = ["RedisStore"]

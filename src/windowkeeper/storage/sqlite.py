@@ -62,6 +62,24 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "PRIMARY KEY (namespace, session_id, key))",
         "CREATE INDEX {p}_records_seq ON {p}_records (namespace, session_id, seq)",
     ),
+    (
+        # each thread's log length, kept by triggers (so any writer of the file keeps it right): counting a
+        # 100k-message log walked its index, ~6 ms, on every checkpoint put
+        "CREATE TABLE {p}_message_counts (thread_id TEXT PRIMARY KEY, n INTEGER NOT NULL)",
+        "INSERT INTO {p}_message_counts (thread_id, n) SELECT thread_id, COUNT(*) FROM {p}_messages GROUP BY thread_id",
+        "CREATE TRIGGER {p}_messages_added AFTER INSERT ON {p}_messages BEGIN "
+        "INSERT INTO {p}_message_counts (thread_id, n) VALUES (NEW.thread_id, 1) "
+        "ON CONFLICT (thread_id) DO UPDATE SET n = n + 1; END",
+        "CREATE TRIGGER {p}_messages_removed AFTER DELETE ON {p}_messages BEGIN "
+        "UPDATE {p}_message_counts SET n = n - 1 WHERE thread_id = OLD.thread_id; "
+        "DELETE FROM {p}_message_counts WHERE thread_id = OLD.thread_id AND n <= 0; END",
+        "CREATE TRIGGER {p}_messages_moved AFTER UPDATE OF thread_id ON {p}_messages "
+        "WHEN NEW.thread_id IS NOT OLD.thread_id BEGIN "
+        "UPDATE {p}_message_counts SET n = n - 1 WHERE thread_id = OLD.thread_id; "
+        "DELETE FROM {p}_message_counts WHERE thread_id = OLD.thread_id AND n <= 0; "
+        "INSERT INTO {p}_message_counts (thread_id, n) VALUES (NEW.thread_id, 1) "
+        "ON CONFLICT (thread_id) DO UPDATE SET n = n + 1; END",
+    ),
 )
 """Schema history; entry ``i`` upgrades version ``i`` to ``i + 1``. Only ever append."""
 
@@ -71,6 +89,8 @@ class SQLiteStore(SessionStore):
 
     ``synchronous="NORMAL"`` survives a killed process (WAL); pass ``"FULL"`` to also survive power loss.
     """
+
+    steps_directly = True
 
     def __init__(
         self,
@@ -93,7 +113,10 @@ class SQLiteStore(SessionStore):
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._closed = False
-        self._t = {name: f"{self.prefix}_{name}" for name in ("messages", "states", "sessions", "records", "schema")}
+        self._t = {
+            name: f"{self.prefix}_{name}"
+            for name in ("messages", "message_counts", "states", "sessions", "records", "schema")
+        }
 
     def describe(self) -> str:
         if self._described is None:  # named in every error: masked once, not on every call
@@ -224,11 +247,11 @@ class SQLiteStore(SessionStore):
 
     async def count_messages(self, thread_id: str) -> int:
         check_id(thread_id, "thread_id")
-        table = self._t["messages"]
+        table = self._t["message_counts"]
         row = await self._run(
-            lambda c: c.execute(f"SELECT COUNT(*) FROM {table} WHERE thread_id = ?", (thread_id,)).fetchone(),
+            lambda c: c.execute(f"SELECT n FROM {table} WHERE thread_id = ?", (thread_id,)).fetchone(),
         )
-        return int(row[0])
+        return 0 if row is None else int(row[0])
 
     async def load_messages_range(self, thread_id: str, start: int, stop: int) -> list[Message]:
         check_id(thread_id, "thread_id")
@@ -515,6 +538,3 @@ class SQLiteStore(SessionStore):
 
     async def close(self) -> None:
         await asyncio.to_thread(self._close)
-
-
-__all__ = ["MIGRATIONS", "SQLiteStore"]

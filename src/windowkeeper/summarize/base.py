@@ -153,6 +153,3 @@ def as_summarizer(obj: Any) -> Summarizer:
         f"summarizer must be an object with a summarize(...) method or a callable fn(messages, previous_summary), "
         f"got {type(obj).__name__}: {obj!r}",
     )
-
-
-__all__ = ["CallableSummarizer", "MethodSummarizer", "Summarizer", "as_summarizer"]

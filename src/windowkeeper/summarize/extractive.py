@@ -403,6 +403,3 @@ class ExtractiveSummarizer:
             else:
                 high = middle - 1
         return best
-
-
-__all__ = ["MIN_SCORE", "PREVIOUS_BONUS", "TOPIC_BONUS", "ExtractiveSummarizer"]

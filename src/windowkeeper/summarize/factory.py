@@ -33,6 +33,3 @@ def get_summarizer(model_or_name: str, *, system_prompt: str | None = None, **cl
     from ..llm.factory import create_client
 
     return LLMSummarizer(create_client(model_or_name, **client_kwargs), system_prompt=system_prompt)
-
-
-__all__ = ["OFFLINE_NAMES", "get_summarizer"]

@@ -46,6 +46,3 @@ def newest_within(items: Sequence[T], limit: int, cost: Callable[[T], int]) -> l
         total += size
         start -= 1
     return list(items[start:])
-
-
-__all__ = ["DEFAULT_INPUT_LIMIT", "input_limit_of", "newest_within"]

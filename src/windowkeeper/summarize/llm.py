@@ -183,12 +183,3 @@ class LLMSummarizer:
         summary = response.text.strip()
         logger.debug("summarized %d messages into %d chars", len(messages), len(summary))
         return summary
-
-
-__all__ = [
-    "DEFAULT_LLM_INPUT_LIMIT",
-    "DEFAULT_SUMMARY_PROMPT",
-    "LLMSummarizer",
-    "bounded_summary_prompt",
-    "build_summary_prompt",
-]

@@ -232,16 +232,3 @@ def clip(text: str, limit: int) -> str:
     start = max(0, min(start - limit // 4, len(text) - limit))
     piece = text[start : start + limit].strip()
     return ("…" if start > 0 else "") + piece + ("…" if start + limit < len(text) else "")
-
-
-__all__ = [
-    "ANCHOR_KINDS",
-    "DETECTORS",
-    "WEIGHTS",
-    "Salience",
-    "clip",
-    "is_request",
-    "looks_like_code",
-    "salience",
-    "split_sentences",
-]

@@ -96,6 +96,3 @@ def render_transcript(messages: Sequence[Message], *, max_result_chars: int = 20
     if max_result_chars < 0:
         raise ConfigurationError(f"max_result_chars must be >= 0, got {max_result_chars}")
     return "\n".join(render_message(m, max_result_chars=max_result_chars) for m in messages)
-
-
-__all__ = ["cap", "one_line", "render_message", "render_transcript"]

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from windowkeeper.evaluation.sessiongen import generate_session
 from windowkeeper.llm.formats import to_anthropic, to_gemini, to_openai_chat, to_responses_input
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState
+from windowkeeper.testing.sessiongen import generate_session
 
 TOOL_SCHEMA: dict[str, Any] = {
     "type": "function",
@@ -421,16 +421,3 @@ def write_sample(directory: Path, case: str, messages: list[Message] | None = No
     path = directory / name
     path.write_text(data if isinstance(data, str) else json.dumps(data, ensure_ascii=False), encoding="utf-8")
     return path, fmt
-
-
-__all__ = [
-    "BUILDERS",
-    "SESSION_ID",
-    "TOOL_SCHEMA",
-    "claude_code_events",
-    "codex_rollout_events",
-    "session",
-    "swe_agent_function_calling",
-    "swe_agent_thought_action",
-    "write_sample",
-]

@@ -141,6 +141,3 @@ def feed_calibration(
             counter.calibrate_estimate(base_estimate, reported_prompt_tokens)
             fed += 1
     return fed
-
-
-__all__ = ["CalibratedCounter", "feed_calibration"]

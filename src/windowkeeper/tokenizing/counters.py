@@ -302,18 +302,3 @@ class TiktokenCounter(CachingCounter):
             return 0
         encoder = self._encoder or self.encoding
         return len(encoder.encode_ordinary(text))
-
-
-__all__ = [
-    "MESSAGE_OVERHEAD",
-    "REPLY_PRIMING",
-    "ROLE_TOKENS",
-    "TOOL_CALL_OVERHEAD",
-    "ApproxCounter",
-    "CachingCounter",
-    "TiktokenCounter",
-    "TokenCounter",
-    "counting_once",
-    "message_cache_key",
-    "tool_arguments_json",
-]

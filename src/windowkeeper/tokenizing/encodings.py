@@ -279,17 +279,3 @@ def encoding_name_for_model(model: str) -> str | None:
                 name = enc
                 break
     return name if name in OFFLINE_ENCODINGS else None
-
-
-__all__ = [
-    "OFFLINE_ENCODINGS",
-    "Encoder",
-    "TokenizerDataError",
-    "bare_model_name",
-    "encoding_name_for_model",
-    "SPECS",
-    "EncodingSpec",
-    "cache_dir",
-    "get_offline_encoding",
-    "vocabulary_path",
-]

@@ -40,5 +40,3 @@ class DocumentedEstimate:
 
 DOCUMENTED_ESTIMATE = DocumentedEstimate()
 """The shared instance (it holds no state)."""
-
-__all__ = ["DOCUMENTED_ESTIMATE", "DocumentedEstimate"]

@@ -52,6 +52,3 @@ def counter_for_model(model: str) -> TokenCounter:
                 logger.debug("no exact tokenizer for %r: using a calibrated o200k_base estimate", model)
                 counter = _calibrated[key] = CalibratedCounter(default_counter(), model=key)
     return counter
-
-
-__all__ = ["counter_for_model", "default_counter", "exact_counter"]

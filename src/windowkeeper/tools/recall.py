@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from .._bridge import run_sync
+from ..context.base import BaseContextManager
 from ..context.metrics import DEFAULT_THREAD
 from ..context.recall import Recall, message_date, passage_where
 from ..context.recall_index import Hit
@@ -88,8 +89,8 @@ class RecallTool:
     __name__ = TOOL_NAME
 
     def __init__(self, source: Any, *, thread_id: str | None = None) -> None:
-        recall = getattr(source, "recall", None)
-        if isinstance(recall, Recall):
+        recall = source.recall if isinstance(source, BaseContextManager) else None
+        if recall is not None:
             self._recall: Recall | None = recall
             self._memory: _MemoryLike | None = None
         elif isinstance(source, _MemoryLike):
@@ -234,6 +235,3 @@ def parse_arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]
 def recall_tool(manager_or_memory: Any, *, thread_id: str | None = None) -> RecallTool:
     """The recall tool for ``manager_or_memory`` (a context manager with recall on, or a three-tier memory)."""
     return RecallTool(manager_or_memory, thread_id=thread_id)
-
-
-__all__ = ["PARAMETERS", "TOOL_DESCRIPTION", "TOOL_NAME", "RecallTool", "parse_arguments", "recall_tool"]

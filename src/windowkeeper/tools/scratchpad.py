@@ -84,6 +84,3 @@ def scratchpad_tool(
     scratchpad.__name__ = name
     scratchpad.__qualname__ = name
     return scratchpad
-
-
-__all__ = ["DEFAULT_SCRATCHPAD_TOKENS", "ScratchpadFullError", "ScratchpadMode", "scratchpad_tool"]

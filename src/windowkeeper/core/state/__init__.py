@@ -1,7 +1,25 @@
 """Reference import path: ``windowkeeper.core.state`` (state, messages, blocks, context managers)."""
 
-from ...blocks import *  # noqa: F403
-from ...blocks import __all__ as _blocks_all
+from ...blocks import (
+    MEDIA_BLOCK_TYPES,
+    AnnotationBlock,
+    AnnotationRef,
+    AudioBlock,
+    ContentBlock,
+    DataBlock,
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    MediaRef,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    VideoBlock,
+    block_from_stored,
+    make_block,
+    tool_output_text,
+)
 from ...context import (
     BaseContextManager,
     MessageContextManager,
@@ -12,7 +30,24 @@ from ...messages import Message, TokenUsages
 from ...state import AgentState, ExecMeta, ExecutionStatus, ToolResult, add_messages
 
 __all__ = [
-    *_blocks_all,
+    "MEDIA_BLOCK_TYPES",
+    "AnnotationBlock",
+    "AnnotationRef",
+    "AudioBlock",
+    "ContentBlock",
+    "DataBlock",
+    "DocumentBlock",
+    "ErrorBlock",
+    "ImageBlock",
+    "MediaRef",
+    "ReasoningBlock",
+    "TextBlock",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "VideoBlock",
+    "block_from_stored",
+    "make_block",
+    "tool_output_text",
     "AgentState",
     "BaseContextManager",
     "ExecMeta",

@@ -1,4 +1,43 @@
 """Reference import path: ``windowkeeper.core.state.message_block``."""
 
-from ...blocks import *  # noqa: F403
-from ...blocks import __all__ as __all__
+from ...blocks import (
+    MEDIA_BLOCK_TYPES,
+    AnnotationBlock,
+    AnnotationRef,
+    AudioBlock,
+    ContentBlock,
+    DataBlock,
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    MediaRef,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    VideoBlock,
+    block_from_stored,
+    make_block,
+    tool_output_text,
+)
+
+__all__ = [
+    "MEDIA_BLOCK_TYPES",
+    "AnnotationBlock",
+    "AnnotationRef",
+    "AudioBlock",
+    "ContentBlock",
+    "DataBlock",
+    "DocumentBlock",
+    "ErrorBlock",
+    "ImageBlock",
+    "MediaRef",
+    "ReasoningBlock",
+    "TextBlock",
+    "ToolCallBlock",
+    "ToolResultBlock",
+    "VideoBlock",
+    "block_from_stored",
+    "make_block",
+    "tool_output_text",
+]

@@ -760,15 +760,3 @@ class AnthropicFormat(ProviderFormat):
 
 ANTHROPIC = register_format(AnthropicFormat())
 """The Anthropic Messages format object."""
-
-__all__ = [
-    "ANTHROPIC",
-    "AnthropicFormat",
-    "CACHE_CONTROL",
-    "MAX_CACHE_BREAKPOINTS",
-    "CacheBreakpoint",
-    "anthropic_blocks_to_message",
-    "anthropic_message_to_messages",
-    "from_anthropic",
-    "to_anthropic",
-]

@@ -218,6 +218,3 @@ def first_difference(a: Sequence[Message], b: Sequence[Message], fmt: Format) ->
     if len(ca) != len(cb):
         return f"lengths differ: {len(ca)} vs {len(cb)}"
     return None
-
-
-__all__ = ["FORMATS", "Format", "canonical", "equivalent", "first_difference"]

@@ -710,5 +710,3 @@ class GeminiFormat(ProviderFormat):
 
 GEMINI = register_format(GeminiFormat())
 """The Gemini format object."""
-
-__all__ = ["GEMINI", "GeminiFormat", "from_gemini", "gemini_content_to_messages", "to_gemini"]

@@ -411,12 +411,3 @@ class LangChainFormat(ProviderFormat):
 
 LANGCHAIN = register_format(LangChainFormat())
 """The LangChain format object."""
-
-__all__ = [
-    "LANGCHAIN",
-    "LangChainFormat",
-    "from_langchain",
-    "is_langchain",
-    "langchain_message_to_message",
-    "to_langchain",
-]

@@ -492,12 +492,3 @@ CHAT = register_format(OpenAIChatFormat())
 """The OpenAI Chat Completions format object."""
 
 _ = content_part_types
-
-__all__ = [
-    "CHAT",
-    "OpenAIChatFormat",
-    "from_openai_chat",
-    "message_to_openai_chat",
-    "openai_chat_message_to_message",
-    "to_openai_chat",
-]

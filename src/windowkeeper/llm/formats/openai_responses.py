@@ -573,12 +573,3 @@ class OpenAIResponsesFormat(ProviderFormat):
 
 RESPONSES = register_format(OpenAIResponsesFormat())
 """The OpenAI Responses format object."""
-
-__all__ = [
-    "RESPONSES",
-    "OpenAIResponsesFormat",
-    "from_responses_input",
-    "message_to_responses_items",
-    "output_message_id",
-    "to_responses_input",
-]

@@ -50,6 +50,3 @@ class RoundTripRules:
     """Whether a text-only document reads back as a text block (formats without a document part)."""
     signature_text: bool = False
     """Whether an empty text part carrying a signature reads back as the signature alone (Gemini)."""
-
-
-__all__ = ["RoundTripRules"]

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from windowkeeper import ConfigurationError, Message, ReasoningBlock, ToolCallBlock
-from windowkeeper.evaluation.sessiongen import generate_session, generate_session_for_tokens, iter_steps
+from windowkeeper.testing.sessiongen import generate_session, generate_session_for_tokens, iter_steps
 from windowkeeper.tokens import ApproxCounter, default_counter
 from windowkeeper.units import validate
 

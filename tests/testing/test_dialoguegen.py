@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowkeeper.errors import ConfigurationError
-from windowkeeper.evaluation.dialoguegen import Dialogue, generate_dialogue
+from windowkeeper.testing.dialoguegen import Dialogue, generate_dialogue
 from windowkeeper.tokens import default_counter
 from windowkeeper.units import validate
 

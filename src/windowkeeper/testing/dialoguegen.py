@@ -649,6 +649,3 @@ def generate_dialogue(
 def _stated_once(messages: list[Message], answer: str) -> bool:
     needle = answer.casefold()
     return sum(needle in m.text().casefold() for m in messages) == 1
-
-
-__all__ = ["DEFAULT_TARGET_TOKENS", "Dialogue", "FactKind", "PlantedFact", "generate_dialogue"]
