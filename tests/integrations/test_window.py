@@ -335,8 +335,6 @@ def test_not_a_list_is_refused_with_the_expected_shape() -> None:
 
 def test_a_result_written_when_read_equals_one_written_at_once() -> None:
     """The adapters' results write provider items only when ``messages`` is read; the items are the same."""
-    from windowkeeper.evaluation.sessiongen import generate_session
-
     items = to_openai_chat(generate_session(20, seed=3).messages)
     points = [k for k, m in enumerate(items) if m["role"] == "assistant"]
     eager, lazy = Window(budget=3000), Window(budget=3000)
