@@ -11,10 +11,13 @@ smallest size (a call that costs what is new shows the same numbers at every siz
 
 The manager's own share (its ``atrim_context``) is printed apart from the Window's (reading the list,
 recognizing the managed prefix, writing the result); ``--manager lean`` runs a manager without summarizer and
-recall, the configuration the floor comparison of ``overhead_vs_trim_messages.py`` uses.
+recall, the configuration the floor comparison of ``overhead_vs_trim_messages.py`` uses. ``--store memory`` or
+``--store sqlite`` gives the window a store (in memory, or a SQLite file in a temporary folder), so each call also
+writes what it changed: the new log messages, the view's new messages and the thread's head (issue 19: a delta,
+not a snapshot of the view).
 
     python bench/window_cost.py [--sizes 1000 10000 100000] [--calls 40] [--budget 8000] [--manager default|lean]
-                                [--entry fit|afit]
+                                [--entry fit|afit] [--store none|memory|sqlite]
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from _common import CpuClock, build_history, fresh_counter, print_table, steps_from
@@ -48,22 +53,35 @@ class TimedManager:
             return await self.original(state)
 
 
-def build_window(kind: str, budget: int) -> Window[Any, Any]:
+def build_window(kind: str, budget: int, store: str | None = None) -> Window[Any, Any]:
     if kind == "default":
-        window: Window[Any, Any] = Window(budget=budget + RESERVE)
+        window: Window[Any, Any] = Window(budget=budget + RESERVE, store=store)
         window.fit([{"role": "user", "content": "warm up"}], thread_id="warm-up")
         return window
     lean = TokenBudgetContextManager(budget + RESERVE, RESERVE, counter=fresh_counter(), recall=False)
-    return Window(lean)
+    return Window(lean, store=store)
 
 
-def measure(size: int, calls: int, budget: int, kind: str, entry: str) -> dict[str, float]:
+def store_url(store: str, folder: str, size: int) -> str | None:
+    if store == "memory":
+        return "memory://"
+    if store == "sqlite":
+        return str(Path(folder) / f"window-{size}.db")
+    return None
+
+
+def measure(size: int, calls: int, budget: int, kind: str, entry: str, store: str = "none") -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as folder:
+        return _measure(size, calls, budget, kind, entry, store_url(store, folder, size))
+
+
+def _measure(size: int, calls: int, budget: int, kind: str, entry: str, store: str | None) -> dict[str, float]:
     history = build_history(size + 40 * calls, seed=7)
     items = to_openai_chat(history)
     # start the timed calls at an assistant message after ``size`` items, so every step is one model call
     start = next(i for i in range(size, len(items)) if items[i].get("role") == "assistant")
     steps = steps_from(items, start, calls, "assistant")  # one model call each: a reply and its results
-    window = build_window(kind, budget)
+    window = build_window(kind, budget, store)
     caller: list[dict[str, Any]] = list(items[:start])
     window.fit(caller)  # the first call reads the whole list once
     manager = window.manager
@@ -87,6 +105,7 @@ def measure(size: int, calls: int, budget: int, kind: str, entry: str) -> dict[s
                     counter.count_message_uncached(message)
     finally:
         loop.close()
+        window.close()
     return {
         "messages": float(start),
         "ours_ms": 1000 * ours.seconds / ours.calls,
@@ -107,8 +126,11 @@ def main(argv: Sequence[str] | None = None) -> dict[int, dict[str, float]]:
         help="default: Window(budget=...) (extractive summarizer, recall); lean: no summarizer, no recall",
     )
     parser.add_argument("--entry", choices=["fit", "afit"], default="fit")
+    parser.add_argument("--store", choices=["none", "memory", "sqlite"], default="none")
     args = parser.parse_args(argv)
-    results = {size: measure(size, args.calls, args.budget, args.manager, args.entry) for size in args.sizes}
+    results = {
+        size: measure(size, args.calls, args.budget, args.manager, args.entry, args.store) for size in args.sizes
+    }
     base = results[args.sizes[0]]["ours_ms"]
     rows = [
         [
@@ -125,8 +147,8 @@ def main(argv: Sequence[str] | None = None) -> dict[int, dict[str, float]]:
     print_table(
         ["history", f"Window.{args.entry} ms", "of it manager", "of it Window", "floor ms", "ours / floor", "growth"],
         rows,
-        title=f"Window.{args.entry} on a continuing thread, budget {args.budget:,}, {args.manager} manager "
-        f"(CPU per call, mean of {args.calls} calls)",
+        title=f"Window.{args.entry} on a continuing thread, budget {args.budget:,}, {args.manager} manager, "
+        f"store {args.store} (CPU per call, mean of {args.calls} calls)",
     )
     last = results[args.sizes[-1]]
     growth = last["ours_ms"] / base if base else float("inf")

@@ -202,6 +202,12 @@ def test_window_cost(capsys: pytest.CaptureFixture[str]) -> None:
     assert "ours / floor" in out and "growth" in out
 
 
+def test_window_cost_with_a_store(capsys: pytest.CaptureFixture[str]) -> None:
+    results = bench("window_cost").main(["--sizes", "200", "--calls", "3", "--manager", "lean", "--store", "sqlite"])
+    assert results[200]["ours_ms"] > results[200]["manager_ms"] > 0
+    assert "store sqlite" in capsys.readouterr().out
+
+
 def test_adapter_overhead(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("agents")
     pytest.importorskip("langchain_openai")

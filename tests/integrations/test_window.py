@@ -331,3 +331,18 @@ def test_a_malformed_message_names_index_key_and_expected_shape(items: list[Any]
 def test_not_a_list_is_refused_with_the_expected_shape() -> None:
     with pytest.raises(FormatError, match="takes the whole conversation as a list of Anthropic messages"):
         Window(budget=BUDGET, format="anthropic").fit({"role": "user", "content": "hi"})
+
+
+def test_a_result_written_when_read_equals_one_written_at_once() -> None:
+    """The adapters' results write provider items only when ``messages`` is read; the items are the same."""
+    items = to_openai_chat(generate_session(20, seed=3).messages)
+    points = [k for k, m in enumerate(items) if m["role"] == "assistant"]
+    eager, lazy = Window(budget=3000), Window(budget=3000)
+    for k in points:
+        now = eager.fit(items[:k], system="Be brief.")
+        later = lazy._fit_unwritten(items[:k], system="Be brief.")
+        assert "_written" not in later.__dict__
+        assert [(m.message_id, m.fingerprint()) for m in later.prompt.messages] == [
+            (m.message_id, m.fingerprint()) for m in now.prompt.messages
+        ]
+        assert later.messages == now.messages and later.system == now.system

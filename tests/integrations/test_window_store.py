@@ -168,3 +168,115 @@ def test_without_a_store_the_originals_kept_in_memory_are_bounded(monkeypatch: A
             assert set(memory.original_bytes) == set(memory.originals)
     finally:
         window.close()
+
+
+def test_each_call_saves_what_is_new_not_the_view(tmp_path: Path) -> None:
+    """The state is a delta: each call writes at most one view record, holding only the messages that entered the
+    view; the head refers to them; spare records are reused, so the record count stays about the view's size."""
+    from windowkeeper.integrations import Window
+    from windowkeeper.integrations._threads import VIEW_NAMESPACE
+
+    store = SQLiteStore(tmp_path / "delta.db")
+    writes: list[int] = []
+    add, update = store.add_record, store.update_records
+
+    async def counted_add(namespace: str, session_id: str, key: str, doc: dict[str, Any]) -> Any:
+        if namespace == VIEW_NAMESPACE:
+            writes.append(len(doc["json"]))
+        return await add(namespace, session_id, key, doc)
+
+    async def counted_update(namespace: str, session_id: str, updates: Any) -> Any:
+        if namespace == VIEW_NAMESPACE:
+            writes.extend(len(doc["json"]) for _, doc, _ in updates)
+        return await update(namespace, session_id, updates)
+
+    store.add_record = counted_add  # type: ignore[method-assign]
+    store.update_records = counted_update  # type: ignore[method-assign]
+    items, points = conversation()
+    window = Window(budget=6000, store=store, thread_id="delta")
+    try:
+        viewed = 0
+        longest = 0
+        for k in points:
+            before = len(writes)
+            window.fit(items[:k])
+            assert len(writes) - before <= 1
+            view = window._threads["delta"].view
+            viewed += len(view)
+            longest = max(longest, len(view))
+        # a snapshot per call would have written every view message every call
+        assert sum(writes) < viewed / 3
+        head = asyncio.run(store.get_state("delta"))
+        assert head is not None and head["version"] == 2
+        assert all(isinstance(ref, list) and len(ref) == 3 for ref in head["view"])
+        assert len(json.dumps(head)) < 200 * len(head["view"]) + len(head["summary"] or "") + 2000
+        records = asyncio.run(store.list_records(VIEW_NAMESPACE, "delta"))
+        assert len(records) <= longest
+    finally:
+        window.close()
+
+
+def test_a_version_1_snapshot_is_read_and_continued(tmp_path: Path) -> None:
+    from windowkeeper.integrations import Window
+
+    items, points = conversation()
+    split = len(points) // 2
+    plain = Window(budget=6000, thread_id="old")
+    for k in points[: split + 1]:
+        expected = plain.fit(items[:k])
+    memory = plain._threads["old"]
+    store = SQLiteStore(tmp_path / "v1.db")
+    snapshot = {
+        "version": 1,
+        "format": "openai_chat",
+        "source_count": memory.source_count,
+        "source_digest": memory.source_digest,
+        "summary": memory.summary,
+        "scratchpad": memory.scratchpad,
+        "view": [m.model_dump(mode="json") for m in memory.view],
+        "sent": list(memory.sent),
+        "sent_system": memory.sent_system,
+        "recall_served": memory.recall_served,
+    }
+    # the plain window goes one call further; one reading the snapshot written before that call must match it
+    expected = plain.fit(items[: points[split + 1]])
+    asyncio.run(store.put_state("old", snapshot))
+    window = Window(budget=6000, store=store, thread_id="old")
+    try:
+        resumed = window.fit(items[: points[split + 1]])
+        assert resumed.summary == expected.summary
+        assert len(resumed.messages) == len(expected.messages)
+    finally:
+        window.close()
+
+
+def test_a_head_whose_view_records_were_replaced_starts_the_thread_over(
+    tmp_path: Path, caplog: Any
+) -> None:
+    """Two windows writing one thread (which only the gateway's compare-and-set makes safe) can leave a head whose
+    view records the other reused: a reader sees the versions differ and manages the thread afresh, with a warning."""
+    import logging
+
+    from windowkeeper.integrations import Window
+    from windowkeeper.integrations._threads import VIEW_NAMESPACE
+
+    items, points = conversation()
+    store = SQLiteStore(tmp_path / "stale.db")
+    first = Window(budget=6000, store=store, thread_id="s")
+    for k in points[:6]:
+        first.fit(items[:k])
+    head = asyncio.run(store.get_state("s"))
+    assert head is not None
+    key = head["view"][0][0]
+    record = asyncio.run(store.get_record(VIEW_NAMESPACE, "s", key))
+    assert record is not None
+    asyncio.run(store.update_record(VIEW_NAMESPACE, "s", key, record.doc, expected_version=record.version))
+    reader = Window(budget=6000, store=store, thread_id="s")
+    try:
+        with caplog.at_level(logging.WARNING, logger="windowkeeper.integrations._threads"):
+            result = reader.fit(items[: points[6]])
+        assert "another write replaced" in caplog.text
+        assert result.messages and result.summary == Window(budget=6000).fit(items[: points[6]]).summary
+    finally:
+        reader.close()
+        first.close()

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._cache import LRUCache
 from ..context.pointers import is_offloaded
 from ..errors import MissingDependencyError
 from ..llm.formats import to_langchain
@@ -51,6 +52,12 @@ def current_thread_id() -> str:
         return DEFAULT_THREAD
 
 
+_SCHEMAS: LRUCache[int, tuple[Any, dict[str, Any]]] = LRUCache(256)
+"""Schemas of the tool objects seen last, by identity (the tool held, so its id stays its own): a ``create_agent``
+loop hands the same tools to every model call, and LangChain builds a schema from the tool's pydantic model each
+time it is asked."""
+
+
 def tool_schemas(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
     """LangChain tools (BaseTool objects or dicts) as the OpenAI function schemas a chat model sends, for counting."""
     if not tools:
@@ -59,11 +66,19 @@ def tool_schemas(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
 
     out: list[dict[str, Any]] = []
     for tool in tools:
+        cacheable = not isinstance(tool, Mapping)  # a dict may be edited between calls; a tool object is not
+        known = _SCHEMAS.get(id(tool)) if cacheable else None
+        if known is not None and known[0] is tool:
+            out.append(known[1])
+            continue
         try:
-            out.append(convert_to_openai_tool(tool))
+            schema = convert_to_openai_tool(tool)
         except (TypeError, ValueError) as exc:
             logger.debug("tool %r has no OpenAI schema (%s); counting its repr", tool, exc)
-            out.append({"tool": repr(tool)})
+            schema = {"tool": repr(tool)}
+        if cacheable:
+            _SCHEMAS.put(id(tool), (tool, schema))
+        out.append(schema)
     return out
 
 

@@ -330,8 +330,9 @@ class ThreadStore:
             memory.saved_keys.add(key)
         fresh = memory.unplaced()
         written: str | None = None
+        added = False
         if fresh:
-            written = await self._write_view_record(thread_id, memory, fresh)
+            written, added = await self._write_view_record(thread_id, memory, fresh)
         refs = memory.view_refs()
         live = {ref[0]: ref[1] for ref in refs}
         versions = memory.record_versions
@@ -340,17 +341,25 @@ class ThreadStore:
             await self.store.put_state(thread_id, memory.state_doc(fmt, refs, spare))
         except BaseException:
             if written is not None:
-                # the head was not written: nothing refers to this call's view record, a spare from now on
+                # the head was not written: nothing refers to this call's view record. A new one is removed; a
+                # reused spare stays one (the committed head lists it, at the version before this write)
                 memory.placed = {k: v for k, v in memory.placed.items() if v[1] != written}
-                memory.spare[written] = versions[written]
+                if added:
+                    versions.pop(written, None)
+                    with contextlib.suppress(Exception):
+                        await self.store.delete_record(VIEW_NAMESPACE, thread_id, written)
+                else:
+                    memory.spare[written] = versions[written]
             raise
         memory.view_records, memory.spare = live, spare
         memory.record_versions = {**live, **spare}
         memory.placed = {id(m): memory.placed[id(m)] for m in memory.view}
         memory.prune_originals(stored=True)
 
-    async def _write_view_record(self, thread_id: str, memory: ThreadMemory, messages: Sequence[Message]) -> str:
-        """Store ``messages`` in a spare view record (at the version it was left at) or a new one; return its key."""
+    async def _write_view_record(
+        self, thread_id: str, memory: ThreadMemory, messages: Sequence[Message]
+    ) -> tuple[str, bool]:
+        """Store ``messages`` in a spare view record (at the version it was left at) or a new one: ``(key, new)``."""
         # each message as its JSON text: one C call per message, and the store encodes a list of strings
         doc = {"json": [m.model_dump_json() for m in messages]}
         record = None
@@ -361,11 +370,12 @@ class ThreadStore:
             except (ConflictError, RecordNotFoundError):
                 # another window of this thread reused or removed it (see `_read`): left to that one
                 record = None
+        added = record is None
         if record is None:
             record = await self.store.add_record(VIEW_NAMESPACE, thread_id, f"v{uuid.uuid4().hex}", doc)
         memory.record_versions[record.key] = record.version
         memory.place(record.key, messages)
-        return record.key
+        return record.key, added
 
     async def delete(self, thread_id: str) -> None:
         await self.store.delete_thread(thread_id)

@@ -76,7 +76,7 @@ class WindowkeeperMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> Any:
-        result = self.window.fit(request.messages, **self._fit_args(request))
+        result = self.window._fit_unwritten(request.messages, **self._fit_args(request))
         response = handler(self._managed(request, result))
         self.window.observe_usage(reported_input_tokens(response), thread_id=result.thread_id)
         return response
@@ -86,7 +86,7 @@ class WindowkeeperMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> Any:
-        result = await self.window.afit(request.messages, **self._fit_args(request))
+        result = await self.window._afit_unwritten(request.messages, **self._fit_args(request))
         response = await handler(self._managed(request, result))
         self.window.observe_usage(reported_input_tokens(response), thread_id=result.thread_id)
         return response

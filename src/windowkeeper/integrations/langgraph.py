@@ -88,14 +88,14 @@ class WindowkeeperHook:
         messages = _messages(state)
         tid = thread_id_from_config(config)
         self._observe(messages, tid)
-        self.last_result = self.window.fit(messages, tools=self._schemas, thread_id=tid)
+        self.last_result = self.window._fit_unwritten(messages, tools=self._schemas, thread_id=tid)
         return _update(self.last_result, messages)
 
     async def acall(self, state: Any, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
         messages = _messages(state)
         tid = thread_id_from_config(config)
         self._observe(messages, tid)
-        self.last_result = await self.window.afit(messages, tools=self._schemas, thread_id=tid)
+        self.last_result = await self.window._afit_unwritten(messages, tools=self._schemas, thread_id=tid)
         return _update(self.last_result, messages)
 
 

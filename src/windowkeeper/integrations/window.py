@@ -15,10 +15,11 @@ exactly as if the caller had kept `Message` objects, the summary and the offload
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
@@ -83,7 +84,7 @@ each kept view costs about a budget's worth of messages; an evicted thread is re
 one is managed afresh from the caller's list on its next call (as the manager does with the threads it forgets)."""
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)
 class FitResult(Generic[M, Sys]):
     """What to send for one call, and what the manager did.
 
@@ -92,20 +93,49 @@ class FitResult(Generic[M, Sys]):
     ``cache_control`` block when prompt caching is on; Responses ``instructions``; Gemini ``system_instruction``),
     with the summary merged in; None for Chat Completions and LangChain, whose list starts with it. Both are
     typed by the window's format (``M``, ``Sys``; see `Window` and ``windowkeeper.llm.formats.wire``).
+
+    `Window.fit` writes both before returning. The LangChain middleware and hook hand their host the host's own
+    objects (from ``prompt``), so their results are written only if ``messages`` is read; the write depends only
+    on the call's prompt, so it gives the same items whenever it happens.
     """
 
-    messages: list[M]
-    system: Sys
+    _write: Callable[[], tuple[list[M], Sys]]
     metrics: TrimMetrics | None
     summary: str | None
     prompt: AssembledPrompt
     thread_id: str
 
+    @functools.cached_property
+    def _written(self) -> tuple[list[M], Sys]:
+        return self._write()
+
+    @property
+    def messages(self) -> list[M]:
+        return self._written[0]
+
+    @property
+    def system(self) -> Sys:
+        return self._written[1]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FitResult):
+            return NotImplemented
+        return (self.messages, self.system, self.metrics, self.summary, self.prompt, self.thread_id) == (
+            other.messages,
+            other.system,
+            other.metrics,
+            other.summary,
+            other.prompt,
+            other.thread_id,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
     def __repr__(self) -> str:
         # short on purpose: asyncio formats a finished task's result, and a full view can be thousands of lines
         summary = "yes" if self.summary else "no"
         return (
-            f"FitResult(thread_id={self.thread_id!r}, messages={len(self.messages)}, "
+            f"FitResult(thread_id={self.thread_id!r}, messages={len(self.prompt.messages)}, "
             f"input_tokens={self.input_tokens}, summary={summary})"
         )
 
@@ -301,6 +331,20 @@ class Window(Generic[M, Sys]):
         so hosts that call a sync hook from async code still work; prefer ``await afit(...)`` there."""
         return run_sync_anywhere(lambda: self.afit(messages, system=system, tools=tools, thread_id=thread_id))
 
+    def _fit_unwritten(
+        self, messages: Any, *, system: Any = None, tools: Sequence[Any] | None = None, thread_id: str | None = None
+    ) -> FitResult[M, Sys]:
+        """`fit` whose result writes ``messages``/``system`` only when read (for adapters that use ``prompt``)."""
+        return run_sync_anywhere(
+            lambda: self._afit(messages, system=system, tools=tools, thread_id=thread_id, written=False)
+        )
+
+    async def _afit_unwritten(
+        self, messages: Any, *, system: Any = None, tools: Sequence[Any] | None = None, thread_id: str | None = None
+    ) -> FitResult[M, Sys]:
+        """`afit` whose result writes ``messages``/``system`` only when read (for adapters that use ``prompt``)."""
+        return await self._afit(messages, system=system, tools=tools, thread_id=thread_id, written=False)
+
     async def afit(
         self,
         messages: Any,
@@ -314,6 +358,11 @@ class Window(Generic[M, Sys]):
         ``system`` is the system prompt (a string, or the provider's own system value); ``tools`` the tool
         schemas sent with the call, counted in the request. The caller's list is never modified.
         """
+        return await self._afit(messages, system=system, tools=tools, thread_id=thread_id, written=True)
+
+    async def _afit(
+        self, messages: Any, *, system: Any, tools: Sequence[Any] | None, thread_id: str | None, written: bool
+    ) -> FitResult[M, Sys]:
         tid = self._thread_id(thread_id)
         memory = await self._memory(tid)
         incoming, memory.read_cache = read_messages_cached(self.format, messages, memory.read_cache)
@@ -376,14 +425,21 @@ class Window(Generic[M, Sys]):
             made=head_ids,
             developer=memory.developer,
         )
-        out, out_system = write_messages(
-            self.format,
-            prompt.system,
-            prompt.messages,
-            cache_breakpoints=breakpoints,
-            developer=memory.developer,
-            system_messages=lead,
-        )
+        fmt, developer = self.format, memory.developer
+
+        def write() -> tuple[list[M], Sys]:
+            out, out_system = write_messages(
+                fmt,
+                prompt.system,
+                prompt.messages,
+                cache_breakpoints=breakpoints,
+                developer=developer,
+                system_messages=lead,
+            )
+            # the one crossing from the run-time format to the static one: ``write_messages`` wrote ``fmt``'s
+            # shape, which is the shape the ``__init__`` overload bound to ``M``/``Sys``
+            return cast("list[M]", out), cast("Sys", out_system)
+
         memory.sent = tuple(m.fingerprint() for m in prompt.messages)
         memory.sent_system = prompt.system
         memory.last_prompt = prompt
@@ -391,16 +447,16 @@ class Window(Generic[M, Sys]):
             await self._store.save(tid, self.format, memory, new)
         else:
             memory.prune_originals(stored=False)
-        # the one crossing from the run-time format to the static one: ``write_messages`` wrote ``self.format``'s
-        # shape, which is the shape the ``__init__`` overload bound to ``M``/``Sys``
-        return FitResult(
-            messages=cast("list[M]", out),
-            system=cast("Sys", out_system),
+        result: FitResult[M, Sys] = FitResult(
+            _write=write,
             metrics=manager.metrics_for(self._manager_key(tid)),
             summary=memory.summary,
             prompt=prompt,
             thread_id=tid,
         )
+        if written:
+            result.messages  # noqa: B018 - written now: a shape the format cannot write fails this call
+        return result
 
     def observe_usage(self, prompt_tokens: int | None, *, thread_id: str | None = None) -> int:
         """Tell the window what the provider reported as the prompt size of the thread's last request.
