@@ -11,10 +11,10 @@ from __future__ import annotations
 import ast
 import importlib
 import re
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import windowkeeper
+from ast_parse import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
@@ -712,8 +712,7 @@ def _module_name(path: Path) -> str:
 
 def _declares_all(path: Path) -> bool:
     """Whether the module assigns ``__all__`` at its top level (read from the source: no import, no extras)."""
-    with ThreadPoolExecutor(max_workers=1) as pool:  # a fresh thread: see tests/graph/test_manager_contract.py
-        tree = pool.submit(ast.parse, path.read_text(encoding="utf-8"), str(path)).result()
+    tree = parse(path)
     for node in tree.body:
         if isinstance(node, ast.Assign):
             targets = node.targets

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import ast
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ast_parse import parse
 from windowkeeper import AgentState, Message, TokenBudgetContextManager
 from windowkeeper.context import BaseContextManager
 from windowkeeper.graph import END, Agent, InMemoryCheckpointer, StateGraph
@@ -25,10 +25,7 @@ PROMPT = "You are a careful assistant."
 
 
 def _parse(path: Path) -> ast.Module:
-    """``ast.parse`` in a fresh thread: CPython 3.11's AST validator can raise ``SystemError`` in a thread whose
-    recursion counter an earlier, caught RecursionError left off (seen in the full suite; see docs/generate.py)."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(ast.parse, path.read_text(encoding="utf-8"), str(path)).result()
+    return parse(path)
 
 
 class CountsPrompt(BaseContextManager[AgentState]):
