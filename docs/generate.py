@@ -229,19 +229,33 @@ def _part_of(module: str, package: Path) -> str | None:
     return "__init__.py"  # a name defined in windowkeeper/__init__.py, e.g. ``from .. import __version__``
 
 
-def _parse(path: Path) -> Any:
+def parse_module(path: Path) -> Any:
     """``ast.parse`` of a module. CPython 3.11's AST validator can raise ``SystemError: AST constructor recursion
-    depth mismatch`` in a thread whose recursion counter an earlier, caught RecursionError left off (seen in the full
-    test suite after the property tests); a new thread starts with its own counter, so the parse is redone there."""
+    depth mismatch`` after earlier work left a thread's recursion bookkeeping off (a caught RecursionError, a changed
+    recursion limit; seen in the full test suite after the property tests). A new thread starts with its own
+    counter, so the parse is redone there; a full run has shown it there too, so a new interpreter, which has no such
+    history, is the last resort (AST nodes pickle). The tests that read the package's source use this too."""
     import ast
+    import pickle
+    import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
     source = path.read_text(encoding="utf-8")
     try:
         return ast.parse(source, str(path))
     except SystemError:
+        pass
+    try:
         with ThreadPoolExecutor(max_workers=1) as pool:
             return pool.submit(ast.parse, source, str(path)).result()
+    except SystemError:
+        pass
+    child = (
+        "import ast, pickle, sys; p = sys.argv[1]; "
+        "sys.stdout.buffer.write(pickle.dumps(ast.parse(open(p, encoding='utf-8').read(), p)))"
+    )
+    done = subprocess.run([sys.executable, "-c", child, str(path)], capture_output=True, check=True)
+    return pickle.loads(done.stdout)
 
 
 def package_imports(package: Path = PACKAGE) -> dict[str, set[str]]:
@@ -256,7 +270,7 @@ def package_imports(package: Path = PACKAGE) -> dict[str, set[str]]:
         if dotted[-1] == "__init__":
             dotted = dotted[:-1]
         part = _part_of(".".join(dotted), package) or "__init__.py"
-        for node in ast.walk(_parse(path)):
+        for node in ast.walk(parse_module(path)):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -279,7 +293,7 @@ def package_summary(part: str, package: Path = PACKAGE) -> str:
     import ast
 
     path = package / part.rstrip("/") / "__init__.py" if part.endswith("/") else package / part
-    doc = ast.get_docstring(_parse(path))
+    doc = ast.get_docstring(parse_module(path))
     if not doc:
         raise SystemExit(f"{path} has no docstring; the architecture page shows its first paragraph")
     first = " ".join(doc.split("\n\n")[0].split())

@@ -1,38 +1,34 @@
-"""``ast.parse`` for tests that read the package's own source.
+"""The docs generator as a module, for tests that read the package's source or check what it writes.
 
-CPython 3.11's AST validator can raise ``SystemError: AST constructor recursion depth mismatch`` after earlier
-tests left a thread's recursion bookkeeping off (a caught RecursionError, a changed recursion limit); a fresh
-thread usually avoids it, but a full run has shown it there too. A new interpreter has no such history, so it is
-the last resort (AST nodes pickle).
+``parse`` is its `parse_module`: the one ``ast.parse`` that survives CPython 3.11's AST recursion-depth
+``SystemError`` (see there).
 """
 
 from __future__ import annotations
 
 import ast
-import pickle
-import subprocess
+import importlib.util
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 
-_CHILD = (
-    "import ast, pickle, sys; p = sys.argv[1]; "
-    "sys.stdout.buffer.write(pickle.dumps(ast.parse(open(p, encoding='utf-8').read(), p)))"
-)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def generate_module() -> ModuleType:
+    """``docs/generate.py``, loaded once per process."""
+    loaded = sys.modules.get("docs_generate")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location("docs_generate", ROOT / "docs" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["docs_generate"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def parse(path: Path) -> ast.Module:
-    """The module at ``path`` parsed, here, in a fresh thread, or in a new interpreter, whichever works first."""
-    source = path.read_text(encoding="utf-8")
-    try:
-        return ast.parse(source, str(path))
-    except SystemError:
-        pass
-    try:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(ast.parse, source, str(path)).result()
-    except SystemError:
-        pass
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, check=True)
-    tree: ast.Module = pickle.loads(done.stdout)
+    """The module at ``path``, parsed."""
+    tree: ast.Module = generate_module().parse_module(path)
     return tree

@@ -6,29 +6,19 @@ page states, not what the generator would write, so a hand edit or a stale table
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from ast_parse import generate_module
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "architecture.md"
 ROW = re.compile(r"^\| (\d+) \| `([^`]+)` \| (.*) \| (.*) \|$", re.M)
 
 
-def _generate() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docs_generate", ROOT / "docs" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("docs_generate", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-generate = _generate()
+generate = generate_module()
 
 
 def stated() -> dict[str, tuple[int, set[str]]]:
