@@ -6,7 +6,8 @@ async one the graph awaits, and performs each request through the one fail-safe 
 writes its own sync/async pair (the budget manager's compaction was the model). A strategy that instead writes
 both trim methods by hand still works; one that writes neither, or only one, is refused at instantiation with an
 explained TypeError rather than failing at its first call deep inside a run. Recall is one step too
-(`start_recall`, `RecallStep`), so a strategy does not wire the index by hand.
+(`start_recall`, `RecallStep`), so a strategy does not wire the index by hand, and the base hands a thread's
+recall over with the thread (`export_thread`, `import_thread`, `forget`).
 
 The rest of the contract is what the callers of a manager (`Window` and the adapters built on it) use, each with a
 default that is right for a manager that keeps nothing per thread: forget a thread, restore a pointer to its
@@ -192,7 +193,7 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
             return None
         from ._recall_step import RecallStep
 
-        return RecallStep(self.recall, thread_key(state), list(state.context), self.recall_budget)
+        return RecallStep(self.recall, thread_key(state), list(state.context), budget=self.recall_budget)
 
     # -- the callers' contract -------------------------------------------------------------------------------
 
@@ -200,14 +201,24 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
 
     @property
     def wants_history(self) -> bool:
-        """Whether `import_thread` uses ``ThreadSeed.history`` (reading a long log is skipped otherwise)."""
-        return False
+        """Whether `import_thread` uses ``ThreadSeed.history`` (reading a long log is skipped otherwise): a manager
+        with recall seeds its index from it."""
+        return self.recall is not None
 
     def forget(self, thread_id: str | None = None) -> None:
         """Drop what the manager remembers about a thread (every thread when None); its next call starts afresh.
 
-        The default drops the thread's metrics history (its previous view, its latest metrics)."""
+        The default drops the thread's metrics history (its previous view, its latest metrics) and, with recall,
+        the thread's recall state and indexed passages (`forget_recall`)."""
+        self.forget_recall([thread_id] if thread_id is not None else list(self._metrics.last_by_thread))
         self._metrics.forget(thread_id)
+
+    def forget_recall(self, threads: Sequence[str]) -> None:
+        """Drop what the manager's recall keeps of ``threads``: a deleted thread must not stay searchable."""
+        if self.recall is not None:
+            from ._recall_step import forget_threads
+
+            forget_threads(self.recall, threads)
 
     def restore(self, message: Message) -> Message:
         """The original of a message this manager replaced with a pointer or cut, else ``message`` itself."""
@@ -215,17 +226,34 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
 
     def export_thread(self, thread_id: str, view: Sequence[Message]) -> ThreadExport:
         """What ``view`` (the thread's latest managed view) depends on: the originals of its pointers (by
-        `restore`); managers with recall add the turn it served."""
+        `restore`) and, with recall, the turn it served."""
         pairs = []
         for message in view:
             if is_offloaded(message):
                 original = self.restore(message)
                 if original is not message:
                     pairs.append((message, original))
-        return ThreadExport(originals=tuple(pairs))
+        served = self.recall.served(thread_id) if self.recall is not None else None
+        return ThreadExport(originals=tuple(pairs), recall_served=served)
 
     def import_thread(self, thread_id: str, seed: ThreadSeed) -> None:
-        """Take over a thread another process (or an earlier manager) managed; the default keeps nothing."""
+        """Take over a thread another process (or an earlier manager) managed. The default keeps nothing but the
+        recall index: with recall on it is seeded from the history (`RecallStep.seed`), so a question about an
+        early turn is answered as before the handover."""
+        if self.recall is None:
+            return
+        from ._recall_step import RecallStep
+
+        in_view = {m.message_id for m in seed.view}
+        served = None
+        if seed.recall_served is not None:
+            served = next((m for m in seed.view if str(m.message_id) == seed.recall_served), None)
+        RecallStep(self.recall, thread_id).seed(
+            seed.history,
+            lambda m: m.message_id in in_view,
+            originals=(original for _, original in seed.originals),
+            served=served,
+        )
 
     def metrics_for(self, thread_id: str) -> TrimMetrics | None:
         """The metrics of the thread's latest call (safe under concurrent calls on other threads)."""

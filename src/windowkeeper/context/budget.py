@@ -45,10 +45,11 @@ from ._compaction import (
     finish,
     plan_cold,
 )
-from .base import BaseContextManager, S, ThreadExport, ThreadSeed, adapt_summarizer
+from ._recall_step import RecallStep, make_recall
+from .base import BaseContextManager, S, ThreadSeed, adapt_summarizer
 from .metrics import TrimMetrics, thread_key
 from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, OffloadStore, is_offloaded
-from .recall import Recall, place_recall
+from .recall import Recall
 
 logger = logging.getLogger(__name__)
 
@@ -340,11 +341,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             )
         self._tracks: LRUCache[str, _Track] = LRUCache(_MAX_TRACKED_THREADS)
         self._offloaded = OffloadStore(check_int("offload_cache_bytes", offload_cache_bytes, minimum=0))
-        if not isinstance(recall, bool | Recall):
-            raise ConfigurationError(f"recall must be True, False or a Recall instance, got {recall!r}")
-        self.recall: Recall | None = (
-            recall if isinstance(recall, Recall) else Recall(self.counter) if recall else None
-        )
+        self.recall: Recall | None = make_recall(recall, self.counter)
 
     def __repr__(self) -> str:
         return (
@@ -390,32 +387,13 @@ class TokenBudgetContextManager(BaseContextManager[S]):
 
     # -- handing a thread over (the `BaseContextManager` contract) ------------------------------------------------
 
-    @property
-    def wants_history(self) -> bool:
-        return self.recall is not None
-
-    def export_thread(self, thread_id: str, view: Sequence[Message]) -> ThreadExport:
-        exported = super().export_thread(thread_id, view)
-        served = self.recall.served(thread_id) if self.recall is not None else None
-        return ThreadExport(originals=exported.originals, recall_served=served)
-
     def import_thread(self, thread_id: str, seed: ThreadSeed) -> None:
-        """The originals of the view's pointers go to the offload cache (so `restore` works); recall, when on,
-        gets the history in order and everything that left the view, and the turn it had served is marked
-        decided, so a question about an early turn is answered as before the handover."""
+        """The originals of the view's pointers go to the offload cache (so `restore` works); recall, when on, is
+        seeded by the base (`BaseContextManager.import_thread`: the history in order, everything that left the
+        view, the turn it had served)."""
         for pointer, original in seed.originals:
             self._offloaded.keep(original, pointer)
-        if self.recall is None:
-            return
-        self.recall.observe(thread_id, seed.history)
-        in_view = {m.message_id for m in seed.view}
-        gone = [m for m in seed.history if m.message_id not in in_view]
-        gone.extend(original for _, original in seed.originals)
-        self.recall.left(thread_id, gone)
-        if seed.recall_served is not None:
-            served = next((m for m in seed.view if str(m.message_id) == seed.recall_served), None)
-            if served is not None:
-                self.recall.build(thread_id, served, 0)  # marks the turn as decided, as it was before
+        super().import_thread(thread_id, seed)
 
     # -- the public API -----------------------------------------------------------------------------------------
 
@@ -429,8 +407,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         else:
             self._tracks.pop(thread_id)
         self._offloaded.forget(thread_id)
-        if self.recall is not None:
-            self.recall.forget(*threads)
+        self.forget_recall(threads)
 
     # -- summaries (`BaseContextManager.perform` makes them) -----------------------------------------------------
 
@@ -511,6 +488,8 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             else:
                 message_tokens = plan.raw_tokens + _unread_tokens(incoming, plan)
         previous_summary = track.summary if track is not None else None
+        # recall counts in this manager's budget: the core calls the step's parts where its running totals say
+        step = RecallStep(self.recall, key) if self.recall is not None else None
 
         total = self._total(cost, scan, message_tokens)
         tokens_before = total
@@ -529,8 +508,10 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                 limits = self._limits(cost, scan)
                 offloads = self._offloaded.for_thread(key)
                 outcome = yield from compact(segs, summary, limits, self.counter, offloads)
-            if self.recall is not None:
-                self._recall_left(key, working, outcome.messages, plan.start if plan is not None else 0)
+            if step is not None:
+                # the originals of what the compaction took out (dropped messages, cleared bodies) are indexed
+                unread = plan.start if plan is not None else 0
+                step.hand_over(working, outcome.messages, restore=self._offloaded.restore, unread=unread)
             working, summary = outcome.messages, outcome.summary
             cleared, summaries = outcome.cleared, outcome.summaries
             known, covered = outcome.segments, len(working)
@@ -549,9 +530,9 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                     self.budget,
                 )
 
-        if self.recall is not None:
-            self.recall.observe(key, arrived)
-            placed = self._place_recall(key, working, arrived, total, known, covered)
+        if step is not None:
+            step.observe(arrived)
+            placed = self._place_recall(step, working, arrived, total, known, covered)
             if placed is not None:
                 working, tokens, known, covered = placed
                 total += tokens
@@ -616,27 +597,9 @@ class TokenBudgetContextManager(BaseContextManager[S]):
 
     # -- recall ---------------------------------------------------------------------------------------------------
 
-    def _recall_left(self, key: str, before: Sequence[Message], after: Sequence[Message], unread: int = 0) -> None:
-        """Hand recall the originals of what a compaction took out of the view: dropped messages and cleared bodies.
-
-        ``before[:unread]`` is what a cold plan dropped unread: it goes to recall as one reference (recall indexes
-        it newest first over later calls), so a first call on a 100k-message history does not touch each of them
-        here. They are indexed as the caller sent them (a placeholder this manager cleared among them had its
-        original handed over when it was cleared); the rest are restored from the offload store first.
-        """
-        assert self.recall is not None
-        if unread:
-            self.recall.left(key, before[:unread])
-            before = before[unread:]
-        kept = {m.message_id for m in after}
-        restore = self._offloaded.restore
-        gone = [restore(m) for m in before if m.message_id not in kept]
-        gone.extend(restore(m) for m in after if is_offloaded(m))
-        self.recall.left(key, gone)
-
     def _place_recall(
         self,
-        key: str,
+        step: RecallStep,
         working: list[Message],
         arrived: Sequence[Message],
         total: int,
@@ -648,11 +611,9 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         Only a user message among ``arrived`` starts a turn, so a tool step costs a scan of what it appended. The
         recall is decided once per user message; once placed it is part of the view like any message.
         """
-        recall = self.recall
-        assert recall is not None
         if not any(m.role == "user" and not is_recall(m) for m in arrived):
             return None
-        found = place_recall(recall, key, working, self.budget - total)
+        found = step.place(working, self.budget - total)
         if found is None:
             return None
         placed, i, tokens = found

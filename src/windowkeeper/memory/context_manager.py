@@ -25,11 +25,11 @@ from typing import Any
 
 from .._bridge import run_sync
 from .._cache import LRUCache
-from ..context._recall_step import make_recall
-from ..context.base import BaseContextManager
-from ..context.recall import Recall, join_recall, newest_user, place_recall
+from ..context._recall_step import RecallStep, continues, make_recall
+from ..context.base import BaseContextManager, ThreadSeed
+from ..context.recall import Recall, join_recall, newest_user
 from ..errors import ConfigurationError
-from ..messages import Message, same_message
+from ..messages import Message
 from ..prompt import summary_tokens
 from ..prompt.recall import is_recall
 from ..state import AgentState
@@ -55,11 +55,6 @@ class _RecallTrack:
     """Originals of the view's messages not yet handed to recall, by id: what to index when one leaves."""
     placed: list[Message] = field(default_factory=list)
     """Recall messages still in the view, oldest first."""
-
-
-def _extends(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
-    """Whether ``messages`` starts with ``prefix`` (the same objects, or equal ones after a reload)."""
-    return len(messages) >= len(prefix) and all(map(same_message, messages, prefix))
 
 
 class MemoryContextManager(BaseContextManager[AgentState]):
@@ -147,22 +142,23 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         summaries: Sequence[StructuredSummary] = (),
     ) -> list[Message]:
         """``context`` (the memory's view) with its recall messages: index what left, keep what was placed, and
-        place one for a new user message."""
+        place one for a new user message (the context package's recall step, `RecallStep`)."""
         recall = self.recall
         assert recall is not None
+        step = RecallStep(recall, sid)
         tracks = self._recall_tracks
         track = tracks.get(sid)
         if track is None:
             track = _RecallTrack()
             tracks.put(sid, track)  # bounded: a server sees many sessions, and each track holds originals
             if had_history:  # a session this process has not seen: what left the view before is in the history
-                await self._recall_history(sid, track, context)
-        recall.observe(sid, added)
+                await self._recall_history(step, track, context)
+        step.observe(added)
         for message in added:
             track.live[str(message.message_id)] = message
-        extended = _extends(context, track.view) and len(context) == len(track.view) + len(added)
+        extended = continues(context, track.view) and len(context) == len(track.view) + len(added)
         if not extended:
-            self._recall_left(sid, track, context)
+            self._recall_left(step, track, context)
             # the prefix changed anyway: older recall messages age out with it, the current turn's stays
             i = newest_user(context)
             current = str(context[i].message_id) if i is not None else None
@@ -171,7 +167,7 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         shown = {str(m.message_id) for m in context}
         track.placed = [r for r in track.placed if r.metadata.get("serves") in shown]
         i = newest_user(context)
-        new_turn = i is not None and recall.served(sid) != str(context[i].message_id)
+        new_turn = i is not None and step.served() != str(context[i].message_id)
         budget = self.memory.thresholds.pre_rot_threshold
         room = 0
         if track.placed or new_turn:
@@ -185,32 +181,32 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         view = join_recall(context, {str(r.metadata.get("serves")): r for r in track.placed})
         if not new_turn:
             return view
-        placed = place_recall(recall, sid, view, room)
+        placed = step.place(view, room)
         if placed is None:
             return view
         out, at, _ = placed
         track.placed.append(out[at])
         return out
 
-    async def _recall_history(self, sid: str, track: _RecallTrack, context: list[Message]) -> None:
-        """Seed recall for a session that already has history: positions in order, and what is out of view."""
-        recall = self.recall
-        assert recall is not None
-        history = await self.memory.history_messages(sid)
-        recall.observe(sid, history)
+    async def _recall_history(self, step: RecallStep, track: _RecallTrack, context: list[Message]) -> None:
+        """Seed recall for a session that already has history (`RecallStep.seed`): positions in order, and what is
+        out of view. A compacted event shows its gist under its own id, so "in view" means the same id and
+        fingerprint: the original of a gist is out of view and is indexed."""
+        history = await self.memory.history_messages(step.key)
         shown = {(str(m.message_id), m.fingerprint()) for m in context}
-        gone: list[Message] = []
-        for message in history:
-            if (str(message.message_id), message.fingerprint()) in shown:
-                track.live[str(message.message_id)] = message
-            else:
-                gone.append(message)
-        recall.left(sid, gone)
+
+        def in_view(message: Message) -> bool:
+            return (str(message.message_id), message.fingerprint()) in shown
+
+        live = [m for m in history if in_view(m)]
+        for message in live:
+            track.live[str(message.message_id)] = message
+        kept = {id(m) for m in live}
+        step.seed(history, lambda m: id(m) in kept)
         track.view = tuple(context)
 
-    def _recall_left(self, sid: str, track: _RecallTrack, context: list[Message]) -> None:
+    def _recall_left(self, step: RecallStep, track: _RecallTrack, context: list[Message]) -> None:
         """Hand recall the originals of the messages the memory summarized away or compacted since the last call."""
-        assert self.recall is not None
         now = {str(m.message_id): m for m in context}
         gone: list[Message] = []
         for key, original in list(track.live.items()):
@@ -218,7 +214,16 @@ class MemoryContextManager(BaseContextManager[AgentState]):
             if current is None or (current is not original and current.fingerprint() != original.fingerprint()):
                 gone.append(original)
                 del track.live[key]
-        self.recall.left(sid, gone)
+        step.left(gone)
+
+    @property
+    def wants_history(self) -> bool:
+        """False: the memory's own store holds the history, and a session's first call seeds recall from it."""
+        return False
+
+    def import_thread(self, thread_id: str, seed: ThreadSeed) -> None:
+        """Nothing to take over: the memory's store is the thread's record, and recall is seeded from it at the
+        session's first call in this process (`_recall_history`, through the same `RecallStep.seed`)."""
 
     def forget(self, session_id: str | None = None) -> None:
         """Drop the recall state kept for ``session_id`` (every session when None); the memory keeps the history,
