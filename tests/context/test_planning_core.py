@@ -165,3 +165,49 @@ def test_with_recall_in_the_graph() -> None:
     client = asyncio.run(ask_in_graph(KeepTurns(3, recall=True, recall_budget=1500), 30))
     last = client.requests[-1].messages
     assert is_recall(last[-2]) and FACT in last[-2].text() and last[-1].text() == QUESTION
+
+
+def _recall_chat(window: Window[Any, Any], turns: range, chat: list[dict[str, Any]]) -> None:
+    for turn in turns:
+        chat.append({"role": "user", "content": turn_text(turn)})
+        window.fit(chat, system="You are helpful.")
+        chat.append({"role": "assistant", "content": f"Answer {turn}."})
+
+
+def _recalled(fitted: Any) -> str:
+    """The text of the request's last user message: the question, with the recall message placed before it
+    merged in (consecutive user messages are one Chat Completions message)."""
+    last = fitted.messages[-1]
+    assert last["role"] == "user"
+    parts = last["content"] if isinstance(last["content"], list) else [{"text": last["content"]}]
+    texts = [part["text"] for part in parts]
+    assert texts[-1] == QUESTION
+    return "\n".join(texts[:-1])
+
+
+def test_with_recall_in_window() -> None:
+    """The front door: `Window` drives the core, and the base's recall step places the recall message."""
+    window = Window(KeepTurns(3, recall=True, recall_budget=1500))
+    chat: list[dict[str, Any]] = []
+    _recall_chat(window, range(30), chat)
+    assert not any(FACT in str(m["content"]) for m in window.fit(chat, system="You are helpful.").messages)
+    chat.append({"role": "user", "content": QUESTION})
+    assert FACT in _recalled(window.fit(chat, system="You are helpful."))
+
+
+def test_with_recall_in_window_after_a_restart(tmp_path: Any) -> None:
+    """A new `Window` (a new process) on the same store: the base seeds the strategy's recall from the stored
+    history (`import_thread`), so the fact said before the restart is recalled after it."""
+    store = str(tmp_path / "window.db")
+    chat: list[dict[str, Any]] = []
+    first = Window(KeepTurns(3, recall=True, recall_budget=1500), store=store, thread_id="t")
+    try:
+        _recall_chat(first, range(30), chat)
+    finally:
+        first.close()
+    second = Window(KeepTurns(3, recall=True, recall_budget=1500), store=store, thread_id="t")
+    try:
+        chat.append({"role": "user", "content": QUESTION})
+        assert FACT in _recalled(second.fit(chat, system="You are helpful."))
+    finally:
+        second.close()

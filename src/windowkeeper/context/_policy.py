@@ -97,10 +97,40 @@ def summary_cut(others: Sequence[Message], keep_recent: int) -> int:
     return user_boundary_at_or_before(others, cut)
 
 
+def unit_cut(messages: Sequence[Message], keep_recent: int) -> int:
+    """Where to split ``messages`` (system messages included) so the newest ``keep_recent`` stay: the position
+    ``len - keep_recent``, moved back to the start of a unit it would split and before a pending tool call.
+
+    Unlike `summary_cut` the kept part need not start with a user message: a caller that cuts this way keeps the
+    turn's opener apart (`turn_opener`), so the kept part holds exactly the newest events plus that one.
+    """
+    cut = max(0, len(messages) - keep_recent)
+    for unit in group_units(messages):
+        if unit.start < cut < unit.end or (unit.kind == "pending" and unit.start < cut):
+            cut = unit.start
+    return cut
+
+
+def turn_opener(messages: Sequence[Message], cut: int) -> int | None:
+    """Position of the user message to keep when the messages kept from ``cut`` on do not start with one.
+
+    Anthropic and Gemini reject a conversation whose first non-system message is not from the user (or that has
+    no user message at all), and no message may be invented, so the user request that opened the current turn
+    stays, also when only system notes follow it. None when the kept part starts with a user message (or no user
+    message precedes the cut).
+    """
+    first_kept = next((m for m in messages[cut:] if m.role != "system"), None)
+    if first_kept is not None and first_kept.role == "user":
+        return None
+    return next((i for i in range(cut - 1, -1, -1) if messages[i].role == "user"), None)
+
+
 __all__ = [
     "oldest_kept_user",
     "remove_completed_tool_sequences",
     "split_system",
     "summary_cut",
+    "turn_opener",
+    "unit_cut",
     "user_boundary_at_or_before",
 ]

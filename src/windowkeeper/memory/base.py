@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from .._validate import check_timeout
+from ..context._policy import turn_opener, unit_cut
 from ..errors import ConfigurationError, FormatError, ProviderError, StorageError
 from ..messages import Message
 from ..storage import ConflictError, InMemoryStore, Record, RecordUpdate, SessionStore
@@ -592,7 +593,7 @@ class BaseMemory(Generic[S]):
         live = [e.record for e in view.events]
         messages = [e.message for e in view.events]
         cut = self._fitting_cut(messages, [e.tokens for e in view.events], self._summary_cut(messages))
-        opener = self._turn_opener(messages, cut)
+        opener = turn_opener(messages, cut)
         cover = [r for i, r in enumerate(live[:cut]) if r.doc["event"]["message"]["role"] != "system" and i != opener]
         if not cover:
             if docs:
@@ -691,12 +692,9 @@ class BaseMemory(Generic[S]):
             logger.debug("could not mark summary %s abandoned: %s", record.key, exc)
 
     def _summary_cut(self, messages: builtins.list[Message]) -> int:
-        """Index before which events may be summarized: keep the newest events, never split a tool unit."""
-        cut = max(0, len(messages) - self.thresholds.keep_recent_count)
-        for unit in group_units(messages):
-            if unit.start < cut < unit.end or (unit.kind == "pending" and unit.start < cut):
-                cut = unit.start
-        return cut
+        """Index before which events may be summarized: keep the newest events, never split a tool unit
+        (the context package's `unit_cut`)."""
+        return unit_cut(messages, self.thresholds.keep_recent_count)
 
     def _fitting_cut(self, messages: builtins.list[Message], tokens: builtins.list[int], cut: int) -> int:
         """``cut`` moved to later user messages (never past the newest) while the events kept after it and a summary
@@ -713,19 +711,6 @@ class BaseMemory(Generic[S]):
             kept -= sum(tokens[cut:nxt])
             cut = nxt
         return cut
-
-    @staticmethod
-    def _turn_opener(messages: builtins.list[Message], cut: int) -> int | None:
-        """Index of the user message to keep live when the events kept after ``cut`` do not start with one.
-
-        Anthropic and Gemini reject a conversation whose first non-system message is not from the user (or that
-        has no user message at all), and no message may be invented, so the user request that opened the current
-        turn stays in the view, also when only system notes follow it.
-        """
-        first_kept = next((m for m in messages[cut:] if m.role != "system"), None)
-        if first_kept is not None and first_kept.role == "user":
-            return None
-        return next((i for i in range(cut - 1, -1, -1) if messages[i].role == "user"), None)
 
     # -- archived originals ----------------------------------------------------------------------------------
 
