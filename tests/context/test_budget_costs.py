@@ -229,7 +229,7 @@ def test_extractive_summarizer_reads_only_the_newest_messages_within_its_limit()
     summarizer = ExtractiveSummarizer(input_limit=300)
     old = Message.text_message("The deploy key is KEY-OLD-1234 for billing-api.", message_id="old", timestamp=0.0)
     filler = [Message.text_message(f"note {i}: the build took {i} s.", message_id=f"n{i}") for i in range(40)]
-    summary = summarizer.summarize_sync([old, *filler], max_tokens=200)
+    summary = summarizer.extract([old, *filler], max_tokens=200)
     assert "KEY-OLD-1234" not in summary and "note 39" in summary
 
 

@@ -68,20 +68,20 @@ async def test_keeps_salient_facts_and_drops_small_talk() -> None:
 def test_exact_token_bound_on_a_generated_session(bound: int) -> None:
     session = generate_session(50, seed=11)
     summarizer = ExtractiveSummarizer()
-    summary = summarizer.summarize_sync(session.messages[1:], max_tokens=bound)
+    summary = summarizer.extract(session.messages[1:], max_tokens=bound)
     assert default_counter().count_text(summary) <= bound
     if bound >= 25:
         assert default_counter().count_text(summary) >= bound * 0.6
     other = ExtractiveSummarizer(counter=ApproxCounter())
-    approx = other.summarize_sync(session.messages[1:], max_tokens=bound)
+    approx = other.extract(session.messages[1:], max_tokens=bound)
     assert ApproxCounter().count_text(approx) <= bound
 
 
 def test_generated_session_fact_retention_and_determinism() -> None:
     session = generate_session(40, seed=7)
     old = session.messages[1:]
-    summary = ExtractiveSummarizer().summarize_sync(old, max_tokens=600)
-    assert summary == ExtractiveSummarizer().summarize_sync(old, max_tokens=600)
+    summary = ExtractiveSummarizer().extract(old, max_tokens=600)
+    assert summary == ExtractiveSummarizer().extract(old, max_tokens=600)
     kept = {kind: sum(f.text in summary for f in session.facts_of(kind)) for kind in ("goal", "file_path", "error")}
     totals = {kind: len(session.facts_of(kind)) for kind in kept}
     assert kept["goal"] == totals["goal"]
@@ -99,19 +99,19 @@ def test_previous_summary_facts_come_first_and_survive() -> None:
         Message.text_message("sounds good, thanks", message_id="n3"),
     ]
     summarizer = ExtractiveSummarizer()
-    summary = summarizer.summarize_sync(new, previous_summary=previous, max_tokens=200)
+    summary = summarizer.extract(new, previous_summary=previous, max_tokens=200)
     assert summary.splitlines()[:2] == previous.splitlines()
     assert "cache hit rate is 93%" in summary
     prev_cost = default_counter().count_text(previous)
-    tight = summarizer.summarize_sync(new, previous_summary=previous, max_tokens=prev_cost)
+    tight = summarizer.extract(new, previous_summary=previous, max_tokens=prev_cost)
     assert tight == previous
 
 
 def test_resummarizing_a_long_session_keeps_most_earlier_lines() -> None:
     session = generate_session(80, seed=2)
     summarizer = ExtractiveSummarizer()
-    first = summarizer.summarize_sync(session.messages[1:60], max_tokens=400)
-    second = summarizer.summarize_sync(session.messages[60:], previous_summary=first, max_tokens=400)
+    first = summarizer.extract(session.messages[1:60], max_tokens=400)
+    second = summarizer.extract(session.messages[60:], previous_summary=first, max_tokens=400)
     earlier = [line.strip() for line in first.splitlines()]
     now = [line.strip() for line in second.splitlines()]
     assert default_counter().count_text(second) <= 400
@@ -173,13 +173,13 @@ CHAT_FACTS = (
 def test_chat_keeps_facts_whoever_said_them() -> None:
     """Concrete facts of both speakers survive, and swapping the roles keeps the same facts (no speaker bias)."""
     summarizer = ExtractiveSummarizer()
-    as_is = summarizer.summarize_sync(CHAT, max_tokens=400)
-    swapped = summarizer.summarize_sync(_swap(CHAT), max_tokens=400)
+    as_is = summarizer.extract(CHAT, max_tokens=400)
+    swapped = summarizer.extract(_swap(CHAT), max_tokens=400)
     assert _facts_kept(as_is, CHAT_FACTS) == set(CHAT_FACTS)
     assert _facts_kept(swapped, CHAT_FACTS) == set(CHAT_FACTS)
     tight = default_counter().count_text(as_is) // 2
-    kept = _facts_kept(summarizer.summarize_sync(CHAT, max_tokens=tight), CHAT_FACTS)
-    kept_swapped = _facts_kept(summarizer.summarize_sync(_swap(CHAT), max_tokens=tight), CHAT_FACTS)
+    kept = _facts_kept(summarizer.extract(CHAT, max_tokens=tight), CHAT_FACTS)
+    kept_swapped = _facts_kept(summarizer.extract(_swap(CHAT), max_tokens=tight), CHAT_FACTS)
     assert len(kept) >= 2
     assert abs(len(kept) - len(kept_swapped)) <= 1
 
@@ -195,7 +195,7 @@ def test_a_stated_port_survives_small_talk() -> None:
             Message.text_message("Great, sounds good to me.", role=other, message_id="s3"),
             Message.text_message("Have a nice day!", role=role, message_id="s4"),
         ]
-        summary = ExtractiveSummarizer().summarize_sync(chat, max_tokens=30)
+        summary = ExtractiveSummarizer().extract(chat, max_tokens=30)
         assert "The API server listens on port 8080." in summary, (role, summary)
         assert "nice day" not in summary and "sounds good" not in summary
 
@@ -212,7 +212,7 @@ def test_condensing_ranks_every_previous_line_on_its_own() -> None:
     previous = "\n".join(line for pair in zip(assistant_lines, user_lines, strict=True) for line in pair)
     summarizer = ExtractiveSummarizer()
     half = default_counter().count_text(previous) // 2
-    condensed = summarizer.summarize_sync([], previous_summary=previous, max_tokens=half)
+    condensed = summarizer.extract([], previous_summary=previous, max_tokens=half)
     kept = condensed.splitlines()
     assert default_counter().count_text(condensed) <= half
     assert len(kept) >= 15

@@ -139,12 +139,12 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
 
     def _with_io(self, state: S) -> Generator[Awaitable[str | None], str | None, S]:
         """The planning core as a core of the one sync/async bridge (`_bridge.drive`): each `SummaryRequest` it
-        yields becomes the awaitable `perform` of it."""
+        yields becomes the awaitable `asummarize` of it."""
         core = self.plan(state)
         try:
             request = next(core)
             while True:
-                request = core.send((yield self.perform(request)))
+                request = core.send((yield self.asummarize(request)))
         except StopIteration as done:
             result: S = done.value
             return result
@@ -157,7 +157,7 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
     summary_timeout: float = 120.0
     """Seconds one summarizer call may take before it counts as failed."""
 
-    async def perform(self, request: SummaryRequest) -> str | None:
+    async def asummarize(self, request: SummaryRequest) -> str | None:
         """Make the summary ``request`` asks for through the library's one fail-safe call (a real timeout, never
         raises): None when there is no summarizer or it fails, so the core falls back to what it does without."""
         from ..summarize.failsafe import call_summarizer, condense_input

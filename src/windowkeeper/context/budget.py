@@ -409,11 +409,11 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         self._offloaded.forget(thread_id)
         self.forget_recall(threads)
 
-    # -- summaries (`BaseContextManager.perform` makes them) -----------------------------------------------------
+    # -- summaries (`BaseContextManager.asummarize` makes them) --------------------------------------------------
 
-    async def perform(self, request: SummaryRequest) -> str | None:
+    async def asummarize(self, request: SummaryRequest) -> str | None:
         """The fail-safe summary; a failure is logged here too, and the core falls back to a marked cut."""
-        text = await super().perform(request)
+        text = await super().asummarize(request)
         if text is None and self.summarizer is not None:
             logger.error(SUMMARY_FAILURE_LOG)
         return text

@@ -149,16 +149,19 @@ class ExtractiveSummarizer:
         max_tokens: int = 600,
         instructions: str | None = None,
     ) -> str:
-        return self.summarize_sync(messages, previous_summary=previous_summary, max_tokens=max_tokens)
+        return self.extract(messages, previous_summary=previous_summary, max_tokens=max_tokens)
 
-    def summarize_sync(
+    def extract(
         self,
         messages: Sequence[Message],
         *,
         previous_summary: str | None = None,
         max_tokens: int = 600,
     ) -> str:
-        """The same summary as `summarize`, for synchronous callers (it never does I/O)."""
+        """The same summary as `summarize`, computed here for synchronous callers (it never does I/O).
+
+        A name of its own, not a twin of `summarize`: the `Summarizer` protocol's ``summarize`` is a coroutine,
+        and the package's one rule keeps a plain twin name synchronous (docs/architecture.md, "Sync and async")."""
         check_positive_int("max_tokens", max_tokens)
         room = self.input_limit - (self.counter.count_text(previous_summary) if previous_summary else 0)
         messages = newest_within(messages, room, self.counter.count_message)
