@@ -15,10 +15,10 @@ import importlib
 import logging
 import threading
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from ..._cache import LRUCache
 from ...errors import ConfigurationError, FormatError
 from ...messages import Message
 from ._common import Source, plain
@@ -26,6 +26,9 @@ from ._source import keep_source, key_paths, original_items, source_record, warn
 from .rules import RoundTripRules
 
 logger = logging.getLogger(__name__)
+
+_MAX_SOURCES = 4096
+"""Sources whose lost fields (and whether they were reported) a format remembers."""
 
 _BUILTIN_MODULES = ("openai_chat", "openai_responses", "anthropic", "gemini", "langchain")
 """The modules of the built-in formats, imported (and so registered) on the first lookup."""
@@ -56,8 +59,9 @@ class ProviderFormat(ABC):
     request field (Responses ``instructions``, Anthropic ``system``, Gemini ``system_instruction``)."""
 
     def __init__(self) -> None:
-        self._lost: OrderedDict[str, frozenset[str]] = OrderedDict()
-        self._reported: OrderedDict[str, None] = OrderedDict()
+        # bounded (a long-running process reads many sources); read with `peek`, so the oldest entry goes first
+        self._lost: LRUCache[str, frozenset[str]] = LRUCache(_MAX_SOURCES)
+        self._reported: LRUCache[str, bool] = LRUCache(_MAX_SOURCES)
         self._lost_lock = threading.Lock()
 
     # -- reading ------------------------------------------------------------------------------------------------
@@ -124,7 +128,7 @@ class ProviderFormat(ABC):
         fmt = get_format(str(record.get("format")))
         group = f"{record.get('format')}:{record.get('group')}:{record.get('part')}"
         with self._lost_lock:
-            known = self._lost.get(group)
+            known = self._lost.peek(group)
         if known is not None:
             return known
         items = original_items(message, fmt.name)
@@ -132,9 +136,7 @@ class ProviderFormat(ABC):
             return frozenset()
         lost = fmt.fields_lost(items, record)
         with self._lost_lock:
-            self._lost[group] = lost
-            while len(self._lost) > 4096:
-                self._lost.popitem(last=False)
+            self._lost.put(group, lost)
         return lost
 
     def fields_lost(self, items: Sequence[Any], record: Mapping[str, Any]) -> frozenset[str]:
@@ -166,9 +168,7 @@ class ProviderFormat(ABC):
         with self._lost_lock:
             if key in self._reported:
                 return
-            self._reported[key] = None
-            while len(self._reported) > 4096:
-                self._reported.popitem(last=False)
+            self._reported.put(key, True)
         lost = get_format(origin).lost_fields(message)
         if origin != target:
             warn_lost(f"message {message.message_id!r} read from {origin} and written in {target}", lost)
