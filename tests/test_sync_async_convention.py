@@ -48,9 +48,7 @@ def _is_async(fn: Any) -> bool:
 
 
 def test_no_public_name_marks_its_form_with_a_suffix() -> None:
-    found = [
-        f"{module}.{name}" for module, names in PUBLIC_SURFACE.items() for name in names if name.endswith("_sync")
-    ]
+    found = [f"{module}.{name}" for module, names in PUBLIC_SURFACE.items() for name in names if name.endswith("_sync")]
     found += [f"{cls.__qualname__}.{name}" for cls in _public_classes() for name in _methods(cls) if "_sync" in name]
     assert not found, f"a sync form takes the plain name and its async twin the a-prefixed one: {found}"
 
