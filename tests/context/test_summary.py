@@ -380,3 +380,27 @@ async def test_keep_recent_zero_with_one_long_request_logs_that_nothing_can_be_s
     assert rec.calls == [] and ids(out.context) == ["sys", "u0"] and out.context_summary is None
     lines = [r.getMessage() for r in caplog.records if "nothing can be summarized" in r.getMessage()]
     assert len(lines) == 1 and "keep_recent=0" in lines[0]
+
+
+def test_a_long_agent_turn_is_summarized_inside_and_holds_the_budget() -> None:
+    """One request, then many tool calls with large results: the turn is the whole view, so the cut moves inside
+    it (a call never loses its results) and the request that opened it stays first."""
+    from windowkeeper.messages import TextBlock, ToolCallBlock, ToolResultBlock
+    from windowkeeper.units import validate
+
+    budget = 1500
+    manager = SummaryContextManager(model="extractive", max_messages=None, token_budget=budget, keep_recent=8)
+    state = AgentState(context=[Message.text_message("find why the nightly export is slow", message_id="ask")])
+    for i in range(30):
+        call = ToolCallBlock(id=f"c{i}", name="explain", args={"t": i})
+        rows = "\n".join(f"Seq Scan on t{i} (cost=0.00..{r}.00 rows={r * 7} width=64)" for r in range(25))
+        state.context = [
+            *state.context,
+            Message(role="assistant", content=[TextBlock(text=f"step {i}"), call]),
+            Message(role="tool", content=[ToolResultBlock(call_id=f"c{i}", output=rows)]),
+        ]
+        state = manager.trim_context(state)
+        assert manager.sent_tokens(state.context, state.context_summary or None) <= budget, i
+        assert [m.message_id for m in state.context if m.role == "user"] == ["ask"]
+        assert validate(state.context, "anthropic") == []
+    assert state.context_summary

@@ -20,7 +20,7 @@ from windowkeeper.tokens import default_counter
 
 from .conftest import Backend
 
-THRESHOLDS = {"pre_rot_threshold": 900, "keep_recent_count": 4}
+THRESHOLDS = {"pre_rot_threshold": 1400, "keep_recent_count": 4}
 
 
 def _messages(turns: int) -> list[Message]:

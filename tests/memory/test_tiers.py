@@ -299,3 +299,26 @@ async def test_failing_summarizer_leaves_view_and_store_unchanged(backend: Backe
     assert report.compacted_ids == [] and report.summarized_ids == []
     assert await store.list_records(memory.namespace, sid) == before_records
     assert await memory.list(sid) == before_view
+
+
+async def test_a_long_agent_turn_is_held_under_the_threshold(backend: Backend) -> None:
+    """One user request followed by many large tool results is one turn no summary may split at a user message:
+    the cut moves inside the turn (its opener kept live) and the newest events are compacted as a last resort, so
+    no view after the first few adds is over ``pre_rot_threshold``."""
+    from windowkeeper.messages import Message, TextBlock, ToolCallBlock, ToolResultBlock
+
+    threshold = 1_500
+    memory = backend.open(thresholds={"pre_rot_threshold": threshold, "keep_recent_count": 10})
+    sid = backend.session_id
+    tc = default_counter()
+    await memory.add(Message.text_message("find why the nightly export is slow", role="user"), session_id=sid)
+    for i in range(30):
+        call = ToolCallBlock(id=f"c{i}", name="explain", args={"t": i})
+        await memory.add(Message(role="assistant", content=[TextBlock(text=f"step {i}"), call]), session_id=sid)
+        rows = "\n".join(f"Seq Scan on t{i} (cost=0.00..{r}.00 rows={r * 7} width=64)" for r in range(25))
+        await memory.add(Message(role="tool", content=[ToolResultBlock(call_id=f"c{i}", output=rows)]), session_id=sid)
+        view = await memory.messages(sid)
+        assert tc.count_messages(view) <= threshold, (i, tc.count_messages(view))
+        assert view[0].role == "system" or view[0].role == "user"
+        assert any(m.role == "user" for m in view)
+        assert validate(view, "anthropic") == [], validate(view, "anthropic")

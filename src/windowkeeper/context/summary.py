@@ -42,6 +42,7 @@ from ..messages import Message
 from ..prompt import summary_tokens
 from ..tokenizing.estimate import DOCUMENTED_ESTIMATE
 from ..tokens import TokenCounter, default_counter
+from ..units import group_units
 from ._policy import remove_completed_tool_sequences, split_system, summary_cut
 from ._recall_step import make_recall
 from .base import BaseContextManager, S, SummaryRequest, adapt_summarizer
@@ -135,7 +136,7 @@ class SummaryContextManager(BaseContextManager[S]):
     text is appended to ``context_summary`` after a blank line, and ``context``
     becomes the system messages followed by the kept messages.
 
-    ``max_running_summary_tokens`` bounds the running summary (estimated tokens); past it the summary is condensed
+    ``max_running_summary_tokens`` bounds the running summary (exact tokens); past it the summary is condensed
     by the summarizer, or cut in the middle with a marker when that fails. It defaults to
     ``4 * max_summary_tokens`` and is capped at half of ``token_budget``, so the summary never crowds out the
     messages it is meant to make room for.
@@ -325,6 +326,38 @@ class SummaryContextManager(BaseContextManager[S]):
             cut = nxt
         return cut
 
+    def _turn_cut(
+        self, systems: list[Message], others: list[Message], cut: int, newest: int, summary: str | None
+    ) -> int:
+        """Where to cut inside the newest turn when, cut at its user message, it still does not fit: an agent's
+        turn (one request, then many tool calls and results) is the whole view, and keeping it whole would send
+        every later prompt over ``token_budget``. The cut moves to later unit starts (a tool call never loses its
+        results), never past the newest unit; the user message that opened the turn stays. ``cut`` when no move
+        is needed or possible."""
+        budget = self.token_budget
+        if budget is None or cut != newest:
+            return cut
+        count = self.counter.count_message
+        room = budget - self.sent_tokens(systems, summary) - self.max_summary_tokens
+        opener = count(others[newest])
+        tail = sum(count(m) for m in others[newest + 1 :])
+        position = previous = newest + 1
+        for unit in group_units(others[newest:])[1:]:
+            if opener + tail <= room:
+                break
+            start = newest + unit.start
+            tail -= sum(count(m) for m in others[previous:start])
+            position = previous = start
+        if opener + tail > room:
+            logger.info(
+                "SummaryContextManager: the newest unit with the user message that opened its turn (%d tokens) is "
+                "over the room token_budget=%d leaves beside the summary (%d); it is kept whole",
+                opener + tail,
+                budget,
+                room,
+            )
+        return position if position > newest + 1 else cut
+
     def select(
         self,
         context: Sequence[Message],
@@ -342,6 +375,10 @@ class SummaryContextManager(BaseContextManager[S]):
         newest_user = max((i for i, m in enumerate(others) if m.role == "user"), default=0)
         cut = min(summary_cut(others, self.keep_recent), newest_user)
         cut = self._fitting_cut(systems, others, cut, newest_user, summary)
+        inside = self._turn_cut(systems, others, cut, newest_user, summary)
+        if inside > newest_user:  # the opener stays live, what it led to up to ``inside`` is summarized
+            old = [*others[:newest_user], *others[newest_user + 1 : inside]]
+            return systems, old, join_recall([others[newest_user], *others[inside:]], recalls)
         if cut == 0:
             logger.info(
                 "SummaryContextManager: a trigger fired but nothing can be summarized (%d messages; keep_recent=%d, "
@@ -367,18 +404,31 @@ class SummaryContextManager(BaseContextManager[S]):
         return text
 
     def _bounded(self, summary: str) -> Generator[SummaryRequest, str | None, str]:
-        """``summary`` if it is within ``max_running_summary_tokens``; else condensed by the summarizer, else cut."""
+        """``summary`` if it is within ``max_running_summary_tokens``; else condensed by the summarizer, else cut.
+
+        Sizes are exact (``counter``): short lines of numbers and names cost up to twice what four characters a
+        token says, and an estimated bound let the summary alone outgrow ``token_budget``."""
         bound = self.max_running_summary_tokens
-        size = estimate_text_tokens(summary)
+        size = self.counter.count_text(summary)
         if size <= bound:
             return summary
         target = max(bound // 2, 1)
         condensed = yield SummaryRequest([], summary, target, CONDENSE_INSTRUCTIONS)
-        if condensed is not None and estimate_text_tokens(condensed) <= bound:
-            logger.info("running summary condensed from ~%d to ~%d tokens", size, estimate_text_tokens(condensed))
+        if condensed is not None and self.counter.count_text(condensed) <= bound:
+            logger.info("running summary condensed from %d to %d tokens", size, self.counter.count_text(condensed))
             return condensed
-        logger.info("running summary of ~%d tokens is over its bound (%d) and was not condensed; cut", size, bound)
-        return cut_summary(summary, target)
+        logger.info("running summary of %d tokens is over its bound (%d) and was not condensed; cut", size, bound)
+        return self._cut_exact(summary, target)
+
+    def _cut_exact(self, summary: str, target: int) -> str:
+        """`cut_summary` to ``target`` exact tokens: the estimated cut, tightened by the measured ratio."""
+        text = cut_summary(summary, target)
+        for _ in range(4):
+            exact = self.counter.count_text(text)
+            if exact <= target:
+                break
+            text = cut_summary(summary, max(1, int(estimate_text_tokens(text) * target / exact * 0.95)))
+        return text
 
     # -- the planning core (`BaseContextManager` drives it sync and async) ------------------------------------
 

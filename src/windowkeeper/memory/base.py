@@ -478,7 +478,7 @@ class BaseMemory(Generic[S]):
         report: ContextReport | None = None
         for attempt in range(self.max_retries + 1):
             try:
-                report = await self._manage_once(sid, view)
+                report = await self._hold_threshold(sid, view, await self._manage_once(sid, view))
             except ConflictError as exc:
                 logger.debug("session %r: management write conflicted (%s); re-reading and retrying", sid, exc)
                 await _backoff(attempt)
@@ -572,6 +572,58 @@ class BaseMemory(Generic[S]):
             report.reason = f"compacted {len(compacted)} events" if compacted else "nothing compactable"
             return report
         return await self._summarize_session(sid, view, report, docs, compacted, why)
+
+    async def _hold_threshold(self, sid: str, view: LiveView, report: ContextReport) -> ContextReport:
+        """The last resort when the view is still over ``pre_rot_threshold`` after the tiers ran: compact the
+        events the tiers spare (the newest ``keep_recent_count``, the turn in progress), oldest first, until the
+        view fits. A tool-heavy agent turn is one unit of the conversation that no summary may split, so its
+        results would otherwise keep every later prompt over the budget. Compaction is reversible (`decompress`),
+        and the user message that opened the turn is never touched; when even that is not enough (the newest
+        message alone is over), the view stays over and it is logged."""
+        limit = self.thresholds.pre_rot_threshold
+        if view.total <= limit or report.failure:
+            return report
+        events = view.events
+        opener = max((i for i, e in enumerate(events) if e.message.role == "user"), default=-1)
+        docs: dict[str, dict[str, Any]] = {}
+        compacted: builtins.list[str] = []
+        now = view.total
+        for index in range(view.settled, len(events)):
+            if now <= limit:
+                break
+            entry = events[index]
+            record = entry.record
+            if index == opener or self._exempt(entry) or view.declined.get(record.key) == record.version:
+                continue
+            event = _copy_json(record.doc["event"])
+            await self._compact_event(event)
+            if not is_compacted(event):
+                continue
+            new_doc = {**record.doc, "event": event}
+            with_tokens(new_doc, self.counter)
+            saved = entry.tokens - int(new_doc[TOKENS_KEY]["n"])
+            if saved <= 0:
+                continue
+            docs[record.key] = new_doc
+            now -= saved
+            compacted.append(_event_id(record))
+        if docs:
+            await self._archive(sid, view, docs)
+            await self._commit(sid, view, [(k, d, view.by_key[k].record.version) for k, d in docs.items()])
+            report.compacted_ids = [*report.compacted_ids, *compacted]
+            report.tokens_after = view.total
+            if report.tier == "none":
+                report.tier = "compaction"
+            report.reason = f"{report.reason}; then compacted {len(compacted)} newest events to hold {limit} tokens"
+        if view.total > limit:
+            logger.info(
+                "session %r: %d tokens after every tier, over pre_rot_threshold %d: the newest turn's opener and "
+                "what cannot be compacted are larger than the threshold",
+                sid,
+                view.total,
+                limit,
+            )
+        return report
 
     @staticmethod
     def _pending_start(events: builtins.list[Entry], start: int) -> int:
@@ -697,18 +749,31 @@ class BaseMemory(Generic[S]):
         return unit_cut(messages, self.thresholds.keep_recent_count)
 
     def _fitting_cut(self, messages: builtins.list[Message], tokens: builtins.list[int], cut: int) -> int:
-        """``cut`` moved to later user messages (never past the newest) while the events kept after it and a summary
-        of ``summary_max_tokens`` would not fit under the compaction trigger: ``keep_recent_count`` long events
-        (pasted documents, long replies) must not keep the view over ``pre_rot_threshold``. The newest user turn
-        is always kept, so it alone may stay over (the one case the threshold cannot hold)."""
+        """``cut`` moved to later user messages, then (inside the newest turn) to later unit starts, while the
+        events kept after it and a summary of ``summary_max_tokens`` would not fit under the compaction trigger:
+        ``keep_recent_count`` long events (pasted documents, long replies, an agent turn's tool results) must not
+        keep the view over ``pre_rot_threshold``. A cut inside the newest turn keeps the user message that opened
+        it live (`_turn_opener`), and the newest unit is always kept, so it alone (with that opener and the
+        summary) may stay over: the one case the threshold cannot hold."""
         room = self.thresholds.compaction_limit - self.summary_max_tokens
         newest = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
-        if newest is None or cut >= newest:
+        if newest is None:
             return cut
         kept = sum(tokens[cut:])
         while kept > room and cut < newest:
             nxt = next(i for i in range(cut + 1, newest + 1) if messages[i].role == "user")
             kept -= sum(tokens[cut:nxt])
+            cut = nxt
+        if kept <= room:
+            return cut
+        opener = tokens[newest] if cut > newest else 0
+        for nxt in (newest + u.start for u in group_units(messages[newest:])):
+            if nxt <= cut:
+                continue
+            if kept + opener <= room:
+                break
+            kept -= sum(tokens[cut:nxt])
+            opener = tokens[newest]
             cut = nxt
         return cut
 
