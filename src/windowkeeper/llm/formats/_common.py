@@ -148,8 +148,33 @@ STABLE_ID_PREFIX = "wkm_"
 """Prefix of the ids the ``from_*`` converters derive; tells a derived id from one a provider supplied."""
 
 
+class _NotPlain(Exception):
+    """Raised by the fast `canonical_json` encoder at the first value JSON has no spelling for."""
+
+
+def _not_plain(value: Any) -> Any:
+    raise _NotPlain
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=_not_plain)
+"""Encodes a payload that is plain JSON already (the common case: dicts parsed from the wire) in one C call."""
+
+PENDING_ID = "wkm_pending"
+"""The id a reader gives a message it is about to assign a derived id (`IdChain.assign`): a placeholder rather
+than the field's random default, which would be made and thrown away for every message read."""
+
+
 def canonical_json(obj: Any) -> str:
-    """``obj`` (a provider payload, SDK objects dumped) as compact JSON with sorted keys: equal payloads, equal text."""
+    """``obj`` (a provider payload, SDK objects dumped) as compact JSON with sorted keys: equal payloads, equal text.
+
+    A payload of plain JSON values with string keys is encoded directly; anything else (an SDK object, a mapping
+    that is not a dict, keys of mixed types) is first walked into plain values, which gives the same text for
+    the plain case."""
+    if type(obj) is dict:
+        try:
+            return _CANONICAL.encode(obj)
+        except (_NotPlain, TypeError, ValueError):
+            pass  # a value to dump first, keys that do not sort, or a cycle: the walk below decides
 
     def walk(value: Any) -> Any:
         value = plain(value)

@@ -61,7 +61,7 @@ from ._common import (
     unknown_part,
     unsupported,
 )
-from ._source import original_items, write_items
+from ._source import WriteMemo, original_items, write_items
 from .registry import ProviderFormat, content_part_types, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -263,6 +263,7 @@ def to_responses_input(
     system: SystemMode = "items",
     reasoning: ReasoningMode = "all",
     passthrough: bool = False,
+    memo: WriteMemo | None = None,
 ) -> tuple[str | None, list[ResponsesItem]]:
     """Our messages as ``(instructions, input_items)`` (`ResponsesItem` dicts, see `wire`).
 
@@ -291,6 +292,7 @@ def to_responses_input(
         part_type="input_text",
         report=RESPONSES.report,
         always_fresh=(lambda m: m.role == "system") if system == "instructions" else None,
+        memo=memo,
     )
     return (SYSTEM_SEPARATOR.join(instructions) if instructions else None), items
 
@@ -550,7 +552,8 @@ class OpenAIResponsesFormat(ProviderFormat):
         return not (continues_turn(items[index - 1]) and continues_turn(items[index]))
 
     def write_messages(self, messages: Sequence[Message], *, options: Mapping[str, Any]) -> list[Any]:
-        return to_responses_input(messages, reasoning="signed", passthrough=options.get("passthrough", True))[1]
+        passthrough = options.get("passthrough", True)
+        return to_responses_input(messages, reasoning="signed", passthrough=passthrough, memo=options.get("memo"))[1]
 
     def distinctive(self, item: Any) -> str | None:
         d = plain(item)
