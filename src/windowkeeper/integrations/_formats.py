@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
+from .._cache import LRUCache
 from ..errors import FormatError
 from ..llm.formats import from_responses_input
 from ..llm.formats._common import plain
@@ -242,9 +243,22 @@ def _guarded(fmt: WindowFormat, messages: Sequence[Any], read: Callable[[], list
         raise error from None
 
 
+_SYSTEMS: LRUCache[int, tuple[Any, Any, str, str | None]] = LRUCache(256)
+"""``system=`` objects read last (by identity, held so the id stays theirs, with their ``content`` object and the
+format): a host hands the same SystemMessage to every model call, and reading one converts it to a message."""
+
+
 def system_text(fmt: WindowFormat, system: Any) -> str | None:
     """The ``system=`` argument as one text: a string, Anthropic text blocks, a Gemini content, a SystemMessage."""
-    return get_format(fmt).read_system(system)
+    if system is None or isinstance(system, str | list | dict):
+        return get_format(fmt).read_system(system)  # plain values may be edited in place: read every time
+    content = getattr(system, "content", None)
+    known = _SYSTEMS.get(id(system))
+    if known is not None and known[0] is system and known[1] is content and known[2] == fmt:
+        return known[3]
+    text = get_format(fmt).read_system(system)
+    _SYSTEMS.put(id(system), (system, content, fmt, text))
+    return text
 
 
 def write_messages(

@@ -31,6 +31,7 @@ from ...blocks import (
 from ...errors import FormatError
 from ...messages import Message
 from ._common import (
+    PENDING_ID,
     IdChain,
     ReasoningMode,
     Source,
@@ -451,7 +452,8 @@ def _read(
                 else None
             )
             provided = next((pid for pid in map(provided_id, turn_items) if pid), None)
-            add(Message(role="assistant", content=turn, tools_calls=native), list(turn_items), turn_index, provided)
+            message = Message(role="assistant", content=turn, tools_calls=native, message_id=PENDING_ID)
+            add(message, list(turn_items), turn_index, provided)
             turn = None
             turn_items.clear()
             arguments.clear()
@@ -509,7 +511,8 @@ def _read(
             metadata = {"openai_role": "developer"} if role == "developer" else {}
             api_role = "user" if role == "user" else "system"
             content = _parse_message_content(item, api_role, index=i)
-            add(Message(role=api_role, content=content, metadata=metadata), item, i, provided_id(item))
+            message = Message(role=api_role, content=content, metadata=metadata, message_id=PENDING_ID)
+            add(message, item, i, provided_id(item))
         else:
             raise FormatError(
                 f"unsupported item type {kind!r} (expected message, reasoning, function_call or function_call_output)",
