@@ -44,6 +44,7 @@ from ._common import (
     original_arguments,
     parse_args,
     plain,
+    read_message,
     reader,
     require_str,
     resolve_data_block,
@@ -387,7 +388,7 @@ def _to_message(d: Any, index: int) -> Message:
     if role == "tool":
         call_id = require_str(msg, "tool_call_id", index=index)
         block = ToolResultBlock(call_id=call_id, output=_tool_output(msg, index=index), name=name or None)
-        return Message(role="tool", content=[block], metadata=metadata, message_id=PENDING_ID)
+        return read_message("tool", [block], metadata)
     if name:
         metadata["name"] = name
     content = _parse_content(msg, role, index=index)
@@ -403,7 +404,7 @@ def _to_message(d: Any, index: int) -> Message:
             content.insert(0, ReasoningBlock(text=reasoning))
     elif msg.get("tool_calls"):
         raise FormatError(f"only assistant messages may carry tool_calls, not {role!r}", index=index, key="tool_calls")
-    return Message(role=role, content=content, tools_calls=tools_calls, metadata=metadata, message_id=PENDING_ID)
+    return read_message(role, content, metadata, tools_calls=tools_calls, calls_given=True)
 
 
 @reader("OpenAI chat messages")
