@@ -346,3 +346,58 @@ def test_a_result_written_when_read_equals_one_written_at_once() -> None:
             (m.message_id, m.fingerprint()) for m in now.prompt.messages
         ]
         assert later.messages == now.messages and later.system == now.system
+
+
+RECALLED_FACT = "Remember this: the staging server is kestrel-4 and it listens on port 8443."
+
+
+def _wire_count(fmt: str, result: Any, counter: Any) -> int:
+    """The request as the provider receives it, read back and counted message by message."""
+    from windowkeeper.prompt import system_message
+
+    if fmt == "openai_chat":
+        return int(counter.count_messages(from_openai_chat(result.messages)))
+    if fmt == "openai_responses":
+        wire = from_responses_input(result.messages)
+        text = result.system
+    elif fmt == "anthropic":
+        wire = from_anthropic(None, result.messages)
+        text = result.system if isinstance(result.system, str) else "".join(b["text"] for b in result.system)
+    else:
+        wire = from_gemini(None, result.messages)
+        text = result.system["parts"][0]["text"]
+    return int(counter.count_messages([system_message(text), *wire]))
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "openai_responses", "anthropic", "gemini"])
+def test_input_tokens_count_recall_notes_as_written_into_the_turn_they_serve(fmt: str) -> None:
+    """A recall note goes out inside the user turn it serves (one message on the wire, not two): the count
+    `FitResult.input_tokens` reports is the count of what is sent, one message frame less per note."""
+    from windowkeeper.prompt import is_recall
+
+    def user(text: str) -> dict[str, Any]:
+        if fmt == "openai_responses":
+            return {"type": "message", "role": "user", "content": text}
+        return {"role": "user", "parts": [{"text": text}]} if fmt == "gemini" else {"role": "user", "content": text}
+
+    def reply(text: str) -> dict[str, Any]:
+        if fmt == "openai_responses":
+            return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+        if fmt == "gemini":
+            return {"role": "model", "parts": [{"text": text}]}
+        return {"role": "assistant", "content": text}
+
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(max_tokens=2500, reserve_tokens=500)
+    window: Window[Any, Any] = Window(manager, format=fmt)
+    items: list[dict[str, Any]] = []
+    for turn in range(120):
+        text = RECALLED_FACT if turn == 0 else f"Turn {turn}: let us talk about topic {turn} and its many details."
+        items.append(user(text))
+        window.fit(items, system="You are helpful.")
+        items.append(reply(f"Answer {turn}: noted, topic {turn} is clear."))
+    items.append(user("Which host and port does staging use?"))
+    result = window.fit(items, system="You are helpful.")
+    notes = sum(is_recall(m) for m in result.prompt.messages)
+    assert notes >= 1
+    assert result.input_tokens == _wire_count(fmt, result, manager.counter)
+    assert result.prompt.input_tokens - result.input_tokens == notes * 4  # one frame of the o200k counter each

@@ -9,19 +9,23 @@ names the index, the key, the shape expected and, when it can tell, the format t
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
+from .._cache import LRUCache
 from ..errors import FormatError
 from ..llm.formats import from_responses_input
 from ..llm.formats._common import plain
+from ..llm.formats._source import WriteMemo
 from ..llm.formats.anthropic import CacheBreakpoint
 from ..llm.formats.registry import ProviderFormat, formats, get_format
 from ..llm.formats.registry import guess_format as _guess
 from ..messages import Message
 from ..prompt import join_sections, scratchpad_section, summary_section, system_message, system_message_text
+from ..prompt.sections import stable_id
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -239,9 +243,22 @@ def _guarded(fmt: WindowFormat, messages: Sequence[Any], read: Callable[[], list
         raise error from None
 
 
+_SYSTEMS: LRUCache[int, tuple[Any, Any, str, str | None]] = LRUCache(256)
+"""``system=`` objects read last (by identity, held so the id stays theirs, with their ``content`` object and the
+format): a host hands the same SystemMessage to every model call, and reading one converts it to a message."""
+
+
 def system_text(fmt: WindowFormat, system: Any) -> str | None:
     """The ``system=`` argument as one text: a string, Anthropic text blocks, a Gemini content, a SystemMessage."""
-    return get_format(fmt).read_system(system)
+    if system is None or isinstance(system, str | list | dict):
+        return get_format(fmt).read_system(system)  # plain values may be edited in place: read every time
+    content = getattr(system, "content", None)
+    known = _SYSTEMS.get(id(system))
+    if known is not None and known[0] is system and known[1] is content and known[2] == fmt:
+        return known[3]
+    text = get_format(fmt).read_system(system)
+    _SYSTEMS.put(id(system), (system, content, fmt, text))
+    return text
 
 
 def write_messages(
@@ -252,20 +269,23 @@ def write_messages(
     cache_breakpoints: Sequence[CacheBreakpoint] | None = None,
     developer: bool = False,
     system_messages: Sequence[Message] | None = None,
+    memo: WriteMemo | None = None,
 ) -> tuple[WireMessages, WireSystem]:
     """``(messages, system)`` in ``fmt``: system in its native place (in the list for Chat Completions/LangChain);
     every message unchanged since it was read is the caller's own item, the rest written anew.
 
     ``system_messages`` (see `system_lead`) are the messages ``system`` was joined from: a format that carries
     system text as messages of its list (Chat Completions) writes them one by one, so the caller's own system and
-    developer messages leave as they came."""
+    developer messages leave as they came. ``memo`` (one per conversation) lets a format that writes one item per
+    message skip the messages it wrote the same way last time (see `WriteMemo`)."""
     out, out_system = get_format(fmt).write(
         system,
         messages,
         cache_breakpoints=cache_breakpoints,
         developer=developer,
-        system_id=system_message(system).message_id if system else None,
+        system_id=stable_id("system", system) if system else None,
         system_messages=system_messages,
+        memo=memo,
     )
     return cast("WireMessages", out), cast("WireSystem", out_system)
 
@@ -296,10 +316,17 @@ def system_lead(
         return None  # no system message of the caller's: the one joined text, as ever
     tail = join_sections([summary_section(summary), scratchpad_section(scratchpad)])
     if tail:
-        lead.append(_as_developer(system_message(tail)) if developer else system_message(tail))
+        lead.append(_as_developer(section_message(tail)) if developer else section_message(tail))
     if join_sections(system_message_text(m) for m in lead) != system:
         return None
     return lead
+
+
+@functools.lru_cache(maxsize=256)
+def section_message(text: str) -> Message:
+    """`system_message` of ``text``, made once per text: the summary section of a thread is the same text for
+    many calls, and the writer recognizes a message it wrote before by identity (see `WriteMemo`)."""
+    return system_message(text)
 
 
 def _as_developer(message: Message) -> Message:

@@ -82,16 +82,38 @@ def tool_schemas(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
     return out
 
 
+_WRITTEN: LRUCache[int, tuple[Any, str, list[Any]]] = LRUCache(4096)
+"""LangChain messages written for the messages windowkeeper made (pointers, by identity, with the fingerprint they
+were written at): a pointer stays in the view for many calls and is the same message object on each."""
+
+
 def view_messages(result: FitResult, originals: Sequence[Any]) -> list[Any]:
-    """The managed conversation as LangChain messages, reusing ``originals`` for every message left unchanged."""
-    by_id = {getattr(m, "id", None): m for m in originals if getattr(m, "id", None)}
+    """The managed conversation as LangChain messages, reusing ``originals`` for every message left unchanged.
+
+    The view is mostly the tail of the history, so ``originals`` are searched from the end, only until every id
+    the view needs is found: a call costs what its view spans, not the whole history."""
+    messages = result.prompt.messages
+    wanted = {m.message_id for m in messages if not is_offloaded(m)}
+    by_id: dict[Any, Any] = {}
+    if wanted:
+        for original in reversed(originals):
+            lc_id = getattr(original, "id", None)
+            if lc_id and lc_id in wanted and lc_id not in by_id:
+                by_id[lc_id] = original
+                if len(by_id) == len(wanted):
+                    break
     out: list[Any] = []
-    for message in result.prompt.messages:
+    for message in messages:
         original = by_id.get(message.message_id) if not is_offloaded(message) else None
         if original is not None:
             out.append(original)
-        else:
-            out.extend(to_langchain([message]))
+            continue
+        fingerprint = message.fingerprint()
+        known = _WRITTEN.get(id(message))
+        if known is None or known[0] is not message or known[1] != fingerprint:
+            known = (message, fingerprint, to_langchain([message]))
+            _WRITTEN.put(id(message), known)
+        out.extend(known[2])
     return out
 
 
@@ -108,13 +130,23 @@ def reported_input_tokens(response: Any) -> int | None:
     return None
 
 
+_SYSTEM_MESSAGES: LRUCache[str, Any] = LRUCache(256)
+"""``SystemMessage`` by text: the system text is the same for many calls of a thread (until the summary moves)."""
+
+
 def system_message(result: FitResult) -> Any:
     """The system text (prompt, summary, scratchpad) as one ``SystemMessage``, or None."""
-    if not result.prompt.system:
+    text = result.prompt.system
+    if not text:
         return None
+    known = _SYSTEM_MESSAGES.get(text)
+    if known is not None and known.content == text:
+        return known
     from langchain_core.messages import SystemMessage
 
-    return SystemMessage(content=result.prompt.system)
+    made = SystemMessage(content=text)
+    _SYSTEM_MESSAGES.put(text, made)
+    return made
 
 
 __all__ = [

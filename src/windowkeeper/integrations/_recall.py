@@ -32,6 +32,7 @@ _TOOL_CLAUSE = re.compile(
 )
 _REPLY_CLAUSE = re.compile(r"restorable with " + re.escape(RESTORE_TOOL) + r"\(pointer_id=(\"[^\"]*\")\)")
 
+
 def tool_names(tools: Sequence[Any] | None) -> set[str]:
     """The function names declared by ``tools`` in any provider's shape (Chat, Responses, Anthropic, Gemini)."""
     names: set[str] = set()
@@ -72,9 +73,22 @@ def pointer_for_request(message: Message) -> Message:
     return message.with_content(blocks) if changed else message
 
 
-def without_restore_tool(messages: Sequence[Message], cache: dict[tuple[str, str], Message]) -> list[Message]:
+def without_restore_tool(
+    messages: Sequence[Message], cache: dict[tuple[str, str], Message], pointers: Sequence[Message] | None = None
+) -> list[Message]:
     """``messages`` with every pointer rewritten by `pointer_for_request` (each rewrite made once, from
-    ``cache``, so the same pointer is the same bytes on every call and the prefix stays stable)."""
+    ``cache``, so the same pointer is the same bytes on every call and the prefix stays stable). ``pointers``,
+    when the caller found them already, are the pointers of ``messages`` (the others are not looked at)."""
+    if pointers is not None:
+        swap: dict[int, Message] = {}
+        for message in pointers:
+            key = (str(message.message_id), message.fingerprint())
+            rewritten = cache.get(key)
+            if rewritten is None:
+                rewritten = cache[key] = pointer_for_request(message)
+            if rewritten is not message:
+                swap[id(message)] = rewritten
+        return [swap.get(id(m), m) for m in messages] if swap else list(messages)
     out: list[Message] = []
     for message in messages:
         if not is_offloaded(message):

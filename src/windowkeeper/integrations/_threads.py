@@ -37,6 +37,7 @@ from typing import Any
 
 from ..context.pointers import DEFAULT_OFFLOAD_CACHE_BYTES, approx_bytes, is_offloaded
 from ..errors import StorageError
+from ..llm.formats._source import WriteMemo
 from ..messages import Message
 from ..storage import ConflictError, SessionStore
 from ..storage.base import RecordNotFoundError
@@ -126,12 +127,35 @@ class ThreadMemory:
     """The view records the committed head refers to, by key, with the version each was written at."""
     spare: dict[str, int] = field(default_factory=dict)
     """View records nothing refers to any more (key -> version), overwritten by the next call that needs one."""
+    write_memo: WriteMemo = field(default_factory=WriteMemo)
+    """What the last write of the view produced per message (in memory only), so the next writes only the new."""
+    pointers: list[Message] = field(default_factory=list)
+    """The pointers of ``view``, in order (set with the view after every call and on a load)."""
+    pointer_keys: dict[int, tuple[Message, list[str]]] = field(default_factory=dict)
+    """`restore_keys` of each pointer of the view by identity (a pointer stays in the view for many calls)."""
+
+    def keys_of(self, pointer: Message) -> list[str]:
+        """`restore_keys` of ``pointer``, worked out once while it stays in the view."""
+        entry = self.pointer_keys.get(id(pointer))
+        if entry is None or entry[0] is not pointer:
+            entry = self.pointer_keys[id(pointer)] = (pointer, restore_keys(pointer))
+        return entry[1]
+
+    def live_keys(self) -> set[str]:
+        """The restore keys of the view's pointers (`view_restore_keys`); the memo keeps only these pointers."""
+        live: set[str] = set()
+        for message in self.pointers:
+            live.update(self.keys_of(message))
+        if len(self.pointer_keys) > len(self.pointers):
+            current = {id(m) for m in self.pointers}
+            self.pointer_keys = {k: v for k, v in self.pointer_keys.items() if k in current}
+        return live
 
     def prune_originals(self, *, stored: bool) -> None:
         """Bound the originals kept in memory: those of pointers in the view always; with ``stored``, the others
         only until written (the store serves them from then on); without a store, the newest others up to
         `DEFAULT_OFFLOAD_CACHE_BYTES` (the window is then their only keeper, like the manager's own cache)."""
-        live = view_restore_keys(self.view)
+        live = self.live_keys()
         if stored:
             self.originals = {k: v for k, v in self.originals.items() if k in live or k not in self.saved_keys}
             self.saved_keys &= live
@@ -226,6 +250,7 @@ class ThreadMemory:
                 source_count=int(doc["source_count"]),
                 source_digest=str(doc["source_digest"]),
                 view=view,
+                pointers=[m for m in view if is_offloaded(m)],
                 summary=doc.get("summary"),
                 scratchpad=doc.get("scratchpad"),
                 sent=tuple(doc.get("sent") or ()),
@@ -316,7 +341,14 @@ class ThreadStore:
 
     async def save(self, thread_id: str, fmt: str, memory: ThreadMemory, new_messages: Sequence[Message]) -> None:
         """Write one call's delta (see the module docstring): the new log messages, the new originals, the view's
-        new messages as one view record, then the head (which lists the records it no longer refers to as spares)."""
+        new messages as one view record, then the head (which lists the records it no longer refers to as spares).
+
+        The writes go in one store batch (one transaction on SQLite): each keeps its own effect, as written one by
+        one, and a crash in between keeps none of them instead of the first few."""
+        async with self.store.batch():
+            await self._save(thread_id, fmt, memory, new_messages)
+
+    async def _save(self, thread_id: str, fmt: str, memory: ThreadMemory, new_messages: Sequence[Message]) -> None:
         if new_messages:
             await self.store.append_messages(thread_id, new_messages)
         for key, original in list(memory.originals.items()):

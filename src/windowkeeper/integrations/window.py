@@ -26,14 +26,16 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 from .._bridge import run_sync_anywhere
 from .._cache import LRUCache
 from .._validate import check_int
+from ..blocks import TextBlock
 from ..context import BaseContextManager, TokenBudgetContextManager, TrimMetrics
 from ..context.base import ThreadSeed
 from ..context.pointers import RESTORE_TOOL, approx_bytes, is_offloaded
 from ..errors import ConfigurationError
 from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
+from ..llm.formats._source import recall_for_next
 from ..llm.formats.anthropic import MAX_CACHE_BREAKPOINTS, CacheBreakpoint
 from ..messages import Message
-from ..prompt import AssembledPrompt, assemble, system_message, tool_schema_tokens
+from ..prompt import AssembledPrompt, assemble, tool_schema_tokens
 from ..state import AgentState
 from ..storage import SessionStore, open_store
 from ..tokenizing.calibration import feed_calibration
@@ -44,6 +46,7 @@ from ._formats import (
     check_format,
     read_messages,
     read_messages_cached,
+    section_message,
     system_lead,
     system_text,
     write_messages,
@@ -104,6 +107,8 @@ class FitResult(Generic[M, Sys]):
     summary: str | None
     prompt: AssembledPrompt
     thread_id: str
+    _joined: int = 0
+    """Tokens the format saves by writing recall notes into the user turns they serve (see `joined_recall`)."""
 
     @functools.cached_property
     def _written(self) -> tuple[list[M], Sys]:
@@ -146,8 +151,9 @@ class FitResult(Generic[M, Sys]):
 
     @property
     def input_tokens(self) -> int:
-        """The exact token count of what is sent (the manager's counter)."""
-        return self.prompt.input_tokens
+        """The exact token count of what is sent (the manager's counter): the prompt's, less the message frame
+        of each recall note the format writes into the user turn it serves (one message on the wire, not two)."""
+        return self.prompt.input_tokens - self._joined
 
 
 def _default_manager(budget: object, tools: Sequence[Any] | None) -> TokenBudgetContextManager[AgentState]:
@@ -368,7 +374,7 @@ class Window(Generic[M, Sys]):
         incoming, memory.read_cache = read_messages_cached(self.format, messages, memory.read_cache)
         prompt_text = system_text(self.format, system)
         manager = self._manager_for(tools)
-        head: list[Message] = [system_message(prompt_text)] if prompt_text else []
+        head: list[Message] = [section_message(prompt_text)] if prompt_text else []
         if memory.needs_reseed:
             await self._reseed(tid, manager, memory, head)
             memory.needs_reseed = False
@@ -400,7 +406,7 @@ class Window(Generic[M, Sys]):
         state = await manager.atrim_context(state)
 
         head_ids = {m.message_id for m in head}
-        memory.view = [m for m in state.context if m.message_id not in head_ids]
+        memory.view = [m for m in state.context if m.message_id not in head_ids] if head_ids else list(state.context)
         memory.summary = state.context_summary or None
         memory.scratchpad = state.scratchpad or None
         memory.source_count = len(incoming)
@@ -408,13 +414,17 @@ class Window(Generic[M, Sys]):
         exported = manager.export_thread(self._manager_key(tid), memory.view)
         _keep_originals(memory, exported.originals)
         memory.recall_served = exported.recall_served
+        # the view's pointers, found once: the rewrite below and the originals' bound both need only them
+        memory.pointers = [m for m in memory.view if is_offloaded(m)]
 
-        if RESTORE_TOOL not in tool_names(tools):
-            # the model has no recall tool: pointers say how the application restores instead
-            sent = without_restore_tool(state.context, memory.rewritten)
-            live = {(str(m.message_id), m.fingerprint()) for m in state.context if is_offloaded(m)}
+        if memory.rewritten or (memory.pointers and RESTORE_TOOL not in tool_names(tools)):
+            # the model has no recall tool: pointers say how the application restores instead (a request that
+            # declares it, after one that did not, drops the rewrites; the head holds no pointer)
+            if RESTORE_TOOL not in tool_names(tools):
+                sent = without_restore_tool(state.context, memory.rewritten, memory.pointers)
+                state = state.model_copy(update={"context": sent})
+            live = {(str(m.message_id), m.fingerprint()) for m in memory.pointers}
             memory.rewritten = {k: v for k, v in memory.rewritten.items() if k in live}
-            state = state.model_copy(update={"context": sent})
         prompt = assemble(state, tools=[dict(t) for t in tools] if tools else None, counter=self._counter)
         breakpoints = self._breakpoints(memory, prompt)
         lead = system_lead(
@@ -425,7 +435,7 @@ class Window(Generic[M, Sys]):
             made=head_ids,
             developer=memory.developer,
         )
-        fmt, developer = self.format, memory.developer
+        fmt, developer, memo = self.format, memory.developer, memory.write_memo
 
         def write() -> tuple[list[M], Sys]:
             out, out_system = write_messages(
@@ -435,6 +445,7 @@ class Window(Generic[M, Sys]):
                 cache_breakpoints=breakpoints,
                 developer=developer,
                 system_messages=lead,
+                memo=memo,
             )
             # the one crossing from the run-time format to the static one: ``write_messages`` wrote ``fmt``'s
             # shape, which is the shape the ``__init__`` overload bound to ``M``/``Sys``
@@ -453,6 +464,7 @@ class Window(Generic[M, Sys]):
             summary=memory.summary,
             prompt=prompt,
             thread_id=tid,
+            _joined=joined_recall(fmt, prompt.messages, prompt.counter),
         )
         if written:
             result.messages  # noqa: B018 - written now: a shape the format cannot write fails this call
@@ -471,10 +483,13 @@ class Window(Generic[M, Sys]):
             return 0
         sent = prompt.to_messages()
         tools = prompt.tools
+        fmt = self.format
 
         def estimate(base: TokenCounter) -> int:
-            # `count_request`'s definition; the tools here are in the provider's own shape, not an `LLMRequest`'s
-            return base.count_messages(sent) + tool_schema_tokens(tools, base)
+            # `count_request`'s definition; the tools here are in the provider's own shape, not an `LLMRequest`'s;
+            # recall notes written into the turn they serve are one message on the wire
+            joined = joined_recall(fmt, prompt.messages, base)
+            return base.count_messages(sent) + tool_schema_tokens(tools, base) - joined
 
         return feed_calibration((self._counter,), prompt_tokens, estimate)
 
@@ -685,6 +700,24 @@ class Window(Generic[M, Sys]):
         return marks[:MAX_CACHE_BREAKPOINTS]
 
 
+JOINING_FORMATS = frozenset({"openai_chat", "openai_responses", "anthropic", "gemini"})
+"""Formats whose writer puts a recall note into the user turn it serves (LangChain keeps it a message)."""
+
+
+def joined_recall(fmt: str, messages: Sequence[Message], counter: TokenCounter) -> int:
+    """Tokens saved on the wire by writing each recall note into the user message it serves: the two messages'
+    counts less the count of the one message they make (a frame each, as counted by ``counter``)."""
+    if fmt not in JOINING_FORMATS:
+        return 0
+    saved = 0
+    for i, message in enumerate(messages):
+        if recall_for_next(messages, i):
+            following = messages[i + 1]
+            joined = following.with_content([TextBlock(text=message.text()), *following.content])
+            saved += counter.count_message(message) + counter.count_message(following) - counter.count_message(joined)
+    return saved
+
+
 def _result_ids(message: Message) -> list[str]:
     return [b.call_id for b in message.tool_result_blocks()]
 
@@ -692,7 +725,7 @@ def _result_ids(message: Message) -> list[str]:
 def _keep_originals(memory: ThreadMemory, pairs: Sequence[tuple[Message, Message]]) -> None:
     """Remember the originals of the view's pointers under their restore keys (each kept once)."""
     for pointer, original in pairs:
-        for key in restore_keys(pointer):
+        for key in memory.keys_of(pointer):
             if key not in memory.originals:
                 memory.originals[key] = original
                 memory.original_bytes[key] = approx_bytes(original)

@@ -19,6 +19,7 @@ U+FFFD like everywhere else.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -319,6 +320,16 @@ class SessionStore(ABC):
     @abstractmethod
     async def delete_session(self, namespace: str, session_id: str) -> int:
         """Remove every record of a session; return how many there were."""
+
+    # -- batching -------------------------------------------------------------------------------------------
+
+    def batch(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """``async with store.batch():`` groups the calls the current task makes inside it into fewer
+        round trips where the backend can (one transaction for SQLite). Each call keeps its own checks and
+        its own all-or-nothing effect (a call that raises writes nothing, the others inside still do), so code
+        written for single calls may wrap a sequence of them unchanged; what a batch adds is only that a crash
+        inside it keeps none of its writes rather than some. The default runs each call as it comes."""
+        return contextlib.nullcontext()
 
     # -- maintenance ----------------------------------------------------------------------------------------
 

@@ -3,18 +3,22 @@
 The stdlib driver is blocking, so each call runs in a worker thread (`asyncio.to_thread`) on one connection
 guarded by a lock. WAL journaling lets other processes read while this one writes, and every write is one
 ``BEGIN IMMEDIATE`` transaction: a process killed mid-write leaves the previous committed state, never half of a
-new one. The schema is an append-only list of migrations whose index is the version stored in the file.
+new one. Inside ``async with store.batch():`` the calls of one task share one such transaction (each call a
+savepoint of it) and run without a worker-thread hop each. The schema is an append-only list of migrations
+whose index is the version stored in the file.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -116,6 +120,10 @@ class SQLiteStore(SessionStore):
         self._synchronous = synchronous.upper()
         self._timeout = timeout
         self._lock = threading.Lock()
+        self._batch_owner: contextvars.ContextVar[SQLiteStore | None] = contextvars.ContextVar(
+            f"wk_sqlite_batch_{id(self)}", default=None
+        )
+        """Set to this store while the current task is inside its `batch` (a task's calls then skip the lock)."""
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._t = {
@@ -196,13 +204,17 @@ class SQLiteStore(SessionStore):
             conn.execute("ROLLBACK")
             raise
 
+    def _open(self) -> sqlite3.Connection:
+        """The connection (opened on first use); the caller holds the lock."""
+        if self._closed:
+            raise StorageError(f"{self.describe()} is closed; open a new store")
+        if self._conn is None:
+            self._conn = self._connect()
+        return self._conn
+
     def _call(self, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
         with self._lock:
-            if self._closed:
-                raise StorageError(f"{self.describe()} is closed; open a new store")
-            if self._conn is None:
-                self._conn = self._connect()
-            conn = self._conn
+            conn = self._open()
             if not write:
                 return fn(conn)
             conn.execute("BEGIN IMMEDIATE")
@@ -214,11 +226,121 @@ class SQLiteStore(SessionStore):
             conn.execute("COMMIT")
             return result
 
+    def _call_in_batch(self, fn: Callable[[sqlite3.Connection], T], *, write: bool) -> T:
+        """A call inside this task's `batch`: the lock and the transaction are the batch's; a write is a savepoint
+        of it, so a call that raises leaves nothing behind, as its own transaction would."""
+        conn = self._open()
+        if not write:
+            return fn(conn)
+        conn.execute("SAVEPOINT wk_call")
+        try:
+            result = fn(conn)
+        except BaseException:
+            conn.execute("ROLLBACK TO wk_call")
+            conn.execute("RELEASE wk_call")
+            raise
+        conn.execute("RELEASE wk_call")
+        return result
+
     async def _run(self, fn: Callable[[sqlite3.Connection], T], *, write: bool = False) -> T:
         try:
+            if self._batch_owner.get() is self:
+                # run here, on the thread that holds the batch's lock: a worker thread would wait on that lock
+                return self._call_in_batch(fn, write=write)
             return await asyncio.to_thread(self._call, fn, write=write)
         except sqlite3.Error as exc:
             raise StorageError(f"{self.describe()}: SQLite error: {exc}") from exc
+
+    @contextlib.asynccontextmanager
+    async def _batched(self) -> AsyncIterator[None]:
+        """One ``BEGIN IMMEDIATE`` transaction for every call this task makes inside (see `SessionStore.batch`).
+
+        The lock is taken (on a worker thread, as any call waits for it) for the whole batch, and the calls inside
+        run on the event loop's thread without a worker hop: a store call is a few SQLite statements, while each
+        hop and each commit cost more than they do. Other tasks and threads wait for the batch to end, as they
+        wait for any write. The transaction is committed when the batch ends, also when the code inside raised
+        (every call that returned is kept, as it would be on its own).
+        """
+        if self._batch_owner.get() is self:
+            yield  # nested: the outer batch's transaction
+            return
+
+        def begin() -> None:
+            self._lock.acquire()
+            try:
+                self._open().execute("BEGIN IMMEDIATE")
+            except BaseException:
+                self._lock.release()
+                raise
+
+        if not self._begin_now():
+            started = asyncio.get_running_loop().run_in_executor(None, begin)
+            try:
+                await asyncio.shield(started)
+            except sqlite3.Error as exc:
+                raise StorageError(f"{self.describe()}: SQLite error: {exc}") from exc
+            except asyncio.CancelledError:
+                # cancelled while waiting for the lock: the worker may still take it, so it is given back then
+                started.add_done_callback(self._abandon_batch)
+                raise
+        token = self._batch_owner.set(self)
+        try:
+            yield
+        finally:
+            self._batch_owner.reset(token)
+            try:
+                conn = self._conn
+                if conn is not None and conn.in_transaction:
+                    try:
+                        conn.execute("COMMIT")
+                    except sqlite3.Error as exc:
+                        with contextlib.suppress(sqlite3.Error):
+                            conn.execute("ROLLBACK")
+                        raise StorageError(f"{self.describe()}: SQLite error: {exc}") from exc
+            finally:
+                self._lock.release()
+
+    def _begin_now(self) -> bool:
+        """Begin a batch here when that needs no waiting: the lock is free, the connection open and no other
+        process writes (SQLite is asked not to wait); otherwise (False) the begin waits on a worker thread."""
+        if self._conn is None or self._closed or not self._lock.acquire(blocking=False):
+            return False
+        conn = self._conn
+        begun = False
+        try:
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                begun = True
+            except sqlite3.OperationalError:
+                pass  # another process holds the write lock: wait for it with the timeout, off the loop
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+        except BaseException:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            self._lock.release()
+            raise
+        if not begun:
+            self._lock.release()
+        return begun
+
+    def _abandon_batch(self, started: asyncio.Future[None]) -> None:
+        """Undo the begin of a batch whose task was cancelled before it could use it."""
+        if started.cancelled() or started.exception() is not None:
+            return
+        try:
+            conn = self._conn
+            if conn is not None and conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            logger.warning("%s: rolling back an abandoned batch failed", self.describe(), exc_info=True)
+        finally:
+            self._lock.release()
+
+    def batch(self) -> contextlib.AbstractAsyncContextManager[None]:
+        return self._batched()
 
     # -- checkpointer side ----------------------------------------------------------------------------------
 

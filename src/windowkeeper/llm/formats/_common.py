@@ -10,6 +10,7 @@ import functools
 import hashlib
 import json
 import re
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar, cast
 
@@ -31,9 +32,9 @@ from ...blocks import (
     VideoBlock,
     tool_output_text,
 )
-from ...boundary import MAX_JSON_DEPTH, json_depth
+from ...boundary import MAX_JSON_DEPTH, clean_json, json_depth
 from ...errors import FormatError
-from ...messages import Message
+from ...messages import BlockList, Message, _make_message
 from .wire import AudioFormat
 
 ReasoningMode = Literal["all", "signed", "none"]
@@ -148,8 +149,65 @@ STABLE_ID_PREFIX = "wkm_"
 """Prefix of the ids the ``from_*`` converters derive; tells a derived id from one a provider supplied."""
 
 
+class _NotPlain(Exception):
+    """Raised by the fast `canonical_json` encoder at the first value JSON has no spelling for."""
+
+
+def _not_plain(value: Any) -> Any:
+    raise _NotPlain
+
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=_not_plain)
+"""Encodes a payload that is plain JSON already (the common case: dicts parsed from the wire) in one C call."""
+
+PENDING_ID = "wkm_pending"
+"""The id a reader gives a message it is about to assign a derived id (`IdChain.assign`): a placeholder rather
+than the field's random default, which would be made and thrown away for every message read."""
+
+
+_READ_FIELDS = frozenset({"message_id", "role", "content", "metadata"})
+_READ_FIELDS_WITH_CALLS = _READ_FIELDS | {"tools_calls"}
+
+
+def read_message(
+    role: str,
+    content: list[ContentBlock],
+    metadata: dict[str, Any],
+    *,
+    tools_calls: list[dict[str, Any]] | None = None,
+    calls_given: bool = False,
+) -> Message:
+    """``Message(role=role, content=content, metadata=metadata, [tools_calls=tools_calls,] message_id=PENDING_ID)``
+    for a reader, built without pydantic's validation pass, which costs as much as everything else of reading a
+    message: the reader made every value of the right type (a known role, blocks it constructed and validated,
+    fresh dicts), so only the boundary rule is applied to the fields it covers, as the constructor's
+    ``model_post_init`` does. The same message, field for field (``calls_given``: ``tools_calls`` was passed)."""
+    fields: dict[str, Any] = {
+        "message_id": PENDING_ID,
+        "role": role,
+        "content": BlockList(content),
+        "delta": False,
+        "tools_calls": clean_json(tools_calls) if tools_calls else tools_calls,
+        "reasoning": None,
+        "timestamp": time.time(),
+        "metadata": clean_json(metadata) if metadata else metadata,
+        "usages": None,
+        "raw": None,
+    }
+    return _make_message(fields, set(_READ_FIELDS_WITH_CALLS if calls_given else _READ_FIELDS))
+
+
 def canonical_json(obj: Any) -> str:
-    """``obj`` (a provider payload, SDK objects dumped) as compact JSON with sorted keys: equal payloads, equal text."""
+    """``obj`` (a provider payload, SDK objects dumped) as compact JSON with sorted keys: equal payloads, equal text.
+
+    A payload of plain JSON values with string keys is encoded directly; anything else (an SDK object, a mapping
+    that is not a dict, keys of mixed types) is first walked into plain values, which gives the same text for
+    the plain case."""
+    if type(obj) is dict:
+        try:
+            return _CANONICAL.encode(obj)
+        except (_NotPlain, TypeError, ValueError):
+            pass  # a value to dump first, keys that do not sort, or a cycle: the walk below decides
 
     def walk(value: Any) -> Any:
         value = plain(value)

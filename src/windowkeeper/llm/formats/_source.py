@@ -131,32 +131,76 @@ def write_items(
     part_type: str,
     report: Callable[[Message, str], None],
     always_fresh: Callable[[Message], bool] | None = None,
+    memo: WriteMemo | None = None,
 ) -> list[Any]:
     """Messages as items of a format with one list item per message (or several): unchanged ones as the items
     they were read from, the rest by ``fresh(index, message)``; with ``passthrough`` a recall note goes into the
     user item it serves (its text first, as ``part_type`` parts) instead of being a user item of its own.
     ``always_fresh`` names messages ``fresh`` takes whatever their state (Responses system text for
-    ``instructions``)."""
+    ``instructions``). ``memo`` (see `WriteMemo`) carries each message's items to the next write of the same
+    conversation, which then looks at a message it wrote before only to recognize it."""
     out: list[Any] = []
     leading: list[str] = []
+    kept: dict[int, _Written] | None = {} if memo is not None else None
+    known = memo.entries if memo is not None else {}
     for i, message in enumerate(messages):
         if passthrough and recall_for_next(messages, i):
             leading.append(message.text())
             continue
-        source = unchanged(message, fmt) if passthrough else None
-        if source is not None and always_fresh is not None and always_fresh(message):
-            source = None
-        if source is not None:
-            written = list(source["items"])
+        key = id(message)
+        entry = known.get(key)
+        forced = always_fresh is not None and always_fresh(message)
+        if (
+            entry is not None
+            and not forced
+            and entry[0] is message
+            and entry[1] is message.metadata
+            and entry[2] is message.raw
+            and entry[3] == message.fingerprint()
+        ):
+            # fresh items are copied, as a fresh write makes new ones: a caller may keep and extend what it got
+            written = list(entry[5]) if entry[4] else [dict(x) if isinstance(x, dict) else x for x in entry[5]]
         else:
-            if passthrough and not (always_fresh is not None and always_fresh(message)):
-                report(message, fmt)
-            written = list(fresh(i, message))
+            source = unchanged(message, fmt) if passthrough and not forced else None
+            if source is not None:
+                written = list(source["items"])
+            else:
+                if passthrough and not forced:
+                    report(message, fmt)
+                written = list(fresh(i, message))
+            mine = source is not None
+            stored = written if mine else [dict(x) if isinstance(x, dict) else x for x in written]
+            entry = (message, message.metadata, message.raw, message.fingerprint(), mine, stored)
+            written = list(written)
+        if kept is not None and not forced:
+            kept[key] = entry
         if leading and written:
             written[0] = with_leading_text(written[0], leading, part_type)
             leading = []
         out.extend(written)
+    if memo is not None and kept is not None:
+        memo.entries = kept
     return out
+
+
+_Written = tuple[Message, Any, Any, str, bool, list[Any]]
+"""A memo entry: the message, its metadata and raw objects and fingerprint as written, whether the items are its
+source's, and the items."""
+
+
+class WriteMemo:
+    """What `write_items` wrote for each message of one conversation's last write, by message identity.
+
+    A caller that writes the same conversation again and again (`Window`, once per model call, with the view
+    mostly the messages of the call before) passes one memo per conversation: a message that is the same object,
+    with the same metadata, raw record and fingerprint as when it was written, gets the same items without being
+    looked at again. Only the messages of the latest write are kept.
+    """
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[int, _Written] = {}
 
 
 def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: str) -> dict[str, Any]:
@@ -220,6 +264,7 @@ def warn_lost(what: str, fields: Iterable[str]) -> None:
 __all__ = [
     "RECALL_MARK",
     "SOURCE_KEY",
+    "WriteMemo",
     "is_recall",
     "keep_source",
     "split_parts",

@@ -29,6 +29,7 @@ from ...blocks import (
 from ...errors import FormatError, MissingDependencyError
 from ...messages import Message
 from ._common import (
+    PENDING_ID,
     IdChain,
     Source,
     error_text,
@@ -260,7 +261,7 @@ def _assign(chain: IdChain, message: Message, lc_message: Any, index: int) -> No
 
 def _to_message(lc_message: Any, index: int) -> Message:
     lc = _lc()
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {"message_id": PENDING_ID}  # the id is assigned by the caller (`_assign`)
     name = getattr(lc_message, "name", None)
     if isinstance(lc_message, lc.ToolMessage):
         output = lc_message.content
@@ -298,6 +299,7 @@ def _to_message(lc_message: Any, index: int) -> Message:
             role="user",
             content=[unknown_block(f"message {lc_message.type}", _dump(lc_message))],
             metadata={"langchain_type": lc_message.type},
+            message_id=PENDING_ID,
         )
     raise FormatError(
         f"unsupported LangChain message type {type(lc_message).__name__}; expected SystemMessage, HumanMessage, "

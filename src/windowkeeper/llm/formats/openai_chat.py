@@ -27,6 +27,7 @@ from ...blocks import (
 from ...errors import FormatError
 from ...messages import Message
 from ._common import (
+    PENDING_ID,
     IdChain,
     Source,
     arguments_for,
@@ -43,6 +44,7 @@ from ._common import (
     original_arguments,
     parse_args,
     plain,
+    read_message,
     reader,
     require_str,
     resolve_data_block,
@@ -53,7 +55,7 @@ from ._common import (
     unknown_part,
     unsupported,
 )
-from ._source import write_items
+from ._source import WriteMemo, write_items
 from .registry import ProviderFormat, content_part_types, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -228,13 +230,18 @@ def message_to_openai_chat(
 
 
 def to_openai_chat(
-    messages: Sequence[Message], *, include_reasoning: bool = True, passthrough: bool = False
+    messages: Sequence[Message],
+    *,
+    include_reasoning: bool = True,
+    passthrough: bool = False,
+    memo: WriteMemo | None = None,
 ) -> list[OpenAIChatMessage]:
     """Our messages as a Chat Completions ``messages`` list (typed for ``chat.completions.create``; see `wire`).
 
     ``include_reasoning`` writes reasoning as ``reasoning_content`` (read back by this module and by
     DeepSeek-style servers); turn it off for endpoints that reject unknown keys. ``passthrough`` writes each
     message read with its source kept (`CHAT.read`) and unchanged since as the very item it was read from.
+    ``memo`` carries what was written from one write of a conversation to its next (see `WriteMemo`).
     """
     return write_items(
         messages,
@@ -243,6 +250,7 @@ def to_openai_chat(
         passthrough=passthrough,
         part_type="text",
         report=CHAT.report,
+        memo=memo,
     )
 
 
@@ -365,7 +373,8 @@ def _to_message(d: Any, index: int) -> Message:
     if role not in ("system", "developer", "user", "assistant", "tool"):
         # a role of another API generation or provider (``function``...): kept as a user turn holding its JSON,
         # and passed through unchanged
-        return Message(role="user", content=[unknown_block(f"role {role}", msg)], metadata={"openai_role": role})
+        unknown = [unknown_block(f"role {role}", msg)]
+        return Message(role="user", content=unknown, metadata={"openai_role": role}, message_id=PENDING_ID)
     metadata: dict[str, Any] = {}
     if role == "developer":
         metadata["openai_role"] = "developer"
@@ -379,7 +388,7 @@ def _to_message(d: Any, index: int) -> Message:
     if role == "tool":
         call_id = require_str(msg, "tool_call_id", index=index)
         block = ToolResultBlock(call_id=call_id, output=_tool_output(msg, index=index), name=name or None)
-        return Message(role="tool", content=[block], metadata=metadata)
+        return read_message("tool", [block], metadata)
     if name:
         metadata["name"] = name
     content = _parse_content(msg, role, index=index)
@@ -395,7 +404,7 @@ def _to_message(d: Any, index: int) -> Message:
             content.insert(0, ReasoningBlock(text=reasoning))
     elif msg.get("tool_calls"):
         raise FormatError(f"only assistant messages may carry tool_calls, not {role!r}", index=index, key="tool_calls")
-    return Message(role=role, content=content, tools_calls=tools_calls, metadata=metadata)
+    return read_message(role, content, metadata, tools_calls=tools_calls, calls_given=True)
 
 
 @reader("OpenAI chat messages")
@@ -455,7 +464,9 @@ class OpenAIChatFormat(ProviderFormat):
         return read_items(items, offset=offset, previous=previous, sources=sources)
 
     def write_messages(self, messages: Sequence[Message], *, options: Mapping[str, Any]) -> list[Any]:
-        return to_openai_chat(messages, include_reasoning=False, passthrough=options.get("passthrough", True))
+        return to_openai_chat(
+            messages, include_reasoning=False, passthrough=options.get("passthrough", True), memo=options.get("memo")
+        )
 
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
         lead = options.get("system_messages")

@@ -31,6 +31,7 @@ from ...blocks import (
 from ...errors import FormatError
 from ...messages import Message
 from ._common import (
+    PENDING_ID,
     IdChain,
     ReasoningMode,
     Source,
@@ -61,7 +62,7 @@ from ._common import (
     unknown_part,
     unsupported,
 )
-from ._source import original_items, write_items
+from ._source import WriteMemo, original_items, write_items
 from .registry import ProviderFormat, content_part_types, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -263,6 +264,7 @@ def to_responses_input(
     system: SystemMode = "items",
     reasoning: ReasoningMode = "all",
     passthrough: bool = False,
+    memo: WriteMemo | None = None,
 ) -> tuple[str | None, list[ResponsesItem]]:
     """Our messages as ``(instructions, input_items)`` (`ResponsesItem` dicts, see `wire`).
 
@@ -291,6 +293,7 @@ def to_responses_input(
         part_type="input_text",
         report=RESPONSES.report,
         always_fresh=(lambda m: m.role == "system") if system == "instructions" else None,
+        memo=memo,
     )
     return (SYSTEM_SEPARATOR.join(instructions) if instructions else None), items
 
@@ -449,7 +452,8 @@ def _read(
                 else None
             )
             provided = next((pid for pid in map(provided_id, turn_items) if pid), None)
-            add(Message(role="assistant", content=turn, tools_calls=native), list(turn_items), turn_index, provided)
+            message = Message(role="assistant", content=turn, tools_calls=native, message_id=PENDING_ID)
+            add(message, list(turn_items), turn_index, provided)
             turn = None
             turn_items.clear()
             arguments.clear()
@@ -507,7 +511,8 @@ def _read(
             metadata = {"openai_role": "developer"} if role == "developer" else {}
             api_role = "user" if role == "user" else "system"
             content = _parse_message_content(item, api_role, index=i)
-            add(Message(role=api_role, content=content, metadata=metadata), item, i, provided_id(item))
+            message = Message(role=api_role, content=content, metadata=metadata, message_id=PENDING_ID)
+            add(message, item, i, provided_id(item))
         else:
             raise FormatError(
                 f"unsupported item type {kind!r} (expected message, reasoning, function_call or function_call_output)",
@@ -550,7 +555,8 @@ class OpenAIResponsesFormat(ProviderFormat):
         return not (continues_turn(items[index - 1]) and continues_turn(items[index]))
 
     def write_messages(self, messages: Sequence[Message], *, options: Mapping[str, Any]) -> list[Any]:
-        return to_responses_input(messages, reasoning="signed", passthrough=options.get("passthrough", True))[1]
+        passthrough = options.get("passthrough", True)
+        return to_responses_input(messages, reasoning="signed", passthrough=passthrough, memo=options.get("memo"))[1]
 
     def distinctive(self, item: Any) -> str | None:
         d = plain(item)
