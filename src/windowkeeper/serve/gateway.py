@@ -7,12 +7,16 @@ is replaced, with every item the manager left as it was put back as the client's
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..context import TokenBudgetContextManager
+from ..integrations._formats import read_messages
 from ..storage import SessionStore
 from .config import ServeConfig
 from .identity import Match, Recognizer, explicit_thread, internal_id, scope_of, session_of
@@ -32,6 +36,12 @@ from .recall import declared, offer, tool_name
 from .threads import Clean, Thread, Threads
 
 logger = logging.getLogger(__name__)
+
+PENDING_GRACE = 10.0
+"""Seconds `Gateway.close` waits for the windows of requests already answered to finish their bookkeeping."""
+HOLD_SECONDS = 30.0
+"""Longest a request's window waits for its response to be relayed (`Gateway.behind`): a response relayed for
+longer (a long generation) has its window run beside it."""
 
 
 class BadRequest(ValueError):
@@ -63,6 +73,18 @@ class Placement:
     tools: list[Any] | None
     current: bool = False
     """Seen at the committed version by `Gateway.passes_through` (the window need not check it again)."""
+
+
+@dataclass
+class Behind:
+    """The window of a request answered before it (`Gateway.behind`): its task, and the release that lets it run."""
+
+    task: asyncio.Task[Plan | None]
+    event: asyncio.Event
+
+    def release(self) -> None:
+        """The response has been relayed (or failed): the window may run now."""
+        self.event.set()
 
 
 @dataclass
@@ -129,6 +151,24 @@ def _added(original: str | None, managed: str | None) -> str | None:
     return managed
 
 
+def new_tokens(counter: Any, fmt: str, plains: Sequence[Any]) -> int | None:
+    """What ``plains`` (items appended to a list the window counted) add to its count, or None when they cannot
+    be read on their own (the window then counts the whole request, and the response waits for it).
+
+    Counted from scratch, not through the counter's memo: these messages' ids differ from the ones the window
+    gives them, so memo entries for them would never be found again.
+    """
+    if not plains:
+        return 0
+    try:
+        messages = read_messages(fmt, list(plains))  # type: ignore[arg-type]
+        price = getattr(counter, "count_message_uncached", None) or counter.count_message
+        return sum(int(price(m)) for m in messages)
+    except Exception:
+        logger.debug("the new items cannot be counted on their own", exc_info=True)
+        return None
+
+
 class Gateway:
     """Threads, recognition and metrics for one process."""
 
@@ -137,6 +177,9 @@ class Gateway:
         self.threads = Threads(config, store)
         self.recognizer = Recognizer(store)
         self.metrics = Metrics()
+        self._pending: dict[asyncio.Task[Plan | None], asyncio.Event] = {}
+        self._waiting: Counter[str] = Counter()
+        """Calls per thread in `manage` (their answer waits for the window): none may be passed by an early one."""
 
     def _head(self, protocol: Protocol, items: list[Any], system: Any) -> str:
         plain_of = PLAIN[protocol.fmt]
@@ -176,31 +219,44 @@ class Gateway:
 
     async def manage(self, placed: Placement) -> Plan:
         """Run the thread's window on the placed request (under the thread's lock) and build the upstream body."""
+        internal = internal_id(placed.scope, placed.name)
+        self._waiting[internal] += 1
         try:
-            return await self._manage(placed)
+            return await self._guarded(placed, None)
+        finally:
+            self._waiting[internal] -= 1
+            if not self._waiting[internal]:
+                del self._waiting[internal]
+
+    async def _guarded(self, placed: Placement, hold: asyncio.Event | None) -> Plan:
+        try:
+            return await self._manage(placed, hold)
         except BadRequest:
             raise
         except Exception as exc:
             raise ManagementError(placed.name, exc) from exc
 
-    async def passes_through(self, placed: Placement) -> bool:
-        """Whether the window is certain to leave this request as the client sent it, so that it can go upstream
-        at once while the window does its bookkeeping (log, view, counters) beside the upstream call.
+    async def passes_through(self, placed: Placement) -> int | None:
+        """The request's size when the window is certain to leave it as the client sent it, so that it can go
+        upstream at once and the window's bookkeeping (log, view, counters) can run after it (`behind`); else None.
 
         Certain means: this process served the thread's last call, and that call went out unchanged with nothing
         ever taken out of the thread; no other call of the thread is running here and no other process has
         committed to it since; the list continues that call's (same digest at its length) with the same system
         text and tools; and that call's exact size plus an upper bound of what was added (its JSON bytes: a token
         is at least one byte) stays under the manager's high watermark, below which it changes nothing.
+
+        The size returned is that call's exact size plus the count of the new items alone (the window's count is
+        additive per message), so the response headers need not wait for the window.
         """
         internal = internal_id(placed.scope, placed.name)
         thread = self.threads.local(internal)
-        if thread is None or thread.clean is None or thread.removed != 0 or self.threads.busy(internal):
-            return False
+        if thread is None or thread.clean is None or thread.removed != 0 or self._waiting.get(internal):
+            return None
         clean, known = thread.clean, thread.items
         manager = thread.window.manager
         if known is None or not isinstance(manager, TokenBudgetContextManager):
-            return False
+            return None
         count = len(placed.items)
         if (
             clean.fmt != placed.protocol.fmt
@@ -209,14 +265,68 @@ class Gateway:
             or placed.system != clean.system
             or placed.tools != clean.tools
         ):
-            return False
+            return None
         added = len(dumps_body(placed.items[clean.length :])) if count > clean.length else 0
         if clean.tokens + added + 8 * (count - clean.length) >= manager.high_limit:
-            return False
+            return None
+        new = new_tokens(manager.counter, placed.protocol.fmt, placed.cache.plains[clean.length :])
+        if new is None:
+            return None
         placed.current = await self.threads.current(internal)
-        return placed.current
+        if not placed.current:
+            return None
+        # what the window will record for this call, recorded now: the thread's next call compares with it even
+        # while this call's window is still queued behind the response
+        thread.items = placed.cache
+        thread.clean = Clean(clean.fmt, count, clean.tokens + new, clean.system, clean.tools)
+        return clean.tokens + new
 
-    async def _manage(self, placed: Placement) -> Plan:
+    def behind(self, placed: Placement, tokens: int) -> Behind:
+        """Run the window on a request already sent as the client sent it (`passes_through`), as a task of its
+        own that takes the thread's lock at once and then waits for `Behind.release` (the response relayed), so
+        the window's few milliseconds never delay the answer. Calls of the thread keep their order: a next call
+        that needs the window waits for the lock; one that passes through again queues its own task behind."""
+        release = asyncio.Event()
+        task = asyncio.ensure_future(self._behind(placed, tokens, release))
+        self._pending[task] = release
+        task.add_done_callback(lambda done: self._pending.pop(done, None))
+        return Behind(task, release)
+
+    async def _behind(self, placed: Placement, tokens: int, release: asyncio.Event) -> Plan | None:
+        route = placed.protocol.name
+        try:
+            plan = await self._guarded(placed, release)
+        except Exception as exc:
+            self.failed_open(route, exc)  # the request went as the client sent it, which is what failing open sends
+            return None
+        if plan.body is not placed.raw:
+            # cannot happen while passes_through holds: its bound is above what the window counts
+            self.metrics.count("early_misses", route)
+            logger.warning(
+                "%s: thread %s: the window changed a request already sent unchanged (%d -> %d tokens)",
+                route,
+                plan.name,
+                plan.tokens_before,
+                plan.tokens_after,
+            )
+        elif plan.tokens_after != tokens:
+            self.metrics.count("early_recounts", route)
+            logger.debug(
+                "%s: thread %s: sent as %d tokens, the window counts %d", route, plan.name, tokens, plan.tokens_after
+            )
+        return plan
+
+    def failed_open(self, route: str, exc: BaseException) -> None:
+        """Count and log (one warning naming the thread, never the body) a request forwarded unchanged after a
+        failure inside the gateway."""
+        self.metrics.count("fail_open", route)
+        thread, kind = (exc.thread, exc.kind) if isinstance(exc, ManagementError) else ("?", type(exc).__name__)
+        logger.warning(
+            "%s: managing the request failed (%s in thread %s); forwarding it unchanged", route, kind, thread
+        )
+        logger.debug("management failure", exc_info=True)
+
+    async def _manage(self, placed: Placement, hold: asyncio.Event | None) -> Plan:
         protocol, body, items, raw = placed.protocol, placed.body, placed.items, placed.raw
         scope, name, match, cache = placed.scope, placed.name, placed.match, placed.cache
         system, tools = placed.system, placed.tools
@@ -224,6 +334,9 @@ class Gateway:
         lead = _leading_system(protocol, items)
         text = system_text(system) if lead == 0 else "\n\n".join(filter(None, (_content_text(i) for i in items[:lead])))
         async with self.threads.lock(internal):
+            if hold is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(hold.wait(), HOLD_SECONDS)
             recall = tool_name(protocol, body) if self.config.recall else None
             told = declared(protocol, tools, recall)
             thread, fit = await self.threads.fit(
@@ -289,4 +402,9 @@ class Gateway:
         return None
 
     async def close(self) -> None:
+        if self._pending:
+            # windows still doing the bookkeeping of requests already answered: let them commit first
+            for release in self._pending.values():
+                release.set()
+            await asyncio.wait(list(self._pending), timeout=PENDING_GRACE)
         await self.threads.close()
