@@ -340,7 +340,13 @@ class Gateway:
             recall = tool_name(protocol, body) if self.config.recall else None
             told = declared(protocol, tools, recall)
             thread, fit = await self.threads.fit(
-                internal, protocol.fmt, cache.plains[lead:], text or None, told, current=placed.current
+                internal,
+                protocol.fmt,
+                cache.plains[lead:],
+                text or None,
+                told,
+                current=placed.current,
+                weight=len(placed.raw),
             )
             thread.items = cache
             if match is not None:
