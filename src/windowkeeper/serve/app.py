@@ -177,7 +177,7 @@ def build_app(config: ServeConfig) -> Starlette:
                     items = check_items(protocol, body)
                     if items:
                         placed = await gateway().place(protocol, request.headers, body, items, raw)
-                        tokens = await gateway().passes_through(placed)
+                        tokens = gateway().passes_through(placed)
                         if tokens is not None:
                             # the client's bytes go up now and the answer comes back as it arrives; the window's
                             # bookkeeping runs behind them (the thread's next call waits for it)

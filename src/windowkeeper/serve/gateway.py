@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -71,8 +71,6 @@ class Placement:
     cache: ItemCache
     system: Any
     tools: list[Any] | None
-    current: bool = False
-    """Seen at the committed version by `Gateway.passes_through` (the window need not check it again)."""
 
 
 @dataclass
@@ -178,6 +176,8 @@ class Gateway:
         self.recognizer = Recognizer(store)
         self.metrics = Metrics()
         self._pending: dict[asyncio.Task[Plan | None], asyncio.Event] = {}
+        self._hints: OrderedDict[tuple[str, str], str] = OrderedDict()
+        """(index session, head) -> the thread last served here under it (`_hinted`)."""
         self._waiting: Counter[str] = Counter()
         """Calls per thread in `manage` (their answer waits for the window): none may be passed by an early one."""
 
@@ -212,10 +212,45 @@ class Gateway:
             cache = project(protocol.fmt, items, local.items if local is not None else None)
         else:
             head = self._head(protocol, items, system)
-            match = await self.recognizer.candidates(scope, session_of(headers, body), head)
-            cache = project(protocol.fmt, items, self._nearest(scope, match))
-            name = Recognizer.choose(match, cache).name
+            index_session = Recognizer.index_session(scope, session_of(headers, body))
+            hinted = self._hinted(protocol, items, scope, index_session, head)
+            if hinted is not None:
+                match, cache = hinted
+            else:
+                match = await self.recognizer.candidates(index_session, head)
+                cache = project(protocol.fmt, items, self._nearest(scope, match))
+                Recognizer.choose(match, cache)
+            name = match.name
         return Placement(protocol, body, items, raw, scope, name, match, cache, system, tools)
+
+    def _hinted(
+        self, protocol: Protocol, items: list[Any], scope: str, index_session: str, head: str
+    ) -> tuple[Match, ItemCache] | None:
+        """The thread this process last served under the same head, when the list continues its last list (the
+        request is then placed without reading the recognition index; its entry is read when it is written).
+
+        The index names the same thread unless another process has, since, made a second thread whose last list
+        this one also continues and is longer (two conversations that were one list until now), which takes two
+        clients sending the same conversation at once; the window still reads the thread's committed state.
+        """
+        name = self._hints.get((index_session, head))
+        local = self.threads.local(internal_id(scope, name)) if name is not None else None
+        known = local.items if local is not None else None
+        if name is None or known is None or len(items) < len(known):
+            return None
+        cache = project(protocol.fmt, items, known)
+        if cache.digest(len(known)) != known.digest(len(known)):
+            return None
+        return Match(name=name, how="continued", index_session=index_session, head=head, version=-1), cache
+
+    def _hint(self, match: Match) -> None:
+        if match.index_session is None or match.head is None:
+            return
+        key = (match.index_session, match.head)
+        self._hints[key] = match.name
+        self._hints.move_to_end(key)
+        while len(self._hints) > self.config.max_threads:
+            self._hints.popitem(last=False)
 
     async def manage(self, placed: Placement) -> Plan:
         """Run the thread's window on the placed request (under the thread's lock) and build the upstream body."""
@@ -236,15 +271,18 @@ class Gateway:
         except Exception as exc:
             raise ManagementError(placed.name, exc) from exc
 
-    async def passes_through(self, placed: Placement) -> int | None:
+    def passes_through(self, placed: Placement) -> int | None:
         """The request's size when the window is certain to leave it as the client sent it, so that it can go
         upstream at once and the window's bookkeeping (log, view, counters) can run after it (`behind`); else None.
 
         Certain means: this process served the thread's last call, and that call went out unchanged with nothing
-        ever taken out of the thread; no other call of the thread is running here and no other process has
-        committed to it since; the list continues that call's (same digest at its length) with the same system
-        text and tools; and that call's exact size plus an upper bound of what was added (its JSON bytes: a token
-        is at least one byte) stays under the manager's high watermark, below which it changes nothing.
+        ever taken out of the thread; no call of the thread waits for its window here; the list continues that
+        call's (same digest at its length) with the same system text and tools; and that call's exact size plus an
+        upper bound of what was added (its JSON bytes: a token is at least one byte) stays under the manager's high
+        watermark, below which it changes nothing. Another process may have served the thread since: that changes
+        nothing here, because a list under the watermark goes out unchanged from any window (one that cut the
+        thread had a longer list than this one, which continues it, or this list starts the thread over); the
+        window behind reads the committed state before it runs, as always.
 
         The size returned is that call's exact size plus the count of the new items alone (the window's count is
         additive per message), so the response headers need not wait for the window.
@@ -271,9 +309,6 @@ class Gateway:
             return None
         new = new_tokens(manager.counter, placed.protocol.fmt, placed.cache.plains[clean.length :])
         if new is None:
-            return None
-        placed.current = await self.threads.current(internal)
-        if not placed.current:
             return None
         # what the window will record for this call, recorded now: the thread's next call compares with it even
         # while this call's window is still queued behind the response
@@ -345,12 +380,12 @@ class Gateway:
                 cache.plains[lead:],
                 text or None,
                 told,
-                current=placed.current,
                 weight=len(placed.raw),
             )
             thread.items = cache
             if match is not None:
                 await self.recognizer.remember(match, cache)
+                self._hint(match)
         managed = list(fit.messages)
         changes: dict[str, Any] = {}
         if lead:

@@ -188,11 +188,6 @@ class Threads:
         lock = self._locks.get(thread_id)
         return lock is not None and lock.locked()
 
-    async def current(self, thread_id: str) -> bool:
-        """Whether this process's window of ``thread_id`` is at the version committed in the store."""
-        known = self.store.versions.get(thread_id)
-        return known is not None and await self.store.version(thread_id) == known
-
     def local(self, thread_id: str) -> Thread | None:
         return self._threads.get(thread_id)
 
@@ -272,19 +267,15 @@ class Threads:
         system: Any,
         tools: Sequence[Any] | None,
         *,
-        current: bool = False,
         weight: int = 0,
     ) -> tuple[Thread, FitResult]:
         """Manage one call on ``thread_id`` (hold `lock` around it): the thread's window, current with the store.
 
-        ``current``: the caller has just seen this process's window at the committed version (`current`), so the
-        first attempt does not read it again; a commit in between still fails the version check and is redone.
         ``weight``: the size in bytes of the request (what the thread's memory grows with, see `_evict`).
         """
         for attempt in range(MAX_ATTEMPTS):
             thread = self._threads.get(thread_id)
-            known = self.store.versions.get(thread_id)
-            committed = known if current and attempt == 0 and known is not None else await self.store.version(thread_id)
+            committed = await self.store.version(thread_id)
             if thread is not None and (self.store.versions.get(thread_id) != committed or thread.window.format != fmt):
                 logger.debug(
                     "thread %s: written by another process (version %d); reading it back", thread_id, committed
