@@ -17,6 +17,12 @@ if TYPE_CHECKING:
 
 __all__ = ["ServeConfig", "create_app", "load_config", "run"]
 
+KEEP_ALIVE_SECONDS = 75
+"""How long an idle client connection stays open. Longer than the idle timeout of the common load balancers (60 s),
+so the balancer, not the gateway, closes a pooled connection; and uvicorn's default of 5 s, with the httptools
+parser, closed connections that an agent's SDK reused right after a call of more than 5 s (a cold 100k-token
+thread under load), which the SDK reported as a connection error."""
+
 
 def create_app(config: ServeConfig) -> Starlette:
     """The ASGI application for ``config`` (imports the ``serve`` extra's packages)."""
@@ -31,10 +37,17 @@ def run(config: ServeConfig, **uvicorn_options: Any) -> None:
     uvicorn's access log is off: it prints each request's query string, where some clients put their key. The
     HTTP parser and event loop are the C ones (httptools, uvloop) when installed, as the ``serve`` extra does:
     the pure-Python h11 parser costs a large request (a 100k-token conversation is ~400 KB) several milliseconds.
+    Idle client connections stay open `KEEP_ALIVE_SECONDS` (see there).
     """
     import uvicorn
 
-    options: dict[str, Any] = {"log_level": "info", "access_log": False, **_fast_stack(), **uvicorn_options}
+    options: dict[str, Any] = {
+        "log_level": "info",
+        "access_log": False,
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+        **_fast_stack(),
+        **uvicorn_options,
+    }
     uvicorn.run(create_app(config), host=config.host, port=config.port, **options)
 
 
