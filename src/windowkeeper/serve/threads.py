@@ -183,11 +183,6 @@ class Threads:
             lock = self._locks[thread_id] = asyncio.Lock()
         return lock
 
-    def busy(self, thread_id: str) -> bool:
-        """Whether a call on ``thread_id`` holds or awaits its lock in this process."""
-        lock = self._locks.get(thread_id)
-        return lock is not None and lock.locked()
-
     def local(self, thread_id: str) -> Thread | None:
         return self._threads.get(thread_id)
 
