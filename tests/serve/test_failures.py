@@ -155,13 +155,13 @@ def test_an_internal_failure_forwards_the_original_request_and_warns_once(
 ) -> None:
     # content the manager cannot read (a number): the gateway cannot manage it, the provider must judge it
     raw = json.dumps({"model": "m", "messages": [{"role": "user", "content": 12345}]}).encode()
-    with caplog.at_level(logging.WARNING, logger="windowkeeper.serve.app"):
+    with caplog.at_level(logging.WARNING, logger="windowkeeper.serve.gateway"):
         response = httpx.post(
             gateway.url + "/v1/chat/completions", content=raw, headers={"authorization": "Bearer sk-secret"}
         )
     assert response.status_code == 200
     assert openai_server.last_request.raw == raw
-    warnings = [r for r in caplog.records if r.name == "windowkeeper.serve.app"]
+    warnings = [r for r in caplog.records if r.name == "windowkeeper.serve.gateway"]
     assert len(warnings) == 1 and "forwarding it unchanged" in warnings[0].getMessage()
     assert "thread t" in warnings[0].getMessage()
     assert "12345" not in caplog.text and "sk-secret" not in caplog.text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import anthropic
 import httpx
@@ -183,8 +184,9 @@ def test_a_responses_call_continued_by_previous_response_id_passes_through_uncha
 def test_an_unchanged_continuation_goes_upstream_before_the_window_has_run(
     gateway: Gateway, openai_server: FakeOpenAIServer
 ) -> None:
-    """A thread that never needed a change, far under its watermark: each next call goes up as sent while the
-    window does its bookkeeping beside it, and the response still says what was sent and which thread it is."""
+    """A thread that never needed a change, far under its watermark: each next call goes up as sent and is
+    answered while the window does its bookkeeping behind it, and the response still says what was sent (the
+    window's own count) and which thread it is."""
     messages: list[dict[str, object]] = [{"role": "system", "content": "Be brief."}]
     threads = set()
     for n in range(5):
@@ -204,4 +206,8 @@ def test_an_unchanged_continuation_goes_upstream_before_the_window_has_run(
     metrics = gateway.gateway.metrics
     assert metrics.early_forwards["chat_completions"] == 4  # every call after the first
     assert metrics.early_misses["chat_completions"] == 0
+    deadline = time.monotonic() + 10
+    while metrics.managed["chat_completions"] < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)  # the last call's window runs after its response
     assert metrics.managed["chat_completions"] == 5  # the window saw every call all the same
+    assert metrics.early_recounts["chat_completions"] == 0  # the headers gave the window's own counts

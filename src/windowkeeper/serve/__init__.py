@@ -17,6 +17,12 @@ if TYPE_CHECKING:
 
 __all__ = ["ServeConfig", "create_app", "load_config", "run"]
 
+KEEP_ALIVE_SECONDS = 75
+"""How long an idle client connection stays open. Longer than the idle timeout of the common load balancers (60 s),
+so the balancer, not the gateway, closes a pooled connection; and uvicorn's default of 5 s, with the httptools
+parser, closed connections that an agent's SDK reused right after a call of more than 5 s (a cold 100k-token
+thread under load), which the SDK reported as a connection error."""
+
 
 def create_app(config: ServeConfig) -> Starlette:
     """The ASGI application for ``config`` (imports the ``serve`` extra's packages)."""
@@ -28,9 +34,30 @@ def create_app(config: ServeConfig) -> Starlette:
 def run(config: ServeConfig, **uvicorn_options: Any) -> None:
     """Serve ``config`` under uvicorn until interrupted.
 
-    uvicorn's access log is off: it prints each request's query string, where some clients put their key.
+    uvicorn's access log is off: it prints each request's query string, where some clients put their key. The
+    HTTP parser and event loop are the C ones (httptools, uvloop) when installed, as the ``serve`` extra does:
+    the pure-Python h11 parser costs a large request (a 100k-token conversation is ~400 KB) several milliseconds.
+    Idle client connections stay open `KEEP_ALIVE_SECONDS` (see there).
     """
     import uvicorn
 
-    options: dict[str, Any] = {"log_level": "info", "access_log": False, **uvicorn_options}
+    options: dict[str, Any] = {
+        "log_level": "info",
+        "access_log": False,
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
+        **_fast_stack(),
+        **uvicorn_options,
+    }
     uvicorn.run(create_app(config), host=config.host, port=config.port, **options)
+
+
+def _fast_stack() -> dict[str, str]:
+    """uvicorn's ``http``/``loop`` options for the C implementations that are importable (none: uvicorn's own)."""
+    import importlib.util
+
+    options: dict[str, str] = {}
+    if importlib.util.find_spec("httptools") is not None:
+        options["http"] = "httptools"
+    if importlib.util.find_spec("uvloop") is not None:
+        options["loop"] = "uvloop"
+    return options

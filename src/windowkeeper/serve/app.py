@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..storage import open_store
 from ..storage.url import sqlite_target
 from .config import ServeConfig
-from .gateway import BadRequest, Gateway, ManagementError, Plan, check_items
+from .gateway import BadRequest, Behind, Gateway, Plan, check_items
 from .projection import dumps_body
 from .protocols import PROTOCOLS, Family, Protocol, Responses, error_body
 from .recall import MAX_ROUNDS, answer
@@ -167,7 +166,8 @@ def build_app(config: ServeConfig) -> Starlette:
         if isinstance(raw, Response):
             return raw
         plan: Plan | None = None
-        early: asyncio.Future[Plan] | None = None
+        early: Behind | None = None
+        extra: list[tuple[bytes, bytes]] = []
         if request.headers.get("x-windowkeeper", "").strip().lower() != "off":
             try:
                 body = _parse(raw)
@@ -177,77 +177,70 @@ def build_app(config: ServeConfig) -> Starlette:
                     items = check_items(protocol, body)
                     if items:
                         placed = await gateway().place(protocol, request.headers, body, items, raw)
-                        if await gateway().passes_through(placed):
-                            # the client's bytes go up now; the window's bookkeeping runs beside the upstream call
-                            early = asyncio.ensure_future(gateway().manage(placed))
-                            early.add_done_callback(_retrieved)  # a client gone mid-call leaves it unawaited
+                        tokens = gateway().passes_through(placed)
+                        if tokens is not None:
+                            # the client's bytes go up now and the answer comes back as it arrives; the window's
+                            # bookkeeping runs behind them (the thread's next call waits for it)
+                            gateway().metrics.count("early_forwards", route)
+                            early = gateway().behind(placed, tokens)
+                            extra = _headers(placed.name, tokens, tokens)
                         else:
                             plan = await gateway().manage(placed)
+                            extra = _headers(plan.name, plan.tokens_before, plan.tokens_after)
             except BadRequest as exc:
                 gateway().metrics.request(route, "400")
                 return _error(family, 400, str(exc))
             except Exception as exc:
-                _failed_open(route, exc)
-                plan = None
+                gateway().failed_open(route, exc)
+                plan, extra = None, []
         content = plan.body if plan is not None else raw
-        opened = await open_upstream(request, family, route, content)
-        if early is not None:
-            plan = await _settle(early, route, raw)
+        try:
+            opened = await open_upstream(request, family, route, content)
+        except BaseException:
+            if early is not None:
+                early.release()
+            raise
         if isinstance(opened, Response):
+            if early is not None:
+                early.release()
             return opened
         gateway().metrics.request(route, str(opened.status_code))
-        extra = _plan_headers(plan)
         is_sse = opened.headers.get("content-type", "").startswith("text/event-stream")
+        if early is not None:
+            return _stream_back(opened, extra, early, _Usage(protocol, is_sse) if opened.status_code == 200 else None)
         if plan is None or opened.status_code != 200:
             return _stream_back(opened, extra)
         if is_sse:
             return _stream_managed(request, opened, plan, extra)
         return await _answer_json(request, opened, plan, extra)
 
-    def _failed_open(route: str, exc: BaseException) -> None:
-        gateway().metrics.count("fail_open", route)
-        thread, kind = (exc.thread, exc.kind) if isinstance(exc, ManagementError) else ("?", type(exc).__name__)
-        logger.warning(
-            "%s: managing the request failed (%s in thread %s); forwarding it unchanged", route, kind, thread
-        )
-        logger.debug("management failure", exc_info=True)
-
-    async def _settle(early: asyncio.Future[Plan], route: str, raw: bytes) -> Plan | None:
-        """The plan of a request sent before its window finished (`Gateway.passes_through`), once it has."""
-        gateway().metrics.count("early_forwards", route)
-        try:
-            plan = await early
-        except Exception as exc:
-            _failed_open(route, exc)  # the request went as the client sent it, which is what failing open sends
-            return None
-        if plan.body is raw:
-            return plan
-        # cannot happen while passes_through holds: its bound is above what the window counts
-        gateway().metrics.count("early_misses", route)
-        logger.warning(
-            "%s: thread %s: the window changed a request already sent unchanged (%d -> %d tokens)",
-            route,
-            plan.name,
-            plan.tokens_before,
-            plan.tokens_after,
-        )
-        return dataclasses.replace(plan, body=raw, tokens_after=plan.tokens_before, recall=None)
-
-    def _stream_back(opened: httpx.Response, extra: list[tuple[bytes, bytes]]) -> Response:
+    def _stream_back(
+        opened: httpx.Response,
+        extra: list[tuple[bytes, bytes]],
+        early: Behind | None = None,
+        usage: _Usage | None = None,
+    ) -> Response:
         async def body() -> AsyncIterator[bytes]:
             try:
                 async for chunk in opened.aiter_bytes():
+                    if usage is not None:
+                        usage.feed(chunk)
                     yield chunk
+                if usage is not None and early is not None:
+                    usage.done(early.task)
             except httpx.HTTPError as exc:
                 logger.warning(
                     "the upstream response broke off (%s); breaking off the client's too", type(exc).__name__
                 )
                 raise UpstreamDropped from None
             finally:
+                if early is not None:
+                    early.release()
                 await opened.aclose()
 
-        response = StreamingResponse(body(), status_code=opened.status_code)
+        response = _Relay(body(), status_code=opened.status_code)
         response.raw_headers = [*response_headers(opened.headers), *extra]
+        response.on_close = early.release if early is not None else None
         return response
 
     async def _answer_json(
@@ -388,10 +381,46 @@ def _managed(protocol: Protocol, body: Mapping[str, Any]) -> bool:
     return True
 
 
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    """Mark a finished task's exception as seen (`_settle` logs it when the request is still there to await)."""
-    if not future.cancelled():
-        future.exception()
+class _Usage:
+    """The prompt size an upstream reported in a relayed answer (streamed, or a JSON body), handed to the thread's
+    window once the window has done the request's bookkeeping (a request sent before it, `Gateway.behind`)."""
+
+    MAX_JSON = 8 * 1024 * 1024
+    """Bytes of a JSON answer kept to read its usage (beyond that the answer is relayed without)."""
+
+    def __init__(self, protocol: Protocol, sse: bool) -> None:
+        self.protocol = protocol
+        self.reader = UsageReader(protocol) if sse else None
+        self.chunks: list[bytes] | None = None if sse else []
+        self.size = 0
+
+    def feed(self, chunk: bytes) -> None:
+        if self.reader is not None:
+            self.reader.feed(chunk)
+        elif self.chunks is not None:
+            self.size += len(chunk)
+            if self.size <= self.MAX_JSON:
+                self.chunks.append(chunk)
+            else:
+                self.chunks = None
+
+    def done(self, early: asyncio.Task[Plan | None]) -> None:
+        if self.reader is not None:
+            tokens = self.reader.prompt_tokens
+        else:
+            reply = _json_or_none(b"".join(self.chunks)) if self.chunks is not None else None
+            tokens = self.protocol.prompt_tokens(reply) if isinstance(reply, dict) else None
+        if not tokens:
+            return
+        seen = tokens
+
+        def observe(task: asyncio.Task[Plan | None]) -> None:
+            plan = task.result() if not task.cancelled() and task.exception() is None else None
+            if plan is not None:
+                with contextlib.suppress(Exception):
+                    plan.thread.window.observe_usage(seen)
+
+        early.add_done_callback(observe)
 
 
 def _json_or_none(data: bytes) -> Any:
@@ -405,13 +434,11 @@ def _length(data: bytes) -> list[tuple[bytes, bytes]]:
     return [(b"content-length", str(len(data)).encode())]
 
 
-def _plan_headers(plan: Plan | None) -> list[tuple[bytes, bytes]]:
-    if plan is None:
-        return []
+def _headers(name: str, before: int, after: int) -> list[tuple[bytes, bytes]]:
     return [
-        (b"x-windowkeeper-thread", plan.name.encode()),
-        (b"x-windowkeeper-tokens-before", str(plan.tokens_before).encode()),
-        (b"x-windowkeeper-tokens-after", str(plan.tokens_after).encode()),
+        (b"x-windowkeeper-thread", name.encode()),
+        (b"x-windowkeeper-tokens-before", str(before).encode()),
+        (b"x-windowkeeper-tokens-after", str(after).encode()),
     ]
 
 
@@ -421,6 +448,20 @@ def _error_event(protocol: Protocol, data: bytes) -> bytes:
     if protocol.family == "anthropic":
         return b"event: error\ndata: " + payload.encode() + b"\n\n"
     return b"data: " + payload.encode() + b"\n\n"
+
+
+class _Relay(StreamingResponse):
+    """A streamed response that calls ``on_close`` once it is over, however it ended (a client gone before the
+    first chunk never starts the body's generator, so the generator's own ``finally`` cannot be relied on)."""
+
+    on_close: Callable[[], None] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if self.on_close is not None:
+                self.on_close()
 
 
 class _BreakOff:

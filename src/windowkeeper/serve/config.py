@@ -54,6 +54,11 @@ class ServeConfig:
     max_body_bytes: int = 64 * 1024 * 1024
     max_threads: int = 1024
     """Threads whose window this process keeps in memory (others are read back from the store when they return)."""
+    max_thread_bytes: int = 64 * 1024 * 1024
+    """Bound on the last request sizes of the threads kept in memory, together: a thread's memory grows with its
+    conversation, so this, not the count alone, keeps the process flat while its conversations grow."""
+    idle_seconds: float = 1800.0
+    """A thread unused this long leaves memory (it is read back from the store if it returns)."""
     recall: bool = True
     """Offer the model the recall tool (answered by the gateway) once a thread has been cut."""
 
@@ -68,7 +73,11 @@ class ServeConfig:
                 raise ConfigurationError(f"{name} must be an http:// or https:// URL, got {value!r}")
         if not isinstance(self.summarizer, str) or not self.summarizer:
             raise ConfigurationError(f"summarizer must be 'extractive' or a model name, got {self.summarizer!r}")
-        for name in ("timeout", "connect_timeout"):
+        for name in ("max_threads", "max_thread_bytes", "max_body_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{name} must be a positive whole number, got {value!r}")
+        for name in ("timeout", "connect_timeout", "idle_seconds"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ConfigurationError(f"{name} must be a positive number of seconds, got {value!r}")

@@ -7,12 +7,16 @@ is replaced, with every item the manager left as it was put back as the client's
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections import Counter, OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..context import TokenBudgetContextManager
+from ..integrations._formats import read_messages
 from ..storage import SessionStore
 from .config import ServeConfig
 from .identity import Match, Recognizer, explicit_thread, internal_id, scope_of, session_of
@@ -32,6 +36,12 @@ from .recall import declared, offer, tool_name
 from .threads import Clean, Thread, Threads
 
 logger = logging.getLogger(__name__)
+
+PENDING_GRACE = 10.0
+"""Seconds `Gateway.close` waits for the windows of requests already answered to finish their bookkeeping."""
+HOLD_SECONDS = 30.0
+"""Longest a request's window waits for its response to be relayed (`Gateway.behind`): a response relayed for
+longer (a long generation) has its window run beside it."""
 
 
 class BadRequest(ValueError):
@@ -61,8 +71,18 @@ class Placement:
     cache: ItemCache
     system: Any
     tools: list[Any] | None
-    current: bool = False
-    """Seen at the committed version by `Gateway.passes_through` (the window need not check it again)."""
+
+
+@dataclass
+class Behind:
+    """The window of a request answered before it (`Gateway.behind`): its task, and the release that lets it run."""
+
+    task: asyncio.Task[Plan | None]
+    event: asyncio.Event
+
+    def release(self) -> None:
+        """The response has been relayed (or failed): the window may run now."""
+        self.event.set()
 
 
 @dataclass
@@ -129,6 +149,24 @@ def _added(original: str | None, managed: str | None) -> str | None:
     return managed
 
 
+def new_tokens(counter: Any, fmt: str, plains: Sequence[Any]) -> int | None:
+    """What ``plains`` (items appended to a list the window counted) add to its count, or None when they cannot
+    be read on their own (the window then counts the whole request, and the response waits for it).
+
+    Counted from scratch, not through the counter's memo: these messages' ids differ from the ones the window
+    gives them, so memo entries for them would never be found again.
+    """
+    if not plains:
+        return 0
+    try:
+        messages = read_messages(fmt, list(plains))  # type: ignore[arg-type]
+        price = getattr(counter, "count_message_uncached", None) or counter.count_message
+        return sum(int(price(m)) for m in messages)
+    except Exception:
+        logger.debug("the new items cannot be counted on their own", exc_info=True)
+        return None
+
+
 class Gateway:
     """Threads, recognition and metrics for one process."""
 
@@ -137,6 +175,11 @@ class Gateway:
         self.threads = Threads(config, store)
         self.recognizer = Recognizer(store)
         self.metrics = Metrics()
+        self._pending: dict[asyncio.Task[Plan | None], asyncio.Event] = {}
+        self._hints: OrderedDict[tuple[str, str], str] = OrderedDict()
+        """(index session, head) -> the thread last served here under it (`_hinted`)."""
+        self._waiting: Counter[str] = Counter()
+        """Calls per thread in `manage` (their answer waits for the window): none may be passed by an early one."""
 
     def _head(self, protocol: Protocol, items: list[Any], system: Any) -> str:
         plain_of = PLAIN[protocol.fmt]
@@ -169,38 +212,89 @@ class Gateway:
             cache = project(protocol.fmt, items, local.items if local is not None else None)
         else:
             head = self._head(protocol, items, system)
-            match = await self.recognizer.candidates(scope, session_of(headers, body), head)
-            cache = project(protocol.fmt, items, self._nearest(scope, match))
-            name = Recognizer.choose(match, cache).name
+            index_session = Recognizer.index_session(scope, session_of(headers, body))
+            hinted = self._hinted(protocol, items, scope, index_session, head)
+            if hinted is not None:
+                match, cache = hinted
+            else:
+                match = await self.recognizer.candidates(index_session, head)
+                cache = project(protocol.fmt, items, self._nearest(scope, match))
+                Recognizer.choose(match, cache)
+            name = match.name
         return Placement(protocol, body, items, raw, scope, name, match, cache, system, tools)
+
+    def _hinted(
+        self, protocol: Protocol, items: list[Any], scope: str, index_session: str, head: str
+    ) -> tuple[Match, ItemCache] | None:
+        """The thread this process last served under the same head, when the list continues its last list (the
+        request is then placed without reading the recognition index; its entry is read when it is written).
+
+        The index names the same thread unless another process has, since, made a second thread whose last list
+        this one also continues and is longer (two conversations that were one list until now), which takes two
+        clients sending the same conversation at once; the window still reads the thread's committed state.
+        """
+        name = self._hints.get((index_session, head))
+        local = self.threads.local(internal_id(scope, name)) if name is not None else None
+        known = local.items if local is not None else None
+        if name is None or known is None or len(items) < len(known):
+            return None
+        cache = project(protocol.fmt, items, known)
+        if cache.digest(len(known)) != known.digest(len(known)):
+            return None
+        return Match(name=name, how="continued", index_session=index_session, head=head, version=-1), cache
+
+    def _hint(self, match: Match) -> None:
+        if match.index_session is None or match.head is None:
+            return
+        key = (match.index_session, match.head)
+        self._hints[key] = match.name
+        self._hints.move_to_end(key)
+        while len(self._hints) > self.config.max_threads:
+            self._hints.popitem(last=False)
 
     async def manage(self, placed: Placement) -> Plan:
         """Run the thread's window on the placed request (under the thread's lock) and build the upstream body."""
+        internal = internal_id(placed.scope, placed.name)
+        self._waiting[internal] += 1
         try:
-            return await self._manage(placed)
+            return await self._guarded(placed, None)
+        finally:
+            self._waiting[internal] -= 1
+            if not self._waiting[internal]:
+                del self._waiting[internal]
+
+    async def _guarded(self, placed: Placement, hold: asyncio.Event | None) -> Plan:
+        try:
+            return await self._manage(placed, hold)
         except BadRequest:
             raise
         except Exception as exc:
             raise ManagementError(placed.name, exc) from exc
 
-    async def passes_through(self, placed: Placement) -> bool:
-        """Whether the window is certain to leave this request as the client sent it, so that it can go upstream
-        at once while the window does its bookkeeping (log, view, counters) beside the upstream call.
+    def passes_through(self, placed: Placement) -> int | None:
+        """The request's size when the window is certain to leave it as the client sent it, so that it can go
+        upstream at once and the window's bookkeeping (log, view, counters) can run after it (`behind`); else None.
 
         Certain means: this process served the thread's last call, and that call went out unchanged with nothing
-        ever taken out of the thread; no other call of the thread is running here and no other process has
-        committed to it since; the list continues that call's (same digest at its length) with the same system
-        text and tools; and that call's exact size plus an upper bound of what was added (its JSON bytes: a token
-        is at least one byte) stays under the manager's high watermark, below which it changes nothing.
+        ever taken out of the thread; no call of the thread waits for its window here; the list continues that
+        call's (same digest at its length) with the same system text and tools; and that call's exact size plus an
+        upper bound of what was added (its JSON bytes: a token is at least one byte) stays under the manager's high
+        watermark, below which it changes nothing. Another process may have served the thread since: that changes
+        nothing here, because a list under the watermark goes out unchanged from any window (one that cut the
+        thread had a longer list than this one, which continues it, or this list starts the thread over); the
+        window behind reads the committed state before it runs, as always.
+
+        The size returned is that call's exact size plus the count of the new items alone (the window's count is
+        additive per message), so the response headers need not wait for the window.
         """
         internal = internal_id(placed.scope, placed.name)
         thread = self.threads.local(internal)
-        if thread is None or thread.clean is None or thread.removed != 0 or self.threads.busy(internal):
-            return False
+        if thread is None or thread.clean is None or thread.removed != 0 or self._waiting.get(internal):
+            return None
         clean, known = thread.clean, thread.items
         manager = thread.window.manager
         if known is None or not isinstance(manager, TokenBudgetContextManager):
-            return False
+            return None
         count = len(placed.items)
         if (
             clean.fmt != placed.protocol.fmt
@@ -209,14 +303,65 @@ class Gateway:
             or placed.system != clean.system
             or placed.tools != clean.tools
         ):
-            return False
+            return None
         added = len(dumps_body(placed.items[clean.length :])) if count > clean.length else 0
         if clean.tokens + added + 8 * (count - clean.length) >= manager.high_limit:
-            return False
-        placed.current = await self.threads.current(internal)
-        return placed.current
+            return None
+        new = new_tokens(manager.counter, placed.protocol.fmt, placed.cache.plains[clean.length :])
+        if new is None:
+            return None
+        # what the window will record for this call, recorded now: the thread's next call compares with it even
+        # while this call's window is still queued behind the response
+        thread.items = placed.cache
+        thread.clean = Clean(clean.fmt, count, clean.tokens + new, clean.system, clean.tools)
+        return clean.tokens + new
 
-    async def _manage(self, placed: Placement) -> Plan:
+    def behind(self, placed: Placement, tokens: int) -> Behind:
+        """Run the window on a request already sent as the client sent it (`passes_through`), as a task of its
+        own that takes the thread's lock at once and then waits for `Behind.release` (the response relayed), so
+        the window's few milliseconds never delay the answer. Calls of the thread keep their order: a next call
+        that needs the window waits for the lock; one that passes through again queues its own task behind."""
+        release = asyncio.Event()
+        task = asyncio.ensure_future(self._behind(placed, tokens, release))
+        self._pending[task] = release
+        task.add_done_callback(lambda done: self._pending.pop(done, None))
+        return Behind(task, release)
+
+    async def _behind(self, placed: Placement, tokens: int, release: asyncio.Event) -> Plan | None:
+        route = placed.protocol.name
+        try:
+            plan = await self._guarded(placed, release)
+        except Exception as exc:
+            self.failed_open(route, exc)  # the request went as the client sent it, which is what failing open sends
+            return None
+        if plan.body is not placed.raw:
+            # cannot happen while passes_through holds: its bound is above what the window counts
+            self.metrics.count("early_misses", route)
+            logger.warning(
+                "%s: thread %s: the window changed a request already sent unchanged (%d -> %d tokens)",
+                route,
+                plan.name,
+                plan.tokens_before,
+                plan.tokens_after,
+            )
+        elif plan.tokens_after != tokens:
+            self.metrics.count("early_recounts", route)
+            logger.debug(
+                "%s: thread %s: sent as %d tokens, the window counts %d", route, plan.name, tokens, plan.tokens_after
+            )
+        return plan
+
+    def failed_open(self, route: str, exc: BaseException) -> None:
+        """Count and log (one warning naming the thread, never the body) a request forwarded unchanged after a
+        failure inside the gateway."""
+        self.metrics.count("fail_open", route)
+        thread, kind = (exc.thread, exc.kind) if isinstance(exc, ManagementError) else ("?", type(exc).__name__)
+        logger.warning(
+            "%s: managing the request failed (%s in thread %s); forwarding it unchanged", route, kind, thread
+        )
+        logger.debug("management failure", exc_info=True)
+
+    async def _manage(self, placed: Placement, hold: asyncio.Event | None) -> Plan:
         protocol, body, items, raw = placed.protocol, placed.body, placed.items, placed.raw
         scope, name, match, cache = placed.scope, placed.name, placed.match, placed.cache
         system, tools = placed.system, placed.tools
@@ -224,14 +369,23 @@ class Gateway:
         lead = _leading_system(protocol, items)
         text = system_text(system) if lead == 0 else "\n\n".join(filter(None, (_content_text(i) for i in items[:lead])))
         async with self.threads.lock(internal):
+            if hold is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(hold.wait(), HOLD_SECONDS)
             recall = tool_name(protocol, body) if self.config.recall else None
             told = declared(protocol, tools, recall)
             thread, fit = await self.threads.fit(
-                internal, protocol.fmt, cache.plains[lead:], text or None, told, current=placed.current
+                internal,
+                protocol.fmt,
+                cache.plains[lead:],
+                text or None,
+                told,
+                weight=len(placed.raw),
             )
             thread.items = cache
             if match is not None:
                 await self.recognizer.remember(match, cache)
+                self._hint(match)
         managed = list(fit.messages)
         changes: dict[str, Any] = {}
         if lead:
@@ -289,4 +443,9 @@ class Gateway:
         return None
 
     async def close(self) -> None:
+        if self._pending:
+            # windows still doing the bookkeeping of requests already answered: let them commit first
+            for release in self._pending.values():
+                release.set()
+            await asyncio.wait(list(self._pending), timeout=PENDING_GRACE)
         await self.threads.close()

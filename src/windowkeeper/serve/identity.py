@@ -104,6 +104,7 @@ class Match:
     index_session: str | None = None
     head: str | None = None
     version: int = 0
+    """The index entry's version as read (-1: not read, the thread was known locally)."""
     threads: dict[str, list[Any]] | None = None
 
 
@@ -117,8 +118,12 @@ class Recognizer:
     def head_of(system_key: str, first_key: str) -> str:
         return _short(f"{system_key}\x1e{first_key}")
 
-    async def candidates(self, scope: str, session: str | None, head: str) -> Match:
-        index_session = f"{scope}.{_short(session) if session else '-'}"
+    @staticmethod
+    def index_session(scope: str, session: str | None) -> str:
+        """Where the index entries of ``scope`` (and the client's ``session`` id, if any) live."""
+        return f"{scope}.{_short(session) if session else '-'}"
+
+    async def candidates(self, index_session: str, head: str) -> Match:
         record = await self.store.get_record(INDEX_NAMESPACE, index_session, head)
         threads = dict(record.doc.get("threads", {})) if record is not None else {}
         version = record.version if record is not None else 0
@@ -146,6 +151,10 @@ class Recognizer:
             return
         entry = [len(items), items.digest(len(items)), time.time()]
         threads, version = dict(match.threads or {}), match.version
+        if version < 0:  # placed without reading the entry (`Gateway._hinted`): read it now
+            record = await self.store.get_record(INDEX_NAMESPACE, match.index_session, match.head)
+            threads = dict(record.doc.get("threads", {})) if record is not None else {}
+            version = record.version if record is not None else 0
         for _ in range(8):
             threads[match.name] = entry
             if len(threads) > MAX_THREADS_PER_HEAD:

@@ -30,6 +30,7 @@ class Metrics:
         self.upstream_errors: defaultdict[str, int] = defaultdict(int)
         self.early_forwards: defaultdict[str, int] = defaultdict(int)
         self.early_misses: defaultdict[str, int] = defaultdict(int)
+        self.early_recounts: defaultdict[str, int] = defaultdict(int)
         self._buckets: defaultdict[str, list[int]] = defaultdict(lambda: [0] * (len(LATENCY_BUCKETS) + 1))
         self._latency_sum: defaultdict[str, float] = defaultdict(float)
 
@@ -80,12 +81,17 @@ class Metrics:
                 (
                     "windowkeeper_early_forwards_total",
                     self.early_forwards,
-                    "Unchanged requests sent upstream before the window's bookkeeping finished.",
+                    "Unchanged requests sent upstream and answered before the window's bookkeeping.",
                 ),
                 (
                     "windowkeeper_early_misses_total",
                     self.early_misses,
                     "Requests sent early that the window then changed (should stay 0).",
+                ),
+                (
+                    "windowkeeper_early_recounts_total",
+                    self.early_recounts,
+                    "Requests sent early whose header count differs from the window's (a calibration moved).",
                 ),
             )
             for name, series, help_text in simple:

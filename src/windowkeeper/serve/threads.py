@@ -19,6 +19,7 @@ import asyncio
 import logging
 import shutil
 import tempfile
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -153,6 +154,10 @@ class Thread:
     None when this process did not see the thread from its start (read back from the store)."""
     clean: Clean | None = None
     """Set while every call so far went out unchanged (None after any change, and for a thread read back)."""
+    weight: int = 0
+    """Bytes of the thread's last request (`Threads._evict`)."""
+    used: float = 0.0
+    """`time.monotonic` of the thread's last call."""
 
 
 class Threads:
@@ -167,6 +172,8 @@ class Threads:
         self._recall: Recall | None = None
         self._recall_dir: str | None = None
         self.conflicts = 0
+        self.evictions = 0
+        self._bytes = 0
 
     def lock(self, thread_id: str) -> asyncio.Lock:
         """Calls on one thread in this process run one at a time (across processes the commit decides)."""
@@ -175,16 +182,6 @@ class Threads:
             # weakly held: a lock lives while a call holds or awaits it, so the map never outgrows the calls
             lock = self._locks[thread_id] = asyncio.Lock()
         return lock
-
-    def busy(self, thread_id: str) -> bool:
-        """Whether a call on ``thread_id`` holds or awaits its lock in this process."""
-        lock = self._locks.get(thread_id)
-        return lock is not None and lock.locked()
-
-    async def current(self, thread_id: str) -> bool:
-        """Whether this process's window of ``thread_id`` is at the version committed in the store."""
-        known = self.store.versions.get(thread_id)
-        return known is not None and await self.store.version(thread_id) == known
 
     def local(self, thread_id: str) -> Thread | None:
         return self._threads.get(thread_id)
@@ -210,6 +207,34 @@ class Threads:
             index = RecallIndex(Path(self._recall_dir) / "recall.sqlite3")
             self._recall = Recall(index=index, original_cache_bytes=RECALL_ORIGINALS_BYTES)
         return self._recall
+
+    def _weigh(self, thread: Thread, weight: int) -> None:
+        self._bytes += weight - thread.weight
+        thread.weight = weight
+        thread.used = time.monotonic()
+
+    def _evict(self, keep: str) -> None:
+        """Keep the threads in memory within the process's bounds: at most ``max_threads``, their last requests at
+        most ``max_thread_bytes`` together, none idle for more than ``idle_seconds``. The least recently used go
+        first (never ``keep``, the thread being served); a thread that comes back is read from the store.
+
+        What a thread holds in memory (its window's view and read cache, its items, its share of the recall index)
+        grows with its conversation, so a bound on the number of threads alone lets the process grow without end
+        while its conversations do; the request size is the measure of that growth the gateway has for free.
+        """
+        config, now = self.config, time.monotonic()
+        while len(self._threads) > 1:
+            oldest, thread = next(iter(self._threads.items()))
+            if oldest == keep:
+                break
+            over = len(self._threads) > config.max_threads or self._bytes > config.max_thread_bytes
+            if not over and now - thread.used <= config.idle_seconds:
+                break
+            del self._threads[oldest]
+            self._bytes -= thread.weight
+            self.evictions += 1
+            self.store.forget(oldest)
+            self._release(thread)
 
     def _release(self, thread: Thread | None) -> None:
         """Drop what a thread's manager holds in the shared recall (a thread leaving this process's memory)."""
@@ -237,17 +262,15 @@ class Threads:
         system: Any,
         tools: Sequence[Any] | None,
         *,
-        current: bool = False,
+        weight: int = 0,
     ) -> tuple[Thread, FitResult]:
         """Manage one call on ``thread_id`` (hold `lock` around it): the thread's window, current with the store.
 
-        ``current``: the caller has just seen this process's window at the committed version (`current`), so the
-        first attempt does not read it again; a commit in between still fails the version check and is redone.
+        ``weight``: the size in bytes of the request (what the thread's memory grows with, see `_evict`).
         """
         for attempt in range(MAX_ATTEMPTS):
             thread = self._threads.get(thread_id)
-            known = self.store.versions.get(thread_id)
-            committed = known if current and attempt == 0 and known is not None else await self.store.version(thread_id)
+            committed = await self.store.version(thread_id)
             if thread is not None and (self.store.versions.get(thread_id) != committed or thread.window.format != fmt):
                 logger.debug(
                     "thread %s: written by another process (version %d); reading it back", thread_id, committed
@@ -263,10 +286,8 @@ class Threads:
                 thread = fresh
             self._threads[thread_id] = thread
             self._threads.move_to_end(thread_id)
-            while len(self._threads) > self.config.max_threads:
-                evicted, gone = self._threads.popitem(last=False)
-                self.store.forget(evicted)
-                self._release(gone)
+            self._weigh(thread, weight)
+            self._evict(thread_id)
             try:
                 result = await thread.window.afit(items, system=system, tools=tools)
             except ConflictError:
@@ -274,7 +295,10 @@ class Threads:
                 logger.info(
                     "thread %s: another process committed first (attempt %d); redoing the call", thread_id, attempt + 1
                 )
-                self._release(self._threads.pop(thread_id, None))
+                gone = self._threads.pop(thread_id, None)
+                if gone is not None:
+                    self._bytes -= gone.weight
+                self._release(gone)
                 self.store.forget(thread_id)
                 await asyncio.sleep(0.002 * (attempt + 1))
                 continue

@@ -1,0 +1,79 @@
+"""What a gateway process keeps in memory is bounded by size and idleness, not only by the number of threads: a
+thread pushed out is read back from the store when it returns, and its calls go upstream as if it had stayed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from windowkeeper.errors import ConfigurationError
+from windowkeeper.serve import ServeConfig
+from windowkeeper.testing.fake_servers import FakeOpenAIServer
+
+from .conftest import GatewayFactory
+
+
+def _turns(session: int, calls: int) -> list[list[dict[str, Any]]]:
+    """The lists a client sends over ``calls`` calls (each its whole conversation so far)."""
+    items: list[dict[str, Any]] = [{"role": "system", "content": f"Assistant {session}."}]
+    lists = []
+    for n in range(calls):
+        items = [*items, {"role": "user", "content": f"session {session} turn {n}: " + "detail " * 120}]
+        lists.append(items)
+        items = [*items, {"role": "assistant", "content": f"answer {n} of session {session}"}]
+    return lists
+
+
+def _unrecalled(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` without the passages automatic recall added to the newest user message."""
+    out = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, list):
+            kept = [b for b in content if not str(b.get("text", "")).startswith("[Recalled context")]
+            message = {**message, "content": kept[0]["text"] if len(kept) == 1 else kept}
+        out.append(message)
+    return out
+
+
+def _run(make_gateway: GatewayFactory, server: FakeOpenAIServer, **settings: Any) -> tuple[list[Any], Any]:
+    gw = make_gateway(budget=800, **settings)
+    sent = []
+    lists = {s: _turns(s, 8) for s in range(3)}
+    for n in range(8):
+        for session, calls in lists.items():  # three conversations in turn: each pushes the others out
+            response = httpx.post(
+                gw.url + "/v1/chat/completions",
+                json={"model": "m", "messages": calls[n]},
+                headers={"authorization": "Bearer sk-mem"},
+            )
+            assert response.status_code == 200, response.text
+            sent.append((session, json.loads(server.last_request.raw)["messages"]))
+    return sent, gw.gateway.threads
+
+
+def test_threads_pushed_out_by_size_come_back_from_the_store_with_the_same_requests(
+    make_gateway: GatewayFactory, openai_server: FakeOpenAIServer
+) -> None:
+    kept, roomy = _run(make_gateway, openai_server)
+    bounded, tight = _run(make_gateway, openai_server, max_thread_bytes=1)
+    assert roomy.evictions == 0
+    assert tight.evictions > 0 and len(tight._threads) == 1  # only the thread being served stays
+    # cut threads included: read back, the same view (which passages automatic recall quotes may differ: a thread
+    # read back is indexed again from its log, see the report in bench/README.md)
+    assert [_unrecalled(m) for _, m in bounded] == [_unrecalled(m) for _, m in kept]
+    assert any(len(m) < 2 * (n // 3) + 2 for n, (_, m) in enumerate(kept))  # the threads were cut
+
+
+def test_idle_threads_leave_memory(make_gateway: GatewayFactory, openai_server: FakeOpenAIServer) -> None:
+    _, threads = _run(make_gateway, openai_server, idle_seconds=1e-9)
+    assert len(threads._threads) == 1 and threads.evictions > 0
+
+
+@pytest.mark.parametrize("name", ["max_thread_bytes", "max_threads", "idle_seconds"])
+def test_memory_bounds_must_be_positive(name: str) -> None:
+    with pytest.raises(ConfigurationError, match=name):
+        ServeConfig(**{name: 0})
