@@ -57,10 +57,6 @@ def is_async_callable(fn: object) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-running_loop: Callable[[], asyncio.AbstractEventLoop | None] = _get_running_loop
-"""The loop running in this thread, or None: asyncio's own C function, for the check of a sync twin's fast path."""
-
-
 def in_running_loop() -> bool:
     """Whether the calling thread is currently running an event loop."""
     return _get_running_loop() is not None
@@ -88,9 +84,7 @@ def run_sync(
     """
     if _get_running_loop() is not None:
         raise _refusal(caller, instead)
-    if direct:
-        return run_direct(work())
-    return _run(work(), False)
+    return _run(work(), direct)
 
 
 def run_sync_anywhere(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -170,57 +164,6 @@ def _refusal(caller: str, instead: str) -> RuntimeError:
     )
 
 
-def _owned_loop() -> _OwnedLoop:
-    """This thread's loop for `run_sync`, made (again) when there is none, it was closed or the process forked."""
-    owned = _thread_loop.owned
-    if owned is None or owned.generation != _fork_generation or owned.loop.is_closed():
-        if owned is not None:
-            owned.close()
-        owned = _thread_loop.owned = _OwnedLoop()
-    return owned
-
-
-def run_direct(coro: Coroutine[Any, Any, T]) -> T:
-    """``coro`` stepped on this thread without a task until it first suspends, the rest run as a task on this
-    thread's loop: `run_sync` with ``direct=True``, for a caller that made the coroutine after checking itself
-    that no loop runs in this thread (`running_loop`).
-
-    One flat path: a read that never waits returns from its first step, and what that step costs beyond the
-    async form (marking the loop running and back, a context copy, the StopIteration) is what a sync read of an
-    in-memory checkpointer pays; the factory, keyword arguments and a second check were a measurable share.
-    """
-    owned = _thread_loop.owned
-    if owned is None or owned.generation != _fork_generation or owned.loop.is_closed():
-        owned = _owned_loop()
-    loop = owned.loop
-    tasks = owned.tasks
-    tasks.made = 0
-    context = contextvars.copy_context()
-    _set_running_loop(loop)
-    try:
-        pending = context.run(coro.send, None)
-    except StopIteration as done:
-        _set_running_loop(None)
-        if loop._ready:  # type: ignore[attr-defined]  # callbacks it scheduled run now, not next call
-            _run_ready(loop)
-        if tasks.made:
-            _cancel_leftovers(loop)
-        result: T = done.value
-        return result
-    except BaseException:
-        _set_running_loop(None)
-        if tasks.made:
-            _cancel_leftovers(loop)
-        raise
-    _set_running_loop(None)
-    task = asyncio.Task(_rest(coro, pending), loop=loop, context=context)
-    try:
-        return loop.run_until_complete(task)
-    finally:
-        if tasks.made or not task.done():
-            _cancel_leftovers(loop)
-
-
 def _run(coro: Coroutine[Any, Any, T], direct: bool) -> T:
     """``coro`` run to completion on this thread's own loop (made on first use, reused by every later call).
 
@@ -230,15 +173,34 @@ def _run(coro: Coroutine[Any, Any, T], direct: bool) -> T:
     checked that no loop runs in this thread. With ``direct`` the coroutine's steps up to its first suspension run
     without a task (see `run_sync`).
     """
-    if direct:
-        return run_direct(coro)
-    owned = _owned_loop()
+    owned = _thread_loop.owned
+    if owned is None or owned.generation != _fork_generation or owned.loop.is_closed():
+        if owned is not None:
+            owned.close()
+        owned = _thread_loop.owned = _OwnedLoop()
     loop = owned.loop
     tasks = owned.tasks
     tasks.made = 0
     context = contextvars.copy_context()
     task: asyncio.Task[T] | None = None
     try:
+        if direct:
+            _set_running_loop(loop)
+            try:
+                pending = context.run(coro.send, None)
+            except StopIteration as done:
+                finished = True
+                result: T = done.value
+            else:
+                finished = False
+            finally:
+                _set_running_loop(None)
+            if finished:
+                if loop._ready:  # type: ignore[attr-defined]  # callbacks it scheduled run now, not next call
+                    _run_ready(loop)
+                return result
+            task = asyncio.Task(_rest(coro, pending), loop=loop, context=context)
+            return loop.run_until_complete(task)
         task = owned.eager_task(coro, context)
         if task.done():
             if loop._ready:  # type: ignore[attr-defined]
@@ -565,9 +527,7 @@ __all__ = [
     "is_async_callable",
     "refuse_in_loop",
     "run_in_daemon",
-    "run_direct",
     "run_in_worker",
     "run_sync",
     "run_sync_anywhere",
-    "running_loop",
 ]

@@ -28,7 +28,7 @@ from typing import Any, TypeVar, overload
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._bridge import run_direct, run_sync, running_loop
+from .._bridge import run_sync
 from .._cache import LRUCache
 from .._gc import bulk_allocation
 from ..errors import ConfigurationError, StorageError
@@ -138,14 +138,9 @@ class BaseCheckpointer(ABC):
     def get_state(self, thread_id: str, state_cls: type[S]) -> S | None: ...
 
     def get_state(self, thread_id: str, state_cls: type[AgentState] = AgentState) -> AgentState | None:
-        if self.steps_directly and running_loop() is None:
-            # the read a sync caller makes every turn: stepped at once, no factory or names (see `run_direct`)
-            return run_direct(self.aget_state(thread_id, state_cls))
         return self._sync("aget_state", lambda: self.aget_state(thread_id, state_cls))
 
     def get_messages(self, thread_id: str) -> list[Message]:
-        if self.steps_directly and running_loop() is None:
-            return run_direct(self.aget_messages(thread_id))
         return self._sync("aget_messages", lambda: self.aget_messages(thread_id))
 
     def delete(self, thread_id: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._bridge import refuse_in_loop, run_direct, run_in_worker, run_sync, running_loop
+from .._bridge import refuse_in_loop, run_in_worker, run_sync
 from .._validate import check_positive_int
 from ..constants import END
 from ..errors import ConfigurationError, GraphError, RecursionLimitError
@@ -191,9 +191,6 @@ class CompiledGraph:
 
     def get_state(self, config: Mapping[str, Any]) -> AgentState | None:
         # reads the checkpointer only: no node ran, so no node's client needs closing
-        checkpointer = self.checkpointer
-        if running_loop() is None and isinstance(checkpointer, BaseCheckpointer) and checkpointer.steps_directly:
-            return run_direct(self.aget_state(config))  # (see `run_direct`: the flat path of a read)
         return run_sync(
             lambda: self.aget_state(config),
             caller="CompiledGraph.get_state()",
