@@ -90,7 +90,8 @@ def _leaks() -> list[str]:
         sys.unraisablehook = previous
     found += [f"{w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, ResourceWarning)]
     for obj in gc.get_objects():
-        if isinstance(obj, asyncio.Transport) and not obj.is_closing():
+        # type(), not isinstance(): a lazy proxy (injectq's) resolves itself when asked for its __class__
+        if issubclass(type(obj), asyncio.Transport) and not obj.is_closing():
             loop = getattr(obj, "_loop", None)
             if isinstance(loop, asyncio.AbstractEventLoop) and loop.is_closed():
                 found.append(f"open transport on a closed loop: {obj!r}")
