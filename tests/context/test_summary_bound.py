@@ -130,6 +130,7 @@ async def test_500_turns_with_an_echoing_llm_summarizer_stay_bounded_without_rep
             summary = state.context_summary or ""
             assert estimate_text_tokens(summary) <= bound, f"turn {i}: {estimate_text_tokens(summary)} > {bound}"
             assert not _repeated_lines(summary), f"turn {i}: repeated {_repeated_lines(summary)[:3]}"
+        await manager.aclose()
         requests = [r.json for r in server.requests]
     appends = [r for r in requests if r.get("instructions") != CONDENSE_INSTRUCTIONS]
     condenses = [r for r in requests if r.get("instructions") == CONDENSE_INSTRUCTIONS]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -52,7 +52,7 @@ def server() -> Iterator[FakeOpenAIServer]:
         yield srv  # type: ignore[misc]
 
 
-def manager(srv: FakeOpenAIServer, **kwargs: Any) -> SummaryContextManager[AgentState]:
+def _manager(srv: FakeOpenAIServer, **kwargs: Any) -> SummaryContextManager[AgentState]:
     options: dict[str, Any] = {
         "max_messages": 5,
         "keep_recent": 2,
@@ -62,6 +62,23 @@ def manager(srv: FakeOpenAIServer, **kwargs: Any) -> SummaryContextManager[Agent
         **kwargs,
     }
     return SummaryContextManager("gpt-4o-mini", **options)
+
+
+MakeManager = Callable[..., SummaryContextManager[AgentState]]
+
+
+@pytest.fixture
+async def manager(server: FakeOpenAIServer) -> AsyncIterator[MakeManager]:
+    """Managers on the fake server, each closed when the test ends (the LLM client it built with it)."""
+    made: list[SummaryContextManager[AgentState]] = []
+
+    def make(**kwargs: Any) -> SummaryContextManager[AgentState]:
+        made.append(_manager(server, **kwargs))
+        return made[-1]
+
+    yield make
+    for mgr in made:
+        await mgr.aclose()
 
 
 def texts(value: Any) -> list[str]:
@@ -89,9 +106,9 @@ def assert_prompt(prompt: str, previous: str | None) -> None:
         assert prompt.startswith("Transcript:\n")
 
 
-async def test_responses_request_and_summary(server: FakeOpenAIServer) -> None:
+async def test_responses_request_and_summary(manager: MakeManager, server: FakeOpenAIServer) -> None:
     server.reply("Sam is a returning user; a lookup was run.")
-    mgr = manager(server, summary_system_prompt="Summarize tersely.", max_summary_tokens=123)
+    mgr = manager(summary_system_prompt="Summarize tersely.", max_summary_tokens=123)
     state = AgentState(context=conversation(), context_summary="Earlier: Sam joined.")
     await mgr.atrim_context(state)
 
@@ -109,9 +126,9 @@ async def test_responses_request_and_summary(server: FakeOpenAIServer) -> None:
     assert len(server.requests) == 1
 
 
-async def test_chat_api_style_request(server: FakeOpenAIServer) -> None:
+async def test_chat_api_style_request(manager: MakeManager, server: FakeOpenAIServer) -> None:
     server.reply("Chat summary.")
-    mgr = manager(server, api_style="chat")
+    mgr = manager(api_style="chat")
     state = AgentState(context=conversation())
     await mgr.atrim_context(state)
 
@@ -130,26 +147,28 @@ async def test_chat_api_style_request(server: FakeOpenAIServer) -> None:
 
 def test_sync_calls_reuse_one_summarizer(server: FakeOpenAIServer) -> None:
     server.reply("first").reply("second")
-    mgr = manager(server)
+    mgr = _manager(server)
     one = mgr.trim_context(AgentState(context=conversation()))
     summarizer = mgr.summarizer
     two = mgr.trim_context(AgentState(context=conversation()))
     assert mgr.summarizer is summarizer
     assert (one.context_summary, two.context_summary) == ("first", "second")
     assert len(server.requests) == 2
+    mgr.close()
+    assert summarizer.client._clients.closed == 1  # the one SDK client of the sync calls, closed with the manager
 
 
 @pytest.mark.parametrize("failure", ["500", "timeout", "empty"])
 async def test_failures_leave_state_unchanged(
-    server: FakeOpenAIServer, failure: str, caplog: pytest.LogCaptureFixture
+    manager: MakeManager, server: FakeOpenAIServer, failure: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     if failure == "500":
         server.fail(500)
     elif failure == "timeout":
-        server.sleep(3.0)
+        server.sleep(6.0)
     else:
         server.empty()
-    mgr = manager(server, timeout=0.5)
+    mgr = manager(timeout=2.0)  # room for the SDK client's first request on a loaded machine; the sleep outlasts it
     ctx = conversation()
     state = AgentState(context=list(ctx), context_summary="keep")
     with caplog.at_level(logging.WARNING, logger="windowkeeper.context.summary"):

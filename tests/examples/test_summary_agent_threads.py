@@ -69,6 +69,7 @@ def test_summary_agent_example_summarizes_across_turns_on_one_thread(
         for turn in range(TURNS):
             text = f"Question {turn}: please explain part {turn} of the plan in detail. " * 12
             app.invoke({"messages": [message_cls.text_message(text)]}, config=thread)
+        example["manager"].close()  # the summarizer it built keeps its connection on the sync calls' loop
         summaries = server.summaries
         agent_calls = _agent_requests(server)
         summarizer_calls = [r.json for r in server.requests if r.json.get("model") == SUMMARY_MODEL]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
@@ -38,17 +39,30 @@ def server():
         yield srv
 
 
-def _client(srv: FakeOpenAIServer, api_style: str = "responses", **kw: object) -> OpenAIClient:
-    client = create_client(
-        "gpt-4o-mini", base_url=srv.base_url, api_key="test-key", api_style=api_style, max_retries=0, **kw
-    )
-    assert isinstance(client, OpenAIClient)
-    return client
+Connect = Callable[..., OpenAIClient]
 
 
-async def test_responses_request_and_text_reply(server: FakeOpenAIServer) -> None:
+@pytest.fixture
+async def connect(server: FakeOpenAIServer) -> AsyncIterator[Connect]:
+    """Clients on the fake server, each closed (its SDK client's connections with it) when the test ends."""
+    made: list[OpenAIClient] = []
+
+    def _client(api_style: str = "responses", **kw: object) -> OpenAIClient:
+        client = create_client(
+            "gpt-4o-mini", base_url=server.base_url, api_key="test-key", api_style=api_style, max_retries=0, **kw
+        )
+        assert isinstance(client, OpenAIClient)
+        made.append(client)
+        return client
+
+    yield _client
+    for client in made:
+        await client.aclose()
+
+
+async def test_responses_request_and_text_reply(connect: Connect, server: FakeOpenAIServer) -> None:
     server.reply("It is sunny.", usage=FakeUsage(input_tokens=40, output_tokens=6, cached_tokens=32))
-    response = await _client(server).acomplete(_request())
+    response = await connect().acomplete(_request())
 
     sent = server.last_request
     assert sent.path == "/v1/responses"
@@ -75,13 +89,15 @@ async def test_responses_request_and_text_reply(server: FakeOpenAIServer) -> Non
     assert response.raw is not None and response.raw["object"] == "response"
 
 
-async def test_responses_parallel_tool_calls_reasoning_and_tools_spec(server: FakeOpenAIServer) -> None:
+async def test_responses_parallel_tool_calls_reasoning_and_tools_spec(
+    connect: Connect, server: FakeOpenAIServer
+) -> None:
     server.reply(
         tool_calls=[FakeToolCall("get_weather", {"city": "Paris"}, id="call_p"), ("get_weather", {"city": "Oslo"})],
         reasoning="Two cities, two calls.",
         usage=FakeUsage(input_tokens=50, output_tokens=30, reasoning_tokens=12),
     )
-    response = await _client(server).acomplete(_request(tools=TOOLS, temperature=0.2))
+    response = await connect().acomplete(_request(tools=TOOLS, temperature=0.2))
 
     assert server.last_request.json["tools"] == [
         {
@@ -104,14 +120,14 @@ async def test_responses_parallel_tool_calls_reasoning_and_tools_spec(server: Fa
     assert response.usages.reasoning_tokens == 12
 
 
-async def test_responses_sends_tool_history_and_embedded_system(server: FakeOpenAIServer) -> None:
+async def test_responses_sends_tool_history_and_embedded_system(connect: Connect, server: FakeOpenAIServer) -> None:
     history = [
         Message.text_message("Policy: metric units.", role="system", message_id="s1"),
         Message.text_message("Weather in Paris?", message_id="u1"),
         Message(role="assistant", content=[ToolCallBlock(id="c1", name="get_weather", args={"city": "Paris"})]),
         Message.tool_message([ToolResultBlock(call_id="c1", output="18 C", name="get_weather")]),
     ]
-    await _client(server).acomplete(LLMRequest(messages=history, system="You are terse."))
+    await connect().acomplete(LLMRequest(messages=history, system="You are terse."))
     body = server.last_request.json
     assert body["instructions"] == "You are terse.\n\nPolicy: metric units."
     kinds = [item["type"] for item in body["input"]]
@@ -120,13 +136,13 @@ async def test_responses_sends_tool_history_and_embedded_system(server: FakeOpen
     assert body["input"][2] == {"type": "function_call_output", "call_id": "c1", "output": "18 C"}
 
 
-async def test_chat_request_and_parallel_tool_calls(server: FakeOpenAIServer) -> None:
+async def test_chat_request_and_parallel_tool_calls(connect: Connect, server: FakeOpenAIServer) -> None:
     server.reply(
         "Checking both.",
         tool_calls=[("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Oslo"})],
         usage=FakeUsage(input_tokens=21, output_tokens=9, cached_tokens=16, reasoning_tokens=3),
     )
-    response = await _client(server, "chat").acomplete(_request(tools=TOOLS))
+    response = await connect("chat").acomplete(_request(tools=TOOLS))
 
     sent = server.last_request
     assert sent.path == "/v1/chat/completions"
@@ -158,16 +174,19 @@ async def test_chat_max_tokens_field_is_switchable(server: FakeOpenAIServer) -> 
         max_retries=0,
         chat_max_tokens_field="max_tokens",
     )
-    await client.acomplete(_request())
+    async with client:
+        await client.acomplete(_request())
     assert server.last_request.json["max_tokens"] == 120
     assert "max_completion_tokens" not in server.last_request.json
 
 
 @pytest.mark.parametrize("api_style", ["responses", "chat"])
-async def test_http_500_raises_provider_error_without_retry_storm(server: FakeOpenAIServer, api_style: str) -> None:
+async def test_http_500_raises_provider_error_without_retry_storm(
+    connect: Connect, server: FakeOpenAIServer, api_style: str
+) -> None:
     server.fail(500, "boom")
     with pytest.raises(ProviderError) as info:
-        await _client(server, api_style).acomplete(_request())
+        await connect(api_style).acomplete(_request())
     assert info.value.status_code == 500
     assert info.value.provider == "openai"
     assert isinstance(info.value.__cause__, Exception)
@@ -175,28 +194,28 @@ async def test_http_500_raises_provider_error_without_retry_storm(server: FakeOp
 
 
 @pytest.mark.parametrize("api_style", ["responses", "chat"])
-async def test_timeout_raises_provider_error(server: FakeOpenAIServer, api_style: str) -> None:
+async def test_timeout_raises_provider_error(connect: Connect, server: FakeOpenAIServer, api_style: str) -> None:
     server.sleep(3.0)
-    client = _client(server, api_style, timeout=0.3)
+    client = connect(api_style, timeout=0.3)
     with pytest.raises(ProviderError, match="timed out"):
         await client.acomplete(_request())
 
 
 @pytest.mark.parametrize("api_style", ["responses", "chat"])
-async def test_empty_reply_raises_provider_error(server: FakeOpenAIServer, api_style: str) -> None:
+async def test_empty_reply_raises_provider_error(connect: Connect, server: FakeOpenAIServer, api_style: str) -> None:
     server.empty()
     with pytest.raises(ProviderError, match="no text and no tool call"):
-        await _client(server, api_style).acomplete(_request())
+        await connect(api_style).acomplete(_request())
 
 
-async def test_malformed_body_raises_provider_error(server: FakeOpenAIServer) -> None:
+async def test_malformed_body_raises_provider_error(connect: Connect, server: FakeOpenAIServer) -> None:
     server.raw(b"this is not json")
     with pytest.raises(ProviderError):
-        await _client(server, "chat").acomplete(_request())
+        await connect("chat").acomplete(_request())
 
 
-async def test_one_sdk_client_is_reused_across_calls(server: FakeOpenAIServer) -> None:
-    client = _client(server)
+async def test_one_sdk_client_is_reused_across_calls(connect: Connect, server: FakeOpenAIServer) -> None:
+    client = connect()
     for text in ("a", "b", "c"):
         server.reply(text)
     texts = [(await client.acomplete(_request())).text for _ in range(3)]
@@ -208,24 +227,26 @@ async def test_one_sdk_client_is_reused_across_calls(server: FakeOpenAIServer) -
 def test_sync_use_across_event_loops(server: FakeOpenAIServer) -> None:
     from windowkeeper.llm import complete
 
-    client = _client(server)
     server.reply("first").reply("second")
-    assert complete(client, _request()).text == "first"
-    assert complete(client, _request()).text == "second"
+    with create_client("gpt-4o-mini", base_url=server.base_url, api_key="k", max_retries=0) as client:  # type: ignore[attr-defined]
+        assert complete(client, _request()).text == "first"
+        assert complete(client, _request()).text == "second"
+        assert client._clients.current() is None  # the sync calls' SDK client lives on the thread's own loop
+    assert client._clients.closed == 1
 
 
 async def test_missing_key_is_a_provider_error(monkeypatch: pytest.MonkeyPatch, server: FakeOpenAIServer) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    client = create_client("gpt-4o-mini", base_url=server.base_url)
-    with pytest.raises(ProviderError, match="OPENAI_API_KEY"):
-        await client.acomplete(_request())
+    async with create_client("gpt-4o-mini", base_url=server.base_url) as client:  # type: ignore[attr-defined]
+        with pytest.raises(ProviderError, match="OPENAI_API_KEY"):
+            await client.acomplete(_request())
     assert server.requests == []
 
 
 async def test_key_and_base_url_from_environment(monkeypatch: pytest.MonkeyPatch, server: FakeOpenAIServer) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "env-key")
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-    client = create_client("gpt-4o-mini", max_retries=0)
     server.reply("from env")
-    assert (await client.acomplete(_request())).text == "from env"
+    async with create_client("gpt-4o-mini", max_retries=0) as client:  # type: ignore[attr-defined]
+        assert (await client.acomplete(_request())).text == "from env"
     assert server.last_request.headers["authorization"] == "Bearer env-key"

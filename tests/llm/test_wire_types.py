@@ -52,8 +52,8 @@ def test_openai_sdk_sends_the_converted_messages_unchanged() -> None:
     import openai
 
     messages = to_openai_chat(CONVERSATION, include_reasoning=False)
-    with FakeOpenAIServer([FakeReply(text="ok")]) as srv:
-        openai.OpenAI(base_url=srv.base_url, api_key="t").chat.completions.create(model="m", messages=messages)
+    with FakeOpenAIServer([FakeReply(text="ok")]) as srv, openai.OpenAI(base_url=srv.base_url, api_key="t") as client:
+        client.chat.completions.create(model="m", messages=messages)
     assert srv.requests[-1].json["messages"] == _plain(messages)
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant", "user"]
 
@@ -63,10 +63,11 @@ def test_anthropic_sdk_sends_the_converted_messages_unchanged() -> None:
 
     system, messages = to_anthropic(CONVERSATION, reasoning="signed", cache_breakpoints=["system", -1])
     assert isinstance(system, list)
-    with FakeAnthropicServer([FakeReply(text="ok")]) as srv:
-        anthropic.Anthropic(base_url=srv.base_url, api_key="t").messages.create(
-            model="m", max_tokens=16, system=system, messages=messages
-        )
+    with (
+        FakeAnthropicServer([FakeReply(text="ok")]) as srv,
+        anthropic.Anthropic(base_url=srv.base_url, api_key="t") as client,
+    ):
+        client.messages.create(model="m", max_tokens=16, system=system, messages=messages)
     body = srv.requests[-1].json
     assert body["messages"] == _plain(messages)
     assert body["system"] == [{"type": "text", "text": "Answer briefly.", "cache_control": {"type": "ephemeral"}}]
@@ -96,8 +97,10 @@ def test_gemini_sdk_spelling_reaches_the_api_as_the_rest_spelling() -> None:
     rest_system, rest = to_gemini(CONVERSATION, reasoning="signed")
     sdk_system, sdk = to_gemini(CONVERSATION, reasoning="signed", spelling="sdk")
     assert sdk[1]["parts"] is not None and sdk[1]["parts"][0]["thought_signature"] == b"sig1"
-    with FakeGeminiServer([FakeReply(text="ok")]) as srv:
-        client = genai.Client(api_key="t", http_options=types.HttpOptions(base_url=srv.base_url))
+    with (
+        FakeGeminiServer([FakeReply(text="ok")]) as srv,
+        genai.Client(api_key="t", http_options=types.HttpOptions(base_url=srv.base_url)) as client,
+    ):
         client.models.generate_content(
             model="gemini-2.0-flash", contents=sdk, config={"system_instruction": sdk_system}
         )

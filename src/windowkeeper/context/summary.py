@@ -35,6 +35,7 @@ import logging
 from collections.abc import Generator, Sequence
 from typing import Any, ClassVar
 
+from .._bridge import run_sync
 from .._cut import Cut, cut_text
 from .._validate import check_positive_int, check_timeout
 from ..errors import ConfigurationError
@@ -233,6 +234,7 @@ class SummaryContextManager(BaseContextManager[S]):
         self.max_retries = max_retries
         self._summarizer_spec: Any = summarizer
         self._summarizer: Any = None
+        self._owns_summarizer = False
         if summarizer is not None and not isinstance(summarizer, str):
             self._summarizer = adapt_summarizer(summarizer)
         self.recall = make_recall(recall, counter)
@@ -275,11 +277,23 @@ class SummaryContextManager(BaseContextManager[S]):
                     timeout=self.timeout,
                     max_retries=self.max_retries,
                 )
+            self._owns_summarizer = True
         return self._summarizer
 
     @summarizer.setter
     def summarizer(self, value: Any) -> None:
         self._summarizer = value
+        self._owns_summarizer = False
+
+    async def aclose(self) -> None:
+        """Close the summarizer this manager built from a model name (its LLM client's connections on the running
+        loop); a summarizer passed in belongs to the caller, who closes it."""
+        if self._owns_summarizer and hasattr(self._summarizer, "aclose"):
+            await self._summarizer.aclose()
+
+    def close(self) -> None:
+        """`aclose` from sync code (the connections of the sync calls, on this thread's own loop)."""
+        run_sync(self.aclose, caller="SummaryContextManager.close()", instead="await manager.aclose()")
 
     @property
     def summary_timeout(self) -> float:

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
+from .._bridge import run_sync
 from .._validate import check_int
 from ..errors import ConfigurationError, MissingDependencyError, ProviderError
 
@@ -191,11 +192,24 @@ class SDKClient(ABC, Generic[C]):
         """Close the SDK client of the running loop now (loops that end close theirs automatically)."""
         await self._clients.close_current()
 
+    def close(self) -> None:
+        """Close the SDK client the sync calls (`complete`) use: the one on this thread's own loop.
+
+        Raises RuntimeError inside a running event loop, whose client only ``await client.aclose()`` can close.
+        """
+        run_sync(self.aclose, caller="close()", instead="await client.aclose()")
+
     async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 __all__ = ["PerLoop", "SDKClient", "as_count", "check_settings", "first_env", "import_sdk", "stainless_error"]

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Self
 
+from .._bridge import run_sync
 from .._cut import Cut, cut_to_tokens
 from .._validate import check_int
 from ..errors import ConfigurationError
@@ -111,6 +113,9 @@ class LLMSummarizer:
     ``system_prompt`` replaces the default instruction for every call; a call's ``instructions`` argument
     replaces it for that call only (this is how `SummaryContextManager`'s ``summary_system_prompt`` arrives).
     Provider failures propagate as `ProviderError`: the caller decides to leave its state unchanged.
+
+    The summarizer owns its client: `aclose` (or ``async with``; `close`/``with`` from sync code) closes it too,
+    so a summarizer built by `get_summarizer` leaves no connection open.
     """
 
     def __init__(
@@ -136,6 +141,28 @@ class LLMSummarizer:
 
     def __repr__(self) -> str:
         return f"LLMSummarizer(client={self.client!r})"
+
+    async def aclose(self) -> None:
+        """Close the client's connections on the running loop (a client without ``aclose`` holds none)."""
+        close = getattr(self.client, "aclose", None)
+        if close is not None:
+            await close()
+
+    def close(self) -> None:
+        """Close the client's connections of the sync calls (RuntimeError inside a running loop: use `aclose`)."""
+        run_sync(self.aclose, caller="LLMSummarizer.close()", instead="await summarizer.aclose()")
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def request_tokens(self, system: str, prompt: str) -> int:
         """Input tokens of a request with ``system`` and one user message ``prompt``, as ``counter`` counts them."""

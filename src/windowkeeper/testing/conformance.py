@@ -994,16 +994,17 @@ async def spec_adapters_on_fake_servers(backend: Backend) -> Measurements:
                                else {"role": "user", "parts": [{"text": f"question {turn} " + "more " * 15}]})
                 fit = await window.afit(history, system="Be brief.")
                 if fmt == "anthropic":
-                    client = anthropic.Anthropic(base_url=server.base_url, api_key="test", max_retries=0)
-                    reply = client.messages.create(model="claude-haiku-4-5", max_tokens=64, messages=fit.messages,
-                                                   system=fit.system or anthropic.omit)
+                    with anthropic.Anthropic(base_url=server.base_url, api_key="test", max_retries=0) as client:
+                        reply = client.messages.create(model="claude-haiku-4-5", max_tokens=64,
+                                                       messages=fit.messages, system=fit.system or anthropic.omit)
                     text = "".join(b.text for b in reply.content if b.type == "text")
                     history.append({"role": "assistant", "content": text})
                     assert server.last_request.json["messages"] == fit.messages
                 else:
-                    g = genai.Client(api_key="test", http_options=genai_types.HttpOptions(base_url=server.base_url))
-                    answer = g.models.generate_content(model="gemini-2.0-flash", contents=fit.messages,
-                                                       config={"system_instruction": fit.system})
+                    options = genai_types.HttpOptions(base_url=server.base_url)
+                    with genai.Client(api_key="test", http_options=options) as g:
+                        answer = g.models.generate_content(model="gemini-2.0-flash", contents=fit.messages,
+                                                           config={"system_instruction": fit.system})
                     history.append({"role": "model", "parts": [{"text": answer.text or ""}]})
                     assert server.last_request.json["contents"] == fit.messages
                 bodies.append(fit.messages)
