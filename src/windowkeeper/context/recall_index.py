@@ -453,12 +453,6 @@ class RecallIndex:
         stats.seq += len(rows)
         self._generation += 1
         words = [normal_terms(row[9]) for row in rows]
-        # each passage's words are what a search reads to tell its coverage: kept now (interned, so passages share
-        # them) rather than read from the passage again when it is a hit
-        terms = self._terms
-        intern = sys.intern
-        for i, found in enumerate(words):
-            terms.put(base + i, tuple(map(intern, found)))
         if stats.ids is not None:
             stats.ids.update(row[0] for row in rows if row[1] == 0)
         db = self._db
@@ -566,7 +560,7 @@ class RecallIndex:
         kept = [row for row in rows if passage_key(row[1], row[6]) not in skip][:limit] if skip else rows[:limit]
         # the weights of the query's words some passage holds (no other can count), in sorted order: each hit's
         # coverage is summed in that order, so the float is the same in every process
-        wanted_set = frozenset(known)
+        weights = [(t, idf[t]) for t in sorted(known)]
         terms_cache = self._terms
         for row in kept:
             score = -row[9]
@@ -578,9 +572,7 @@ class RecallIndex:
                 # a tuple of interned words: a frozenset per cached passage cost 59 MB at the cache's bound
                 found = tuple(map(sys.intern, normal_terms(row[8])))
                 terms_cache.put(rowid, found)
-            # the query words the passage holds, found by one pass over its words (testing each query word against
-            # the tuple was a scan of it per word), then summed in sorted order as before: the same float
-            coverage = sum([idf[term] for term in sorted(wanted_set.intersection(found))]) / whole
+            coverage = sum([weight for term, weight in weights if term in found]) / whole
             if coverage >= min_coverage:
                 hits.append(Hit(Passage(thread, *row[1:9]), score, coverage))
         if gate and (not hits or max(h.coverage for h in hits) < gate):
