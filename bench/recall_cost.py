@@ -6,8 +6,9 @@ The budget manager with recall (the default) and without it run side by side in 
   cached-token share (tokens of each request that repeat the previous request's prefix, over all tokens sent),
   the share of calls whose previous prompt is a prefix of the new one, and validity for OpenAI and Anthropic;
 * speed: a 3,000-call session (tau-bench trajectories chained, or ``--speed-source``), trimmed before every call,
-  CPU ms per call with and without recall; the recall index's passages and bytes are sampled every 500 calls to
-  show linear growth.
+  CPU ms per call with and without recall, and where recall's time goes (indexing, searching, pricing passages,
+  timed inside the same run, and the compactions a recall message's room adds); the recall index's passages and
+  bytes are sampled every 500 calls to show linear growth.
 
 Targets (issue 11): cached-token share within 5 points of the manager without recall, demo prefix-stable share
 >= 90%, every view valid; recall <= 1 ms per call on average over the 3,000-call session.
@@ -99,6 +100,50 @@ def run_cache(args: argparse.Namespace) -> dict[str, Any]:
     return results
 
 
+class Breakdown:
+    """CPU seconds spent in the parts of one manager's recall, timed by wrapping its `Recall` and `RecallIndex`
+    instances' methods (the class is untouched, so the manager without recall runs the same code)."""
+
+    PARTS = (
+        ("build", "Recall.build (all of recall's work at a user turn)"),
+        ("flush", "  indexing what left the view (Recall.flush)"),
+        ("add_many", "    of which RecallIndex.add_many (passages, words, FTS5 insert)"),
+        ("search", "  RecallIndex.search (FTS5 query, coverage, hits)"),
+        ("cost", "  pricing passages (tokenizing each once, then memoized)"),
+    )
+
+    def __init__(self, recall: Any) -> None:
+        self.seconds: dict[str, float] = dict.fromkeys([name for name, _ in self.PARTS], 0.0)
+        self.calls: dict[str, int] = dict.fromkeys(self.seconds, 0)
+        self.paused = False  # the growth samples flush outside the timed calls: not counted
+        for owner, name, attr in (
+            (recall, "build", "build"),
+            (recall, "flush", "flush"),
+            (recall.index, "add_many", "add_many"),
+            (recall.index, "search", "search"),
+            (recall, "cost", "_cost"),
+        ):
+            setattr(owner, attr, self._timed(name, getattr(owner, attr)))
+
+    def _timed(self, name: str, method: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.process_time()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                if not self.paused:
+                    self.seconds[name] += time.process_time() - started
+                    self.calls[name] += 1
+
+        return timed
+
+    def rows(self, calls: int) -> list[list[object]]:
+        return [
+            [label, self.calls[name], f"{self.seconds[name]:.3f}", f"{1000 * self.seconds[name] / calls:.3f}"]
+            for name, label in self.PARTS
+        ]
+
+
 def run_speed(args: argparse.Namespace) -> dict[str, Any]:
     if args.speed_source == "generated":
         session = generate_session(args.turns, seed=0).messages
@@ -106,21 +151,32 @@ def run_speed(args: argparse.Namespace) -> dict[str, Any]:
         session = chained(args.speed_source, args.turns)
     chunks = call_chunks(session, args.turns)
     seconds: dict[str, float] = {}
+    compactions: dict[str, int] = {}
     growth: list[list[object]] = []
+    breakdown: Breakdown | None = None
     for name, recall in ((WITHOUT, False), (WITH, True)):
         counter = fresh_counter()
         manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
             max_tokens=args.speed_budget + RESERVE, reserve_tokens=RESERVE, counter=counter, recall=recall
         )
+        if manager.recall is not None:
+            breakdown = Breakdown(manager.recall)
         state = AgentState()
         total = 0.0
+        compactions[name] = 0
         for n, chunk in enumerate(chunks, 1):
             state.context = add_messages(state.context, chunk)
             started = time.process_time()
             state = manager.trim_context(state)
             total += time.process_time() - started
+            metrics = manager.last_metrics
+            if metrics is not None and metrics.tokens_saved > 0:
+                compactions[name] += 1
             if recall and manager.recall is not None and n % 500 == 0:
+                assert breakdown is not None
+                breakdown.paused = True
                 manager.recall.flush("default", None)
+                breakdown.paused = False
                 growth.append([n, manager.recall.index.count(), manager.recall.index.size_bytes()])
         seconds[name] = total
     calls = len(chunks)
@@ -135,8 +191,26 @@ def run_speed(args: argparse.Namespace) -> dict[str, Any]:
         f"recall adds {per_with - per_without:.3f} ms per call (target <= 1 ms); with / without = "
         f"{per_with / per_without:.2f}x"
     )
+    assert breakdown is not None
+    print_table(
+        ["part of recall (CPU, timed inside the run above)", "calls", "CPU s", "ms / call of the session"],
+        breakdown.rows(calls),
+        title="\nwhere recall's time goes",
+    )
+    outside = seconds[WITH] - breakdown.seconds["build"] - seconds[WITHOUT]
+    print(
+        f"outside Recall.build, the manager with recall spends {outside:.3f} s more than without: compactions "
+        f"{compactions[WITHOUT]:,} without recall, {compactions[WITH]:,} with (a recall message fills the room the "
+        "view leaves, so the next calls cross the high watermark sooner)"
+    )
     print_table(["calls", "passages indexed", "index bytes"], growth, title="\nindex growth")
-    return {"ms_added": per_with - per_without, "ratio": per_with / per_without, "growth": growth}
+    return {
+        "ms_added": per_with - per_without,
+        "ratio": per_with / per_without,
+        "growth": growth,
+        "breakdown": dict(breakdown.seconds),
+        "compactions": compactions,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

@@ -58,6 +58,30 @@ def test_search_ranks_by_bm25_and_keeps_threads_apart(tmp_path: Path) -> None:
     assert reopened.count() == 1
 
 
+def test_a_kept_answer_lasts_until_the_next_write_to_any_thread(tmp_path: Path) -> None:
+    index = RecallIndex()
+    index.add("a", "m1", "The API server listens on port 8080.", position=1, turn=1, role="assistant")
+    first = index.search("a", "API server port")
+    assert index.search("a", "API server port")[0] is first[0]  # the kept answer
+    # a write to another thread changes the table's BM25 statistics: the answer is worked out again
+    index.add("b", "n1", "Nothing about servers here, only a port.", position=1, turn=1, role="user")
+    again = index.search("a", "API server port")
+    assert again == first and again[0] is not first[0]
+    index.add("a", "m2", "The API server moved to port 9090 on the new API host.", position=2, turn=2, role="user")
+    assert {h.passage.message_id for h in index.search("a", "API server port")} == {"m1", "m2"}
+    assert index.add("a", "m2", "again", position=9, turn=9, role="user") == 0  # this process knows it is indexed
+    index.forget("a")
+    assert index.search("a", "API server port") == []
+    # a thread read back from a file looks its indexed messages up in the file
+    path = tmp_path / "kept.sqlite"
+    writer = RecallIndex(path)
+    writer.add("a", "m1", "The API server listens on port 8080.", position=1, turn=1, role="assistant")
+    writer.close()
+    reader = RecallIndex(path)
+    assert reader.add("a", "m1", "again", position=9, turn=9, role="user") == 0
+    assert reader.add("a", "m3", "A new passage about the port.", position=3, turn=3, role="user") == 1
+
+
 # -- the budget manager ----------------------------------------------------------------------------------------------
 
 

@@ -60,6 +60,8 @@ SCHEMA_VERSION = 2
 
 _TERMS_CACHE = 16384
 """Passages whose folded words are kept for coverage tests (hits recur across the searches of one session)."""
+_ANSWERS_CACHE = 64
+"""Searches whose answers are kept (`RecallIndex.search`): a handful of questions are asked again at most."""
 _SLOT_BITS = 32
 _SEQ_MASK = (1 << _SLOT_BITS) - 1
 _MAX_SLOT = (1 << 31) - 1
@@ -218,7 +220,8 @@ def query_terms(text: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
 
 def normal_terms(text: str) -> set[str]:
     """The words of ``text`` folded for overlap tests: case-folded, a plural ``s`` dropped ("days" -> "day")."""
-    # `_fold` inlined: this runs on every passage indexed
+    # `_fold` inlined: this runs on every passage indexed (a regular expression cutting the plural ``s`` from the
+    # text first measured slower)
     return {w[:-1] if len(w) > 3 and w[-1] == "s" and w[-2] != "s" else w for w in set(_WORD.findall(text.casefold()))}
 
 
@@ -239,6 +242,9 @@ class _Stats:
     seq: int = 0
     docs: int = 0
     df: Counter[str] = field(default_factory=Counter)
+    ids: set[str] | None = None
+    """The ids of the messages indexed, for a thread this process created (None: a thread read from a file, whose
+    ids are looked up in it): adding a batch then needs no query to skip the messages already indexed."""
 
 
 class RecallIndex:
@@ -259,6 +265,10 @@ class RecallIndex:
         # conversation under budget) answers without a query
         self._absent: set[str] = set()
         self._terms: LRUCache[int, tuple[str, ...]] = LRUCache(_TERMS_CACHE)
+        # answers of recent searches, valid while `_generation` (bumped by every write: BM25 reads the whole
+        # table's statistics, so a write to any thread can change any thread's scores) is unchanged
+        self._answers: LRUCache[tuple[object, ...], list[Hit]] = LRUCache(_ANSWERS_CACHE)
+        self._generation = 0
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False)
             self._setup()
@@ -333,7 +343,7 @@ class RecallIndex:
                     "finished threads or use one index per group of threads"
                 )
             db.execute("INSERT INTO recall_thread(slot, thread) VALUES (?, ?)", (slot, thread))
-            stats = _Stats(slot)
+            stats = _Stats(slot, ids=set())
         else:
             slot = int(row[0])
             base = slot << _SLOT_BITS
@@ -371,8 +381,12 @@ class RecallIndex:
             db = self._db
             stats = self._stats(thread, create=True)
             assert stats is not None
-            ids = list({e.message_id for e in batch})
             have: set[str] = set()
+            ids: list[str] = []
+            if stats.ids is not None:
+                have.update(stats.ids.intersection(e.message_id for e in batch))
+            else:
+                ids = list({e.message_id for e in batch})
             for i in range(0, len(ids), _IN_CHUNK):
                 chunk = ids[i : i + _IN_CHUNK]
                 have.update(
@@ -437,7 +451,10 @@ class RecallIndex:
             )
         base = (stats.slot << _SLOT_BITS) + stats.seq
         stats.seq += len(rows)
+        self._generation += 1
         words = [normal_terms(row[9]) for row in rows]
+        if stats.ids is not None:
+            stats.ids.update(row[0] for row in rows if row[1] == 0)
         db = self._db
         db.executemany(
             "INSERT INTO recall_passage(rowid, slot, message_id, part, parts, position, turn, role, date, lead, trail, "
@@ -481,10 +498,32 @@ class RecallIndex:
 
         Before FTS5 runs, the query's words are looked up in the thread's word frequencies: when the words the
         index holds at all carry less than ``min_coverage`` (or ``gate``) of the query's rarity, no passage can
-        reach it and the search is skipped.
+        reach it and the search is skipped. The answer is kept while nothing is added or forgotten: the same
+        question asked again (the recall tool called twice, a turn searched again after a restart of its step)
+        costs a dictionary lookup.
         """
         if limit <= 0:
             return []
+        skip = frozenset(exclude)
+        with self._lock:
+            key = (thread, query, limit, skip, min_score, min_coverage, gate, self._generation)
+            found = self._answers.get(key)
+        if found is None:
+            found = self._search(thread, query, limit, skip, min_score, min_coverage, gate)
+            with self._lock:
+                self._answers.put(key, found)
+        return list(found)
+
+    def _search(
+        self,
+        thread: str,
+        query: str,
+        limit: int,
+        skip: frozenset[str],
+        min_score: float,
+        min_coverage: float,
+        gate: float,
+    ) -> list[Hit]:
         with self._lock:
             stats = self._stats(thread, create=False)
         if stats is None or not stats.docs:  # nothing of this thread indexed: no words to look at either
@@ -492,7 +531,6 @@ class RecallIndex:
         terms = query_terms(query, limit=4 * MAX_QUERY_TERMS)
         if not terms:
             return []
-        skip = set(exclude)
         with self._lock:
             stats = self._stats(thread, create=False)  # again: another thread may have forgotten it meanwhile
             if stats is None:
@@ -617,5 +655,6 @@ class RecallIndex:
             for table in ("recall_passage", "recall_ref", "recall_term", "recall_thread"):
                 db.execute(f"DELETE FROM {table} WHERE slot = ?", (stats.slot,))
             db.commit()
+            self._generation += 1
             del self._threads[thread]
             self._terms.drop(lambda rowid, _: rowid >> _SLOT_BITS != stats.slot)
