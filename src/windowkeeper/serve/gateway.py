@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._cache import LRUCache
 from ..context import TokenBudgetContextManager
 from ..integrations._formats import read_messages
 from ..storage import SessionStore
@@ -176,7 +177,7 @@ class Gateway:
         self.recognizer = Recognizer(store)
         self.metrics = Metrics()
         self._pending: dict[asyncio.Task[Plan | None], asyncio.Event] = {}
-        self._hints: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._hints: LRUCache[tuple[str, str], str] = LRUCache(config.max_threads, name="max_threads")
         """(index session, head) -> the thread last served here under it (`_hinted`)."""
         self._waiting: Counter[str] = Counter()
         """Calls per thread in `manage` (their answer waits for the window): none may be passed by an early one."""
@@ -233,7 +234,7 @@ class Gateway:
         this one also continues and is longer (two conversations that were one list until now), which takes two
         clients sending the same conversation at once; the window still reads the thread's committed state.
         """
-        name = self._hints.get((index_session, head))
+        name = self._hints.peek((index_session, head))
         local = self.threads.local(internal_id(scope, name)) if name is not None else None
         known = local.items if local is not None else None
         if name is None or known is None or len(items) < len(known):
@@ -247,10 +248,7 @@ class Gateway:
         if match.index_session is None or match.head is None:
             return
         key = (match.index_session, match.head)
-        self._hints[key] = match.name
-        self._hints.move_to_end(key)
-        while len(self._hints) > self.config.max_threads:
-            self._hints.popitem(last=False)
+        self._hints.put(key, match.name)
 
     async def manage(self, placed: Placement) -> Plan:
         """Run the thread's window on the placed request (under the thread's lock) and build the upstream body."""
