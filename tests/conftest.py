@@ -11,7 +11,7 @@ import gc
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 from hypothesis import settings
@@ -120,3 +120,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     _LEFT_UNCLOSED.extend(_leaks())
     if _LEFT_UNCLOSED and _strict_resources():
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+LEAK_PER_TEST_ENV = "WINDOWKEEPER_LEAKS_PER_TEST"
+"""Set to 1 to collect garbage after every test, so a socket or transport left unclosed fails the test that left
+it (pytest reports unraisable warnings per test phase) instead of whichever later test happens to collect it."""
+
+
+@pytest.fixture(autouse=os.environ.get(LEAK_PER_TEST_ENV) == "1")
+def _collect_after_each_test() -> Iterator[None]:
+    yield
+    gc.collect()

@@ -39,7 +39,7 @@ import threading
 import weakref
 from asyncio.events import _get_running_loop, _set_running_loop
 from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ClassVar, ParamSpec, Self, TypeVar
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -519,7 +519,40 @@ class LoopThread:
         loop.close()
 
 
+class Closing:
+    """`close` and ``with``/``async with`` for a class that writes only ``async def aclose()``.
+
+    What such an object holds (an SDK client's connections) lives on an event loop, so the one real way to release
+    it is the coroutine; sync callers get it through `run_sync`, which refuses inside a running loop and names the
+    ``await`` to use there.
+    """
+
+    closing_name: ClassVar[str] = "obj"
+    """What the refusal inside a running loop calls the object (``await client.aclose()``)."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must define async def aclose()")
+
+    def close(self) -> None:
+        """`aclose` from sync code (its resources on this thread's own loop); RuntimeError inside a running loop."""
+        name = type(self).__name__
+        run_sync(self.aclose, caller=f"{name}.close()", instead=f"await {self.closing_name}.aclose()")
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 __all__ = [
+    "Closing",
     "LoopThread",
     "adrive",
     "drive",

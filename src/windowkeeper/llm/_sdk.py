@@ -16,9 +16,9 @@ import weakref
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
-from .._bridge import run_sync
+from .._bridge import Closing
 from .._validate import check_int
 from ..errors import ConfigurationError, MissingDependencyError, ProviderError
 
@@ -141,13 +141,15 @@ class PerLoop(Generic[T]):
                 await guard.aclose()
 
 
-class SDKClient(ABC, Generic[C]):
+class SDKClient(Closing, ABC, Generic[C]):
     """What every SDK-backed `LLMClient` keeps the same: its settings, the API key lookup and one SDK client per
     event loop with its closing.
 
     A subclass imports its SDK before calling ``super().__init__`` (a missing extra is the first error a user
     should see), sets the class attributes below and builds its SDK client in `_make_sdk_client`.
     """
+
+    closing_name = "client"
 
     provider: str
     api_key_env: ClassVar[tuple[str, ...]]
@@ -191,25 +193,6 @@ class SDKClient(ABC, Generic[C]):
     async def aclose(self) -> None:
         """Close the SDK client of the running loop now (loops that end close theirs automatically)."""
         await self._clients.close_current()
-
-    def close(self) -> None:
-        """Close the SDK client the sync calls (`complete`) use: the one on this thread's own loop.
-
-        Raises RuntimeError inside a running event loop, whose client only ``await client.aclose()`` can close.
-        """
-        run_sync(self.aclose, caller="close()", instead="await client.aclose()")
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 __all__ = ["PerLoop", "SDKClient", "as_count", "check_settings", "first_env", "import_sdk", "stainless_error"]

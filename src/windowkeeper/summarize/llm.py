@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Self
 
-from .._bridge import run_sync
+from .._bridge import Closing
 from .._cut import Cut, cut_to_tokens
 from .._validate import check_int
 from ..errors import ConfigurationError
@@ -107,7 +106,7 @@ def bounded_summary_prompt(
     return _compose(previous, "\n".join(rendered), max_tokens, omitted=omitted), len(rendered)
 
 
-class LLMSummarizer:
+class LLMSummarizer(Closing):
     """`Summarizer` backed by a model; ``max_tokens`` becomes the call's ``max_output_tokens``.
 
     ``system_prompt`` replaces the default instruction for every call; a call's ``instructions`` argument
@@ -117,6 +116,8 @@ class LLMSummarizer:
     The summarizer owns its client: `aclose` (or ``async with``; `close`/``with`` from sync code) closes it too,
     so a summarizer built by `get_summarizer` leaves no connection open.
     """
+
+    closing_name = "summarizer"
 
     def __init__(
         self,
@@ -147,22 +148,6 @@ class LLMSummarizer:
         close = getattr(self.client, "aclose", None)
         if close is not None:
             await close()
-
-    def close(self) -> None:
-        """Close the client's connections of the sync calls (RuntimeError inside a running loop: use `aclose`)."""
-        run_sync(self.aclose, caller="LLMSummarizer.close()", instead="await summarizer.aclose()")
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def request_tokens(self, system: str, prompt: str) -> int:
         """Input tokens of a request with ``system`` and one user message ``prompt``, as ``counter`` counts them."""
