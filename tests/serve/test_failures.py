@@ -77,22 +77,28 @@ def test_a_stream_the_upstream_drops_is_dropped_for_the_client_too(
 ) -> None:
     if route == "chat":
         openai_server.drop(after_events=3, text="one two three four five six")
-        client = openai.OpenAI(base_url=gateway.url + "/v1", api_key="sk", max_retries=0)
-        with pytest.raises((openai.APIError, *BROKEN)):
-            for _ in client.chat.completions.create(model="m", messages=MESSAGES, stream=True):
-                pass
-        assert client.chat.completions.create(model="m", messages=MESSAGES).choices[0].message.content == "ok"
+        # the broken stream and the clients are closed here: a dropped response is no longer in the pool, so only
+        # closing its stream releases its socket
+        with openai.OpenAI(base_url=gateway.url + "/v1", api_key="sk", max_retries=0) as client:
+            with (
+                pytest.raises((openai.APIError, *BROKEN)),
+                client.chat.completions.create(model="m", messages=MESSAGES, stream=True) as chunks,
+            ):
+                for _ in chunks:
+                    pass
+            assert client.chat.completions.create(model="m", messages=MESSAGES).choices[0].message.content == "ok"
     else:
         anthropic_server.drop(after_events=4, text="one two three four five six")
-        aclient = anthropic.Anthropic(base_url=gateway.url, api_key="sk", max_retries=0)
-        with (
-            pytest.raises((anthropic.APIError, *BROKEN)),
-            aclient.messages.stream(model="c", max_tokens=5, messages=MESSAGES) as stream,
-        ):
-            for _ in stream:
-                pass
-            stream.get_final_message()
-        assert aclient.messages.create(model="c", max_tokens=5, messages=MESSAGES).content[0].text == "ok"  # type: ignore[union-attr]
+        with anthropic.Anthropic(base_url=gateway.url, api_key="sk", max_retries=0) as aclient:
+            with (
+                pytest.raises((anthropic.APIError, *BROKEN)),
+                aclient.messages.stream(model="c", max_tokens=5, messages=MESSAGES) as stream,
+            ):
+                for _ in stream:
+                    pass
+                stream.get_final_message()
+            reply = aclient.messages.create(model="c", max_tokens=5, messages=MESSAGES)
+            assert reply.content[0].text == "ok"  # type: ignore[union-attr]
 
 
 def test_a_client_that_leaves_mid_stream_does_not_disturb_the_gateway(
