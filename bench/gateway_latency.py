@@ -155,8 +155,10 @@ def main(argv: list[str] | None = None) -> int:
             f"| {row['size']:,} | {row['tokens']:,} | {row['p50_ms']:.2f} ms | {row['p99_ms']:.2f} ms | "
             f"{row['ttfb_p50_ms']:.2f} ms | {row['cpu_ms']:.2f} ms |"
         )
-    ratio = rows[2]["cpu_ms"] / rows[1]["cpu_ms"]
-    print(f"\nCPU per request at 100k / at 10k: {ratio:.2f}x")
+    if rows[1]["cpu_ms"] > 0:
+        print(f"\nCPU per request at 100k / at 10k: {rows[2]['cpu_ms'] / rows[1]['cpu_ms']:.2f}x")
+    else:  # the kernel counts a process's CPU in clock ticks: a short run can read 0 at 10k
+        print("\nCPU per request at 100k / at 10k: too few requests to measure (raise --requests)")
     return 0
 
 
