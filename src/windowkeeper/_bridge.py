@@ -37,6 +37,7 @@ import os
 import sys
 import threading
 import weakref
+from abc import ABC, abstractmethod
 from asyncio.events import _get_running_loop, _set_running_loop
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, ClassVar, ParamSpec, Self, TypeVar
@@ -519,7 +520,7 @@ class LoopThread:
         loop.close()
 
 
-class Closing:
+class Closing(ABC):
     """`close` and ``with``/``async with`` for a class that writes only ``async def aclose()``.
 
     What such an object holds (an SDK client's connections) lives on an event loop, so the one real way to release
@@ -530,8 +531,9 @@ class Closing:
     closing_name: ClassVar[str] = "obj"
     """What the refusal inside a running loop calls the object (``await client.aclose()``)."""
 
+    @abstractmethod
     async def aclose(self) -> None:
-        raise NotImplementedError(f"{type(self).__name__} must define async def aclose()")
+        """Release what the object holds, on the running loop."""
 
     def close(self) -> None:
         """`aclose` from sync code (its resources on this thread's own loop); RuntimeError inside a running loop."""
