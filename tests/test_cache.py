@@ -121,3 +121,17 @@ def test_the_sized_cache_is_bounded_by_bytes() -> None:
     assert "b" not in cache and cache.bytes == 8
     cache.put("huge", "w" * 11, 11)  # larger than the whole bound: not kept, nothing else evicted
     assert "huge" not in cache and len(cache) == 2
+
+
+def test_evict_while_stops_at_the_entry_in_use_and_sees_the_holders_totals() -> None:
+    cache: LRUCache[str, int] = LRUCache(10)
+    for key, size in (("a", 5), ("b", 4), ("c", 3), ("d", 2)):
+        cache.put(key, size)
+    held = {"total": 14}
+    evicted = []
+    for key, size in cache.evict_while(lambda _k, _v: held["total"] > 6):
+        held["total"] -= size  # the holder's own total, read by the predicate before the next entry is judged
+        evicted.append(key)
+    assert evicted == ["a", "b"] and list(cache) == ["c", "d"] and held["total"] == 5
+    assert list(cache.evict_while(lambda _k, _v: True, keep="c")) == []  # "c" is the oldest and in use
+    assert list(cache) == ["c", "d"]

@@ -71,6 +71,22 @@ class LRUCache(Generic[K, V]):
         """Remove ``key``; its value, or None."""
         return self._items.pop(key, None)
 
+    def evict_while(self, over: Callable[[K, V], bool], *, keep: K | None = None) -> Iterator[tuple[K, V]]:
+        """Remove the least recently used entries, one at a time, while ``over(key, value)`` says the oldest must
+        go, yielding each; stops at ``keep`` (an entry in use is never evicted).
+
+        For a holder whose bound is more than a count (bytes of its entries, idle time): the predicate reads the
+        holder's own totals, which the holder updates for each entry yielded before the next one is judged, and the
+        holder releases what an entry owned as it receives it.
+        """
+        items = self._items
+        while items:
+            key, value = next(iter(items.items()))
+            if key == keep or not over(key, value):
+                return
+            del items[key]
+            yield key, value
+
     def drop(self, keep: Callable[[K, V], bool] | None = None) -> None:
         """Drop every entry (None), or those ``keep`` says no to."""
         if keep is None:
