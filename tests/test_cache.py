@@ -123,7 +123,7 @@ def test_the_sized_cache_is_bounded_by_bytes() -> None:
     assert "huge" not in cache and len(cache) == 2
 
 
-def test_evict_while_stops_at_the_entry_in_use_and_sees_the_holders_totals() -> None:
+def test_evict_while_passes_over_entries_in_use_and_sees_the_holders_totals() -> None:
     cache: LRUCache[str, int] = LRUCache(10)
     for key, size in (("a", 5), ("b", 4), ("c", 3), ("d", 2)):
         cache.put(key, size)
@@ -133,5 +133,5 @@ def test_evict_while_stops_at_the_entry_in_use_and_sees_the_holders_totals() -> 
         held["total"] -= size  # the holder's own total, read by the predicate before the next entry is judged
         evicted.append(key)
     assert evicted == ["a", "b"] and list(cache) == ["c", "d"] and held["total"] == 5
-    assert list(cache.evict_while(lambda _k, _v: True, keep="c")) == []  # "c" is the oldest and in use
-    assert list(cache) == ["c", "d"]
+    assert list(cache.evict_while(lambda _k, _v: True, in_use=lambda k: k == "c")) == [("d", 2)]
+    assert list(cache) == ["c"]  # "c" was the oldest, but in use

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
+from itertools import islice
 from typing import Generic, TypeVar
 
 from .errors import ConfigurationError
@@ -71,18 +72,24 @@ class LRUCache(Generic[K, V]):
         """Remove ``key``; its value, or None."""
         return self._items.pop(key, None)
 
-    def evict_while(self, over: Callable[[K, V], bool], *, keep: K | None = None) -> Iterator[tuple[K, V]]:
+    def evict_while(
+        self, over: Callable[[K, V], bool], *, in_use: Callable[[K], bool] | None = None
+    ) -> Iterator[tuple[K, V]]:
         """Remove the least recently used entries, one at a time, while ``over(key, value)`` says the oldest must
-        go, yielding each; stops at ``keep`` (an entry in use is never evicted).
+        go, yielding each; an entry ``in_use`` names stays where it is and the next oldest is judged instead.
 
         For a holder whose bound is more than a count (bytes of its entries, idle time): the predicate reads the
         holder's own totals, which the holder updates for each entry yielded before the next one is judged, and the
-        holder releases what an entry owned as it receives it.
+        holder releases what an entry owned as it receives it. An entry in use (a call in flight on it) is never
+        evicted under that call.
         """
-        items = self._items
-        while items:
-            key, value = next(iter(items.items()))
-            if key == keep or not over(key, value):
+        items, passed = self._items, 0
+        while len(items) > passed:
+            key, value = next(islice(items.items(), passed, None))
+            if in_use is not None and in_use(key):
+                passed += 1
+                continue
+            if not over(key, value):
                 return
             del items[key]
             yield key, value

@@ -3,6 +3,7 @@ thread pushed out is read back from the store when it returns, and its calls go 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -77,3 +78,35 @@ def test_idle_threads_leave_memory(make_gateway: GatewayFactory, openai_server: 
 def test_memory_bounds_must_be_positive(name: str) -> None:
     with pytest.raises(ConfigurationError, match=name):
         ServeConfig(**{name: 0})
+
+
+def test_concurrent_threads_pushed_out_keep_their_names_and_are_managed(
+    make_gateway: GatewayFactory, openai_server: FakeOpenAIServer
+) -> None:
+    """Eviction passes over a thread with a call in flight: pushed out under its own call, it conflicted with its
+    own commit until the gateway gave up and forwarded the request unmanaged (no thread header, so the client's
+    conversation looked split)."""
+    gw = make_gateway(budget=800, max_thread_bytes=1)
+    names: dict[int, list[str | None]] = {s: [] for s in range(6)}
+
+    async def session(s: int, client: httpx.AsyncClient) -> None:
+        items: list[dict[str, Any]] = [{"role": "system", "content": f"Assistant {s}."}]
+        for n in range(12):
+            items = [*items, {"role": "user", "content": f"session {s} turn {n}: " + "detail " * 120}]
+            response = await client.post(
+                gw.url + "/v1/chat/completions",
+                json={"model": "m", "messages": items},
+                headers={"authorization": "Bearer sk-mem"},
+            )
+            assert response.status_code == 200, response.text
+            names[s].append(response.headers.get("x-windowkeeper-thread"))
+            items = [*items, {"role": "assistant", "content": f"answer {n} of session {s}"}]
+
+    async def main() -> None:
+        async with httpx.AsyncClient(timeout=60) as client:
+            await asyncio.gather(*(session(s, client) for s in names))
+
+    asyncio.run(main())
+    assert gw.gateway.threads.evictions > 0
+    assert all(None not in calls and len(set(calls)) == 1 for calls in names.values()), names
+    assert len({calls[0] for calls in names.values()}) == len(names)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
+import sys
 import tempfile
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from .._cache import LRUCache
 from ..context import TokenBudgetContextManager
 from ..context.recall import Recall
 from ..context.recall_index import RecallIndex
@@ -166,7 +167,8 @@ class Threads:
     def __init__(self, config: ServeConfig, store: SessionStore) -> None:
         self.config = config
         self.store = CommitStore(store)
-        self._threads: OrderedDict[str, Thread] = OrderedDict()
+        # bounded by `_evict` (count, bytes, idle time, releasing what each evicted thread holds), not by `put`
+        self._threads: LRUCache[str, Thread] = LRUCache(sys.maxsize)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self._summarizer: Any = None
         self._recall: Recall | None = None
@@ -184,7 +186,7 @@ class Threads:
         return lock
 
     def local(self, thread_id: str) -> Thread | None:
-        return self._threads.get(thread_id)
+        return self._threads.peek(thread_id)
 
     def summarizer(self) -> Any:
         if self._summarizer is None:
@@ -216,21 +218,29 @@ class Threads:
     def _evict(self, keep: str) -> None:
         """Keep the threads in memory within the process's bounds: at most ``max_threads``, their last requests at
         most ``max_thread_bytes`` together, none idle for more than ``idle_seconds``. The least recently used go
-        first (never ``keep``, the thread being served); a thread that comes back is read from the store.
+        first, passing over ``keep`` (the thread being served) and every thread with a call in flight; a thread that
+        comes back is read from the store.
 
         What a thread holds in memory (its window's view and read cache, its items, its share of the recall index)
         grows with its conversation, so a bound on the number of threads alone lets the process grow without end
         while its conversations do; the request size is the measure of that growth the gateway has for free.
         """
         config, now = self.config, time.monotonic()
-        while len(self._threads) > 1:
-            oldest, thread = next(iter(self._threads.items()))
-            if oldest == keep:
-                break
-            over = len(self._threads) > config.max_threads or self._bytes > config.max_thread_bytes
-            if not over and now - thread.used <= config.idle_seconds:
-                break
-            del self._threads[oldest]
+
+        def over(_: str, thread: Thread) -> bool:
+            return (
+                len(self._threads) > config.max_threads
+                or self._bytes > config.max_thread_bytes
+                or now - thread.used > config.idle_seconds
+            )
+
+        def in_use(thread_id: str) -> bool:
+            # a thread with a call in flight (its lock held or awaited) stays: evicting it under that call would
+            # forget the version its commit expects, and the call would conflict with itself until it gave up
+            lock = self._locks.get(thread_id)
+            return thread_id == keep or (lock is not None and lock.locked())
+
+        for oldest, thread in self._threads.evict_while(over, in_use=in_use):
             self._bytes -= thread.weight
             self.evictions += 1
             self.store.forget(oldest)
@@ -269,7 +279,7 @@ class Threads:
         ``weight``: the size in bytes of the request (what the thread's memory grows with, see `_evict`).
         """
         for attempt in range(MAX_ATTEMPTS):
-            thread = self._threads.get(thread_id)
+            thread = self._threads.peek(thread_id)
             committed = await self.store.version(thread_id)
             if thread is not None and (self.store.versions.get(thread_id) != committed or thread.window.format != fmt):
                 logger.debug(
@@ -279,13 +289,14 @@ class Threads:
             if thread is None:
                 self.store.forget(thread_id)
                 fresh = self._new(thread_id, fmt, tools)
-                old = self._threads.get(thread_id)
+                old = self._threads.pop(thread_id)
+                if old is not None:
+                    self._bytes -= old.weight  # replaced: its request no longer counts against the bound
                 self._release(old)
                 fresh.items = old.items if old is not None else None
                 fresh.removed = None if committed else 0
                 thread = fresh
-            self._threads[thread_id] = thread
-            self._threads.move_to_end(thread_id)
+            self._threads.put(thread_id, thread)
             self._weigh(thread, weight)
             self._evict(thread_id)
             try:
@@ -295,7 +306,7 @@ class Threads:
                 logger.info(
                     "thread %s: another process committed first (attempt %d); redoing the call", thread_id, attempt + 1
                 )
-                gone = self._threads.pop(thread_id, None)
+                gone = self._threads.pop(thread_id)
                 if gone is not None:
                     self._bytes -= gone.weight
                 self._release(gone)
