@@ -3,7 +3,8 @@
 A plain name and its ``a``-prefixed twin on one object are the sync and the async form of one operation; a class
 that has such twins names every coroutine with an ``a``; an interface that is async through and through names its
 coroutines plainly; no public name says its form with a suffix; a protocol implementers write as one coroutine
-gets its sync form as a module function.
+gets its sync form as a module function; every built-in context manager writes only its planning core and gets
+``trim_context``/``atrim_context`` from the base.
 """
 
 from __future__ import annotations
@@ -101,3 +102,42 @@ def test_the_extractive_summarizer_computes_the_same_summary_both_ways() -> None
     messages = [Message.text_message("The deploy key is KEY-1234 for billing-api.", message_id="m")]
     summarizer = ExtractiveSummarizer()
     assert asyncio.run(summarizer.summarize(messages, max_tokens=100)) == summarizer.extract(messages, max_tokens=100)
+
+
+def _built_in_managers() -> list[type]:
+    """Every context manager class the package defines (its public surface imported, so each is loaded)."""
+    from windowkeeper.context import BaseContextManager
+
+    for module_name in PUBLIC_SURFACE:
+        importlib.import_module(module_name)
+    found: list[type] = []
+    todo: list[type] = [BaseContextManager]
+    while todo:
+        cls = todo.pop()
+        for sub in cls.__subclasses__():
+            if sub.__module__.startswith("windowkeeper.") and sub not in found:
+                found.append(sub)
+            todo.append(sub)
+    return found
+
+
+def test_every_built_in_manager_gets_its_trim_entry_points_from_the_base() -> None:
+    """A strategy writes its planning core only (`BaseContextManager.plan`); the base drives it both ways, so the
+    sync and the async trim cannot disagree and no manager carries a hand-written pair (issue 24)."""
+    from windowkeeper.context import BaseContextManager
+
+    managers = _built_in_managers()
+    names = {cls.__name__ for cls in managers}
+    expected = {"MessageContextManager", "SummaryContextManager", "TokenBudgetContextManager", "MemoryContextManager"}
+    assert expected <= names, f"a built-in manager was not found: {sorted(expected - names)}"
+    own = [
+        f"{cls.__qualname__}.{name}"
+        for cls in managers
+        for name in ("trim_context", "atrim_context")
+        if any(
+            name in vars(k) for k in cls.__mro__ if k is not BaseContextManager and issubclass(k, BaseContextManager)
+        )
+    ]
+    assert not own, f"write the planning core (plan) and let the base provide both trim methods: {own}"
+    coreless = [cls.__qualname__ for cls in managers if cls.plan is BaseContextManager.plan]
+    assert not coreless, f"every built-in manager writes its planning core, plan(state): {coreless}"

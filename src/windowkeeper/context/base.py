@@ -1,8 +1,9 @@
 """`BaseContextManager`: the contract every context strategy fulfils, one planning core per strategy, per-call metrics.
 
 A strategy is written once, as a planning core (`plan`): a generator that plans on the state without I/O and
-yields a `SummaryRequest` when it needs a summary. The base drives the core for the sync entry point and for the
-async one the graph awaits, and performs each request through the one fail-safe summarizer call, so no strategy
+yields a `SummaryRequest` when it needs a summary, or the awaitable of any other real I/O it needs (a store read
+or write). The base drives the core for the sync entry point and for the async one the graph awaits, performs
+each request through the one fail-safe summarizer call and awaits every other awaitable as it is, so no strategy
 writes its own sync/async pair (the budget manager's compaction was the model). A strategy that instead writes
 both trim methods by hand still works; one that writes neither, or only one, is refused at instantiation with an
 explained TypeError rather than failing at its first call deep inside a run. Recall is one step too
@@ -58,6 +59,11 @@ class SummaryRequest:
     instructions: str | None = None
 
 
+PlanStep = SummaryRequest | Awaitable[Any]
+"""What a planning core yields: a `SummaryRequest` (it is sent the summary text or None), or the awaitable of
+other real I/O such as a store read or write (it is sent the awaitable's result, or has its exception thrown in)."""
+
+
 def adapt_summarizer(obj: Any) -> Any:
     """``obj`` as a `Summarizer`, or a `ConfigurationError` raised when the manager is built, not at its first trim."""
     from ..summarize import as_summarizer
@@ -93,11 +99,13 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
     """Base class of context strategies: given a state, return it with a (possibly) shorter ``context``.
 
     A strategy writes one planning core, `plan`: a generator that works on the state without I/O, yields a
-    `SummaryRequest` whenever it needs a summary and is sent the text (None when none could be made). The base
-    drives it for both entry points, ``trim_context`` (sync) and ``atrim_context`` (async, the one the graph
-    awaits), so the two can never disagree. A strategy may instead implement both trim methods itself (the async
-    one may simply call the sync one). ``last_metrics`` / ``metrics_total`` report what the built-in managers did;
-    they exist even when a subclass's ``__init__`` never calls ``super().__init__()``.
+    `SummaryRequest` whenever it needs a summary and is sent the text (None when none could be made), and yields
+    the awaitable of any other I/O it needs (``value = yield memory.messages(sid)``), sent its result or thrown its
+    exception, the way ``await`` would. The base drives it for both entry points, ``trim_context`` (sync) and
+    ``atrim_context`` (async, the one the graph awaits), so the two can never disagree. A strategy may instead
+    implement both trim methods itself (the async one may simply call the sync one). ``last_metrics`` /
+    ``metrics_total`` report what the built-in managers did; they exist even when a subclass's ``__init__`` never
+    calls ``super().__init__()``.
     """
 
     _log: ClassVar[logging.Logger] = logging.getLogger(__name__)
@@ -116,9 +124,13 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
 
     # -- the planning core and its two drivers -----------------------------------------------------------------
 
-    def plan(self, state: S) -> Generator[SummaryRequest, str | None, S]:
-        """Return ``state`` with ``context`` trimmed, yielding a `SummaryRequest` for each summary needed.
+    def plan(self, state: S) -> Generator[PlanStep, Any, S]:
+        """Return ``state`` with ``context`` trimmed, yielding a `SummaryRequest` for each summary needed (sent the
+        text, or None) and the awaitable of any other I/O (sent its result; its exception is thrown in).
 
+        Everything between two yields is pure CPU: the sync driver runs it on the calling thread with no event
+        loop, and only what is yielded runs on one, so one core serves both entry points. A core whose I/O is
+        several dependent store calls may yield one coroutine doing them all (one crossing for the sync form).
         The default runs a strategy's own ``trim_context``, for one that implements both trim methods instead.
         """
         yield from ()
@@ -129,7 +141,7 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
         made on this thread's loop, which is refused inside a running event loop: await `atrim_context` there."""
         return drive(
             self._with_io(state),
-            caller=f"{type(self).__name__}.trim_context() (it needs to run its summarizer)",
+            caller=f"{type(self).__name__}.trim_context() (it needs {self._io_needed})",
             instead="await manager.atrim_context(state)",
         )
 
@@ -137,14 +149,26 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
         """Async form of `trim_context`; this is the one the graph's Agent awaits."""
         return await adrive(self._with_io(state))
 
-    def _with_io(self, state: S) -> Generator[Awaitable[str | None], str | None, S]:
+    _io_needed: ClassVar[str] = "to run its summarizer"
+    """What the sync entry point's refusal inside a running loop says the trim needs the loop for."""
+
+    def _with_io(self, state: S) -> Generator[Awaitable[Any], Any, S]:
         """The planning core as a core of the one sync/async bridge (`_bridge.drive`): each `SummaryRequest` it
-        yields becomes the awaitable `asummarize` of it."""
+        yields becomes the awaitable `asummarize` of it; any other awaitable goes to the driver as it is, and
+        what the driver sends or throws back goes to the core."""
         core = self.plan(state)
         try:
-            request = next(core)
+            step = next(core)
             while True:
-                request = core.send((yield self.asummarize(request)))
+                io = self.asummarize(step) if isinstance(step, SummaryRequest) else step
+                try:
+                    value = yield io
+                except GeneratorExit:  # closed (a refused sync call): the finally closes the core
+                    raise
+                except BaseException as exc:  # a failed store call: the core handles it or it propagates
+                    step = core.throw(exc)
+                else:
+                    step = core.send(value)
         except StopIteration as done:
             result: S = done.value
             return result

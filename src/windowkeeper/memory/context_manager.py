@@ -19,14 +19,13 @@ keep seeing what was recalled for it. Only if the view grows until it and the re
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, NamedTuple
 
-from .._bridge import run_sync
 from .._cache import LRUCache
 from ..context._recall_step import RecallStep, continues, make_recall
-from ..context.base import BaseContextManager, ThreadSeed
+from ..context.base import BaseContextManager, PlanStep, ThreadSeed
 from ..context.recall import Recall, join_recall, newest_user
 from ..errors import ConfigurationError
 from ..messages import Message
@@ -43,6 +42,21 @@ SUMMARY_ID_PREFIX = "summary:"
 MAX_RECALL_SESSIONS = 1024
 """Sessions whose recall state (the previous view and its originals) a manager keeps, least recently used out
 first; an evicted session's next call rebuilds it from the stored history, as after a restart."""
+
+
+class _Ingested(NamedTuple):
+    """What one trim's store work (`MemoryContextManager._ingest`) read back."""
+
+    added: list[Message]
+    """The messages of the state the memory had not seen, now added to it, in order."""
+    had_history: bool
+    """Whether the session held any event before this call."""
+    summaries_before: int
+    """Active summaries before the new messages were added."""
+    view: list[Message]
+    """The memory's view after the adds (its summaries as system messages included)."""
+    summaries: list[StructuredSummary]
+    """The memory's active summaries after the adds."""
 
 
 @dataclass
@@ -66,7 +80,12 @@ class MemoryContextManager(BaseContextManager[AgentState]):
     ``recall=True`` (or a `Recall` to share) turns on query-aware recall (see the module docstring); the recall
     index lives in this process, so after a restart the first call of a session reads its history once to rebuild
     it.
+
+    The trim is a planning core (`plan`) like every strategy's: the store work is the one awaitable it yields, so
+    the base provides ``trim_context`` and ``atrim_context`` from it.
     """
+
+    _io_needed: ClassVar[str] = "its memory's store"
 
     def __init__(
         self,
@@ -92,21 +111,31 @@ class MemoryContextManager(BaseContextManager[AgentState]):
     def _session(self, state: AgentState) -> str:
         return self.session_id or state.execution_meta.thread_id or DEFAULT_SESSION
 
-    def trim_context(self, state: AgentState) -> AgentState:
-        return run_sync(
-            lambda: self.atrim_context(state),
-            caller="MemoryContextManager.trim_context()",
-            instead="await manager.atrim_context(state)",
-        )
-
-    async def atrim_context(self, state: AgentState) -> AgentState:
+    def plan(self, state: AgentState) -> Generator[PlanStep, Any, AgentState]:
+        """The trim as a planning core: the store work (`_ingest`) is yielded as one awaitable, and the recall
+        bookkeeping around the memory's view runs as plain code (yielding the history read it may need)."""
         before = self._begin_trim(state)
         sid = self._session(state)
+        ingested: _Ingested = yield self._ingest(sid, state.context)
+        summaries = ingested.summaries
+        context = [m for m in ingested.view if not str(m.message_id).startswith(SUMMARY_ID_PREFIX)]
+        if self.recall is not None:
+            context = yield from self._with_recall(sid, context, ingested.added, ingested.had_history, summaries)
+        state.context = context
+        if summaries:
+            state.context_summary = "\n\n".join(s.render() for s in summaries)
+        self._finish_trim(before, state, summaries_made=max(0, len(summaries) - ingested.summaries_before))
+        return state
+
+    async def _ingest(self, sid: str, context: Sequence[Message]) -> _Ingested:
+        """Add the messages of ``context`` the memory has not seen to session ``sid`` (its tiers run on each add)
+        and read its view back. Only store calls, each depending on the one before, so the core yields them as one
+        awaitable: a sync trim crosses into the event loop once, not once per call."""
         known = {str(m.message_id) for m in await self.memory.messages(sid)}
         had_history = bool(known)
         summaries_before = len(await self.memory.summaries(sid))
         added: list[Message] = []
-        for message in state.context:
+        for message in context:
             mid = str(message.message_id)
             # recall messages are the manager's view of old history, never history of their own
             if mid in known or mid.startswith(SUMMARY_ID_PREFIX) or is_recall(message):
@@ -116,14 +145,7 @@ class MemoryContextManager(BaseContextManager[AgentState]):
             added.append(message)
         view = await self.memory.messages(sid)
         summaries = await self.memory.summaries(sid)
-        context = [m for m in view if not str(m.message_id).startswith(SUMMARY_ID_PREFIX)]
-        if self.recall is not None:
-            context = await self._with_recall(sid, context, added, had_history, summaries)
-        state.context = context
-        if summaries:
-            state.context_summary = "\n\n".join(s.render() for s in summaries)
-        self._finish_trim(before, state, summaries_made=max(0, len(summaries) - summaries_before))
-        return state
+        return _Ingested(added, had_history, summaries_before, view, summaries)
 
     def _sent_tokens(self, context: list[Message], summaries: Sequence[StructuredSummary]) -> int:
         """What the view costs as a prompt: its messages, and the rendered summaries under their header in the
@@ -133,16 +155,17 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         systems = [m.text() for m in context if m.role == "system"]
         return counter.count_messages(context) + summary_tokens(summary, counter, systems)
 
-    async def _with_recall(
+    def _with_recall(
         self,
         sid: str,
         context: list[Message],
         added: list[Message],
         had_history: bool,
         summaries: Sequence[StructuredSummary] = (),
-    ) -> list[Message]:
+    ) -> Generator[Awaitable[Any], Any, list[Message]]:
         """``context`` (the memory's view) with its recall messages: index what left, keep what was placed, and
-        place one for a new user message (the context package's recall step, `RecallStep`)."""
+        place one for a new user message (the context package's recall step, `RecallStep`). Part of the planning
+        core: it yields the one store read it may need (`_recall_history`)."""
         recall = self.recall
         assert recall is not None
         step = RecallStep(recall, sid)
@@ -152,7 +175,7 @@ class MemoryContextManager(BaseContextManager[AgentState]):
             track = _RecallTrack()
             tracks.put(sid, track)  # bounded: a server sees many sessions, and each track holds originals
             if had_history:  # a session this process has not seen: what left the view before is in the history
-                await self._recall_history(step, track, context)
+                yield from self._recall_history(step, track, context)
         step.observe(added)
         for message in added:
             track.live[str(message.message_id)] = message
@@ -188,11 +211,13 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         track.placed.append(out[at])
         return out
 
-    async def _recall_history(self, step: RecallStep, track: _RecallTrack, context: list[Message]) -> None:
+    def _recall_history(
+        self, step: RecallStep, track: _RecallTrack, context: list[Message]
+    ) -> Generator[Awaitable[Any], Any, None]:
         """Seed recall for a session that already has history (`RecallStep.seed`): positions in order, and what is
         out of view. A compacted event shows its gist under its own id, so "in view" means the same id and
-        fingerprint: the original of a gist is out of view and is indexed."""
-        history = await self.memory.history_messages(step.key)
+        fingerprint: the original of a gist is out of view and is indexed. Yields the history read."""
+        history: list[Message] = yield self.memory.history_messages(step.key)
         shown = {(str(m.message_id), m.fingerprint()) for m in context}
 
         def in_view(message: Message) -> bool:
