@@ -241,14 +241,17 @@ class Threads:
             return thread_id == keep or (lock is not None and lock.locked())
 
         for oldest, thread in self._threads.evict_while(over, in_use=in_use):
-            self._bytes -= thread.weight
             self.evictions += 1
             self.store.forget(oldest)
             self._release(thread)
 
     def _release(self, thread: Thread | None) -> None:
-        """Drop what a thread's manager holds in the shared recall (a thread leaving this process's memory)."""
-        manager = thread.window.manager if thread is not None else None
+        """A thread leaves this process's memory (evicted, replaced or redone): its request no longer counts
+        against ``max_thread_bytes``, and its manager drops what it holds in the shared recall."""
+        if thread is None:
+            return
+        self._bytes -= thread.weight
+        manager = thread.window.manager
         if manager is not None:
             manager.forget()
 
@@ -290,8 +293,6 @@ class Threads:
                 self.store.forget(thread_id)
                 fresh = self._new(thread_id, fmt, tools)
                 old = self._threads.pop(thread_id)
-                if old is not None:
-                    self._bytes -= old.weight  # replaced: its request no longer counts against the bound
                 self._release(old)
                 fresh.items = old.items if old is not None else None
                 fresh.removed = None if committed else 0
@@ -306,10 +307,7 @@ class Threads:
                 logger.info(
                     "thread %s: another process committed first (attempt %d); redoing the call", thread_id, attempt + 1
                 )
-                gone = self._threads.pop(thread_id)
-                if gone is not None:
-                    self._bytes -= gone.weight
-                self._release(gone)
+                self._release(self._threads.pop(thread_id))
                 self.store.forget(thread_id)
                 await asyncio.sleep(0.002 * (attempt + 1))
                 continue
