@@ -123,6 +123,21 @@ def test_the_sized_cache_is_bounded_by_bytes() -> None:
     assert "huge" not in cache and len(cache) == 2
 
 
+def test_the_sized_cache_memo_keeps_each_value_at_its_stated_size() -> None:
+    cache: SizedCache[str, str] = SizedCache(10)
+    made: list[str] = []
+
+    def make(key: str) -> str:
+        made.append(key)
+        return key * 3
+
+    assert cache.memo("ab", lambda: make("ab"), len) == "ababab"
+    assert cache.memo("ab", lambda: make("ab"), len) == "ababab" and made == ["ab"]
+    cache.memo("cd", lambda: make("cd"), len)  # 6 + 6 > 10: the older goes
+    assert "ab" not in cache and cache.bytes == 6 and list(cache) == ["cd"]
+    assert SizedCache(0).memo("k", lambda: "v", len) == "v"  # a zero bound computes every time, keeps nothing
+
+
 def test_evict_while_passes_over_entries_in_use_and_sees_the_holders_totals() -> None:
     cache: LRUCache[str, int] = LRUCache(10)
     for key, size in (("a", 5), ("b", 4), ("c", 3), ("d", 2)):

@@ -602,6 +602,7 @@ PUBLIC_SURFACE: dict[str, frozenset[str]] = {
             "ApproxCounter",
             "CachingCounter",
             "CalibratedCounter",
+            "MEMO_ENTRY_BYTES",
             "MESSAGE_OVERHEAD",
             "OFFLINE_ENCODINGS",
             "REPLY_PRIMING",

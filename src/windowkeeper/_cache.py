@@ -152,6 +152,14 @@ class SizedCache(Generic[K, V]):
         self._items.move_to_end(key)
         return hit[0]
 
+    def memo(self, key: K, make: Callable[[], V], size: Callable[[V], int]) -> V:
+        """The value under ``key``, computed by ``make()`` and kept at ``size(value)`` bytes when missing."""
+        value = self.get(key)
+        if value is None:
+            value = make()
+            self.put(key, value, size(value))
+        return value
+
     def drop(self, keep: Callable[[K, V], bool] | None = None) -> None:
         """Drop every entry (None), or those ``keep`` says no to."""
         if keep is None:
@@ -166,6 +174,10 @@ class SizedCache(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+    def __iter__(self) -> Iterator[K]:
+        """The keys, least recently used first."""
+        return iter(self._items)
 
 
 __all__ = ["LRUCache", "SizedCache"]

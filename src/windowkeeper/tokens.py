@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .tokenizing.calibration import CalibratedCounter
 from .tokenizing.counters import (
+    MEMO_ENTRY_BYTES,
     MESSAGE_OVERHEAD,
     REPLY_PRIMING,
     ROLE_TOKENS,
@@ -30,6 +31,7 @@ from .tokenizing.media import base64_decoded_size, image_tokens_for_size, media_
 from .tokenizing.registry import counter_for_model, default_counter, exact_counter
 
 __all__ = [
+    "MEMO_ENTRY_BYTES",
     "MESSAGE_OVERHEAD",
     "OFFLINE_ENCODINGS",
     "REPLY_PRIMING",

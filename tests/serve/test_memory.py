@@ -13,6 +13,7 @@ import pytest
 from windowkeeper.errors import ConfigurationError
 from windowkeeper.serve import ServeConfig
 from windowkeeper.testing.fake_servers import FakeOpenAIServer
+from windowkeeper.tokens import MEMO_ENTRY_BYTES
 
 from .conftest import GatewayFactory
 
@@ -74,7 +75,42 @@ def test_idle_threads_leave_memory(make_gateway: GatewayFactory, openai_server: 
     assert len(threads._threads) == 1 and threads.evictions > 0
 
 
-@pytest.mark.parametrize("name", ["max_thread_bytes", "max_threads", "idle_seconds"])
+def test_the_process_memos_share_one_budget_and_a_tight_one_sends_the_same_requests(
+    make_gateway: GatewayFactory, openai_server: FakeOpenAIServer
+) -> None:
+    """Token counts, summary lines, recalled originals, passage counts and words are memos shared by every thread:
+    `ServeConfig.cache_bytes` bounds them together, and since they are memos, a tight budget changes no request."""
+    roomy_sent, _ = _run(make_gateway, openai_server)
+    tight_sent, threads = _run(make_gateway, openai_server, cache_bytes=48_000)
+    assert tight_sent == roomy_sent
+    shares = threads.shares
+    assert (shares.originals, shares.counts) == (24_000, 6_000)
+    counter, summarizer, recall = threads.counter, threads.summarizer(), threads.recall()
+    assert counter.max_cache_entries == 6_000 // MEMO_ENTRY_BYTES and 0 < counter.cache_size <= 24
+    assert summarizer.counter is counter and recall.counter is counter
+    assert 0 < summarizer._pieces.bytes <= shares.summary * 3 // 4
+    assert 0 < recall._originals.bytes <= shares.originals
+    assert recall._pricing._pieces.max_bytes == recall.index._terms.max_bytes == 6_000
+
+
+def test_metrics_show_the_threads_kept_and_pushed_out(
+    make_gateway: GatewayFactory, openai_server: FakeOpenAIServer
+) -> None:
+    gw = make_gateway(budget=800, max_thread_bytes=1)
+    for session in range(3):
+        response = httpx.post(
+            gw.url + "/v1/chat/completions",
+            json={"model": "m", "messages": _turns(session, 1)[0]},
+            headers={"authorization": "Bearer sk-mem"},
+        )
+        assert response.status_code == 200
+    text = httpx.get(gw.url + "/metrics").text
+    assert "windowkeeper_threads_in_memory 1\n" in text
+    assert "windowkeeper_thread_evictions_total 2\n" in text
+    assert "# TYPE windowkeeper_thread_bytes gauge" in text
+
+
+@pytest.mark.parametrize("name", ["max_thread_bytes", "max_threads", "idle_seconds", "cache_bytes"])
 def test_memory_bounds_must_be_positive(name: str) -> None:
     with pytest.raises(ConfigurationError, match=name):
         ServeConfig(**{name: 0})

@@ -77,6 +77,23 @@ def test_exact_token_bound_on_a_generated_session(bound: int) -> None:
     assert ApproxCounter().count_text(approx) <= bound
 
 
+def test_its_memos_are_bounded_by_bytes_and_never_change_a_summary() -> None:
+    """A process keeps one summarizer for every conversation: its memos are bounded by estimated bytes, and a
+    summarizer that may keep nothing writes the same summaries as one that keeps everything."""
+    sessions = [generate_session(60, seed=s).messages[1:] for s in range(4)]
+    roomy, tight, none = (ExtractiveSummarizer(cache_bytes=b) for b in (64 << 20, 8_000, 0))
+    for messages in sessions:
+        for cut in (20, 40, 60):
+            expected = roomy.extract(messages[:cut], max_tokens=300)
+            assert tight.extract(messages[:cut], max_tokens=300) == expected
+            assert none.extract(messages[:cut], max_tokens=300) == expected
+    assert 0 < tight._pieces.bytes <= 6_000 and 0 < tight._costs.bytes <= 2_000
+    assert len(none._pieces) == len(none._costs) == 0
+    assert roomy._pieces.bytes > 10 * tight._pieces.bytes
+    with pytest.raises(ConfigurationError, match="cache_bytes"):
+        ExtractiveSummarizer(cache_bytes=-1)
+
+
 def test_generated_session_fact_retention_and_determinism() -> None:
     session = generate_session(40, seed=7)
     old = session.messages[1:]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import string
 from collections.abc import Callable, Iterable, Sequence
 
-from .._cache import LRUCache
+from .._cache import LRUCache, SizedCache
 from ..messages import Message
 from ..tokenizing.counters import CachingCounter, TiktokenCounter
 from ..tokens import TokenCounter
@@ -34,7 +34,10 @@ SEPARATOR = "\n\n"
 """What joins the header and the pieces of a recall message (`render_recall`)."""
 PIECE_SEPARATOR_TOKENS = 2
 """Tokens `piece_cost` adds to a passage's own for the separator (what sizing a recall message assumes)."""
-_PIECE_CACHE = 65536
+DEFAULT_PRICING_CACHE_BYTES = 16 * 1024 * 1024
+"""What the memo of passages' token counts may take, by estimated bytes (about 55,000 passages)."""
+_PIECE_ENTRY_BYTES = 300
+"""One memoized passage count: the key's tuple and passage-key string, the value's tuple, the ordered-dict node."""
 _TAIL_CACHE = 4096
 _PUNCTUATION = frozenset(string.punctuation)
 _ADDITIVE_ENCODINGS = frozenset({"cl100k_base", "o200k_base", "o200k_harmony"})
@@ -76,11 +79,11 @@ def _tail_start(text: str) -> int | None:
 class RecallPricing:
     """Token counts of recall message pieces, memoized per passage, and of whole recall messages from them."""
 
-    def __init__(self, counter: TokenCounter) -> None:
+    def __init__(self, counter: TokenCounter, *, cache_bytes: int = DEFAULT_PRICING_CACHE_BYTES) -> None:
         self.counter = counter
         self.additive = splits_at_pieces(counter)
         # (thread, passage key) -> (tokens of the piece, tokens of the piece followed by the separator)
-        self._pieces: LRUCache[tuple[str, str], tuple[int, int]] = LRUCache(_PIECE_CACHE)
+        self._pieces: SizedCache[tuple[str, str], tuple[int, int]] = SizedCache(cache_bytes, name="pricing_cache_bytes")
         self._tails: LRUCache[str, int] = LRUCache(_TAIL_CACHE)
         self._frame: int | None = None
         self._separator: int | None = None
@@ -94,7 +97,7 @@ class RecallPricing:
             if self.additive and piece[:1].isspace():
                 self.additive = False  # a piece must start a chunk: right after a line break, not a space
             found = (alone, self._joined(piece, alone) if self.additive else alone)
-            self._pieces.put(key, found)
+            self._pieces.put(key, found, _PIECE_ENTRY_BYTES)
         return found
 
     def _joined(self, piece: str, alone: int) -> int:

@@ -40,7 +40,7 @@ from ..errors import ConfigurationError
 from ..messages import Message
 from ..prompt.recall import MARK_KEY, RECALL_MARK, is_recall
 from ..tokens import TokenCounter, default_counter
-from ._recall_cost import RecallPricing
+from ._recall_cost import DEFAULT_PRICING_CACHE_BYTES, RecallPricing
 from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, approx_bytes
 from .recall_index import Entry, Hit, Passage, RecallIndex
 
@@ -156,7 +156,8 @@ class Recall:
     ``index`` is a `RecallIndex` to share (default: a new in-memory one, or one at ``path``). ``max_passages``
     bounds the passages of one recall message and ``min_coverage`` the relevance each needs (`Hit.coverage`).
     The originals of indexed messages are kept in memory up to ``original_cache_bytes`` (newest first): an agent
-    that runs for days must not hold its whole history; an older one's text is rebuilt from the index.
+    that runs for days must not hold its whole history; an older one's text is rebuilt from the index. The token
+    counts of passages shown are memoized up to ``pricing_cache_bytes``.
 
     Feeding it costs what is new, whatever the history's length: `observe` of a large batch into a fresh thread
     and `left` keep references and do the per-message work later, newest first, in bounded slices
@@ -173,6 +174,7 @@ class Recall:
         max_passages: int = 8,
         min_coverage: float = DEFAULT_MIN_COVERAGE,
         original_cache_bytes: int = DEFAULT_OFFLOAD_CACHE_BYTES,
+        pricing_cache_bytes: int = DEFAULT_PRICING_CACHE_BYTES,
     ) -> None:
         self.counter = counter if counter is not None else default_counter()
         self.index = index if index is not None else RecallIndex(path)
@@ -186,7 +188,7 @@ class Recall:
             original_cache_bytes, name="original_cache_bytes"
         )
         # each passage's tokens, counted once and kept: they size every recall message that shows it
-        self._pricing = RecallPricing(self.counter)
+        self._pricing = RecallPricing(self.counter, cache_bytes=pricing_cache_bytes)
         self._header_cost: int | None = None
 
     def __repr__(self) -> str:

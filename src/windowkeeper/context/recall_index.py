@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
-from .._cache import LRUCache
+from .._cache import LRUCache, SizedCache
 from ..errors import ConfigurationError
 
 logger = logging.getLogger(__name__)
@@ -58,8 +58,12 @@ sent). BM25 weighs rare words most anyway, so ranking changes little, and a sear
 SCHEMA_VERSION = 2
 """``PRAGMA user_version`` of an index file in this layout (1: the thread-column layout, converted on open)."""
 
-_TERMS_CACHE = 16384
-"""Passages whose folded words are kept for coverage tests (hits recur across the searches of one session)."""
+DEFAULT_TERMS_CACHE_BYTES = 8 * 1024 * 1024
+"""What the folded words of passages kept for coverage tests may take (hits recur across the searches of one
+session), by estimated bytes: an index shared by a process's conversations keeps one bound for all of them."""
+_TERMS_ENTRY_BYTES = 160
+"""One kept passage's words beyond their pointers: the tuple, the key and the ordered-dict node (the words
+themselves are interned, shared by every passage that holds them)."""
 _ANSWERS_CACHE = 64
 """Searches whose answers are kept (`RecallIndex.search`): a handful of questions are asked again at most."""
 _SLOT_BITS = 32
@@ -253,7 +257,13 @@ class RecallIndex:
     ``path`` is ``":memory:"`` (default) or a SQLite file, created if missing. ``passage_chars`` is the passage size.
     """
 
-    def __init__(self, path: str | Path = ":memory:", *, passage_chars: int = PASSAGE_CHARS) -> None:
+    def __init__(
+        self,
+        path: str | Path = ":memory:",
+        *,
+        passage_chars: int = PASSAGE_CHARS,
+        terms_cache_bytes: int = DEFAULT_TERMS_CACHE_BYTES,
+    ) -> None:
         if not isinstance(passage_chars, int) or isinstance(passage_chars, bool) or passage_chars < 50:
             raise ConfigurationError(f"passage_chars must be an int of at least 50, got {passage_chars!r}")
         self.path = str(path)
@@ -264,7 +274,7 @@ class RecallIndex:
         # threads this process found no passages of: a search on a thread nothing has left yet (every turn of a
         # conversation under budget) answers without a query
         self._absent: set[str] = set()
-        self._terms: LRUCache[int, tuple[str, ...]] = LRUCache(_TERMS_CACHE)
+        self._terms: SizedCache[int, tuple[str, ...]] = SizedCache(terms_cache_bytes, name="terms_cache_bytes")
         # answers of recent searches, valid while `_generation` (bumped by every write: BM25 reads the whole
         # table's statistics, so a write to any thread can change any thread's scores) is unchanged
         self._answers: LRUCache[tuple[object, ...], list[Hit]] = LRUCache(_ANSWERS_CACHE)
@@ -571,7 +581,7 @@ class RecallIndex:
             if found is None:
                 # a tuple of interned words: a frozenset per cached passage cost 59 MB at the cache's bound
                 found = tuple(map(sys.intern, normal_terms(row[8])))
-                terms_cache.put(rowid, found)
+                terms_cache.put(rowid, found, _TERMS_ENTRY_BYTES + 8 * len(found))
             coverage = sum([weight for term, weight in weights if term in found]) / whole
             if coverage >= min_coverage:
                 hits.append(Hit(Passage(thread, *row[1:9]), score, coverage))

@@ -119,7 +119,8 @@ def build_app(config: ServeConfig) -> Starlette:
         return JSONResponse({"status": "ok"})
 
     async def metrics(request: Request) -> Response:
-        return PlainTextResponse(gateway().metrics.render(), media_type="text/plain; version=0.0.4")
+        served = gateway()
+        return PlainTextResponse(served.metrics.render(served.threads.series()), media_type="text/plain; version=0.0.4")
 
     async def open_upstream(
         request: Request, family: Family, route: str, content: bytes, method: str = "POST"

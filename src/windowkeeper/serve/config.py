@@ -57,6 +57,11 @@ class ServeConfig:
     max_thread_bytes: int = 64 * 1024 * 1024
     """Bound on the last request sizes of the threads kept in memory, together: a thread's memory grows with its
     conversation, so this, not the count alone, keeps the process flat while its conversations grow."""
+    cache_bytes: int = 64 * 1024 * 1024
+    """Bound on the process-wide memos every thread shares, together: message token counts, the summarizer's
+    candidate lines, the recall index's originals, passage counts and words (`Threads.cache_shares`). Each is
+    bounded by entries or bytes of its own; without one budget for all, they fill for hours after the threads'
+    bound is reached and the process keeps growing."""
     idle_seconds: float = 1800.0
     """A thread unused this long leaves memory (it is read back from the store if it returns)."""
     recall: bool = True
@@ -73,7 +78,7 @@ class ServeConfig:
                 raise ConfigurationError(f"{name} must be an http:// or https:// URL, got {value!r}")
         if not isinstance(self.summarizer, str) or not self.summarizer:
             raise ConfigurationError(f"summarizer must be 'extractive' or a model name, got {self.summarizer!r}")
-        for name in ("max_threads", "max_thread_bytes", "max_body_bytes"):
+        for name in ("max_threads", "max_thread_bytes", "max_body_bytes", "cache_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"{name} must be a positive whole number, got {value!r}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import defaultdict
+from collections.abc import Sequence
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
@@ -56,13 +57,18 @@ class Metrics:
             self._buckets[route][bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
             self._latency_sum[route] += seconds
 
-    def render(self) -> str:
-        """The Prometheus text exposition of every series."""
+    def render(self, process: Sequence[tuple[str, str, str, int]] = ()) -> str:
+        """The Prometheus text exposition of every series, after ``process``: series of the whole process (name,
+        kind, help, value) that its owner reads when asked (`Threads.series`), not counted here."""
         out: list[str] = []
 
         def family(name: str, kind: str, help_text: str) -> None:
             out.append(f"# HELP {name} {help_text}")
             out.append(f"# TYPE {name} {kind}")
+
+        for name, kind, help_text, value in process:
+            family(name, kind, help_text)
+            out.append(f"{name} {value}")
 
         with self._lock:
             family("windowkeeper_requests_total", "counter", "Requests by route and outcome.")

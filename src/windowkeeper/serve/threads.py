@@ -37,6 +37,7 @@ from ..integrations.window import DEFAULT_RESERVE_TOKENS, FitResult, Window
 from ..messages import Message
 from ..storage import ConflictError, SessionStore
 from ..storage.base import Record, RecordUpdate
+from ..tokens import MEMO_ENTRY_BYTES, TiktokenCounter
 from .config import ServeConfig
 from .projection import ItemCache
 
@@ -45,8 +46,28 @@ logger = logging.getLogger(__name__)
 STATE_NAMESPACE = "windowkeeper.serve.state"
 STATE_KEY = "window"
 MAX_ATTEMPTS = 8
-RECALL_ORIGINALS_BYTES = 32 * 1024 * 1024
-"""The process's bound on recalled originals kept in memory (older ones are rebuilt from the index)."""
+
+
+@dataclass(frozen=True)
+class CacheShares:
+    """How `ServeConfig.cache_bytes` is divided among the memos every thread of the process shares.
+
+    Half goes to the originals of messages that left a view (handed back byte for byte when recalled; older ones
+    are rebuilt from the index), an eighth each to the message token counts, the summarizer's candidate lines, the
+    recall passages' token counts and their words. At the 64 MiB default that is the 32 MiB of originals and about
+    the size each of the others reaches by itself in an hour of 50 busy conversations.
+    """
+
+    originals: int
+    counts: int
+    summary: int
+    pricing: int
+    terms: int
+
+    @classmethod
+    def of(cls, total: int) -> CacheShares:
+        eighth = total // 8
+        return cls(originals=total // 2, counts=eighth, summary=eighth, pricing=eighth, terms=eighth)
 
 
 class CommitStore(SessionStore):
@@ -170,6 +191,10 @@ class Threads:
         # bounded by `_evict` (count, bytes, idle time, releasing what each evicted thread holds), not by `put`
         self._threads: LRUCache[str, Thread] = LRUCache(sys.maxsize)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self.shares = CacheShares.of(config.cache_bytes)
+        # one counter for the process's managers, recall and summarizer, its memo sized by its share (the shared
+        # default counter's bound is for a single application, not for every conversation of a server)
+        self.counter = TiktokenCounter(max_cache_entries=max(1, self.shares.counts // MEMO_ENTRY_BYTES))
         self._summarizer: Any = None
         self._recall: Recall | None = None
         self._recall_dir: str | None = None
@@ -193,7 +218,11 @@ class Threads:
             from ..summarize import ExtractiveSummarizer, get_summarizer
 
             name = self.config.summarizer
-            self._summarizer = ExtractiveSummarizer() if name == "extractive" else get_summarizer(name)
+            self._summarizer = (
+                ExtractiveSummarizer(self.counter, cache_bytes=self.shares.summary)
+                if name == "extractive"
+                else get_summarizer(name)
+            )
         return self._summarizer
 
     def recall(self) -> Recall:
@@ -206,9 +235,28 @@ class Threads:
         """
         if self._recall is None:
             self._recall_dir = tempfile.mkdtemp(prefix="windowkeeper-serve-")
-            index = RecallIndex(Path(self._recall_dir) / "recall.sqlite3")
-            self._recall = Recall(index=index, original_cache_bytes=RECALL_ORIGINALS_BYTES)
+            shares = self.shares
+            index = RecallIndex(Path(self._recall_dir) / "recall.sqlite3", terms_cache_bytes=shares.terms)
+            self._recall = Recall(
+                self.counter,
+                index=index,
+                original_cache_bytes=shares.originals,
+                pricing_cache_bytes=shares.pricing,
+            )
         return self._recall
+
+    def series(self) -> list[tuple[str, str, str, int]]:
+        """What the process holds in memory against its bounds, for ``GET /metrics`` (`Metrics.render`)."""
+        return [
+            ("windowkeeper_threads_in_memory", "gauge", "Threads whose window this process keeps.", len(self._threads)),
+            (
+                "windowkeeper_thread_bytes",
+                "gauge",
+                "Last request sizes of the threads kept, together (bounded by max_thread_bytes).",
+                self._bytes,
+            ),
+            ("windowkeeper_thread_evictions_total", "counter", "Threads pushed out of memory.", self.evictions),
+        ]
 
     def _weigh(self, thread: Thread, weight: int) -> None:
         self._bytes += weight - thread.weight
@@ -259,6 +307,7 @@ class Threads:
         budget = self.config.budget
         manager = TokenBudgetContextManager(
             budget,
+            counter=self.counter,
             reserve_tokens=min(DEFAULT_RESERVE_TOKENS, budget // 5),
             summarizer=self.summarizer(),
             tools=[dict(t) for t in tools] if tools else None,

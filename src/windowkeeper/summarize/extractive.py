@@ -32,8 +32,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .._cache import LRUCache
-from .._validate import check_positive_int
+from .._cache import SizedCache
+from .._validate import check_int, check_positive_int
 from ..blocks import DocumentBlock, ErrorBlock, ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock, tool_output_text
 from ..messages import Message
 from .limits import DEFAULT_INPUT_LIMIT, newest_within
@@ -59,7 +59,13 @@ _RESULT_HEAD = 4000
 _RESULT_TAIL = 2000
 _PER_RESULT = 4
 _PER_MESSAGE = 8
-_CACHE_SIZE = 8192
+DEFAULT_CACHE_BYTES = 16 * 1024 * 1024
+"""What one summarizer keeps of its memos (each message's candidate lines, each line's tokens), by estimated bytes."""
+_ENTRY_BYTES = 260
+"""A memo entry's own cost beyond its text: the key, the ordered-dict node, the tuple (measured with tracemalloc)."""
+_PIECE_BYTES = 380
+"""A cached candidate line's cost beyond its characters: the dataclass, its float and its anchor set."""
+_ANCHOR_BYTES = 80
 _TOP_UP_TRIES = 6
 
 _OPENER = re.compile(
@@ -93,6 +99,11 @@ class _Fact:
     cost: int = 0
 
 
+def _pieces_bytes(pieces: tuple[_Piece, ...]) -> int:
+    """Estimated memory of one message's cached pieces (`SizedCache` sizes)."""
+    return _ENTRY_BYTES + sum(_PIECE_BYTES + len(p.text) + _ANCHOR_BYTES * len(p.anchors) for p in pieces)
+
+
 def _key(text: str) -> str:
     return _NORMALIZE.sub(" ", text.lower()).strip()
 
@@ -122,11 +133,20 @@ class ExtractiveSummarizer:
     `windowkeeper.summarize.limits`), so its cost stays bounded however many messages a caller drops at once.
     """
 
-    def __init__(self, counter: TokenCounter | None = None, *, input_limit: int = DEFAULT_INPUT_LIMIT) -> None:
+    def __init__(
+        self,
+        counter: TokenCounter | None = None,
+        *,
+        input_limit: int = DEFAULT_INPUT_LIMIT,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+    ) -> None:
         self._counter = counter
         self.input_limit = check_positive_int("input_limit", input_limit)
-        self._pieces: LRUCache[tuple[Hashable, str], tuple[_Piece, ...]] = LRUCache(_CACHE_SIZE)
-        self._costs: LRUCache[str, int] = LRUCache(_CACHE_SIZE)
+        self.cache_bytes = check_int("cache_bytes", cache_bytes, minimum=0)
+        # bounded by bytes, not entries: a process that summarizes many conversations keeps them all in one
+        # summarizer, and a tool result's lines cost a hundred times a chat turn's
+        self._pieces: SizedCache[tuple[Hashable, str], tuple[_Piece, ...]] = SizedCache(cache_bytes * 3 // 4)
+        self._costs: SizedCache[str, int] = SizedCache(cache_bytes // 4)
 
     def __repr__(self) -> str:
         return f"ExtractiveSummarizer(counter={self.counter.name!r})"
@@ -251,7 +271,9 @@ class ExtractiveSummarizer:
         return facts, topics
 
     def _message_pieces(self, message: Message) -> tuple[_Piece, ...]:
-        return self._pieces.memo((message.message_id, message.fingerprint()), lambda: tuple(self._extract(message)))
+        return self._pieces.memo(
+            (message.message_id, message.fingerprint()), lambda: tuple(self._extract(message)), _pieces_bytes
+        )
 
     def _extract(self, message: Message) -> list[_Piece]:
         role = message.role
@@ -341,7 +363,7 @@ class ExtractiveSummarizer:
     # -- selection and rendering ---------------------------------------------------------------------------
 
     def _cost(self, text: str) -> int:
-        return self._costs.memo(text, lambda: self.counter.count_text(text))
+        return self._costs.memo(text, lambda: self.counter.count_text(text), lambda _: _ENTRY_BYTES + len(text))
 
     @staticmethod
     def _select(facts: list[_Fact], max_tokens: int) -> list[_Fact]:

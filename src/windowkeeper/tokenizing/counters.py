@@ -53,6 +53,9 @@ ROLE_TOKENS = 1
 REPLY_PRIMING = 3
 TOOL_CALL_OVERHEAD = 3
 DEFAULT_MAX_CACHE_ENTRIES = 500_000
+MEMO_ENTRY_BYTES = 250
+"""What one memoized message count holds once its message is gone (the key's tuple, id and fingerprint strings,
+the dict's slot; measured with tracemalloc): a holder with a memory budget sizes ``max_cache_entries`` by it."""
 
 _MEDIA_TYPES = (ImageBlock, AudioBlock, VideoBlock, DocumentBlock, DataBlock)
 
