@@ -31,7 +31,7 @@ from ..errors import ConfigurationError
 from ..messages import Message
 from ..state import AgentState
 from .metrics import MetricsRecorder, MetricsTotals, TrimMetrics, ViewSnapshot, snapshot, thread_key
-from .pointers import is_offloaded
+from .pointers import offloaded
 
 if TYPE_CHECKING:
     # type checkers only: the default makes ``MessageContextManager(...)`` a ``MessageContextManager[AgentState]``
@@ -252,11 +252,10 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
         """What ``view`` (the thread's latest managed view) depends on: the originals of its pointers (by
         `restore`) and, with recall, the turn it served."""
         pairs = []
-        for message in view:
-            if is_offloaded(message):
-                original = self.restore(message)
-                if original is not message:
-                    pairs.append((message, original))
+        for message in offloaded(view):
+            original = self.restore(message)
+            if original is not message:
+                pairs.append((message, original))
         served = self.recall.served(thread_id) if self.recall is not None else None
         return ThreadExport(originals=tuple(pairs), recall_served=served)
 

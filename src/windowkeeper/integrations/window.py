@@ -29,12 +29,12 @@ from .._validate import check_int
 from ..blocks import TextBlock
 from ..context import BaseContextManager, TokenBudgetContextManager, TrimMetrics
 from ..context.base import ThreadSeed
-from ..context.pointers import RESTORE_TOOL, approx_bytes, is_offloaded
+from ..context.pointers import RESTORE_TOOL, approx_bytes, is_offloaded, offloaded
 from ..errors import ConfigurationError
 from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
-from ..llm.formats._source import recall_for_next
+from ..llm.formats._source import RECALL_MARK, recall_for_next
 from ..llm.formats.anthropic import MAX_CACHE_BREAKPOINTS, CacheBreakpoint
-from ..messages import Message
+from ..messages import Message, fingerprints
 from ..prompt import AssembledPrompt, assemble, tool_schema_tokens
 from ..state import AgentState
 from ..storage import SessionStore, open_store
@@ -415,7 +415,7 @@ class Window(Generic[M, Sys]):
         _keep_originals(memory, exported.originals)
         memory.recall_served = exported.recall_served
         # the view's pointers, found once: the rewrite below and the originals' bound both need only them
-        memory.pointers = [m for m in memory.view if is_offloaded(m)]
+        memory.pointers = offloaded(memory.view)
 
         if memory.rewritten or (memory.pointers and RESTORE_TOOL not in tool_names(tools)):
             # the model has no recall tool: pointers say how the application restores instead (a request that
@@ -451,7 +451,7 @@ class Window(Generic[M, Sys]):
             # shape, which is the shape the ``__init__`` overload bound to ``M``/``Sys``
             return cast("list[M]", out), cast("Sys", out_system)
 
-        memory.sent = tuple(m.fingerprint() for m in prompt.messages)
+        memory.sent = fingerprints(prompt.messages)
         memory.sent_system = prompt.system
         memory.last_prompt = prompt
         if self._store is not None:
@@ -637,7 +637,7 @@ class Window(Generic[M, Sys]):
     ) -> None:
         """Hand a manager that never saw this thread what was kept about it in the process that stopped (the
         view's originals; the history, read from the store only when the manager wants it)."""
-        pointers = [m for m in memory.view if is_offloaded(m)]
+        pointers = offloaded(memory.view)
         pairs = [(p, o) for p in pointers if (o := self._original(memory, p)) is not None]
         history: list[Message] = []
         if manager.wants_history and self._store is not None:
@@ -710,8 +710,10 @@ def joined_recall(fmt: str, messages: Sequence[Message], counter: TokenCounter) 
     if fmt not in JOINING_FORMATS:
         return 0
     saved = 0
+    mark, marked = RECALL_MARK
     for i, message in enumerate(messages):
-        if recall_for_next(messages, i):
+        metadata = message.metadata  # the mark read inline: this runs over the whole view on every call
+        if metadata and metadata.get(mark) == marked and recall_for_next(messages, i):
             following = messages[i + 1]
             joined = following.with_content([TextBlock(text=message.text()), *following.content])
             saved += counter.count_message(message) + counter.count_message(following) - counter.count_message(joined)

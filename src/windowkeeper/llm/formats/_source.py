@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ...boundary import clean_json
-from ...messages import Message
+from ...messages import Message, edit_epoch
 from ._common import plain
 
 logger = logging.getLogger(__name__)
@@ -143,8 +143,14 @@ def write_items(
     leading: list[str] = []
     kept: dict[int, _Written] | None = {} if memo is not None else None
     known = memo.entries if memo is not None else {}
+    # no message anywhere edited in place since the last write: a message it wrote has the fingerprint it had
+    epoch = edit_epoch()
+    unedited = memo is not None and memo.epoch == epoch
+    mark, marked = RECALL_MARK
     for i, message in enumerate(messages):
-        if passthrough and recall_for_next(messages, i):
+        metadata = message.metadata
+        # the mark read inline: this loop runs over the whole view on every write
+        if passthrough and metadata and metadata.get(mark) == marked and recall_for_next(messages, i):
             leading.append(message.text())
             continue
         key = id(message)
@@ -154,9 +160,9 @@ def write_items(
             entry is not None
             and not forced
             and entry[0] is message
-            and entry[1] is message.metadata
+            and entry[1] is metadata
             and entry[2] is message.raw
-            and entry[3] == message.fingerprint()
+            and (unedited or entry[3] == message.fingerprint())
         ):
             # fresh items are copied, as a fresh write makes new ones: a caller may keep and extend what it got
             written = list(entry[5]) if entry[4] else [dict(x) if isinstance(x, dict) else x for x in entry[5]]
@@ -180,6 +186,7 @@ def write_items(
         out.extend(written)
     if memo is not None and kept is not None:
         memo.entries = kept
+        memo.epoch = epoch
     return out
 
 
@@ -194,13 +201,15 @@ class WriteMemo:
     A caller that writes the same conversation again and again (`Window`, once per model call, with the view
     mostly the messages of the call before) passes one memo per conversation: a message that is the same object,
     with the same metadata, raw record and fingerprint as when it was written, gets the same items without being
-    looked at again. Only the messages of the latest write are kept.
+    looked at again. Only the messages of the latest write are kept, with the `edit_epoch` it started at: while
+    that is unchanged, no fingerprint needs to be read again either.
     """
 
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "epoch")
 
     def __init__(self) -> None:
         self.entries: dict[int, _Written] = {}
+        self.epoch = -1
 
 
 def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: str) -> dict[str, Any]:
