@@ -215,8 +215,11 @@ def test_each_call_saves_what_is_new_not_the_view(tmp_path: Path) -> None:
         # a snapshot per call would have written every view message every call
         assert sum(writes) < viewed / 3
         head = asyncio.run(store.get_state("delta"))
-        assert head is not None and head["version"] == 2
-        assert all(isinstance(ref, list) and len(ref) == 3 for ref in head["view"])
+        assert head is not None and head["version"] == 3
+        # runs of refs, [record key, version, start, count]: about one per call that added to the view
+        assert all(isinstance(ref, list) and len(ref) == 4 for ref in head["view"])
+        assert sum(ref[3] for ref in head["view"]) == len(window._threads["delta"].view)
+        assert len(head["view"]) <= len(points)
         assert len(json.dumps(head)) < 200 * len(head["view"]) + len(head["summary"] or "") + 2000
         records = asyncio.run(store.list_records(VIEW_NAMESPACE, "delta"))
         assert len(records) <= longest
@@ -254,6 +257,33 @@ def test_a_version_1_snapshot_is_read_and_continued(tmp_path: Path) -> None:
         resumed = window.fit(items[: points[split + 1]])
         assert resumed.summary == expected.summary
         assert len(resumed.messages) == len(expected.messages)
+    finally:
+        window.close()
+
+
+def test_a_version_2_head_of_one_ref_per_message_is_read_and_continued(tmp_path: Path) -> None:
+    from windowkeeper.integrations import Window
+
+    items, points = conversation()
+    store = SQLiteStore(tmp_path / "v2.db")
+    first = Window(budget=6000, store=store, thread_id="v2")
+    for k in points[:6]:
+        first.fit(items[:k])
+    first.close()
+    head = asyncio.run(store.get_state("v2"))
+    assert head is not None and head["version"] == 3
+    singles = [[key, version, start + i] for key, version, start, count in head["view"] for i in range(count)]
+    asyncio.run(store.put_state("v2", {**head, "version": 2, "view": singles}))
+    plain = Window(budget=6000, thread_id="v2")
+    for k in points[:6]:
+        plain.fit(items[:k])
+    window = Window(budget=6000, store=store, thread_id="v2")
+    try:
+        resumed = window.fit(items[: points[6]])
+        reference = plain.fit(items[: points[6]])
+        assert resumed.messages == reference.messages and resumed.summary == reference.summary
+        rewritten = asyncio.run(store.get_state("v2"))
+        assert rewritten is not None and rewritten["version"] == 3  # the next head is written in runs
     finally:
         window.close()
 

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import logging
+import operator
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,9 +46,10 @@ from ..storage.base import RecordNotFoundError
 
 logger = logging.getLogger(__name__)
 
-STATE_VERSION = 2
-"""The head written now: the view as references into view records (version 1 held the whole view, and is read)."""
-READABLE_VERSIONS = (1, 2)
+STATE_VERSION = 3
+"""The head written now: the view as runs of references into view records, ``[key, version, start, count]``
+(version 2 had one ``[key, version, position]`` per message, version 1 the whole view; both are read)."""
+READABLE_VERSIONS = (1, 2, 3)
 OFFLOAD_NAMESPACE = "windowkeeper.window.offloaded"
 VIEW_NAMESPACE = "windowkeeper.window.view"
 """Records of the messages calls put into the view for the first time (``{"json": [message JSON, ...]}``)."""
@@ -91,6 +94,11 @@ def view_restore_keys(view: Iterable[Message]) -> set[str]:
     return {key for message in view if is_offloaded(message) for key in restore_keys(message)}
 
 
+def shared_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading items ``a`` and ``b`` share by identity, found in C (`map` of `operator.is_not`)."""
+    return next(itertools.compress(itertools.count(), map(operator.is_not, a, b)), min(len(a), len(b)))
+
+
 @dataclass
 class ThreadMemory:
     """One thread's remembered state (see the module docstring)."""
@@ -133,6 +141,10 @@ class ThreadMemory:
     """The pointers of ``view``, in order (set with the view after every call and on a load)."""
     pointer_keys: dict[int, tuple[Message, list[str]]] = field(default_factory=dict)
     """`restore_keys` of each pointer of the view by identity (a pointer stays in the view for many calls)."""
+    saved_view: list[Message] = field(default_factory=list)
+    """The view as the last committed head listed it, with its ``saved_refs`` (in memory only): a view that
+    starts with the same objects reuses their refs, and looks only at its new messages for what to store."""
+    saved_refs: list[list[Any]] = field(default_factory=list)
 
     def keys_of(self, pointer: Message) -> list[str]:
         """`restore_keys` of ``pointer``, worked out once while it stays in the view."""
@@ -178,11 +190,17 @@ class ThreadMemory:
             self.originals = {k: self.originals[k] for k in reversed(kept)}
             self.original_bytes = {k: b for k, b in self.original_bytes.items() if k in self.originals}
 
-    def unplaced(self) -> list[Message]:
-        """The messages of the view not stored yet (each once, in view order)."""
+    def saved_prefix(self) -> int:
+        """How many leading messages of the view are the objects the last committed head listed first (one
+        C-level pass of identity tests): those are placed, and their refs are the head's."""
+        return shared_prefix(self.view, self.saved_view)
+
+    def unplaced(self, start: int = 0) -> list[Message]:
+        """The messages of the view from ``start`` (the `saved_prefix`: all before it are placed) not stored yet,
+        each once, in view order."""
         out: list[Message] = []
         seen: set[int] = set()
-        for message in self.view:
+        for message in itertools.islice(self.view, start, None):
             key = id(message)
             where = self.placed.get(key)
             if (where is None or where[0] is not message) and key not in seen:
@@ -194,10 +212,20 @@ class ThreadMemory:
         for position, message in enumerate(messages):
             self.placed[id(message)] = (message, record_key, position)
 
-    def view_refs(self) -> list[list[Any]]:
-        """``[record key, record version, position]`` of each message of the view (all placed)."""
+    def view_refs(self, start: int = 0) -> list[list[Any]]:
+        """``[record key, record version, position]`` of each message of the view (all placed), the first
+        ``start`` (the `saved_prefix`) taken from the last committed head: a live record keeps its version."""
         placed, versions = self.placed, self.record_versions
-        return [[(where := placed[id(m)])[1], versions[where[1]], where[2]] for m in self.view]
+        tail = itertools.islice(self.view, start, None)
+        return [*self.saved_refs[:start], *([(w := placed[id(m)])[1], versions[w[1]], w[2]] for m in tail)]
+
+    def saved(self, refs: list[list[Any]], start: int) -> None:
+        """The head listing ``refs`` for the view is committed: keep both for the next save, and drop what
+        ``placed`` holds of messages that left the view (none did when the last head's view is a prefix)."""
+        if start < len(self.saved_view) or len(self.placed) > len(self.view):
+            self.placed = {id(m): self.placed[id(m)] for m in self.view}
+        self.saved_view = list(self.view)
+        self.saved_refs = refs
 
     record_versions: dict[str, int] = field(default_factory=dict)
     """The version of each view record this memory wrote or read."""
@@ -211,7 +239,7 @@ class ThreadMemory:
             "source_digest": self.source_digest,
             "summary": self.summary,
             "scratchpad": self.scratchpad,
-            "view": refs,
+            "view": ref_runs(refs),
             "spare": [[key, version] for key, version in spare.items()],
             "sent": list(self.sent),
             "sent_system": self.sent_system,
@@ -239,7 +267,7 @@ class ThreadMemory:
             else:
                 found = records or {}
                 view = []
-                for key, record_version, position in doc["view"]:
+                for key, record_version, position in unrolled(doc["view"]):
                     key = str(key)
                     message = found[key][1][int(position)]
                     view.append(message)
@@ -272,9 +300,36 @@ def view_record_versions(doc: dict[str, Any]) -> dict[str, int]:
         return {}
     out: dict[str, int] = {}
     for ref in refs:
-        if isinstance(ref, list) and len(ref) == 3 and isinstance(ref[1], int):
+        if isinstance(ref, list) and len(ref) in (3, 4) and isinstance(ref[1], int):
             out[str(ref[0])] = ref[1]
     return out
+
+
+def ref_runs(refs: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """``[key, version, position]`` refs as runs ``[key, version, start, count]`` of consecutive positions in one
+    record: a call stores its new view messages in one record, so a head lists about one run per call instead of
+    one ref per message (a few times less text to encode, write and read back on every call)."""
+    runs: list[list[Any]] = []
+    last: list[Any] | None = None
+    for key, version, position in refs:
+        if last is not None and last[0] == key and last[1] == version and last[2] + last[3] == position:
+            last[3] += 1
+        else:
+            last = [key, version, position, 1]
+            runs.append(last)
+    return runs
+
+
+def unrolled(refs: Iterable[Sequence[Any]]) -> Iterable[tuple[Any, Any, int]]:
+    """``(key, version, position)`` of each message a head's view lists, from runs or (version 2) single refs."""
+    for ref in refs:
+        if len(ref) == 4:
+            key, version, start, count = ref
+            for position in range(int(start), int(start) + int(count)):
+                yield key, version, position
+        else:
+            key, version, position = ref
+            yield key, version, int(position)
 
 
 class ThreadStore:
@@ -360,12 +415,13 @@ class ThreadStore:
                     OFFLOAD_NAMESPACE, thread_id, key, {"message": original.model_dump(mode="json")}
                 )
             memory.saved_keys.add(key)
-        fresh = memory.unplaced()
+        start = memory.saved_prefix()
+        fresh = memory.unplaced(start)
         written: str | None = None
         added = False
         if fresh:
             written, added = await self._write_view_record(thread_id, memory, fresh)
-        refs = memory.view_refs()
+        refs = memory.view_refs(start)
         live = {ref[0]: ref[1] for ref in refs}
         versions = memory.record_versions
         spare = {**memory.spare, **{k: versions[k] for k in memory.view_records.keys() - live.keys()}}
@@ -385,7 +441,7 @@ class ThreadStore:
             raise
         memory.view_records, memory.spare = live, spare
         memory.record_versions = {**live, **spare}
-        memory.placed = {id(m): memory.placed[id(m)] for m in memory.view}
+        memory.saved(refs, start)
         memory.prune_originals(stored=True)
 
     async def _write_view_record(

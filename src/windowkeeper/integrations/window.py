@@ -451,7 +451,9 @@ class Window(Generic[M, Sys]):
             # shape, which is the shape the ``__init__`` overload bound to ``M``/``Sys``
             return cast("list[M]", out), cast("Sys", out_system)
 
-        memory.sent = fingerprints(prompt.messages)
+        # what `_breakpoints` compares the next call with; no other format reads it, so none pays for it (the
+        # fingerprints of a whole view on every call, and their text in every stored head)
+        memory.sent = fingerprints(prompt.messages) if self.format == "anthropic" and self.prompt_cache else ()
         memory.sent_system = prompt.system
         memory.last_prompt = prompt
         if self._store is not None:
