@@ -27,6 +27,7 @@ that opens the same store continues the thread where the last one stopped.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import itertools
@@ -144,7 +145,9 @@ class ThreadMemory:
     saved_view: list[Message] = field(default_factory=list)
     """The view as the last committed head listed it, with its ``saved_refs`` (in memory only): a view that
     starts with the same objects reuses their refs, and looks only at its new messages for what to store."""
-    saved_refs: list[list[Any]] = field(default_factory=list)
+    saved_runs: list[list[Any]] = field(default_factory=list)
+    saved_ends: list[int] = field(default_factory=list)
+    """Where each of ``saved_runs`` ends in the view (its counts summed), to cut them at a prefix."""
 
     def keys_of(self, pointer: Message) -> list[str]:
         """`restore_keys` of ``pointer``, worked out once while it stays in the view."""
@@ -212,26 +215,35 @@ class ThreadMemory:
         for position, message in enumerate(messages):
             self.placed[id(message)] = (message, record_key, position)
 
-    def view_refs(self, start: int = 0) -> list[list[Any]]:
-        """``[record key, record version, position]`` of each message of the view (all placed), the first
-        ``start`` (the `saved_prefix`) taken from the last committed head: a live record keeps its version."""
+    def view_runs(self, start: int = 0) -> list[list[Any]]:
+        """The view (all placed) as `ref_runs`, ``[record key, record version, start, count]``; the runs of its
+        first ``start`` messages (the `saved_prefix`) are cut from the last committed head's, since a live
+        record keeps its version, so only the new messages are looked at."""
+        runs, ends = self.saved_runs, self.saved_ends
+        i = bisect.bisect_right(ends, start)  # the runs that end within the prefix
+        out = [list(run) for run in runs[:i]]  # copies: `ref_runs` extends the last one
+        covered = ends[i - 1] if i else 0
+        if covered < start:  # the run that holds the prefix's end, cut there
+            key, version, first, _ = runs[i]
+            out.append([key, version, first, start - covered])
         placed, versions = self.placed, self.record_versions
-        tail = itertools.islice(self.view, start, None)
-        return [*self.saved_refs[:start], *([(w := placed[id(m)])[1], versions[w[1]], w[2]] for m in tail)]
+        tail = ([(w := placed[id(m)])[1], versions[w[1]], w[2]] for m in itertools.islice(self.view, start, None))
+        return ref_runs(tail, out)
 
-    def saved(self, refs: list[list[Any]], start: int) -> None:
-        """The head listing ``refs`` for the view is committed: keep both for the next save, and drop what
+    def saved(self, runs: list[list[Any]], start: int) -> None:
+        """The head listing ``runs`` for the view is committed: keep them for the next save, and drop what
         ``placed`` holds of messages that left the view (none did when the last head's view is a prefix)."""
         if start < len(self.saved_view) or len(self.placed) > len(self.view):
             self.placed = {id(m): self.placed[id(m)] for m in self.view}
         self.saved_view = list(self.view)
-        self.saved_refs = refs
+        self.saved_runs = runs
+        self.saved_ends = list(itertools.accumulate(run[3] for run in runs))
 
     record_versions: dict[str, int] = field(default_factory=dict)
     """The version of each view record this memory wrote or read."""
 
-    def state_doc(self, fmt: str, refs: list[list[Any]], spare: dict[str, int]) -> dict[str, Any]:
-        """The head: everything but the view's messages, which ``refs`` point to (``spare``: unused records)."""
+    def state_doc(self, fmt: str, runs: list[list[Any]], spare: dict[str, int]) -> dict[str, Any]:
+        """The head: everything but the view's messages, which ``runs`` point to (``spare``: unused records)."""
         return {
             "version": STATE_VERSION,
             "format": fmt,
@@ -239,7 +251,7 @@ class ThreadMemory:
             "source_digest": self.source_digest,
             "summary": self.summary,
             "scratchpad": self.scratchpad,
-            "view": ref_runs(refs),
+            "view": runs,
             "spare": [[key, version] for key, version in spare.items()],
             "sent": list(self.sent),
             "sent_system": self.sent_system,
@@ -305,12 +317,12 @@ def view_record_versions(doc: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def ref_runs(refs: Sequence[Sequence[Any]]) -> list[list[Any]]:
+def ref_runs(refs: Iterable[Sequence[Any]], runs: list[list[Any]] | None = None) -> list[list[Any]]:
     """``[key, version, position]`` refs as runs ``[key, version, start, count]`` of consecutive positions in one
-    record: a call stores its new view messages in one record, so a head lists about one run per call instead of
-    one ref per message (a few times less text to encode, write and read back on every call)."""
-    runs: list[list[Any]] = []
-    last: list[Any] | None = None
+    record, continuing ``runs``: a call stores its new view messages in one record, so a head lists about one run
+    per call instead of one ref per message (a few times less text to encode, write and read back every call)."""
+    runs = [] if runs is None else runs
+    last: list[Any] | None = runs[-1] if runs else None
     for key, version, position in refs:
         if last is not None and last[0] == key and last[1] == version and last[2] + last[3] == position:
             last[3] += 1
@@ -421,12 +433,12 @@ class ThreadStore:
         added = False
         if fresh:
             written, added = await self._write_view_record(thread_id, memory, fresh)
-        refs = memory.view_refs(start)
-        live = {ref[0]: ref[1] for ref in refs}
+        runs = memory.view_runs(start)
+        live = {run[0]: run[1] for run in runs}
         versions = memory.record_versions
         spare = {**memory.spare, **{k: versions[k] for k in memory.view_records.keys() - live.keys()}}
         try:
-            await self.store.put_state(thread_id, memory.state_doc(fmt, refs, spare))
+            await self.store.put_state(thread_id, memory.state_doc(fmt, runs, spare))
         except BaseException:
             if written is not None:
                 # the head was not written: nothing refers to this call's view record. A new one is removed; a
@@ -441,7 +453,7 @@ class ThreadStore:
             raise
         memory.view_records, memory.spare = live, spare
         memory.record_versions = {**live, **spare}
-        memory.saved(refs, start)
+        memory.saved(runs, start)
         memory.prune_originals(stored=True)
 
     async def _write_view_record(
