@@ -88,6 +88,17 @@ def run_sync(
     return _run(work(), direct)
 
 
+def run_checked(coro: Coroutine[Any, Any, T], *, direct: bool = False) -> T:
+    """`run_sync` of ``coro`` itself, for a caller that has checked that no loop runs here (`in_running_loop`):
+    a sync read that costs a few microseconds in all names its refusal only when it makes one (`refusal`)."""
+    return _run(coro, direct)
+
+
+def refusal(caller: str, instead: str) -> RuntimeError:
+    """The error a blocking ``caller`` raises inside a running loop (``instead``: what to await)."""
+    return _refusal(caller, instead)
+
+
 def run_sync_anywhere(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run the coroutine ``work()`` to completion from synchronous code, even inside a running loop.
 

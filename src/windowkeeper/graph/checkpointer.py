@@ -28,7 +28,7 @@ from typing import Any, TypeVar, overload
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._bridge import run_sync
+from .._bridge import in_running_loop, refusal, run_checked
 from .._cache import LRUCache
 from .._gc import bulk_allocation
 from ..errors import ConfigurationError, StorageError
@@ -57,10 +57,6 @@ T = TypeVar("T")
 _FINGERPRINT_CHARS = 32
 _MAX_CACHED_THREADS = 256
 """Threads whose log index and newest view a checkpointer keeps in memory (least recently used out first)."""
-
-
-_SYNC_NAMES: dict[tuple[type, str], tuple[str, str]] = {}
-"""What `BaseCheckpointer._sync` names in the error it raises inside a running loop, per class and method."""
 
 
 class BaseCheckpointer(ABC):
@@ -120,13 +116,12 @@ class BaseCheckpointer(ABC):
     # -- sync twins -----------------------------------------------------------------------------------------
 
     def _sync(self, method: str, make: Callable[[], Coroutine[Any, Any, T]]) -> T:
-        names = _SYNC_NAMES.get((type(self), method))
-        if names is None:  # formatted once per class and method: a sync read costs a few microseconds in all
-            names = _SYNC_NAMES[type(self), method] = (
-                f"{type(self).__name__}.{method.removeprefix('a')}()",
-                f"await checkpointer.{method}(...)",
-            )
-        return run_sync(make, caller=names[0], instead=names[1], direct=self.steps_directly)
+        if in_running_loop():
+            raise self._refused(method)
+        return run_checked(make(), direct=self.steps_directly)
+
+    def _refused(self, method: str) -> RuntimeError:
+        return refusal(f"{type(self).__name__}.{method.removeprefix('a')}()", f"await checkpointer.{method}(...)")
 
     def put(self, thread_id: str, state: AgentState, new_messages: Sequence[Message] = ()) -> None:
         self._sync("aput", lambda: self.aput(thread_id, state, new_messages))
@@ -138,7 +133,10 @@ class BaseCheckpointer(ABC):
     def get_state(self, thread_id: str, state_cls: type[S]) -> S | None: ...
 
     def get_state(self, thread_id: str, state_cls: type[AgentState] = AgentState) -> AgentState | None:
-        return self._sync("aget_state", lambda: self.aget_state(thread_id, state_cls))
+        # `_sync` inlined: the read this is the twin of costs a few microseconds
+        if in_running_loop():
+            raise self._refused("aget_state")
+        return run_checked(self.aget_state(thread_id, state_cls), direct=self.steps_directly)
 
     def get_messages(self, thread_id: str) -> list[Message]:
         return self._sync("aget_messages", lambda: self.aget_messages(thread_id))

@@ -21,7 +21,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._bridge import refuse_in_loop, run_in_worker, run_sync
+from .._bridge import in_running_loop, refusal, refuse_in_loop, run_checked, run_in_worker, run_sync
 from .._validate import check_positive_int
 from ..constants import END
 from ..errors import ConfigurationError, GraphError, RecursionLimitError
@@ -191,12 +191,11 @@ class CompiledGraph:
 
     def get_state(self, config: Mapping[str, Any]) -> AgentState | None:
         # reads the checkpointer only: no node ran, so no node's client needs closing
-        return run_sync(
-            lambda: self.aget_state(config),
-            caller="CompiledGraph.get_state()",
-            instead="await graph.aget_state(...)",
-            direct=isinstance(self.checkpointer, BaseCheckpointer) and self.checkpointer.steps_directly,
-        )
+        if in_running_loop():
+            raise refusal("CompiledGraph.get_state()", "await graph.aget_state(...)")
+        checkpointer = self.checkpointer
+        direct = isinstance(checkpointer, BaseCheckpointer) and checkpointer.steps_directly
+        return run_checked(self.aget_state(config), direct=direct)
 
     def stop(self, config: Mapping[str, Any]) -> bool:
         """Ask the run on ``config['thread_id']`` to stop after its current node; False when none is running."""
