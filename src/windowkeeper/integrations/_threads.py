@@ -32,7 +32,6 @@ import contextlib
 import hashlib
 import itertools
 import logging
-import operator
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +39,7 @@ from typing import Any
 
 from ..context.pointers import DEFAULT_OFFLOAD_CACHE_BYTES, approx_bytes, is_offloaded
 from ..errors import StorageError
-from ..llm.formats._source import WriteMemo
+from ..llm.formats._source import WriteMemo, shared_prefix
 from ..messages import Message
 from ..storage import ConflictError, SessionStore
 from ..storage.base import RecordNotFoundError
@@ -93,11 +92,6 @@ def ref_keys(ref: str) -> list[str]:
 def view_restore_keys(view: Iterable[Message]) -> set[str]:
     """The restore keys of every pointer in ``view``: the originals a window keeps in memory."""
     return {key for message in view if is_offloaded(message) for key in restore_keys(message)}
-
-
-def shared_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """How many leading items ``a`` and ``b`` share by identity, found in C (`map` of `operator.is_not`)."""
-    return next(itertools.compress(itertools.count(), map(operator.is_not, a, b)), min(len(a), len(b)))
 
 
 @dataclass

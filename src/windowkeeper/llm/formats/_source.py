@@ -17,7 +17,9 @@ list's items must not be edited in place, as everywhere in windowkeeper.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import operator
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -146,12 +148,26 @@ def write_items(
     # no message anywhere edited in place since the last write: a message it wrote has the fingerprint it had
     epoch = edit_epoch()
     unedited = memo is not None and memo.epoch == epoch
+    bounds: list[int] = []
+    begin = 0
+    if memo is not None and unedited and memo.passthrough is passthrough and memo.always is always_fresh:
+        begin = memo.reusable(messages)
+        if begin:
+            out = memo.out[: memo.bounds[begin - 1]]
+            bounds = memo.bounds[:begin]
+            if begin == len(memo.messages) and kept is not None:
+                kept = memo.entries  # the last write's messages, all still here: their entries stay as they are
+            elif kept is not None:
+                kept.update((id(m), known[id(m)]) for m in itertools.islice(messages, begin))
+    clean = True  # every item so far is what the memo may hand the next write as it is (see `WriteMemo`)
     mark, marked = RECALL_MARK
-    for i, message in enumerate(messages):
+    for i in range(begin, len(messages)):
+        message = messages[i]
         metadata = message.metadata
         # the mark read inline: this loop runs over the whole view on every write
         if passthrough and metadata and metadata.get(mark) == marked and recall_for_next(messages, i):
             leading.append(message.text())
+            clean = False
             continue
         key = id(message)
         entry = known.get(key)
@@ -184,9 +200,13 @@ def write_items(
             written[0] = with_leading_text(written[0], leading, part_type)
             leading = []
         out.extend(written)
+        clean = clean and entry[4] and not forced
+        if clean:
+            bounds.append(len(out))
     if memo is not None and kept is not None:
         memo.entries = kept
         memo.epoch = epoch
+        memo.remember(messages, out, bounds, passthrough, always_fresh)
     return out
 
 
@@ -203,13 +223,63 @@ class WriteMemo:
     with the same metadata, raw record and fingerprint as when it was written, gets the same items without being
     looked at again. Only the messages of the latest write are kept, with the `edit_epoch` it started at: while
     that is unchanged, no fingerprint needs to be read again either.
+
+    Its leading run of messages whose items are their sources' own (no fresh item, no recall note joined in)
+    is also kept as the written list itself, with where each message's items end: a write whose messages start
+    with the same objects (metadata and raw records the same objects too) takes that part of the list as it is
+    and looks only at the rest, so a call that appends to a long conversation costs what it appends.
     """
 
-    __slots__ = ("entries", "epoch")
+    __slots__ = ("always", "bounds", "entries", "epoch", "messages", "metadata", "out", "passthrough", "raws")
 
     def __init__(self) -> None:
         self.entries: dict[int, _Written] = {}
         self.epoch = -1
+        self.messages: list[Message] = []
+        self.metadata: list[Any] = []
+        self.raws: list[Any] = []
+        self.out: list[Any] = []
+        self.bounds: list[int] = []
+        self.passthrough = False
+        self.always: Callable[[Message], bool] | None = None
+
+    def reusable(self, messages: Sequence[Message]) -> int:
+        """How many leading ``messages`` are the last write's clean run, objects and records unchanged."""
+        n = min(shared_prefix(messages, self.messages), len(self.bounds))
+        if n:
+            head = messages[:n]
+            n = min(
+                n,
+                shared_prefix(list(map(_METADATA, head)), self.metadata),
+                shared_prefix(list(map(_RAW, head)), self.raws),
+            )
+        return n
+
+    def remember(
+        self,
+        messages: Sequence[Message],
+        out: list[Any],
+        bounds: list[int],
+        passthrough: bool,
+        always: Callable[[Message], bool] | None,
+    ) -> None:
+        head = list(messages[: len(bounds)])
+        self.messages = list(messages)
+        self.metadata = list(map(_METADATA, head))
+        self.raws = list(map(_RAW, head))
+        self.out = out[: bounds[-1]] if bounds else []  # a copy: the caller owns the list it is handed
+        self.bounds = bounds
+        self.passthrough = passthrough
+        self.always = always
+
+
+_METADATA = operator.attrgetter("metadata")
+_RAW = operator.attrgetter("raw")
+
+
+def shared_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading items ``a`` and ``b`` share by identity, found in C (`map` of `operator.is_not`)."""
+    return next(itertools.compress(itertools.count(), map(operator.is_not, a, b)), min(len(a), len(b)))
 
 
 def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: str) -> dict[str, Any]:

@@ -1,0 +1,80 @@
+"""A write with the conversation's memo hands back exactly what a write without one does, whatever happened to
+the messages since the last write: appended, dropped from the front, a recall note joined in, edited in place,
+given new metadata, or the list the caller got back changed by the caller."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from windowkeeper.blocks import TextBlock
+from windowkeeper.context.recall import _recall_message
+from windowkeeper.integrations._formats import read_messages, write_messages
+from windowkeeper.llm.formats._source import WriteMemo
+from windowkeeper.messages import Message
+
+OPS = st.lists(
+    st.sampled_from(["append", "drop", "recall", "edit", "metadata", "mutate_out", "fresh"]), min_size=1, max_size=20
+)
+
+
+def _items(n: int, start: int) -> list[dict[str, Any]]:
+    role = ("user", "assistant")
+    return [
+        {"role": role[(start + i) % 2], "content": f"turn {start + i}", "x_unknown": {"n": start + i}}
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic", "openai_responses"])
+@settings(max_examples=60, deadline=None)
+@given(ops=OPS)
+def test_a_memoized_write_equals_a_fresh_one(fmt: str, ops: list[str]) -> None:
+    if fmt == "openai_responses":
+        base = [{"type": "message", "role": i["role"], "content": i["content"]} for i in _items(6, 0)]
+    elif fmt == "anthropic":
+        base = [{"role": i["role"], "content": i["content"], "x_unknown": i["x_unknown"]} for i in _items(6, 0)]
+    else:
+        base = _items(6, 0)
+    messages: list[Message] = read_messages(fmt, copy.deepcopy(base))  # type: ignore[arg-type]
+    memo = WriteMemo()
+    counter = 100
+    for op in ops:
+        if op == "append":
+            counter += 1
+            messages = [*messages, Message.text_message(f"new {counter}", role="user" if counter % 2 else "assistant")]
+        elif op == "drop" and len(messages) > 2:
+            messages = messages[1:]
+        elif op == "recall":
+            users = [i for i, m in enumerate(messages) if m.role == "user"]
+            if users:
+                at = users[-1]
+                note = _recall_message(messages[at], "[Recalled] an old fact", ["k"])
+                messages = [*messages[:at], note, *messages[at:]]
+        elif op == "edit" and messages:
+            messages[0].content = [TextBlock(text="edited in place")]
+        elif op == "metadata" and messages:
+            messages[-1].metadata = {**messages[-1].metadata, "note": counter}
+        elif op == "fresh":
+            messages = list(messages)
+        memoized, _ = write_messages(fmt, None, messages, memo=memo)  # type: ignore[arg-type]
+        plain, _ = write_messages(fmt, None, messages)  # type: ignore[arg-type]
+        assert memoized == plain
+        if op == "mutate_out" and memoized:
+            memoized.append({"role": "user", "content": "the caller's own"})
+            memoized[0] = {"role": "user", "content": "replaced by the caller"}
+
+
+def test_a_write_that_appends_reuses_the_last_written_items() -> None:
+    messages = read_messages("openai_chat", _items(40, 0))
+    memo = WriteMemo()
+    first, _ = write_messages("openai_chat", None, messages, memo=memo)
+    longer = [*messages, Message.text_message("one more")]
+    assert memo.reusable(longer) == 40  # every item is the caller's own: the whole last write is reused
+    second, _ = write_messages("openai_chat", None, longer, memo=memo)
+    assert second[:40] == first and all(a is b for a, b in zip(second, first, strict=False))
+    assert second[40] == {"role": "user", "content": "one more"}
