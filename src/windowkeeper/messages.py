@@ -92,11 +92,13 @@ _edits = 0
 
 
 def edit_epoch() -> int:
-    """How many in-place edits of messages this process has seen (content, role, tool calls, reasoning).
+    """How many in-place edits of messages this process has seen (content, role, tool calls, reasoning, and a
+    new ``metadata`` or ``raw`` object assigned).
 
     A cache that remembers a list of messages by identity stores the epoch with it: while the epoch is unchanged
-    no message anywhere was edited, so identity still means "same content" and checking costs nothing. When it
-    moved, `edited_since` tells which of its messages changed.
+    no message anywhere was edited, so identity still means "same content" (and the same metadata and raw
+    objects) and checking costs nothing. When it moved, `edited_since` tells which of its messages changed what a
+    model sees (a new metadata or raw object moves the epoch only: it changes no fingerprint).
     """
     return _edits
 
@@ -114,6 +116,12 @@ def edited_since(message: Message, epoch: int) -> bool:
     """Whether ``message`` was edited in place after `edit_epoch` returned ``epoch``."""
     private = message.__pydantic_private__
     return private is not None and private.get("_edited", 0) > epoch
+
+
+def _moved() -> None:
+    global _edits
+    with _edit_lock:
+        _edits += 1
 
 
 def _mark_edited(private: dict[str, Any]) -> None:
@@ -316,6 +324,8 @@ class Message(BaseModel):
             private = self.__pydantic_private__
             if private is not None:
                 _mark_edited(private)
+        elif name == "metadata" or name == "raw":
+            _moved()  # what a cache of this object's metadata or raw record holds is another object now
             if name == "content":
                 self._adopt_content()
 

@@ -78,3 +78,15 @@ def test_a_write_that_appends_reuses_the_last_written_items() -> None:
     second, _ = write_messages("openai_chat", None, longer, memo=memo)
     assert second[:40] == first and all(a is b for a, b in zip(second, first, strict=False))
     assert second[40] == {"role": "user", "content": "one more"}
+
+
+def test_a_new_metadata_or_raw_object_moves_the_edit_epoch_and_keeps_the_fingerprint() -> None:
+    from windowkeeper.messages import edit_epoch, edited_since
+
+    message = Message.text_message("hello")
+    fp, epoch = message.fingerprint(), edit_epoch()
+    message.metadata = {"tag": 1}
+    assert edit_epoch() > epoch and not edited_since(message, epoch) and message.fingerprint() == fp
+    epoch = edit_epoch()
+    message.raw = {"role": "user", "content": "hello"}
+    assert edit_epoch() > epoch and message.fingerprint() == fp

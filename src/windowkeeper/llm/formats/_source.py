@@ -226,34 +226,25 @@ class WriteMemo:
 
     Its leading run of messages whose items are their sources' own (no fresh item, no recall note joined in)
     is also kept as the written list itself, with where each message's items end: a write whose messages start
-    with the same objects (metadata and raw records the same objects too) takes that part of the list as it is
+    with the same objects (nothing edited since: `edit_epoch`) takes that part of the list as it is
     and looks only at the rest, so a call that appends to a long conversation costs what it appends.
     """
 
-    __slots__ = ("always", "bounds", "entries", "epoch", "messages", "metadata", "out", "passthrough", "raws")
+    __slots__ = ("always", "bounds", "entries", "epoch", "messages", "out", "passthrough")
 
     def __init__(self) -> None:
         self.entries: dict[int, _Written] = {}
         self.epoch = -1
         self.messages: list[Message] = []
-        self.metadata: list[Any] = []
-        self.raws: list[Any] = []
         self.out: list[Any] = []
         self.bounds: list[int] = []
         self.passthrough = False
         self.always: Callable[[Message], bool] | None = None
 
     def reusable(self, messages: Sequence[Message]) -> int:
-        """How many leading ``messages`` are the last write's clean run, objects and records unchanged."""
-        n = min(shared_prefix(messages, self.messages), len(self.bounds))
-        if n:
-            head = messages[:n]
-            n = min(
-                n,
-                shared_prefix(list(map(_METADATA, head)), self.metadata),
-                shared_prefix(list(map(_RAW, head)), self.raws),
-            )
-        return n
+        """How many leading ``messages`` are the last write's clean run (the caller checked `edit_epoch`, which a
+        new metadata or raw object moves too, so the same objects hold the same records)."""
+        return min(shared_prefix(messages, self.messages), len(self.bounds))
 
     def remember(
         self,
@@ -263,18 +254,11 @@ class WriteMemo:
         passthrough: bool,
         always: Callable[[Message], bool] | None,
     ) -> None:
-        head = list(messages[: len(bounds)])
         self.messages = list(messages)
-        self.metadata = list(map(_METADATA, head))
-        self.raws = list(map(_RAW, head))
         self.out = out[: bounds[-1]] if bounds else []  # a copy: the caller owns the list it is handed
         self.bounds = bounds
         self.passthrough = passthrough
         self.always = always
-
-
-_METADATA = operator.attrgetter("metadata")
-_RAW = operator.attrgetter("raw")
 
 
 def shared_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
