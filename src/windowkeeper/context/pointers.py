@@ -14,8 +14,10 @@ or a restart `OffloadStore.restore_all` finds the original in a log handed to it
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import operator
 import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -63,11 +65,16 @@ def is_offloaded(message: Message) -> bool:
     return offload_info(message) is not None
 
 
-def offloaded(messages: Iterable[Message]) -> list[Message]:
-    """The pointers among ``messages``, in order: `is_offloaded` in one comprehension, for the per-call passes
-    over a whole view (a function call per message was most of their cost)."""
-    key = OFFLOAD_KEY
-    return [m for m in messages if m.metadata and isinstance(m.metadata.get(key), dict)]
+def offloaded(messages: Sequence[Message]) -> list[Message]:
+    """The pointers among ``messages``, in order: `is_offloaded` of each computed in C (`map` of attribute,
+    ``get`` and ``isinstance``), for the per-call passes over a whole view (a Python call per message was most of
+    their cost)."""
+    found = map(isinstance, map(_OFFLOAD_OF, map(_METADATA, messages)), itertools.repeat(dict))
+    return list(itertools.compress(messages, found))
+
+
+_METADATA = operator.attrgetter("metadata")
+_OFFLOAD_OF = operator.methodcaller("get", OFFLOAD_KEY)
 
 
 def _first_line(text: str) -> str:

@@ -38,7 +38,7 @@ from .._validate import check_int
 from ..blocks import TextBlock
 from ..errors import ConfigurationError
 from ..messages import Message
-from ..prompt.recall import MARK_KEY, RECALL_MARK, is_recall
+from ..prompt.recall import MARK_KEY, RECALL_MARK, is_recall, recall_notes
 from ..tokens import TokenCounter, default_counter
 from ._recall_cost import DEFAULT_PRICING_CACHE_BYTES, RecallPricing
 from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, approx_bytes
@@ -457,9 +457,8 @@ def recalled_passages(messages: Iterable[Message]) -> set[str]:
     """Keys (`Passage.key`) of the passages shown by the recall messages among ``messages`` (so a new recall does
     not repeat them). Keys are message id and part, so they hold across restarts and index rebuilds."""
     out: set[str] = set()
-    for msg in messages:
-        if is_recall(msg):
-            out.update(r for r in msg.metadata.get("passages", ()) if isinstance(r, str))
+    for msg in recall_notes(messages if isinstance(messages, Sequence) else list(messages)):
+        out.update(r for r in msg.metadata.get("passages", ()) if isinstance(r, str))
     return out
 
 

@@ -16,7 +16,9 @@ exactly as if the caller had kept `Message` objects, the summary and the offload
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
+import operator
 import os
 import uuid
 from collections.abc import Callable, Sequence
@@ -32,10 +34,11 @@ from ..context.base import ThreadSeed
 from ..context.pointers import RESTORE_TOOL, approx_bytes, is_offloaded, offloaded
 from ..errors import ConfigurationError
 from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
-from ..llm.formats._source import RECALL_MARK, recall_for_next
+from ..llm.formats._source import recall_for_next
 from ..llm.formats.anthropic import MAX_CACHE_BREAKPOINTS, CacheBreakpoint
 from ..messages import Message, fingerprints
 from ..prompt import AssembledPrompt, assemble, tool_schema_tokens
+from ..prompt.recall import recall_flags
 from ..state import AgentState
 from ..storage import SessionStore, open_store
 from ..tokenizing.calibration import feed_calibration
@@ -77,6 +80,7 @@ else:
     Sys = TypeVar("Sys")
 
 logger = logging.getLogger(__name__)
+_ID = operator.attrgetter("message_id")
 
 
 DEFAULT_RESERVE_TOKENS = 2000
@@ -406,7 +410,13 @@ class Window(Generic[M, Sys]):
         state = await manager.atrim_context(state)
 
         head_ids = {m.message_id for m in head}
-        memory.view = [m for m in state.context if m.message_id not in head_ids] if head_ids else list(state.context)
+        context = state.context
+        # the view without the head, filtered in C (a pass over the whole view on every call)
+        memory.view = (
+            list(itertools.compress(context, map(operator.not_, map(head_ids.__contains__, map(_ID, context)))))
+            if head_ids
+            else list(context)
+        )
         memory.summary = state.context_summary or None
         memory.scratchpad = state.scratchpad or None
         memory.source_count = len(incoming)
@@ -712,10 +722,9 @@ def joined_recall(fmt: str, messages: Sequence[Message], counter: TokenCounter) 
     if fmt not in JOINING_FORMATS:
         return 0
     saved = 0
-    mark, marked = RECALL_MARK
-    for i, message in enumerate(messages):
-        metadata = message.metadata  # the mark read inline: this runs over the whole view on every call
-        if metadata and metadata.get(mark) == marked and recall_for_next(messages, i):
+    for i in itertools.compress(itertools.count(), recall_flags(messages)):  # found in C: a pass over the view
+        message = messages[i]
+        if recall_for_next(messages, i):
             following = messages[i + 1]
             joined = following.with_content([TextBlock(text=message.text()), *following.content])
             saved += counter.count_message(message) + counter.count_message(following) - counter.count_message(joined)

@@ -24,7 +24,7 @@ from ..messages import Message
 from ..state import AgentState
 from ..tokens import TokenCounter, default_counter
 from .cost import system_costs, tool_schema_tokens
-from .recall import MARK_KEY, RECALL_MARK, is_recall
+from .recall import is_recall, recall_notes
 from .sections import (
     join_sections,
     scratchpad_section,
@@ -67,7 +67,7 @@ class AssembledPrompt:
         # metrics assemble every view of every call: split with comprehensions and count the (usually whole)
         # recent part with the counter's batch loop
         messages = self.messages
-        recalled = [m for m in messages if m.metadata and m.metadata.get(MARK_KEY) == RECALL_MARK]
+        recalled = recall_notes(messages)
         recent_messages = [m for m in messages if not is_recall(m)] if recalled else messages
         recall = sum(tc.count_message(m) for m in recalled)
         recent = tc.count_messages(recent_messages)  # the reply priming included

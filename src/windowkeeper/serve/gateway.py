@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -118,9 +119,9 @@ def check_items(protocol: Protocol, body: Mapping[str, Any]) -> list[Any]:
     items = body[key]
     if not isinstance(items, list):
         raise BadRequest(f"'{key}' must be a list, got {type(items).__name__}")
-    for index, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise BadRequest(f"'{key}[{index}]' must be an object, got {type(item).__name__}")
+    if not all(map(isinstance, items, itertools.repeat(dict))):  # in C: every call checks the whole list
+        index, item = next((i, x) for i, x in enumerate(items) if not isinstance(x, dict))
+        raise BadRequest(f"'{key}[{index}]' must be an object, got {type(item).__name__}")
     return items
 
 
