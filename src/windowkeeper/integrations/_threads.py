@@ -137,8 +137,8 @@ class ThreadMemory:
     pointer_keys: dict[int, tuple[Message, list[str]]] = field(default_factory=dict)
     """`restore_keys` of each pointer of the view by identity (a pointer stays in the view for many calls)."""
     saved_view: list[Message] = field(default_factory=list)
-    """The view as the last committed head listed it, with its ``saved_refs`` (in memory only): a view that
-    starts with the same objects reuses their refs, and looks only at its new messages for what to store."""
+    """The view as the last committed head listed it, with its ``saved_runs`` (in memory only): a view that
+    starts with the same objects reuses their runs, and looks only at its new messages for what to store."""
     saved_runs: list[list[Any]] = field(default_factory=list)
     saved_ends: list[int] = field(default_factory=list)
     """Where each of ``saved_runs`` ends in the view (its counts summed), to cut them at a prefix."""

@@ -54,8 +54,8 @@ class CacheShares:
 
     Half goes to the originals of messages that left a view (handed back byte for byte when recalled; older ones
     are rebuilt from the index), an eighth each to the message token counts, the summarizer's candidate lines, the
-    recall passages' token counts and their words. At the 64 MiB default that is the 32 MiB of originals and about
-    the size each of the others reaches by itself in an hour of 50 busy conversations.
+    recall passages' token counts and their words. At the 64 MiB default that is 32 MiB of originals (their bound
+    before there was one budget) and 8 MiB for each of the others.
     """
 
     originals: int
