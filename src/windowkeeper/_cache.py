@@ -14,10 +14,12 @@ them; neither is thread-safe (a holder that is shared between threads locks arou
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from itertools import islice
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .errors import ConfigurationError
 
@@ -180,4 +182,10 @@ class SizedCache(Generic[K, V]):
         return iter(self._items)
 
 
-__all__ = ["LRUCache", "SizedCache"]
+def shared_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading items ``a`` and ``b`` share by identity, found in C (`map` of `operator.is_not`): for a
+    holder that reuses what it worked out for the part of a list that is the same objects as last time."""
+    return next(itertools.compress(itertools.count(), map(operator.is_not, a, b)), min(len(a), len(b)))
+
+
+__all__ = ["LRUCache", "SizedCache", "shared_prefix"]

@@ -33,11 +33,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._cache import SizedCache
+from .._cache import SizedCache, shared_prefix
 from .._validate import check_int
 from ..blocks import TextBlock
 from ..errors import ConfigurationError
-from ..messages import Message
+from ..messages import Message, edit_epoch
 from ..prompt.recall import MARK_KEY, RECALL_MARK, is_recall, recall_notes
 from ..tokens import TokenCounter, default_counter
 from ._recall_cost import DEFAULT_PRICING_CACHE_BYTES, RecallPricing
@@ -148,6 +148,11 @@ class _Thread:
     pending: list[list[Message]] = field(default_factory=list)
     indexed: set[str] = field(default_factory=set)
     served: str | None = None
+    shown_in: list[Message] = field(default_factory=list)
+    """The view `Recall.shown` last answered for, and its answer (``shown``): a view that continues it is scanned
+    from where it left off."""
+    shown: set[str] = field(default_factory=set)
+    shown_epoch: int = -1
 
 
 class Recall:
@@ -370,6 +375,20 @@ class Recall:
         found = self.index.message_text(thread, str(ref))
         return found[1] if found is not None else None
 
+    def shown(self, thread: str, view: Sequence[Message]) -> set[str]:
+        """`recalled_passages` of ``view``, the thread's view of this call: the recall messages it holds beyond
+        the view this last answered for, when it starts with those objects, added to that answer (a scan of the
+        whole view on every user turn was a pass over the history)."""
+        state = self._thread(thread)
+        known, epoch = state.shown_in, edit_epoch()
+        start = shared_prefix(view, known)
+        if known and start == len(known) and state.shown_epoch == epoch:  # no message edited since, either
+            found = state.shown | recalled_passages(view[start:])
+        else:
+            found = recalled_passages(view)
+        state.shown_in, state.shown, state.shown_epoch = list(view), found, epoch
+        return set(found)
+
     def served(self, thread: str) -> str | None:
         """Id of the user message the last recall of ``thread`` was decided for (None before the first)."""
         state = self._threads.get(thread)
@@ -493,7 +512,7 @@ def place_recall(
     if recall.served(thread) == served or (i > 0 and messages[i - 1].metadata.get("serves") == served):
         return None
     space = room() if callable(room) else room
-    built = recall.build(thread, messages[i], space, exclude=recalled_passages(messages))
+    built = recall.build(thread, messages[i], space, exclude=recall.shown(thread, messages))
     if built is None:
         return None
     message, tokens = built

@@ -37,9 +37,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._cache import shared_prefix
 from ..context.pointers import DEFAULT_OFFLOAD_CACHE_BYTES, approx_bytes, is_offloaded
 from ..errors import StorageError
-from ..llm.formats._source import WriteMemo, shared_prefix
+from ..llm.formats._source import WriteMemo
 from ..messages import Message
 from ..storage import ConflictError, SessionStore
 from ..storage.base import RecordNotFoundError

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import itertools
 import logging
-import operator
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..._cache import shared_prefix
 from ...boundary import clean_json
 from ...messages import Message, edit_epoch
 from ._common import plain
@@ -260,10 +260,6 @@ class WriteMemo:
         self.passthrough = passthrough
         self.always = always
 
-
-def shared_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """How many leading items ``a`` and ``b`` share by identity, found in C (`map` of `operator.is_not`)."""
-    return next(itertools.compress(itertools.count(), map(operator.is_not, a, b)), min(len(a), len(b)))
 
 
 def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: str) -> dict[str, Any]:
