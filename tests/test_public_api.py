@@ -607,6 +607,7 @@ PUBLIC_SURFACE: dict[str, frozenset[str]] = {
             "OFFLINE_ENCODINGS",
             "REPLY_PRIMING",
             "ROLE_TOKENS",
+            "RunningCount",
             "TOOL_CALL_OVERHEAD",
             "TiktokenCounter",
             "TokenCounter",

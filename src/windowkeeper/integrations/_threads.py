@@ -44,6 +44,7 @@ from ..llm.formats._source import WriteMemo
 from ..messages import Message
 from ..storage import ConflictError, SessionStore
 from ..storage.base import RecordNotFoundError
+from ..tokens import RunningCount
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +138,8 @@ class ThreadMemory:
     """The pointers of ``view``, in order (set with the view after every call and on a load)."""
     pointer_keys: dict[int, tuple[Message, list[str]]] = field(default_factory=dict)
     """`restore_keys` of each pointer of the view by identity (a pointer stays in the view for many calls)."""
+    running: RunningCount = field(default_factory=RunningCount)
+    """The running count of the prompt's recent zone (in memory only), so counting it costs what is new."""
     saved_view: list[Message] = field(default_factory=list)
     """The view as the last committed head listed it, with its ``saved_runs`` (in memory only): a view that
     starts with the same objects reuses their runs, and looks only at its new messages for what to store."""

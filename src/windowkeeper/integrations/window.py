@@ -435,7 +435,9 @@ class Window(Generic[M, Sys]):
                 state = state.model_copy(update={"context": sent})
             live = {(str(m.message_id), m.fingerprint()) for m in memory.pointers}
             memory.rewritten = {k: v for k, v in memory.rewritten.items() if k in live}
-        prompt = assemble(state, tools=[dict(t) for t in tools] if tools else None, counter=self._counter)
+        prompt = assemble(
+            state, tools=[dict(t) for t in tools] if tools else None, counter=self._counter, running=memory.running
+        )
         breakpoints = self._breakpoints(memory, prompt)
         lead = system_lead(
             state.context,

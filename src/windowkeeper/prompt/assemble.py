@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .._validate import check_int
 from ..messages import Message
 from ..state import AgentState
-from ..tokens import TokenCounter, default_counter
+from ..tokens import RunningCount, TokenCounter, default_counter
 from .cost import system_costs, tool_schema_tokens
 from .recall import is_recall, recall_notes
 from .sections import (
@@ -58,6 +58,9 @@ class AssembledPrompt:
     scratchpad: str | None = None
     reserve_tokens: int = 0
     counter: TokenCounter = field(default_factory=default_counter, repr=False, compare=False)
+    running: RunningCount | None = field(default=None, repr=False, compare=False)
+    """The conversation's running count of its recent zone (`RunningCount`), kept by a caller that assembles the
+    same conversation call after call, so counting it costs what is new; None counts it whole."""
 
     @cached_property
     def zone_tokens(self) -> dict[str, int]:
@@ -70,7 +73,9 @@ class AssembledPrompt:
         recalled = recall_notes(messages)
         recent_messages = [m for m in messages if not is_recall(m)] if recalled else messages
         recall = sum(tc.count_message(m) for m in recalled)
-        recent = tc.count_messages(recent_messages)  # the reply priming included
+        # the reply priming included
+        running = self.running
+        recent = running.total(tc, recent_messages) if running is not None else tc.count_messages(recent_messages)
         return {
             "system": costs.system,
             "tools": tool_schema_tokens(self.tools, tc),
@@ -141,6 +146,7 @@ def assemble_messages(
     tools: Sequence[dict[str, Any]] | None = None,
     counter: TokenCounter | None = None,
     reserve_tokens: int = 0,
+    running: RunningCount | None = None,
 ) -> AssembledPrompt:
     """`assemble` from the parts of a state: a view's messages, its summary and scratchpad."""
     reserve = check_int("reserve_tokens", reserve_tokens, minimum=0)
@@ -162,6 +168,7 @@ def assemble_messages(
         scratchpad=scratchpad,
         reserve_tokens=reserve,
         counter=counter if counter is not None else default_counter(),
+        running=running,
     )
 
 
@@ -172,11 +179,13 @@ def assemble(
     tools: Sequence[dict[str, Any]] | None = None,
     counter: TokenCounter | None = None,
     reserve_tokens: int = 0,
+    running: RunningCount | None = None,
 ) -> AssembledPrompt:
     """The request for one model call on ``state`` (its context, summary and scratchpad), with its zone counts.
 
     ``system_prompt`` and ``tools`` are the agent's; ``counter`` is the exact shared counter by default;
-    ``reserve_tokens`` is only reported (zone ``reserve``), never sent.
+    ``reserve_tokens`` is only reported (zone ``reserve``), never sent; ``running`` (one per conversation, see
+    `AssembledPrompt.running`) makes the count of a conversation assembled call after call cost what is new.
     """
     return assemble_messages(
         state.context,
@@ -186,4 +195,5 @@ def assemble(
         tools=tools,
         counter=counter,
         reserve_tokens=reserve_tokens,
+        running=running,
     )

@@ -20,6 +20,7 @@ storage because attribute access through pydantic's ``__getattr__`` costs more t
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -29,6 +30,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from itertools import islice
 from typing import Any, Protocol, runtime_checkable
 
+from .._cache import shared_prefix
 from ..blocks import (
     AnnotationBlock,
     AudioBlock,
@@ -44,7 +46,7 @@ from ..blocks import (
     tool_output_text,
 )
 from ..errors import ConfigurationError
-from ..messages import Message
+from ..messages import Message, edit_epoch
 from .encodings import Encoder, encoding_name_for_model, get_offline_encoding
 from .media import media_tokens
 
@@ -270,6 +272,36 @@ class ApproxCounter(CachingCounter):
             return math.ceil(len(text) / self.chars_per_token)
         wide = len(_WIDE.findall(text))
         return max(1, math.ceil((len(text) - wide) / self.chars_per_token + wide * self.wide_tokens_per_char))
+
+
+class RunningCount:
+    """`CachingCounter.count_messages` of a list that mostly grows between calls (one conversation's prompt, call
+    after call): the counts of its leading messages that are the same objects as last time, with no message
+    edited since (`edit_epoch`), are kept summed, so a call counts only its new messages instead of looking each
+    message up in the memo again. A counter that prices lists its own way is asked as usual."""
+
+    __slots__ = ("epoch", "messages", "sums")
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.sums: list[int] = []
+        self.epoch = -1
+
+    def total(self, counter: TokenCounter, messages: Sequence[Message]) -> int:
+        """What ``counter.count_messages(messages)`` returns."""
+        if not (
+            isinstance(counter, CachingCounter)
+            and type(counter).count_messages is CachingCounter.count_messages
+            and type(counter).count_message is CachingCounter.count_message
+        ):
+            return counter.count_messages(messages)
+        epoch = edit_epoch()
+        same = shared_prefix(messages, self.messages) if epoch == self.epoch else 0
+        sums = self.sums[:same]
+        counts = map(counter.count_message, itertools.islice(messages, same, None))
+        sums.extend(itertools.islice(itertools.accumulate(counts, initial=sums[-1] if sums else 0), 1, None))
+        self.messages, self.sums, self.epoch = list(messages), sums, epoch
+        return (sums[-1] if sums else 0) + counter.reply_priming
 
 
 class TiktokenCounter(CachingCounter):
