@@ -66,7 +66,7 @@ def in_running_loop() -> bool:
 def refuse_in_loop(caller: str, instead: str) -> None:
     """Raise `RuntimeError` when a blocking ``caller`` is used inside a running loop; ``instead`` is what to await."""
     if _get_running_loop() is not None:
-        raise _refusal(caller, instead)
+        raise refusal(caller, instead)
 
 
 def run_sync(
@@ -84,7 +84,7 @@ def run_sync(
     (an in-memory checkpointer read) costs what its async form costs; if it does wait, the rest runs as a task.
     """
     if _get_running_loop() is not None:
-        raise _refusal(caller, instead)
+        raise refusal(caller, instead)
     return _run(work(), direct)
 
 
@@ -92,11 +92,6 @@ def run_checked(coro: Coroutine[Any, Any, T], *, direct: bool = False) -> T:
     """`run_sync` of ``coro`` itself, for a caller that has checked that no loop runs here (`in_running_loop`):
     a sync read that costs a few microseconds in all names its refusal only when it makes one (`refusal`)."""
     return _run(coro, direct)
-
-
-def refusal(caller: str, instead: str) -> RuntimeError:
-    """The error a blocking ``caller`` raises inside a running loop (``instead``: what to await)."""
-    return _refusal(caller, instead)
 
 
 def run_sync_anywhere(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -131,7 +126,7 @@ def drive(core: Generator[Awaitable[Any], Any, T], *, caller: str, instead: str)
             if _get_running_loop() is not None:
                 _close_awaitable(step)
                 core.close()
-                raise _refusal(caller, instead)
+                raise refusal(caller, instead)
             try:
                 value = _run(_awaited(step), False)
             except BaseException as exc:  # the core decides; what it does not handle propagates
@@ -169,7 +164,8 @@ def _close_awaitable(step: object) -> None:
         close()
 
 
-def _refusal(caller: str, instead: str) -> RuntimeError:
+def refusal(caller: str, instead: str) -> RuntimeError:
+    """The error a blocking ``caller`` raises inside a running loop (``instead``: what to await)."""
     return RuntimeError(
         f"{caller} was called from inside a running event loop, where blocking would stall it; "
         f"use `{instead}` instead",

@@ -90,3 +90,31 @@ def test_a_new_metadata_or_raw_object_moves_the_edit_epoch_and_keeps_the_fingerp
     epoch = edit_epoch()
     message.raw = {"role": "user", "content": "hello"}
     assert edit_epoch() > epoch and message.fingerprint() == fp
+
+
+def test_responses_instructions_writes_reuse_the_memo_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    from windowkeeper.llm.formats.openai_responses import to_responses_input
+
+    reused: list[int] = []
+    reusable = WriteMemo.reusable
+    monkeypatch.setattr(WriteMemo, "reusable", lambda self, m: reused.append(n := reusable(self, m)) or n)
+
+    # the system text comes as the request's instructions, not as a message: nothing in the list is forced fresh
+    items = [{"type": "message", "role": i["role"], "content": i["content"]} for i in _items(20, 0)]
+    messages = read_messages("openai_responses", items)
+    memo = WriteMemo()
+    first = to_responses_input(messages, system="instructions", passthrough=True, memo=memo)
+    longer = [*messages, Message.text_message("one more")]
+    second = to_responses_input(longer, system="instructions", passthrough=True, memo=memo)
+    assert reused == [20]  # the same `always_fresh` from call to call: the second write took the clean run
+    assert second == to_responses_input(longer, system="instructions", passthrough=True)
+    assert second[1][: len(first[1])] == first[1]
+
+
+def test_a_running_count_used_with_another_counter_counts_for_that_counter() -> None:
+    from windowkeeper.tokens import ApproxCounter, RunningCount, default_counter
+
+    messages = [Message.text_message(f"message {i} " * 9) for i in range(30)]
+    running = RunningCount()
+    assert running.total(default_counter(), messages) == default_counter().count_messages(messages)
+    assert running.total(ApproxCounter(), messages) == ApproxCounter().count_messages(messages)

@@ -21,7 +21,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._bridge import in_running_loop, refusal, refuse_in_loop, run_checked, run_in_worker, run_sync
+from .._bridge import refuse_in_loop, run_checked, run_in_worker, run_sync
 from .._validate import check_positive_int
 from ..constants import END
 from ..errors import ConfigurationError, GraphError, RecursionLimitError
@@ -191,8 +191,7 @@ class CompiledGraph:
 
     def get_state(self, config: Mapping[str, Any]) -> AgentState | None:
         # reads the checkpointer only: no node ran, so no node's client needs closing
-        if in_running_loop():
-            raise refusal("CompiledGraph.get_state()", "await graph.aget_state(...)")
+        refuse_in_loop("CompiledGraph.get_state()", "await graph.aget_state(...)")
         checkpointer = self.checkpointer
         direct = isinstance(checkpointer, BaseCheckpointer) and checkpointer.steps_directly
         return run_checked(self.aget_state(config), direct=direct)

@@ -280,12 +280,13 @@ class RunningCount:
     edited since (`edit_epoch`), are kept summed, so a call counts only its new messages instead of looking each
     message up in the memo again. A counter that prices lists its own way is asked as usual."""
 
-    __slots__ = ("epoch", "messages", "sums")
+    __slots__ = ("counter", "epoch", "messages", "sums")
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
         self.sums: list[int] = []
         self.epoch = -1
+        self.counter: TokenCounter | None = None
 
     def total(self, counter: TokenCounter, messages: Sequence[Message]) -> int:
         """What ``counter.count_messages(messages)`` returns."""
@@ -296,11 +297,12 @@ class RunningCount:
         ):
             return counter.count_messages(messages)
         epoch = edit_epoch()
-        same = shared_prefix(messages, self.messages) if epoch == self.epoch else 0
+        # the sums are this counter's: another counter (or an edit anywhere) starts them over
+        same = shared_prefix(messages, self.messages) if epoch == self.epoch and counter is self.counter else 0
         sums = self.sums[:same]
         counts = map(counter.count_message, itertools.islice(messages, same, None))
         sums.extend(itertools.islice(itertools.accumulate(counts, initial=sums[-1] if sums else 0), 1, None))
-        self.messages, self.sums, self.epoch = list(messages), sums, epoch
+        self.messages, self.sums, self.epoch, self.counter = list(messages), sums, epoch, counter
         return (sums[-1] if sums else 0) + counter.reply_priming
 
 

@@ -258,6 +258,12 @@ def _system_item(message: Message, *, index: int) -> ResponsesInputMessage:
     return _message_item(message, role, index=index)
 
 
+def _is_system(message: Message) -> bool:
+    """Whether ``message`` is system text (written into ``instructions``): one function, not a lambda per call,
+    so the write memo sees the same ``always_fresh`` from call to call and reuses what it wrote."""
+    return message.role == "system"
+
+
 def to_responses_input(
     messages: Sequence[Message],
     *,
@@ -292,7 +298,7 @@ def to_responses_input(
         passthrough=passthrough,
         part_type="input_text",
         report=RESPONSES.report,
-        always_fresh=(lambda m: m.role == "system") if system == "instructions" else None,
+        always_fresh=_is_system if system == "instructions" else None,
         memo=memo,
     )
     return (SYSTEM_SEPARATOR.join(instructions) if instructions else None), items
