@@ -151,11 +151,18 @@ def run_agent(middleware: Any, turns: int, entry: str = "sync") -> None:
     http, ahttp = DefaultHttpxClient(), DefaultAsyncHttpxClient()
     with FakeOpenAIServer(agent_script(turns)) as srv, http:
         model = ChatOpenAI(
-            model="gpt-4o-mini", base_url=srv.base_url, api_key="test", max_retries=0,
-            http_client=http, http_async_client=ahttp,
+            model="gpt-4o-mini",
+            base_url=srv.base_url,
+            api_key="test",
+            max_retries=0,
+            http_client=http,
+            http_async_client=ahttp,
         )
         agent = create_agent(
-            model, tools=[tool(long_log)], system_prompt="You run tests.", middleware=[middleware],
+            model,
+            tools=[tool(long_log)],
+            system_prompt="You run tests.",
+            middleware=[middleware],
             checkpointer=InMemorySaver(),
         )
         config: Any = {"configurable": {"thread_id": "bench"}}
@@ -271,8 +278,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     )
     for kind, m in middleware.items():
         ratio = m["ours_ms"] / m["theirs_ms"]
-        print(f"{kind} manager: ours / theirs {ratio:.2f}x (target <= {MIDDLEWARE_TARGET}x: "
-              f"{'met' if ratio <= MIDDLEWARE_TARGET else 'MISSED'})")
+        print(
+            f"{kind} manager: ours / theirs {ratio:.2f}x (target <= {MIDDLEWARE_TARGET}x: "
+            f"{'met' if ratio <= MIDDLEWARE_TARGET else 'MISSED'})"
+        )
     return {"sessions": sessions, "middleware": middleware}
 
 

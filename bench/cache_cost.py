@@ -125,8 +125,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 replay(session, lineup, counter=counter, prices=prices, providers=args.providers, max_calls=args.calls)
             )
             print_table(
-                ["strategy", "tokens sent", "saved", "cost", "cost cached", *PROVIDER_CACHE_RULES, "prefix-stable",
-                 "invalid", "CPU s"],
+                [
+                    "strategy",
+                    "tokens sent",
+                    "saved",
+                    "cost",
+                    "cost cached",
+                    *PROVIDER_CACHE_RULES,
+                    "prefix-stable",
+                    "invalid",
+                    "CPU s",
+                ],
                 summarize(report, args.seconds_between_calls),
                 title=f"\n{source}: {report.calls} calls, {len(session):,} messages, {total:,} tokens; "
                 f"budget {budget:,}; {prices.label}; validity: {', '.join(args.providers)}",

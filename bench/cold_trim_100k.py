@@ -27,7 +27,6 @@ from windowkeeper.state import AgentState
 RESERVE = 2000
 
 
-
 async def trim_ours(history: list[Message], budget: int) -> tuple[float, list[Message]]:
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
         max_tokens=budget + RESERVE, reserve_tokens=RESERVE, counter=fresh_counter()

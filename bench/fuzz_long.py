@@ -29,8 +29,13 @@ def main() -> int:
     args = parser.parse_args()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="wk-fuzz-") as workdir:
-        tally = run(views=args.views, payloads=args.payloads, workdir=Path(workdir), seed=args.seed,
-                    deadline_s=args.max_minutes * 60 if args.max_minutes else None)
+        tally = run(
+            views=args.views,
+            payloads=args.payloads,
+            workdir=Path(workdir),
+            seed=args.seed,
+            deadline_s=args.max_minutes * 60 if args.max_minutes else None,
+        )
     print(f"fuzz_long seed={args.seed}: {tally.summary()} in {time.perf_counter() - started:,.0f} s")
     for finding in tally.findings:
         print("  " + finding)

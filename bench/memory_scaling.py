@@ -43,7 +43,6 @@ from windowkeeper.storage import InMemoryStore
 SESSION = "bench"
 
 
-
 def open_memory(backend: str, location: Path, store: InMemoryStore | None) -> BaseMemory[Any]:
     if backend == "memory":
         assert store is not None

@@ -132,8 +132,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                 "put_bytes_per_step": put_bytes,
             }
             rows.append(
-                (f"{len(history):,}", per_call, peak_mb, recall_call, recall_peak, cold, cold_recall, append_ms,
-                 put_ms, put_bytes)
+                (
+                    f"{len(history):,}",
+                    per_call,
+                    peak_mb,
+                    recall_call,
+                    recall_peak,
+                    cold,
+                    cold_recall,
+                    append_ms,
+                    put_ms,
+                    put_bytes,
+                )
             )
     print_table(
         (

@@ -153,10 +153,14 @@ def main(argv: Sequence[str] | None = None) -> dict[int, dict[str, float]]:
     last = results[args.sizes[-1]]
     growth = last["ours_ms"] / base if base else float("inf")
     over_floor = last["ours_ms"] / last["floor_ms"] if last["floor_ms"] else float("inf")
-    print(f"growth {args.sizes[0]:,} -> {args.sizes[-1]:,}: {growth:.2f}x (target <= {GROWTH_TARGET}x: "
-          f"{'met' if growth <= GROWTH_TARGET else 'MISSED'})")
-    print(f"ours / floor at {args.sizes[-1]:,}: {over_floor:.2f}x (target <= {FLOOR_TARGET:.0f}x: "
-          f"{'met' if over_floor <= FLOOR_TARGET else 'MISSED'})")
+    print(
+        f"growth {args.sizes[0]:,} -> {args.sizes[-1]:,}: {growth:.2f}x (target <= {GROWTH_TARGET}x: "
+        f"{'met' if growth <= GROWTH_TARGET else 'MISSED'})"
+    )
+    print(
+        f"ours / floor at {args.sizes[-1]:,}: {over_floor:.2f}x (target <= {FLOOR_TARGET:.0f}x: "
+        f"{'met' if over_floor <= FLOOR_TARGET else 'MISSED'})"
+    )
     return results
 
 

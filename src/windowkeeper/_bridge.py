@@ -69,9 +69,7 @@ def refuse_in_loop(caller: str, instead: str) -> None:
         raise refusal(caller, instead)
 
 
-def run_sync(
-    work: Callable[[], Coroutine[Any, Any, T]], *, caller: str, instead: str, direct: bool = False
-) -> T:
+def run_sync(work: Callable[[], Coroutine[Any, Any, T]], *, caller: str, instead: str, direct: bool = False) -> T:
     """Run the coroutine ``work()`` to completion from synchronous code.
 
     ``work`` is a factory rather than a coroutine so that nothing is created (and left un-awaited) when the call
@@ -167,8 +165,7 @@ def _close_awaitable(step: object) -> None:
 def refusal(caller: str, instead: str) -> RuntimeError:
     """The error a blocking ``caller`` raises inside a running loop (``instead``: what to await)."""
     return RuntimeError(
-        f"{caller} was called from inside a running event loop, where blocking would stall it; "
-        f"use `{instead}` instead",
+        f"{caller} was called from inside a running event loop, where blocking would stall it; use `{instead}` instead",
     )
 
 

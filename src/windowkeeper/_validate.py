@@ -37,12 +37,7 @@ def check_timeout(name: str, value: object) -> float:
     ``nan`` compares false with everything, so a naive ``> 0`` check lets it through and every wait then ends at
     once; ``inf`` is no timeout at all. Both are rejected, like zero, negatives, bools and non-numbers.
     """
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
         raise ConfigurationError(f"{name} must be a finite number of seconds > 0, got {value!r}")
     return float(value)
 

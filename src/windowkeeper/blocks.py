@@ -296,19 +296,36 @@ def _opt_ints(value: Any, clean: bool) -> Any:
 _Check = Any  # Callable[[Any, bool], Any]; kept loose so the table below stays readable
 _FIELD_CHECKS: dict[type[BaseModel], dict[str, _Check]] = {
     MediaRef: {
-        "kind": _media_kind, "url": _opt_text, "file_id": _opt_text, "data_base64": _opt_text,
-        "mime_type": _opt_text, "size_bytes": _opt_int, "filename": _opt_text, "sha256": _opt_text,
-        "width": _opt_int, "height": _opt_int, "duration_ms": _opt_int, "page": _opt_int,
+        "kind": _media_kind,
+        "url": _opt_text,
+        "file_id": _opt_text,
+        "data_base64": _opt_text,
+        "mime_type": _opt_text,
+        "size_bytes": _opt_int,
+        "filename": _opt_text,
+        "sha256": _opt_text,
+        "width": _opt_int,
+        "height": _opt_int,
+        "duration_ms": _opt_int,
+        "page": _opt_int,
     },
     AnnotationRef: {"url": _opt_text, "file_id": _opt_text, "page": _opt_int, "index": _opt_int, "title": _opt_text},
     TextBlock: {"type": None, "text": _text, "annotations": _annotations},
     ImageBlock: {"type": None, "media": _media, "alt_text": _opt_text, "bbox": _opt_floats},
     AudioBlock: {
-        "type": None, "media": _media, "transcript": _opt_text, "sample_rate": _opt_int, "channels": _opt_int,
+        "type": None,
+        "media": _media,
+        "transcript": _opt_text,
+        "sample_rate": _opt_int,
+        "channels": _opt_int,
     },
     VideoBlock: {"type": None, "media": _media, "thumbnail": _opt_media},
     DocumentBlock: {
-        "type": None, "media": _opt_media, "text": _opt_text, "pages": _opt_ints, "excerpt": _opt_text,
+        "type": None,
+        "media": _opt_media,
+        "text": _opt_text,
+        "pages": _opt_ints,
+        "excerpt": _opt_text,
     },
     DataBlock: {"type": None, "mime_type": _text, "data_base64": _opt_text, "media": _opt_media},
     ToolCallBlock: {"type": None, "id": _ident, "name": _text, "args": _json_dict, "tool_type": _opt_text},
@@ -357,37 +374,46 @@ def _text_block(data: dict[str, Any], clean: bool) -> Any:
     text, annotations = data["text"], data["annotations"]
     if type(text) is not str or type(annotations) is not list or len(data) != 3:
         raise NotStoredForm
-    return _make(TextBlock, {
-        "type": "text",
-        "text": clean_text(text) if clean else text,
-        "annotations": [_build(AnnotationRef, a, clean) for a in annotations] if annotations else [],
-    })
+    return _make(
+        TextBlock,
+        {
+            "type": "text",
+            "text": clean_text(text) if clean else text,
+            "annotations": [_build(AnnotationRef, a, clean) for a in annotations] if annotations else [],
+        },
+    )
 
 
 def _tool_call_block(data: dict[str, Any], clean: bool) -> Any:
     call_id, name, args, tool_type = data["id"], data["name"], data["args"], data["tool_type"]
     if type(call_id) is not str or type(name) is not str or len(data) != 5:
         raise NotStoredForm
-    return _make(ToolCallBlock, {
-        "type": "tool_call",
-        "id": clean_id(call_id) if clean else call_id,
-        "name": clean_text(name) if clean else name,
-        "args": _json_dict(args, clean),
-        "tool_type": _opt_text(tool_type, clean),
-    })
+    return _make(
+        ToolCallBlock,
+        {
+            "type": "tool_call",
+            "id": clean_id(call_id) if clean else call_id,
+            "name": clean_text(name) if clean else name,
+            "args": _json_dict(args, clean),
+            "tool_type": _opt_text(tool_type, clean),
+        },
+    )
 
 
 def _tool_result_block(data: dict[str, Any], clean: bool) -> Any:
     call_id, output, status, name = data["call_id"], data["output"], data["status"], data["name"]
     if type(call_id) is not str or (status != "completed" and status != "error") or len(data) != 5:
         raise NotStoredForm
-    return _make(ToolResultBlock, {
-        "type": "tool_result",
-        "call_id": clean_id(call_id) if clean else call_id,
-        "output": (clean_text(output) if clean else output) if type(output) is str else _json_copy(output, clean),
-        "status": status,
-        "name": _opt_text(name, clean),
-    })
+    return _make(
+        ToolResultBlock,
+        {
+            "type": "tool_result",
+            "call_id": clean_id(call_id) if clean else call_id,
+            "output": (clean_text(output) if clean else output) if type(output) is str else _json_copy(output, clean),
+            "status": status,
+            "name": _opt_text(name, clean),
+        },
+    )
 
 
 _FAST: dict[str, Any] = {"text": _text_block, "tool_call": _tool_call_block, "tool_result": _tool_result_block}
@@ -410,8 +436,13 @@ def make_block(kind: str, **values: Any) -> ContentBlock:
         if type(call_id) is str and type(output) is str:
             return _make(  # type: ignore[no-any-return]
                 ToolResultBlock,
-                {"type": "tool_result", "call_id": clean_id(call_id), "output": clean_text(output),
-                 "status": "completed", "name": None},
+                {
+                    "type": "tool_result",
+                    "call_id": clean_id(call_id),
+                    "output": clean_text(output),
+                    "status": "completed",
+                    "name": None,
+                },
                 {"call_id", "output"},
             )
     try:

@@ -43,7 +43,13 @@ from .blocks import (
 from .boundary import clean_id, clean_json, clean_text
 
 _BLOCK_TYPES: tuple[type[BaseModel], ...] = (
-    TextBlock, ToolCallBlock, ToolResultBlock, ReasoningBlock, ErrorBlock, AnnotationBlock, *MEDIA_BLOCK_TYPES,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    ReasoningBlock,
+    ErrorBlock,
+    AnnotationBlock,
+    *MEDIA_BLOCK_TYPES,
 )
 
 Role = Literal["user", "assistant", "system", "tool"]
@@ -364,14 +370,22 @@ class Message(BaseModel):
         """
         blocks = BlockList(content)
         if (
-            type(role) is str and role in _ROLE_SET and type(message_id) is str
+            type(role) is str
+            and role in _ROLE_SET
+            and type(message_id) is str
             and (timestamp is None or type(timestamp) is float)
             and _BLOCK_TYPE_SET.issuperset(map(type, blocks))
         ):
             fields = {
-                "message_id": message_id if message_id.isascii() else clean_id(message_id), "role": role,
-                "content": blocks, "delta": False,
-                "tools_calls": None, "reasoning": None, "timestamp": timestamp, "metadata": {}, "usages": None,
+                "message_id": message_id if message_id.isascii() else clean_id(message_id),
+                "role": role,
+                "content": blocks,
+                "delta": False,
+                "tools_calls": None,
+                "reasoning": None,
+                "timestamp": timestamp,
+                "metadata": {},
+                "usages": None,
                 "raw": None,
             }
             return _make_message(fields, {"message_id", "role", "content", "timestamp"})
@@ -505,7 +519,16 @@ class Message(BaseModel):
 
 
 _MESSAGE_FIELDS = (
-    "message_id", "role", "content", "delta", "tools_calls", "reasoning", "timestamp", "metadata", "usages", "raw",
+    "message_id",
+    "role",
+    "content",
+    "delta",
+    "tools_calls",
+    "reasoning",
+    "timestamp",
+    "metadata",
+    "usages",
+    "raw",
 )
 _MESSAGE_KEYS = frozenset(_MESSAGE_FIELDS)
 _MESSAGE_FIELD_SET = set(_MESSAGE_FIELDS)
@@ -559,10 +582,16 @@ def message_from_stored(data: dict[str, Any], clean: bool = True) -> Message | N
             return None
     # new containers where validation makes them (their values shared, as validation leaves them)
     fields = {
-        "message_id": message_id, "role": role, "content": blocks, "delta": data["delta"],
+        "message_id": message_id,
+        "role": role,
+        "content": blocks,
+        "delta": data["delta"],
         "tools_calls": None if tools_calls is None else [dict(call) for call in tools_calls],
-        "reasoning": reasoning, "timestamp": timestamp, "metadata": dict(metadata) if metadata else {},
-        "usages": usages, "raw": None if raw is None else dict(raw),
+        "reasoning": reasoning,
+        "timestamp": timestamp,
+        "metadata": dict(metadata) if metadata else {},
+        "usages": usages,
+        "raw": None if raw is None else dict(raw),
     }
     if clean:  # what model_post_init does for validated messages
         for name in _CLEANED:
@@ -598,9 +627,16 @@ def message_from_trusted(data: Any) -> Message | None:
         except ValidationError:
             return None
     fields = {
-        "message_id": data["message_id"], "role": data["role"], "content": blocks, "delta": data["delta"],
-        "tools_calls": data["tools_calls"], "reasoning": data["reasoning"], "timestamp": data["timestamp"],
-        "metadata": data["metadata"], "usages": usages, "raw": data["raw"],
+        "message_id": data["message_id"],
+        "role": data["role"],
+        "content": blocks,
+        "delta": data["delta"],
+        "tools_calls": data["tools_calls"],
+        "reasoning": data["reasoning"],
+        "timestamp": data["timestamp"],
+        "metadata": data["metadata"],
+        "usages": usages,
+        "raw": data["raw"],
     }
     return _make_message(fields)
 

@@ -195,6 +195,8 @@ def test_retention_three_kinds_tiny(capsys: pytest.CaptureFixture[str]) -> None:
         assert set(rows) == set(names)
         assert rows["BM25-fill"]["cases"] == 1 and rows["BM25-fill"]["calls"] > 10
         assert rows["TokenBudgetContextManager"]["over"] == 0  # the peer keeps a newest unit larger than the budget
+
+
 def test_window_cost(capsys: pytest.CaptureFixture[str]) -> None:
     results = bench("window_cost").main(["--sizes", "200", "400", "--calls", "3", "--manager", "lean"])
     out = capsys.readouterr().out

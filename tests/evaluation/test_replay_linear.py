@@ -20,9 +20,7 @@ async def test_incremental_sliding_window_gives_the_whole_history_view(budget: i
     for point in call_points(messages):
         view = await strategy.step(messages[start:point])
         start = point
-        assert [m.message_id for m in view.messages] == [
-            m.message_id for m in sliding_window(messages[:point], budget)
-        ]
+        assert [m.message_id for m in view.messages] == [m.message_id for m in sliding_window(messages[:point], budget)]
 
 
 def test_incremental_measure_matches_a_full_measure() -> None:

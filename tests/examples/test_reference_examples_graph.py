@@ -32,7 +32,11 @@ def test_summary_agent_against_a_local_openai_server() -> None:
         env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key"}
         proc = subprocess.run(
             [sys.executable, str(EXAMPLES / "summary_agent.py")],
-            capture_output=True, text=True, timeout=120, env=env, check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            check=False,
         )
         requests = list(server.requests)
     assert proc.returncode == 0, proc.stderr
@@ -48,8 +52,13 @@ def test_summary_agent_against_a_local_openai_server() -> None:
 
 async def test_injected_manager_node_trims_and_none_without_manager() -> None:
     turns = [Message.text_message(f"question {i}", message_id=f"q{i}") for i in range(6)]
-    trimmed = await inject_manager.build(MessageContextManager(max_messages=2)).compile().ainvoke(
-        {"messages": turns}, {"thread_id": "di"},
+    trimmed = (
+        await inject_manager.build(MessageContextManager(max_messages=2))
+        .compile()
+        .ainvoke(
+            {"messages": turns},
+            {"thread_id": "di"},
+        )
     )
     assert [m.message_id for m in trimmed["state"].context] == ["q4", "q5"]
     untouched = await inject_manager.build(None).compile().ainvoke({"messages": turns}, {"thread_id": "di"})
@@ -59,7 +68,11 @@ async def test_injected_manager_node_trims_and_none_without_manager() -> None:
 
 def test_inject_manager_script_prints_both_views() -> None:
     proc = subprocess.run(
-        [sys.executable, str(EXAMPLES / "inject_manager.py")], capture_output=True, text=True, timeout=120, check=False,
+        [sys.executable, str(EXAMPLES / "inject_manager.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
@@ -110,7 +123,11 @@ def test_select_city_tool_result_updates_state() -> None:
 
 def test_city_tools_script_runs_offline() -> None:
     proc = subprocess.run(
-        [sys.executable, str(EXAMPLES / "city_tools.py")], capture_output=True, text=True, timeout=120, check=False,
+        [sys.executable, str(EXAMPLES / "city_tools.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "u-42 Lisbon Lisbon it is.\n"

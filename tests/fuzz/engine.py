@@ -42,8 +42,28 @@ from windowkeeper.units import validate
 HALF_EMOJI = "\ud83d"
 LISTDIR_NAME = b"r\xe9sum\xe9.pdf".decode("utf-8", "surrogateescape")
 WORDS = (
-    "invoice", "Berlin", "42 km", "2024-05-01", "/srv/app/config.yaml", "deploy", "error: timeout", "Sam",
-    "décision", "数据", "😀", HALF_EMOJI, LISTDIR_NAME, "\x00", "\u202e", "{", "]]", "'", '"', "\\", "NaN", "",
+    "invoice",
+    "Berlin",
+    "42 km",
+    "2024-05-01",
+    "/srv/app/config.yaml",
+    "deploy",
+    "error: timeout",
+    "Sam",
+    "décision",
+    "数据",
+    "😀",
+    HALF_EMOJI,
+    LISTDIR_NAME,
+    "\x00",
+    "\u202e",
+    "{",
+    "]]",
+    "'",
+    '"',
+    "\\",
+    "NaN",
+    "",
 )
 TOOLS = ("search", "read_file", "get_weather", "calc")
 
@@ -154,8 +174,15 @@ class _Builder:
         rnd = self.rnd
         content: list[Any] = [TextBlock(text=text(rnd))]
         if rnd.random() < 0.1:
-            content.append(ImageBlock(media=MediaRef(url=f"https://example.com/{len(self.messages)}.png",
-                                                     width=rnd.choice((None, 1, 4096)), height=300)))
+            content.append(
+                ImageBlock(
+                    media=MediaRef(
+                        url=f"https://example.com/{len(self.messages)}.png",
+                        width=rnd.choice((None, 1, 4096)),
+                        height=300,
+                    )
+                )
+            )
         self.add("user", content, metadata={"file": LISTDIR_NAME} if rnd.random() < 0.1 else {})
 
     def assistant(self) -> None:
@@ -172,9 +199,7 @@ class _Builder:
         ids = [f"call_{self.calls + k}" for k in range(n_calls)]
         self.calls += n_calls
         content: list[Any] = [TextBlock(text=text(rnd))] if rnd.random() < 0.5 else []
-        content.extend(
-            ToolCallBlock(id=cid, name=rnd.choice(TOOLS), args={"q": json_value(rnd)}) for cid in ids
-        )
+        content.extend(ToolCallBlock(id=cid, name=rnd.choice(TOOLS), args={"q": json_value(rnd)}) for cid in ids)
         self.add("assistant", content)
         order = list(ids)
         rnd.shuffle(order)
@@ -183,8 +208,13 @@ class _Builder:
         if not order:
             return
         if rnd.random() < 0.5:
-            self.add("tool", [ToolResultBlock(call_id=cid, output=json_value(rnd),
-                                              status=rnd.choice(("completed", "error"))) for cid in order])
+            self.add(
+                "tool",
+                [
+                    ToolResultBlock(call_id=cid, output=json_value(rnd), status=rnd.choice(("completed", "error")))
+                    for cid in order
+                ],
+            )
         else:
             for cid in order:
                 self.add("tool", [ToolResultBlock(call_id=cid, output=json_value(rnd))])
@@ -278,15 +308,27 @@ def _mapping_arg(payload: Any, key: str) -> Any:
 
 CODECS: tuple[Codec, ...] = (
     Codec("openai_chat", formats.to_openai_chat, formats.from_openai_chat),
-    Codec("responses", _responses_write,
-          lambda p: formats.from_responses_input(_mapping_arg(p, "input") if isinstance(p, dict) else p,
-                                                 _mapping_arg(p, "instructions"))),
-    Codec("anthropic", _anthropic_write,
-          lambda p: formats.from_anthropic(_mapping_arg(p, "system"), _mapping_arg(p, "messages")
-                                           if isinstance(p, dict) else p)),
-    Codec("gemini", _gemini_write,
-          lambda p: formats.from_gemini(_mapping_arg(p, "system_instruction"), _mapping_arg(p, "contents")
-                                        if isinstance(p, dict) else p)),
+    Codec(
+        "responses",
+        _responses_write,
+        lambda p: formats.from_responses_input(
+            _mapping_arg(p, "input") if isinstance(p, dict) else p, _mapping_arg(p, "instructions")
+        ),
+    ),
+    Codec(
+        "anthropic",
+        _anthropic_write,
+        lambda p: formats.from_anthropic(
+            _mapping_arg(p, "system"), _mapping_arg(p, "messages") if isinstance(p, dict) else p
+        ),
+    ),
+    Codec(
+        "gemini",
+        _gemini_write,
+        lambda p: formats.from_gemini(
+            _mapping_arg(p, "system_instruction"), _mapping_arg(p, "contents") if isinstance(p, dict) else p
+        ),
+    ),
     Codec("langchain", _langchain_write, _langchain_read),
 )
 
@@ -395,16 +437,22 @@ def check_reader(codec: Codec, payload: Any, tally: Tally) -> list[Message] | No
 # -- managers and memory --------------------------------------------------------------------------------------
 
 
-def check_view(name: str, view: Sequence[Message], source: Sequence[Message], tally: Tally,
-               provider: str = "openai") -> None:
+def check_view(
+    name: str, view: Sequence[Message], source: Sequence[Message], tally: Tally, provider: str = "openai"
+) -> None:
     """A manager's view is provider-valid whenever its input was, and invents no message ids."""
     tally.views += 1
     problems = validate(view, provider) if not validate(source, provider) else []
     if problems:
         tally.found("invalid_views", f"{name}: {problems[:2]}")
     known = {repr(m.message_id) for m in source}
-    invented = [m.message_id for m in view if m.role != "system" and repr(m.message_id) not in known
-                and not str(m.message_id).startswith(("windowkeeper", "summary", "recall:"))]
+    invented = [
+        m.message_id
+        for m in view
+        if m.role != "system"
+        and repr(m.message_id) not in known
+        and not str(m.message_id).startswith(("windowkeeper", "summary", "recall:"))
+    ]
     if invented:
         tally.found("invalid_views", f"{name}: view holds messages not in the input: {invented[:3]}")
 
@@ -431,10 +479,11 @@ def managers() -> list[tuple[str, Any]]:
     from windowkeeper.summarize.extractive import ExtractiveSummarizer
 
     return [
-        ("budget", TokenBudgetContextManager(max_tokens=3_000, reserve_tokens=0,
-                                             summarizer=ExtractiveSummarizer())),
-        ("budget-failing-summarizer", TokenBudgetContextManager(max_tokens=2_500, reserve_tokens=0,
-                                                                summarizer=_failing_summarizer)),
+        ("budget", TokenBudgetContextManager(max_tokens=3_000, reserve_tokens=0, summarizer=ExtractiveSummarizer())),
+        (
+            "budget-failing-summarizer",
+            TokenBudgetContextManager(max_tokens=2_500, reserve_tokens=0, summarizer=_failing_summarizer),
+        ),
         ("message", MessageContextManager(max_messages=4)),
         ("summary", SummaryContextManager(max_messages=12, keep_recent=4, summarizer=ExtractiveSummarizer())),
     ]
@@ -469,8 +518,9 @@ async def check_memory(rnd: random.Random, tally: Tally, store_factory: Callable
     """Add a careless conversation to a memory; its view must stay valid and its history must keep everything."""
     from windowkeeper.memory import InMemoryMemory
 
-    memory = InMemoryMemory(thresholds={"pre_rot_threshold": rnd.choice((800, 2_000, 8_000)),
-                                        "keep_recent_count": rnd.choice((1, 2, 4))})
+    memory = InMemoryMemory(
+        thresholds={"pre_rot_threshold": rnd.choice((800, 2_000, 8_000)), "keep_recent_count": rnd.choice((1, 2, 4))}
+    )
     session = f"s{rnd.randrange(10**9)}"
     added: list[str] = []
     fed: list[Message] = []
@@ -553,8 +603,10 @@ def check_cli(rnd: random.Random, tally: Tally, workdir: Any) -> None:
             root.removeHandler(handler)
     tally.timed(started, f"windowkeeper {command}")
     output = result.output or ""
-    if result.exit_code not in (0, 1, 2) or "Traceback" in output or (
-        result.exception is not None and not isinstance(result.exception, SystemExit)
+    if (
+        result.exit_code not in (0, 1, 2)
+        or "Traceback" in output
+        or (result.exception is not None and not isinstance(result.exception, SystemExit))
     ):
         tally.found("untyped_errors", f"cli {command}: exit {result.exit_code}, {result.exception!r}: {output[-300:]}")
     elif result.exit_code == 2:

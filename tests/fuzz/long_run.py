@@ -26,8 +26,9 @@ from tests.fuzz.engine import (
 )
 
 
-def run(*, views: int, payloads: int, workdir: Path, seed: int = 0, cli_share: float = 0.02,
-        deadline_s: float | None = None) -> Tally:
+def run(
+    *, views: int, payloads: int, workdir: Path, seed: int = 0, cli_share: float = 0.02, deadline_s: float | None = None
+) -> Tally:
     """Fuzz until both targets are met (or ``deadline_s`` passed); the tally says what was done and found."""
     logger = logging.getLogger("windowkeeper")
     level = logger.level

@@ -37,7 +37,9 @@ def _graph(agent: Agent, manager: Any = None, tools: ToolNode | None = None) -> 
     if tools is not None:
         graph.add_node("TOOL", tools)
         graph.add_conditional_edges(
-            "MAIN", lambda s: "TOOL" if s.context[-1].tool_call_blocks() else END, {"TOOL": "TOOL", END: END},
+            "MAIN",
+            lambda s: "TOOL" if s.context[-1].tool_call_blocks() else END,
+            {"TOOL": "TOOL", END: END},
         )
         graph.add_edge("TOOL", "MAIN")
     else:

@@ -48,8 +48,11 @@ async def test_two_graphs_see_only_their_own_manager_even_concurrently() -> None
     second = _single(node, Tagged("second"))
     bare = _single(node)
     await asyncio.gather(
-        *(g.ainvoke({"messages": []}, {"thread_id": f"{name}-{i}"})
-          for i in range(3) for name, g in (("first", first), ("second", second), ("bare", bare))),
+        *(
+            g.ainvoke({"messages": []}, {"thread_id": f"{name}-{i}"})
+            for i in range(3)
+            for name, g in (("first", first), ("second", second), ("bare", bare))
+        ),
     )
     assert sorted(seen) == sorted(
         [(f"first-{i}", "first") for i in range(3)]
@@ -112,10 +115,12 @@ def test_tools_receive_injected_manager_hidden_from_the_schema() -> None:
     app = graph.compile(checkpointer=InMemoryCheckpointer())
     from windowkeeper import ToolCallBlock
 
-    state = AgentState(context=[
-        Message.text_message("hi", message_id="u"),
-        Message(role="assistant", content=[ToolCallBlock(id="c", name="remember", args={"fact": "x"})]),
-    ])
+    state = AgentState(
+        context=[
+            Message.text_message("hi", message_id="u"),
+            Message(role="assistant", content=[ToolCallBlock(id="c", name="remember", args={"fact": "x"})]),
+        ]
+    )
     app.checkpointer.put("t", state)
     app.invoke(None, {"thread_id": "t"})
     assert seen == [manager]

@@ -33,7 +33,11 @@ SCRIPT = textwrap.dedent(
 
 def _turn(path: Path, turn: int) -> str:
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(path), str(turn)], capture_output=True, text=True, timeout=120, check=False,
+        [sys.executable, "-c", SCRIPT, str(path), str(turn)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.strip()

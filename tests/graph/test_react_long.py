@@ -59,7 +59,9 @@ def build(manager: Any, path: Path) -> tuple[CompiledGraph, ScriptedClient]:
     graph.add_node("MAIN", agent)
     graph.add_node("TOOL", tools)
     graph.add_conditional_edges(
-        "MAIN", lambda s: "TOOL" if s.context[-1].tool_call_blocks() else END, {"TOOL": "TOOL", END: END},
+        "MAIN",
+        lambda s: "TOOL" if s.context[-1].tool_call_blocks() else END,
+        {"TOOL": "TOOL", END: END},
     )
     graph.add_edge("TOOL", "MAIN")
     graph.set_entry_point("MAIN")
@@ -109,7 +111,10 @@ async def test_hundred_turns_under_message_manager(tmp_path: Path) -> None:
 
 async def test_hundred_turns_under_summary_manager(tmp_path: Path) -> None:
     manager: SummaryContextManager[AgentState] = SummaryContextManager(
-        summarizer=ExtractiveSummarizer(), max_messages=24, keep_recent=8, max_summary_tokens=300,
+        summarizer=ExtractiveSummarizer(),
+        max_messages=24,
+        keep_recent=8,
+        max_summary_tokens=300,
     )
     app, client = build(manager, tmp_path / "react.db")
     produced = await run_turns(app, "react-sum")
@@ -135,12 +140,14 @@ async def test_reopened_checkpointer_continues_the_thread(tmp_path: Path, turns:
     path = tmp_path / "resume.db"
     app, _ = build(MessageContextManager(max_messages=5), path)
     for turn in range(turns):
-        await app.ainvoke({"messages": [Message.text_message(f"turn {turn}", message_id=f"u{turn}")]},
-                          {"thread_id": "r"})
+        await app.ainvoke(
+            {"messages": [Message.text_message(f"turn {turn}", message_id=f"u{turn}")]}, {"thread_id": "r"}
+        )
     await app.checkpointer.aclose()
     again, client = build(MessageContextManager(max_messages=5), path)
-    await again.ainvoke({"messages": [Message.text_message(f"turn {turns}", message_id=f"u{turns}")]},
-                        {"thread_id": "r"})
+    await again.ainvoke(
+        {"messages": [Message.text_message(f"turn {turns}", message_id=f"u{turns}")]}, {"thread_id": "r"}
+    )
     first_request = client.requests[0]
     assert [m.message_id for m in first_request.messages if m.role == "user"] == [f"u{t}" for t in range(turns + 1)]
     await again.checkpointer.aclose()

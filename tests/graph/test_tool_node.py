@@ -213,11 +213,13 @@ def test_tool_result_updates_state_and_runtime_parameters_are_injected() -> None
 
     node = ToolNode([select_city, inspect_run, bad_update])
     assert set(node.tool_specs()[1]["parameters"]["properties"]) == {"note"}
-    state = CityState(context=_calls_state(
-        ToolCallBlock(id="c1", name="select_city", args={"city": "Lisbon"}),
-        ToolCallBlock(id="c2", name="inspect_run", args={"note": "hello"}),
-        ToolCallBlock(id="c3", name="bad_update", args={}),
-    ).context)
+    state = CityState(
+        context=_calls_state(
+            ToolCallBlock(id="c1", name="select_city", args={"city": "Lisbon"}),
+            ToolCallBlock(id="c2", name="inspect_run", args={"note": "hello"}),
+            ToolCallBlock(id="c3", name="bad_update", args={}),
+        ).context
+    )
     result = _run(node, state)
     assert result["state"].selected_city == "Lisbon"
     assert seen == {"note": "hello", "thread": "t", "call": "c2", "n": 2}

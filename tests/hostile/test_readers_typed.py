@@ -37,14 +37,24 @@ BAD_PAYLOADS: list[tuple[str, Any]] = [
     # each of these escaped as a non-FormatError before the reader boundary
     ("openai_chat", [{"role": "user", "content": [{"type": "text", "text": {}}]}]),
     ("openai_chat", [{"role": "user", "content": "hi", "name": b"\xff"}]),
-    ("openai_chat", [{"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "[" * 5000}}]}]),
+    (
+        "openai_chat",
+        [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "[" * 5000}}],
+            }
+        ],
+    ),
     ("openai_chat", [{"role": "user", "content": _cycle()}]),
     ("openai_chat", [{"role": "user", "content": [{"type": "text", "text": "deep", "extra": _deep(300)}]}]),
     ("responses", [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": {}}]}]),
     ("anthropic", [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c", "content": object()}]}]),
-    ("anthropic", [{"role": "assistant", "content": [
-        {"type": "tool_use", "id": "c", "name": "f", "input": _cycle()}]}]),
+    (
+        "anthropic",
+        [{"role": "assistant", "content": [{"type": "tool_use", "id": "c", "name": "f", "input": _cycle()}]}],
+    ),
     ("gemini", [{"role": "model", "parts": [{"functionCall": {"name": "f", "args": b"\x00"}}]}]),
     ("langchain", [{"role": "user", "content": "a plain dict, not a LangChain message"}]),
 ]

@@ -45,14 +45,24 @@ async def test_the_agent_calibrates_the_managers_counter_from_every_reply() -> N
     counter = CalibratedCounter(default_counter())
     with FakeOpenAIServer(_replies(2, input_tokens=900)) as srv:
         tools = ToolNode([read_file, run_tests])
-        agent = Agent(model="gpt-4o-mini", base_url=srv.base_url, api_key="t", api_style="chat", tool_node=tools,
-                      trim_context=True)
-        graph = StateGraph(context_manager=TokenBudgetContextManager(8000, reserve_tokens=1000, counter=counter,
-                                                                     tools=tools.tool_specs()))
+        agent = Agent(
+            model="gpt-4o-mini",
+            base_url=srv.base_url,
+            api_key="t",
+            api_style="chat",
+            tool_node=tools,
+            trim_context=True,
+        )
+        graph = StateGraph(
+            context_manager=TokenBudgetContextManager(
+                8000, reserve_tokens=1000, counter=counter, tools=tools.tool_specs()
+            )
+        )
         graph.add_node("MAIN", agent)
         graph.add_node("TOOL", tools)
-        graph.add_conditional_edges("MAIN", lambda s: "TOOL" if s.context[-1].tool_call_blocks() else END,
-                                    {"TOOL": "TOOL", END: END})
+        graph.add_conditional_edges(
+            "MAIN", lambda s: "TOOL" if s.context[-1].tool_call_blocks() else END, {"TOOL": "TOOL", END: END}
+        )
         graph.add_edge("TOOL", "MAIN")
         graph.set_entry_point("MAIN")
         app = graph.compile(checkpointer=InMemoryCheckpointer())
@@ -100,8 +110,9 @@ async def test_the_langgraph_hook_calibrates_from_the_reply_it_finds_in_the_stat
         model = chat_model(srv)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            agent = create_react_agent(model, [read_file], pre_model_hook=pre_model_hook(_manager(counter)),
-                                       checkpointer=InMemorySaver())
+            agent = create_react_agent(
+                model, [read_file], pre_model_hook=pre_model_hook(_manager(counter)), checkpointer=InMemorySaver()
+            )
         for t in range(2):
             await agent.ainvoke({"messages": [HumanMessage(f"read m{t}")]}, {"configurable": {"thread_id": "g"}})
         # every reply but the last is seen by the next call's hook

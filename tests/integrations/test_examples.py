@@ -50,6 +50,7 @@ def test_langchain_hosts(script: str) -> None:
 
 def test_openai_agents(tmp_path: Path) -> None:
     out = _run("openai_agents_filter.py", "--db", str(tmp_path / "s.db"))
-    assert re.search(r"filter: 16 model calls, history 32 items, last request \d+ items, summary in instructions: True",
-                     out)
+    assert re.search(
+        r"filter: 16 model calls, history 32 items, last request \d+ items, summary in instructions: True", out
+    )
     assert re.search(r"session: 32 items stored, managed view \d+ items, opens with the summary: True", out)

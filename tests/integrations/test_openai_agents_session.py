@@ -102,10 +102,12 @@ def test_input_filter_is_a_plain_sync_callable_with_the_offline_summarizer() -> 
     items: list[Any] = []
     for n in range(30):
         items.append({"role": "user", "content": f"question {n}: " + "words " * 60})
-        items.append({"type": "message", "role": "assistant", "content": [{"type": "output_text",
-                                                                           "text": f"answer {n} " * 40}]})
-    data = CallModelData(model_data=ModelInputData(input=items, instructions="Be kind."), agent=Agent(name="a"),
-                         context=None)
+        items.append(
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"answer {n} " * 40}]}
+        )
+    data = CallModelData(
+        model_data=ModelInputData(input=items, instructions="Be kind."), agent=Agent(name="a"), context=None
+    )
     out = model_filter(data)
     assert isinstance(out, ModelInputData)
     assert out.instructions.startswith("Be kind.") and SUMMARY_HEADER in out.instructions

@@ -31,8 +31,10 @@ def test_runs_from_the_saved_prefix_equal_a_full_pass(steps: list[tuple[int, int
             memory.record_versions[key] = 1 + n % 2
             memory.place(key, fresh)
         runs = memory.view_runs(start)
-        full = [[memory.placed[id(m)][1], memory.record_versions[memory.placed[id(m)][1]], memory.placed[id(m)][2]]
-                for m in memory.view]
+        full = [
+            [memory.placed[id(m)][1], memory.record_versions[memory.placed[id(m)][1]], memory.placed[id(m)][2]]
+            for m in memory.view
+        ]
         assert runs == ref_runs(full)
         assert [list(ref) for ref in unrolled(runs)] == full
         memory.saved(runs, start)

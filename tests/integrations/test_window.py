@@ -187,10 +187,14 @@ def test_anthropic_breakpoints_mark_the_stable_prefix_within_the_limit() -> None
         if previous is not None and len(marks) == 2:
             # the other marker ends the part unchanged since the previous call
             i = marks[0][0]
-            strip = [{**m, "content": [{k2: v for k2, v in b.items() if k2 != "cache_control"} for b in m["content"]]}
-                     for m in result.messages[: i + 1]]
-            old = [{**m, "content": [{k2: v for k2, v in b.items() if k2 != "cache_control"} for b in m["content"]]}
-                   for m in previous[: i + 1]]
+            strip = [
+                {**m, "content": [{k2: v for k2, v in b.items() if k2 != "cache_control"} for b in m["content"]]}
+                for m in result.messages[: i + 1]
+            ]
+            old = [
+                {**m, "content": [{k2: v for k2, v in b.items() if k2 != "cache_control"} for b in m["content"]]}
+                for m in previous[: i + 1]
+            ]
             assert strip == old
         previous = result.messages
 
@@ -270,17 +274,42 @@ def test_unknown_format_and_bad_configuration_are_refused() -> None:
 @pytest.mark.parametrize(
     ("fmt", "items", "index", "key", "looks_like"),
     [
-        ("openai_chat", [{"role": "user", "content": "hi"}, {"type": "function_call_output", "call_id": "c",
-                                                               "output": "x"}], 1, "type", "openai_responses"),
-        ("anthropic", [{"role": "user", "content": "hi"}, {"role": "model", "parts": [{"text": "x"}]}], 1, "parts",
-         "gemini"),
-        ("anthropic", [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c", "content": "x"}], 1,
-         "tool_call_id", "openai_chat"),
+        (
+            "openai_chat",
+            [{"role": "user", "content": "hi"}, {"type": "function_call_output", "call_id": "c", "output": "x"}],
+            1,
+            "type",
+            "openai_responses",
+        ),
+        (
+            "anthropic",
+            [{"role": "user", "content": "hi"}, {"role": "model", "parts": [{"text": "x"}]}],
+            1,
+            "parts",
+            "gemini",
+        ),
+        (
+            "anthropic",
+            [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c", "content": "x"}],
+            1,
+            "tool_call_id",
+            "openai_chat",
+        ),
         ("gemini", [{"role": "user", "content": "hi"}], 0, "content", None),
-        ("openai_responses", [{"role": "assistant", "content": None, "tool_calls": []}], 0, "tool_calls",
-         "openai_chat"),
-        ("openai_chat", [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c"}]}], 0,
-         "content[0].type", "anthropic"),
+        (
+            "openai_responses",
+            [{"role": "assistant", "content": None, "tool_calls": []}],
+            0,
+            "tool_calls",
+            "openai_chat",
+        ),
+        (
+            "openai_chat",
+            [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c"}]}],
+            0,
+            "content[0].type",
+            "anthropic",
+        ),
     ],
 )
 def test_a_list_in_another_providers_shape_names_index_key_and_expected_shape(
@@ -313,9 +342,17 @@ def test_langchain_messages_given_to_a_dict_format_and_dicts_to_langchain() -> N
     [
         ([{"role": "user", "content": "hi"}, {"content": "no role"}], 1, "role"),
         ([{"role": "user", "content": "hi"}, {"role": 5, "content": "x"}], 1, "role"),
-        ([{"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": {"name": "f",
-                                                                                          "arguments": "{bad"}}]}],
-         0, "tool_calls[0].function.arguments"),
+        (
+            [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{bad"}}],
+                }
+            ],
+            0,
+            "tool_calls[0].function.arguments",
+        ),
         ([{"role": "user", "content": "hi"}, "not a message"], 1, "role"),
     ],
 )

@@ -288,9 +288,7 @@ def test_a_version_2_head_of_one_ref_per_message_is_read_and_continued(tmp_path:
         window.close()
 
 
-def test_a_head_whose_view_records_were_replaced_starts_the_thread_over(
-    tmp_path: Path, caplog: Any
-) -> None:
+def test_a_head_whose_view_records_were_replaced_starts_the_thread_over(tmp_path: Path, caplog: Any) -> None:
     """Two windows writing one thread (which only the gateway's compare-and-set makes safe) can leave a head whose
     view records the other reused: a reader sees the versions differ and manages the thread afresh, with a warning."""
     import logging

@@ -25,8 +25,7 @@ OPS = st.lists(
 def _items(n: int, start: int) -> list[dict[str, Any]]:
     role = ("user", "assistant")
     return [
-        {"role": role[(start + i) % 2], "content": f"turn {start + i}", "x_unknown": {"n": start + i}}
-        for i in range(n)
+        {"role": role[(start + i) % 2], "content": f"turn {start + i}", "x_unknown": {"n": start + i}} for i in range(n)
     ]
 
 

@@ -74,8 +74,11 @@ def test_unknown_langchain_block_and_message_type_pass_through() -> None:
 
     from windowkeeper.llm.formats.registry import get_format
 
-    items = [HumanMessage(content="ok"), HumanMessage(content=[{"type": "hologram", "x": 1}], id="h"),
-             ChatMessage(role="critic", content="y", id="c")]
+    items = [
+        HumanMessage(content="ok"),
+        HumanMessage(content=[{"type": "hologram", "x": 1}], id="h"),
+        ChatMessage(role="critic", content="y", id="c"),
+    ]
     fmt = get_format("langchain")
     read = fmt.read(items)
     assert read[1].text().startswith("[unknown hologram]") and read[2].role == "user"

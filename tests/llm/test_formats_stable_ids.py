@@ -103,11 +103,21 @@ def test_provider_ids_are_kept() -> None:
 def test_anthropic_message_split_into_several_gets_distinct_stable_ids() -> None:
     messages = [
         {"role": "user", "content": "go"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}},
-                                          {"type": "tool_use", "id": "t2", "name": "f", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "1"},
-                                     {"type": "tool_result", "tool_use_id": "t2", "content": "2"},
-                                     {"type": "text", "text": "and?"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+                {"type": "tool_use", "id": "t2", "name": "f", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "1"},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "2"},
+                {"type": "text", "text": "and?"},
+            ],
+        },
     ]
     first = [m.message_id for m in from_anthropic("sys", messages)]
     assert first == [m.message_id for m in from_anthropic("sys", messages)]

@@ -40,7 +40,7 @@ def _messages(turns: int) -> list[Message]:
                 ],
             )
         )
-        rows = "\n".join(f"Seq Scan on t{i}  (cost=0.00..{r}.00 rows={r * 7} width=64) \"ünï\"" for r in range(30))
+        rows = "\n".join(f'Seq Scan on t{i}  (cost=0.00..{r}.00 rows={r * 7} width=64) "ünï"' for r in range(30))
         out.append(Message(message_id=f"r{i}", role="tool", content=[ToolResultBlock(call_id=call, output=rows)]))
         answer = f"answer {i}: t{i} needs an index on updated_at."
         out.append(Message.text_message(answer, role="assistant", message_id=f"b{i}"))

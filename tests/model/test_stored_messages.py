@@ -37,9 +37,24 @@ from windowkeeper.memory.structured import event_tool_calls
 BLOCKS: TypeAdapter[ContentBlock] = TypeAdapter(ContentBlock)
 
 ODD = [
-    "plain", "", "é à ü", "emoji \U0001f600 ok", "half \ud83d emoji", "low \ude00 alone", "x\ud800", "\ufffd",
-    "tab\tnew\nline\r", "nul \x00 esc \x1b[0m", "quote \" back \\ slash", "\\ud800 literal escape text", "ﬁ ligature",
-    "combining e\u0301", "rtl \u202e text", "null-ish None", "1e400", "NaN",
+    "plain",
+    "",
+    "é à ü",
+    "emoji \U0001f600 ok",
+    "half \ud83d emoji",
+    "low \ude00 alone",
+    "x\ud800",
+    "\ufffd",
+    "tab\tnew\nline\r",
+    "nul \x00 esc \x1b[0m",
+    'quote " back \\ slash',
+    "\\ud800 literal escape text",
+    "ﬁ ligature",
+    "combining e\u0301",
+    "rtl \u202e text",
+    "null-ish None",
+    "1e400",
+    "NaN",
 ]
 
 
@@ -58,11 +73,17 @@ def json_value(rng: random.Random, depth: int = 0) -> Any:
 
 def media(rng: random.Random) -> MediaRef:
     return MediaRef(
-        kind=rng.choice(["url", "file_id", "data"]), url=rng.choice([None, "https://e.x/" + odd(rng)]),
-        file_id=rng.choice([None, odd(rng)]), data_base64=rng.choice([None, "aGVsbG8="]),
-        mime_type=rng.choice([None, "image/png"]), size_bytes=rng.choice([None, 0, 12345]),
-        filename=rng.choice([None, odd(rng)]), width=rng.choice([None, 640]), height=rng.choice([None, 480]),
-        duration_ms=rng.choice([None, 1500]), page=rng.choice([None, 3]),
+        kind=rng.choice(["url", "file_id", "data"]),
+        url=rng.choice([None, "https://e.x/" + odd(rng)]),
+        file_id=rng.choice([None, odd(rng)]),
+        data_base64=rng.choice([None, "aGVsbG8="]),
+        mime_type=rng.choice([None, "image/png"]),
+        size_bytes=rng.choice([None, 0, 12345]),
+        filename=rng.choice([None, odd(rng)]),
+        width=rng.choice([None, 640]),
+        height=rng.choice([None, 480]),
+        duration_ms=rng.choice([None, 1500]),
+        page=rng.choice([None, 3]),
     )
 
 
@@ -71,28 +92,45 @@ def block(rng: random.Random, index: int) -> ContentBlock:
     if kind == 0:
         return TextBlock(text=odd(rng), annotations=[AnnotationRef(url="u", title=odd(rng))] * rng.randint(0, 2))
     if kind == 1:
-        return ToolCallBlock(id=f"call_{index}_" + rng.choice(["", "\ud800", "é"]), name=odd(rng),
-                             args={odd(rng): json_value(rng) for _ in range(rng.randint(0, 3))},
-                             tool_type=rng.choice([None, "function"]))
+        return ToolCallBlock(
+            id=f"call_{index}_" + rng.choice(["", "\ud800", "é"]),
+            name=odd(rng),
+            args={odd(rng): json_value(rng) for _ in range(rng.randint(0, 3))},
+            tool_type=rng.choice([None, "function"]),
+        )
     if kind == 2:
-        return ToolResultBlock(call_id=f"call_{index}", output=json_value(rng),
-                               status=rng.choice(["completed", "error"]), name=rng.choice([None, odd(rng)]))
+        return ToolResultBlock(
+            call_id=f"call_{index}",
+            output=json_value(rng),
+            status=rng.choice(["completed", "error"]),
+            name=rng.choice([None, odd(rng)]),
+        )
     if kind == 3:
-        return ImageBlock(media=media(rng), alt_text=rng.choice([None, odd(rng)]),
-                          bbox=rng.choice([None, [0.0, 1.5, 2.0, 3.25]]))
+        return ImageBlock(
+            media=media(rng), alt_text=rng.choice([None, odd(rng)]), bbox=rng.choice([None, [0.0, 1.5, 2.0, 3.25]])
+        )
     if kind == 4:
-        return ReasoningBlock(text=odd(rng), summary=rng.choice([None, odd(rng)]), id=rng.choice([None, "rs_1"]),
-                              signature=rng.choice([None, "sig=="]))
+        return ReasoningBlock(
+            text=odd(rng),
+            summary=rng.choice([None, odd(rng)]),
+            id=rng.choice([None, "rs_1"]),
+            signature=rng.choice([None, "sig=="]),
+        )
     if kind == 5:
         return AudioBlock(media=media(rng), transcript=rng.choice([None, odd(rng)]), sample_rate=16000, channels=1)
     if kind == 6:
         return VideoBlock(media=media(rng), thumbnail=rng.choice([None, media(rng)]))
     if kind == 7:
-        return DocumentBlock(media=rng.choice([None, media(rng)]), text=rng.choice([None, odd(rng)]),
-                             pages=rng.choice([None, [1, 2]]), excerpt=rng.choice([None, odd(rng)]))
+        return DocumentBlock(
+            media=rng.choice([None, media(rng)]),
+            text=rng.choice([None, odd(rng)]),
+            pages=rng.choice([None, [1, 2]]),
+            excerpt=rng.choice([None, odd(rng)]),
+        )
     if kind == 8:
-        return DataBlock(mime_type="application/json", data_base64=rng.choice([None, "e30="]),
-                         media=rng.choice([None, media(rng)]))
+        return DataBlock(
+            mime_type="application/json", data_base64=rng.choice([None, "e30="]), media=rng.choice([None, media(rng)])
+        )
     if kind == 9:
         return ErrorBlock(error=odd(rng), tool_call_id=rng.choice([None, "c\udc00"]), code=rng.choice([None, "E1"]))
     return AnnotationBlock(annotation=AnnotationRef(url=odd(rng), page=rng.choice([None, 2]), index=1))
@@ -170,10 +208,12 @@ def test_clean_false_is_the_same_for_text_a_strict_parser_accepted() -> None:
 def test_lone_surrogates_read_back_are_replaced_as_validation_replaces_them() -> None:
     # a hand-edited row: JSON escapes of lone surrogates, which json.loads turns into lone surrogates
     text = json.dumps(Message.text_message("x", message_id="m").model_dump(mode="json"))
-    edited = (text.replace('"text": "x"', '"text": "a\\ud800b"')
-              .replace('"message_id": "m"', '"message_id": "m\\udc01"')
-              .replace('"metadata": {}', '"metadata": {"k\\ud83d": ["\\ude00"]}')
-              .replace('"reasoning": null', '"reasoning": "r\\ud800"'))
+    edited = (
+        text.replace('"text": "x"', '"text": "a\\ud800b"')
+        .replace('"message_id": "m"', '"message_id": "m\\udc01"')
+        .replace('"metadata": {}', '"metadata": {"k\\ud83d": ["\\ude00"]}')
+        .replace('"reasoning": null', '"reasoning": "r\\ud800"')
+    )
     data = json.loads(edited)
     fast, full = Message.from_stored(data), Message.model_validate(data)
     assert_same(fast, full)
@@ -202,9 +242,7 @@ def test_lone_surrogates_read_back_are_replaced_as_validation_replaces_them() ->
         lambda d: d["content"].append(
             {"type": "image", "media": MediaRef(url="u").model_dump(mode="json"), "alt_text": None, "bbox": [1, 2]}
         ),
-        lambda d: d["content"].append(
-            {"type": "tool_call", "id": "c", "name": "n", "args": "{}", "tool_type": None}
-        ),
+        lambda d: d["content"].append({"type": "tool_call", "id": "c", "name": "n", "args": "{}", "tool_type": None}),
         lambda d: d["content"].append(
             {"type": "tool_result", "call_id": "c", "output": "o", "status": "pending", "name": None}
         ),
@@ -249,9 +287,12 @@ def test_containers_are_not_shared_with_the_data_read() -> None:
     message = Message(
         role="assistant",
         content=[
-            ToolCallBlock(id="c", name="n", args={"a": {"b": 1}}), ToolResultBlock(call_id="c", output={"x": [1]})
+            ToolCallBlock(id="c", name="n", args={"a": {"b": 1}}),
+            ToolResultBlock(call_id="c", output={"x": [1]}),
         ],
-        metadata={"k": {"v": 1}}, raw={"r": 1}, tools_calls=[{"id": "c"}],
+        metadata={"k": {"v": 1}},
+        raw={"r": 1},
+        tools_calls=[{"id": "c"}],
     )
     data = message.model_dump(mode="json")
     fast, full = Message.from_stored(data), Message.model_validate(data)
@@ -281,11 +322,13 @@ def test_make_block_and_from_blocks_equal_the_constructors() -> None:
         text, name, call_id = odd(rng), odd(rng), f"c{index}" + rng.choice(["", "\udc00"])
         args = {odd(rng): json_value(rng)}
         built = [
-            make_block("text", text=text), make_block("tool_call", id=call_id, name=name, args=args),
+            make_block("text", text=text),
+            make_block("tool_call", id=call_id, name=name, args=args),
             make_block("tool_result", call_id=call_id, output=text),
         ]
         constructed = [
-            TextBlock(text=text), ToolCallBlock(id=call_id, name=name, args=args),
+            TextBlock(text=text),
+            ToolCallBlock(id=call_id, name=name, args=args),
             ToolResultBlock(call_id=call_id, output=text),
         ]
         assert built == constructed
@@ -348,9 +391,11 @@ async def test_a_reopened_memory_gives_back_what_validation_builds(tmp_path: Any
     records = await reopened.store.list_records(reopened.namespace, "s")
     await reopened.close()
     validated = [
-        Message.model_validate(full_source(r.doc)) if not is_compacted(r.doc["event"])
+        Message.model_validate(full_source(r.doc))
+        if not is_compacted(r.doc["event"])
         else _event_to_message_validated(r.doc["event"])
-        for r in records if r.doc.get("type") == "event"
+        for r in records
+        if r.doc.get("type") == "event"
     ]
     expected = {str(m.message_id): m for m in validated}
     assert len(got) == len(added)

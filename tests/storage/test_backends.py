@@ -62,7 +62,7 @@ async def test_sqlite_corrupt_rows_name_thread_and_key(tmp_path: Path) -> None:
     await store.put_state("t-bad", {"ok": True})
     await store.add_record("ns", "s", "rec-bad", {"ok": True})
     with sqlite3.connect(tmp_path / "c.db") as raw:
-        raw.execute("UPDATE wk_messages SET body = '{\"role\": \"wizard\"}' WHERE message_key = '\"b\"'")
+        raw.execute('UPDATE wk_messages SET body = \'{"role": "wizard"}\' WHERE message_key = \'"b"\'')
         raw.execute("UPDATE wk_states SET body = '[1, 2]'")
         raw.execute("UPDATE wk_records SET body = 'not json'")
     with pytest.raises(StorageError, match=r"thread 't-bad': stored message #1"):
@@ -92,7 +92,7 @@ async def test_redis_corrupt_entry_names_thread(redis_store: RedisStore) -> None
 
     async def corrupt() -> None:
         await redis_store._redis().rpush(log, "{truncated")  # type: ignore[misc]
-        await redis_store._redis().set(state, "\"just a string\"")
+        await redis_store._redis().set(state, '"just a string"')
 
     await redis_store._do(corrupt)
     with pytest.raises(StorageError, match=r"thread 'rd:bad': stored message #1"):
@@ -150,7 +150,8 @@ async def test_postgres_tables_created_on_first_use(pg_store: PostgresStore) -> 
 
     async def tables(conn: object) -> list[str]:
         cur = await conn.execute(  # type: ignore[attr-defined]
-            "SELECT tablename FROM pg_tables WHERE tablename LIKE %s ORDER BY tablename", (f"{pg_store.prefix}_%",),
+            "SELECT tablename FROM pg_tables WHERE tablename LIKE %s ORDER BY tablename",
+            (f"{pg_store.prefix}_%",),
         )
         return [row[0] for row in await cur.fetchall()]
 

@@ -13,7 +13,10 @@ CASES = conformance.cases()
 
 @pytest.mark.parametrize(("backend_name", "spec_name"), CASES, ids=[f"{b}-{s}" for b, s in CASES])
 async def test_conformance(
-    backend_name: str, spec_name: str, tmp_path: Path, request: pytest.FixtureRequest,
+    backend_name: str,
+    spec_name: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     server = conformance.backends()[backend_name].server
     if server is not None:
@@ -33,7 +36,13 @@ def test_every_backend_runs_every_core_spec() -> None:
     for backend in ("sqlite", "postgres", "redis"):
         assert {s for b, s in CASES if b == backend} == set(conformance.specs())
     assert {s for b, s in CASES if b == "memory"} == {
-        "round_trip_all_blocks", "thread_isolation", "idempotent_append", "concurrent_appends",
-        "versioned_records", "rejects_bad_data", "log_ranges_and_delta_checkpoints", "codec_limits",
+        "round_trip_all_blocks",
+        "thread_isolation",
+        "idempotent_append",
+        "concurrent_appends",
+        "versioned_records",
+        "rejects_bad_data",
+        "log_ranges_and_delta_checkpoints",
+        "codec_limits",
         "adapters_on_fake_servers",
     }

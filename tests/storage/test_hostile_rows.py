@@ -222,8 +222,10 @@ async def _exercise(memory: InMemoryMemory, store: SessionStore, sid: str, tally
         ("list", lambda: fresh.list(sid)),
         ("messages", lambda: fresh.messages(sid)),
         ("history", lambda: fresh.history(sid)),
-        ("add", lambda: fresh.add({"message": {"id": uuid.uuid4().hex, "role": "user", "content": "x"}},
-                                  session_id=sid)),
+        (
+            "add",
+            lambda: fresh.add({"message": {"id": uuid.uuid4().hex, "role": "user", "content": "x"}}, session_id=sid),
+        ),
         ("manage", lambda: fresh.manage_context(sid)),
         ("get_record", lambda: store.get_record(NS, sid, "e:1")),
         ("list_records", lambda: store.list_records(NS, sid)),

@@ -138,7 +138,10 @@ def test_sync_invoke_that_never_closes_its_checkpointer_exits_quietly(
     try:
         proc = subprocess.run(
             [sys.executable, "-W", "always", "-X", "tracemalloc", "-c", SYNC_SCRIPT, kind, url, prefix],
-            capture_output=True, text=True, timeout=120, check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
     finally:
         opener = PostgresStore if kind == "postgres" else RedisStore

@@ -79,7 +79,11 @@ async def _first_call(location: str) -> BaseException | None:
 
 @pytest.mark.parametrize(("location", "secret"), SHAPES, ids=[f"shape{i}" for i in range(len(SHAPES))])
 async def test_no_secret_in_any_error_log_or_file(
-    location: str, secret: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    location: str,
+    secret: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(tmp_path)

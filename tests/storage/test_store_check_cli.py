@@ -58,8 +58,11 @@ def test_store_check_lists_then_removes_exactly_the_bad_rows(
     code, out, _ = _cli(["store", "check", str(path), "--json"], capsys)
     report = json.loads(out)
     assert code == 1 and report["ok"] is False and report["schema"] == "windowkeeper.store.check"
-    assert sorted((b["kind"], b["key"]) for b in report["bad"]) == [("message", '"m1"'), ("record", "e:1"),
-                                                                  ("record", "e:2")]
+    assert sorted((b["kind"], b["key"]) for b in report["bad"]) == [
+        ("message", '"m1"'),
+        ("record", "e:1"),
+        ("record", "e:2"),
+    ]
     assert not any(b["removed"] for b in report["bad"])
     code, out, err = _cli(["store", "check", str(path), "--remove"], capsys)
     assert code == 0 and out.count("removed: ") == 3 and "3 unreadable row(s), 3 removed" in err

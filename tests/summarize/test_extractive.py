@@ -202,7 +202,7 @@ def test_chat_keeps_facts_whoever_said_them() -> None:
 
 
 def test_a_stated_port_survives_small_talk() -> None:
-    """"The API server listens on port 8080." is a fact, not small talk, whichever role says it."""
+    """ "The API server listens on port 8080." is a fact, not small talk, whichever role says it."""
     for role in ("assistant", "user"):
         other = "user" if role == "assistant" else "assistant"
         chat = [

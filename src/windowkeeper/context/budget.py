@@ -480,9 +480,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             working = incoming
             scan = _scan(incoming, self.counter)
             cost = self._system_cost(track, scan, summary, scratchpad)
-            plan = plan_cold(
-                incoming, summary, self._limits(cost, scan), self.counter, self._offloaded.for_thread(key)
-            )
+            plan = plan_cold(incoming, summary, self._limits(cost, scan), self.counter, self._offloaded.for_thread(key))
             if plan is None:
                 message_tokens = _count_arrived(incoming, count_once, counted)
             else:

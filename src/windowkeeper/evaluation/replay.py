@@ -157,9 +157,7 @@ class _Measure:
         request = assembled(view, self.counter)
         prompt = request.to_messages()
         head = len(prompt) - len(request.messages)  # the system text sent as one leading message
-        problems = [
-            (prov, replace(p, index=p.index - head)) for prov in self.providers for p in validate(prompt, prov)
-        ]
+        problems = [(prov, replace(p, index=p.index - head)) for prov in self.providers for p in validate(prompt, prov)]
         return _Measured(view.messages, view.summary, request.pieces(), request.input_tokens, problems, len(prompt))
 
     def _extend(self, view: View, prev: _Measured) -> _Measured | None:
@@ -179,9 +177,7 @@ class _Measure:
         tail = messages[start:]
         if not new:
             return prev
-        problems = [
-            (prov, replace(p, index=p.index + start)) for prov in self.providers for p in validate(tail, prov)
-        ]
+        problems = [(prov, replace(p, index=p.index + start)) for prov in self.providers for p in validate(tail, prov)]
         kept = [item for item in prev.problems if item[1].index < start]
         return _Measured(
             messages,

@@ -53,9 +53,7 @@ def _prompt_text(system_prompt: str | Sequence[Mapping[str, Any]] | None) -> str
         if isinstance(content, str):
             parts.append(content)
         elif isinstance(content, list):
-            parts.extend(
-                str(piece.get("text", "")) if isinstance(piece, Mapping) else str(piece) for piece in content
-            )
+            parts.extend(str(piece.get("text", "")) if isinstance(piece, Mapping) else str(piece) for piece in content)
         else:
             raise ConfigurationError(f"system_prompt[{index}] has no text 'content'")
     text = "\n\n".join(p for p in parts if p)

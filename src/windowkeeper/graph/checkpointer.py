@@ -454,4 +454,3 @@ class RedisCheckpointer(Checkpointer):
 _OWN_CLASSES = frozenset(
     {Checkpointer, InMemoryCheckpointer, SQLiteCheckpointer, PostgresCheckpointer, RedisCheckpointer}
 )
-

@@ -146,9 +146,13 @@ def plan_call(
             elif param.name == "tool_call_id":
                 plans.append(ParamPlan(param.name, "tool_call_id", positional))
             continue
-        if state_param and not state_taken and (
-            param.name == "state"
-            or param.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        if (
+            state_param
+            and not state_taken
+            and (
+                param.name == "state"
+                or param.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            )
         ):
             plans.append(ParamPlan(param.name, "state", positional))
             state_taken = True

@@ -128,9 +128,7 @@ class ToolNode:
             message = context[index]
             if message.role != "assistant":
                 continue
-            answered = {
-                block.call_id for later in context[index + 1 :] for block in later.tool_result_blocks()
-            }
+            answered = {block.call_id for later in context[index + 1 :] for block in later.tool_result_blocks()}
             calls = [c for c in message.tool_call_blocks() if c.id not in answered]
             return calls, [c.id for c in calls]
         return [], []
@@ -150,7 +148,11 @@ class ToolNode:
         except ValidationError as exc:
             return self._error(call, f"invalid arguments for tool {call.name!r}: {_validation_text(exc)}"), {}
         args, kwargs = build_arguments(
-            tool.plans, state=state, config=run.config, resolver=run.resolver, tool_call_id=call.id,
+            tool.plans,
+            state=state,
+            config=run.config,
+            resolver=run.resolver,
+            tool_call_id=call.id,
         )
         kwargs.update(arguments)
         try:

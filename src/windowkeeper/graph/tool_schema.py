@@ -65,9 +65,7 @@ def parse_docstring(doc: str | None) -> ParsedDocstring:
             i += 1
             continue
         numpy_header = (
-            i + 1 < len(lines)
-            and re.fullmatch(r"\s*-{3,}\s*", lines[i + 1]) is not None
-            and line.strip() != ""
+            i + 1 < len(lines) and re.fullmatch(r"\s*-{3,}\s*", lines[i + 1]) is not None and line.strip() != ""
         )
         if numpy_header:
             in_description = False

@@ -111,7 +111,10 @@ class AnthropicClient(SDKClient["AsyncAnthropic"]):
             reply = await client.messages.create(**kwargs)
         except (self._sdk.AnthropicError, ValueError) as exc:
             raise stainless_error(
-                self._sdk, exc, call=f"Anthropic call for model {self.model!r}", provider=self.provider,
+                self._sdk,
+                exc,
+                call=f"Anthropic call for model {self.model!r}",
+                provider=self.provider,
                 timeout=self.timeout,
             ) from exc
         raw: dict[str, Any] = reply.model_dump(mode="json")

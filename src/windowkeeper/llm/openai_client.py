@@ -131,7 +131,10 @@ class OpenAIClient(SDKClient["AsyncOpenAI"]):
                 raw = await self._call_chat(client, request)
         except (self._sdk.OpenAIError, ValueError) as exc:
             raise stainless_error(
-                self._sdk, exc, call=f"OpenAI {self.api_style} call for model {self.model!r}", provider=self.provider,
+                self._sdk,
+                exc,
+                call=f"OpenAI {self.api_style} call for model {self.model!r}",
+                provider=self.provider,
                 timeout=self.timeout,
             ) from exc
         return self._parse_responses(raw) if self.api_style == "responses" else self._parse_chat(raw)

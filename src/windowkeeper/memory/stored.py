@@ -52,8 +52,12 @@ def _source_problem(source: object, ref: object) -> str | None:
         return None
     blocks = source["content"]
     if (
-        not isinstance(ref, list) or len(ref) != 2 or not _is_int(ref[0]) or not isinstance(ref[1], str)
-        or ref[0] >= len(blocks) or not isinstance(blocks[ref[0]], dict)
+        not isinstance(ref, list)
+        or len(ref) != 2
+        or not _is_int(ref[0])
+        or not isinstance(ref[1], str)
+        or ref[0] >= len(blocks)
+        or not isinstance(blocks[ref[0]], dict)
     ):
         return f"{SOURCE_TEXT_KEY} is {ref!r}, not [block index, field] of the source's content"
     return None

@@ -168,9 +168,7 @@ class LiveView:
     settled: int = 0
     """Number of leading events already compacted, exempt or declined: a pass starts looking after them."""
 
-    def entry(
-        self, record: Record, known: Mapping[str, Entry] | None = None, message: Message | None = None
-    ) -> Entry:
+    def entry(self, record: Record, known: Mapping[str, Entry] | None = None, message: Message | None = None) -> Entry:
         """The entry of ``record``, reusing the known one when the version did not change; the count comes from
         the doc when its counter wrote it, else from counting the view message (``message`` if already built)."""
         current = (self.by_key if known is None else known).get(record.key)

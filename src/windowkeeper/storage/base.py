@@ -42,8 +42,9 @@ class ConflictError(StorageError):
     Callers re-read the record and retry; nothing was written by the failed call.
     """
 
-    def __init__(self, message: str, *, key: str | None = None, expected: int | None = None,
-                 actual: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, key: str | None = None, expected: int | None = None, actual: int | None = None
+    ) -> None:
         super().__init__(message)
         self.key = key
         self.expected = expected
@@ -96,8 +97,15 @@ class Record:
         ``origin`` (the store and session it was read from) is named by the error a corrupt body raises then.
         """
         record = cls.__new__(cls)
-        for name, value in (("key", key), ("seq", seq), ("version", version), ("_doc", None), ("_body", body),
-                            ("_origin", origin), ("_check", None)):
+        for name, value in (
+            ("key", key),
+            ("seq", seq),
+            ("version", version),
+            ("_doc", None),
+            ("_body", body),
+            ("_origin", origin),
+            ("_check", None),
+        ):
             object.__setattr__(record, name, value)
         return record
 
@@ -493,14 +501,24 @@ def stored_counter(value: object, *, origin: str, key: str, field: str) -> int:
 
 
 def make_record(
-    key: str, seq: object, version: object, body: str | bytes, *, origin: str = "",
+    key: str,
+    seq: object,
+    version: object,
+    body: str | bytes,
+    *,
+    origin: str = "",
 ) -> Record:
     """A `Record` from stored columns, decoded now; every field is checked (see `stored_counter`)."""
     return stored_record(key, seq, version, body, origin=origin).decoded()
 
 
 def stored_record(
-    key: str, seq: object, version: object, body: str | bytes | None, *, origin: str = "",
+    key: str,
+    seq: object,
+    version: object,
+    body: str | bytes | None,
+    *,
+    origin: str = "",
 ) -> Record:
     """`make_record` whose doc is decoded on first use (see `Record.stored`)."""
     where = origin or "store"
@@ -550,8 +568,11 @@ def message_key(message_id: str | int) -> str:
     ASCII without quotes or backslashes (what generated ids are) encodes as itself in quotes, without the encoder.
     """
     if (
-        type(message_id) is str and message_id.isascii() and message_id.isprintable()
-        and '"' not in message_id and "\\" not in message_id
+        type(message_id) is str
+        and message_id.isascii()
+        and message_id.isprintable()
+        and '"' not in message_id
+        and "\\" not in message_id
     ):
         return f'"{message_id}"'
     return json.dumps(message_id)
@@ -712,8 +733,7 @@ def encode_doc(doc: object, *, key: str, what: str = "record") -> str:
             f"{what} {key!r}: the document is not strict JSON ({exc}); "
             "dump pydantic models with model_dump(mode='json') first",
         ) from exc
-    if (body.count("{") + body.count("[") > MAX_DOC_DEPTH
-            and json_depth(doc, limit=MAX_DOC_DEPTH) > MAX_DOC_DEPTH):
+    if body.count("{") + body.count("[") > MAX_DOC_DEPTH and json_depth(doc, limit=MAX_DOC_DEPTH) > MAX_DOC_DEPTH:
         raise StorageError(
             f"{what} {key!r}: the document nests more than {MAX_DOC_DEPTH} levels deep "
             "(the limit every store can read back); flatten it",

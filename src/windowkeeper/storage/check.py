@@ -74,7 +74,10 @@ def row_problem(store: SessionStore, row: RawRow, doc_check: DocCheck | None = N
 
 
 async def check_store(
-    store: SessionStore, *, doc_check: DocCheck | None = None, remove: bool = False,
+    store: SessionStore,
+    *,
+    doc_check: DocCheck | None = None,
+    remove: bool = False,
 ) -> list[Finding]:
     """Every row of ``store`` a read would refuse, in store order; with ``remove`` each is deleted (and logged)."""
     findings: list[Finding] = []

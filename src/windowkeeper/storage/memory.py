@@ -231,8 +231,11 @@ class InMemoryStore(SessionStore):
                 rows.append(RawRow("state", (thread_id,), "", thread.state, handle=thread_id))
         for (namespace, session_id), session in self._sessions.items():
             for key, row in session.rows.items():
-                rows.append(RawRow("record", (namespace, session_id), key, row.body, seq=row.seq,
-                                   version=row.version, handle=key))
+                rows.append(
+                    RawRow(
+                        "record", (namespace, session_id), key, row.body, seq=row.seq, version=row.version, handle=key
+                    )
+                )
         return rows
 
     async def remove_raw(self, row: RawRow) -> bool:

@@ -121,8 +121,10 @@ class PostgresStore(SessionStore):
         self._described: str | None = None
         self._connect_timeout = connect_timeout
         if statement_timeout is not None and not (
-            isinstance(statement_timeout, int | float) and not isinstance(statement_timeout, bool)
-            and math.isfinite(statement_timeout) and statement_timeout > 0
+            isinstance(statement_timeout, int | float)
+            and not isinstance(statement_timeout, bool)
+            and math.isfinite(statement_timeout)
+            and statement_timeout > 0
         ):
             raise ConfigurationError(
                 f"statement_timeout must be a positive, finite number of seconds or None, got {statement_timeout!r}",
@@ -577,8 +579,7 @@ class PostgresStore(SessionStore):
 
         async def op(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
             cur = await conn.execute(
-                f"SELECT key, seq, version, body FROM {records} WHERE namespace = %s AND session_id = %s "
-                "ORDER BY seq",
+                f"SELECT key, seq, version, body FROM {records} WHERE namespace = %s AND session_id = %s ORDER BY seq",
                 (namespace, session_id),
             )
             return await cur.fetchall()
@@ -660,11 +661,13 @@ class PostgresStore(SessionStore):
 
         async def op(conn: AsyncConnection[Any]) -> int:
             cur = await conn.execute(
-                f"DELETE FROM {records} WHERE namespace = %s AND session_id = %s", (namespace, session_id),
+                f"DELETE FROM {records} WHERE namespace = %s AND session_id = %s",
+                (namespace, session_id),
             )
             count = cur.rowcount
-            await conn.execute(f"DELETE FROM {sessions} WHERE namespace = %s AND session_id = %s",
-                               (namespace, session_id))
+            await conn.execute(
+                f"DELETE FROM {sessions} WHERE namespace = %s AND session_id = %s", (namespace, session_id)
+            )
             return max(count, 0)
 
         return await self._run(op, write=True)

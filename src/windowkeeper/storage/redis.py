@@ -511,8 +511,15 @@ class RedisStore(SessionStore):
             versions = cast(dict[str, str], await client.hgetall(ver_k))  # type: ignore[misc]
             scope = (unquote(ns), unquote(sid))
             return [
-                RawRow("record", scope, key, bodies.get(key), seq=order.get(key), version=versions.get(key),
-                       handle=(body_k, ver_k, order_k, key))
+                RawRow(
+                    "record",
+                    scope,
+                    key,
+                    bodies.get(key),
+                    seq=order.get(key),
+                    version=versions.get(key),
+                    handle=(body_k, ver_k, order_k, key),
+                )
                 for key in dict.fromkeys([*order, *bodies, *versions])
             ]
         if kind == "r:" and (name.endswith(":body") or name.endswith(":ver")):
@@ -523,8 +530,14 @@ class RedisStore(SessionStore):
             body_k, ver_k, order_k, _ = self._session_keys(unquote(ns), unquote(sid))
             hashed = cast(dict[str, str], await client.hgetall(name))  # type: ignore[misc]
             return [
-                RawRow("record", (unquote(ns), unquote(sid)), key, value if name == body_k else None,
-                       version=value if name == ver_k else None, handle=(body_k, ver_k, order_k, key))
+                RawRow(
+                    "record",
+                    (unquote(ns), unquote(sid)),
+                    key,
+                    value if name == body_k else None,
+                    version=value if name == ver_k else None,
+                    handle=(body_k, ver_k, order_k, key),
+                )
                 for key, value in hashed.items()
             ]
         return []
@@ -578,7 +591,6 @@ class RedisStore(SessionStore):
         if self._io.started:
             await self._io.run(self._aclose_client())
             await asyncio.to_thread(self._io.stop)
-
 
     def _close_at_exit(self) -> None:
         """`close` for the interpreter's exit (see `windowkeeper.storage._exit`): no caller loop, this process only."""

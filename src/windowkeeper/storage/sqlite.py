@@ -457,7 +457,8 @@ class SQLiteStore(SessionStore):
         """
         records, sessions = self._t["records"], self._t["sessions"]
         row = conn.execute(
-            f"SELECT last_seq FROM {sessions} WHERE namespace = ? AND session_id = ?", (namespace, session_id),
+            f"SELECT last_seq FROM {sessions} WHERE namespace = ? AND session_id = ?",
+            (namespace, session_id),
         ).fetchone()
         counter = row[0] if row is not None and type(row[0]) is int and 0 <= row[0] <= MAX_COUNTER else 0
         top = conn.execute(
@@ -599,10 +600,12 @@ class SQLiteStore(SessionStore):
         check_session(namespace, session_id)
         records = self._t["records"]
         count = await self._run(
-            lambda c: c.execute(
-                f"DELETE FROM {records} WHERE namespace = ? AND session_id = ? AND key = ?",
-                (namespace, session_id, key),
-            ).rowcount,
+            lambda c: (
+                c.execute(
+                    f"DELETE FROM {records} WHERE namespace = ? AND session_id = ? AND key = ?",
+                    (namespace, session_id, key),
+                ).rowcount
+            ),
             write=True,
         )
         return bool(count)
@@ -613,7 +616,8 @@ class SQLiteStore(SessionStore):
 
         def op(conn: sqlite3.Connection) -> int:
             count = conn.execute(
-                f"DELETE FROM {records} WHERE namespace = ? AND session_id = ?", (namespace, session_id),
+                f"DELETE FROM {records} WHERE namespace = ? AND session_id = ?",
+                (namespace, session_id),
             ).rowcount
             conn.execute(f"DELETE FROM {sessions} WHERE namespace = ? AND session_id = ?", (namespace, session_id))
             return int(count)
@@ -639,8 +643,11 @@ class SQLiteStore(SessionStore):
                 f"SELECT namespace, session_id, key, seq, version, body FROM {t['records']} "
                 "ORDER BY namespace, session_id, seq"
             ):
-                rows.append(RawRow("record", (str(ns), str(sid)), str(key), body, seq=seq, version=version,
-                                   handle=(ns, sid, key)))
+                rows.append(
+                    RawRow(
+                        "record", (str(ns), str(sid)), str(key), body, seq=seq, version=version, handle=(ns, sid, key)
+                    )
+                )
             return rows
 
         return await self._run(op)

@@ -305,14 +305,26 @@ def all_block_messages(prefix: str = "rt") -> list[Message]:
             content=[
                 ReasoningBlock(text="I should call the tool.", summary="call tool"),
                 TextBlock(text="Checking."),
-                ToolCallBlock(id="call_1", name="lookup", args={"q": "cat", "n": 3, "deep": {"x": [1]}},
-                              tool_type="function"),
+                ToolCallBlock(
+                    id="call_1", name="lookup", args={"q": "cat", "n": 3, "deep": {"x": [1]}}, tool_type="function"
+                ),
             ],
-            tools_calls=[{"id": "call_1", "type": "function",
-                          "function": {"name": "lookup", "arguments": "{\"q\": \"cat\", \"n\": 3}"}}],
+            tools_calls=[
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "lookup", "arguments": '{"q": "cat", "n": 3}'},
+                }
+            ],
             reasoning="provider-level reasoning text",
-            usages=TokenUsages(prompt_tokens=120, completion_tokens=30, total_tokens=150, reasoning_tokens=12,
-                               cache_read_input_tokens=64, image_tokens=None),
+            usages=TokenUsages(
+                prompt_tokens=120,
+                completion_tokens=30,
+                total_tokens=150,
+                reasoning_tokens=12,
+                cache_read_input_tokens=64,
+                image_tokens=None,
+            ),
             raw={"id": "resp_1", "object": "response", "output": [{"type": "message"}]},
         ),
         Message.tool_message(
@@ -325,8 +337,11 @@ def all_block_messages(prefix: str = "rt") -> list[Message]:
         Message(
             message_id=f"{prefix}-final",
             role="assistant",
-            content=[TextBlock(text="A cat."), AnnotationBlock(annotation=ann),
-                     ToolResultBlock(call_id="call_x", output="plain", status="error")],
+            content=[
+                TextBlock(text="A cat."),
+                AnnotationBlock(annotation=ann),
+                ToolResultBlock(call_id="call_x", output="plain", status="error"),
+            ],
         ),
     ]
 
@@ -358,8 +373,14 @@ async def spec_round_trip_all_blocks(backend: Backend) -> None:
     assert len(block_types) == 11, f"sample lacks block types: {sorted(block_types)}"
     store = backend.open()
     cp = Checkpointer(store, owns_store=False)
-    state = _CustomState(context=messages[-3:], context_summary="earlier: greetings", scratchpad="notes ✓",
-                         counter=5, notes=["a", "b"], plan={"steps": [1, 2]})
+    state = _CustomState(
+        context=messages[-3:],
+        context_summary="earlier: greetings",
+        scratchpad="notes ✓",
+        counter=5,
+        notes=["a", "b"],
+        plan={"steps": [1, 2]},
+    )
     state.execution_meta.step = 4
     state.execution_meta.status = ExecutionStatus.INTERRUPTED_AFTER
     await cp.aput("rt-thread", state, messages)
@@ -759,7 +780,9 @@ async def spec_codec_limits(backend: Backend) -> None:
     for depth in (MAX_JSON_DEPTH, 200, 260, 600):
         # beyond 240 levels the constructor itself refuses; model_construct stands for a caller's in-place edit
         block = (ToolCallBlock if depth < 240 else ToolCallBlock.model_construct)(
-            id=f"c{depth}", name="f", args={"a": _nested(depth)},
+            id=f"c{depth}",
+            name="f",
+            args={"a": _nested(depth)},
         )
         calls = Message(role="assistant", message_id=f"deep-call-{depth}", content=[block])
         try:
@@ -770,7 +793,8 @@ async def spec_codec_limits(backend: Backend) -> None:
             raise AssertionError(f"tool arguments nested {depth} levels must be refused at write time")
     # built without validation, as a caller editing a block's output in place could
     deep_output = Message.tool_message(
-        [ToolResultBlock.model_construct(call_id="c-out", output=_nested(200))], message_id="deep-out",
+        [ToolResultBlock.model_construct(call_id="c-out", output=_nested(200))],
+        message_id="deep-out",
     )
     try:
         await store.append_messages(thread, [deep_output])
@@ -990,21 +1014,29 @@ async def spec_adapters_on_fake_servers(backend: Backend) -> Measurements:
             bodies: list[Any] = []
             for turn in range(6):
                 server.reply(f"reply {turn} " + "detail " * 15)
-                history.append({"role": "user", "content": f"question {turn} " + "more " * 15} if fmt == "anthropic"
-                               else {"role": "user", "parts": [{"text": f"question {turn} " + "more " * 15}]})
+                history.append(
+                    {"role": "user", "content": f"question {turn} " + "more " * 15}
+                    if fmt == "anthropic"
+                    else {"role": "user", "parts": [{"text": f"question {turn} " + "more " * 15}]}
+                )
                 fit = await window.afit(history, system="Be brief.")
                 if fmt == "anthropic":
                     with anthropic.Anthropic(base_url=server.base_url, api_key="test", max_retries=0) as client:
-                        reply = client.messages.create(model="claude-haiku-4-5", max_tokens=64,
-                                                       messages=fit.messages, system=fit.system or anthropic.omit)
+                        reply = client.messages.create(
+                            model="claude-haiku-4-5",
+                            max_tokens=64,
+                            messages=fit.messages,
+                            system=fit.system or anthropic.omit,
+                        )
                     text = "".join(b.text for b in reply.content if b.type == "text")
                     history.append({"role": "assistant", "content": text})
                     assert server.last_request.json["messages"] == fit.messages
                 else:
                     options = genai_types.HttpOptions(base_url=server.base_url)
                     with genai.Client(api_key="test", http_options=options) as g:
-                        answer = g.models.generate_content(model="gemini-2.0-flash", contents=fit.messages,
-                                                           config={"system_instruction": fit.system})
+                        answer = g.models.generate_content(
+                            model="gemini-2.0-flash", contents=fit.messages, config={"system_instruction": fit.system}
+                        )
                     history.append({"role": "model", "parts": [{"text": answer.text or ""}]})
                     assert server.last_request.json["contents"] == fit.messages
                 bodies.append(fit.messages)
@@ -1032,8 +1064,14 @@ async def _kill_writer(command: str, url: str, thread: str, *, steps: int, pause
     """Start the child ``command`` (it prints each committed step), SIGKILL it after ``steps`` steps plus
     ``pause`` seconds (somewhere inside the next writes), and return the last step it reported committed."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "windowkeeper.testing.conformance", command, url, thread,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "windowkeeper.testing.conformance",
+        command,
+        url,
+        thread,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     assert proc.stdout is not None and proc.stderr is not None
     last = -1
@@ -1064,8 +1102,12 @@ async def _kill_writer(command: str, url: str, thread: str, *, steps: int, pause
 
 async def _child(*args: str) -> str:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "windowkeeper.testing.conformance", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "windowkeeper.testing.conformance",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
     if proc.returncode != 0:
@@ -1106,8 +1148,9 @@ async def _child_main(argv: Sequence[str]) -> int:
         elif command == "share":
             print(json.dumps(await _share(cp, thread, int(argv[3]), int(argv[4]))))
         else:
-            print(f"unknown command {command!r}; use read, write, crash-writer, crash-records or share",
-                  file=sys.stderr)
+            print(
+                f"unknown command {command!r}; use read, write, crash-writer, crash-records or share", file=sys.stderr
+            )
             return 2
     finally:
         await cp.aclose()
@@ -1140,8 +1183,9 @@ async def _share(cp: Checkpointer, thread: str, worker: int, turns: int) -> dict
     for t in range(turns):
         message = _text(f"p{worker}-{t}")
         await cp.aput(thread, AgentState(context=[message]), [message])
-        await memory.add({"message": {"id": f"e{worker}-{t}", "role": "user", "content": f"event {t}"}},
-                         session_id=thread)
+        await memory.add(
+            {"message": {"id": f"e{worker}-{t}", "role": "user", "content": f"event {t}"}}, session_id=thread
+        )
         fit = await window.afit(history[: 3 + 2 * t])
     assert fit is not None
     fit = await window.afit(history)
@@ -1152,8 +1196,9 @@ async def _share(cp: Checkpointer, thread: str, worker: int, turns: int) -> dict
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 3:
-        print("usage: python -m windowkeeper.testing.conformance read|write|crash-writer URL THREAD [N]",
-              file=sys.stderr)
+        print(
+            "usage: python -m windowkeeper.testing.conformance read|write|crash-writer URL THREAD [N]", file=sys.stderr
+        )
         return 2
     return asyncio.run(_child_main(args))
 

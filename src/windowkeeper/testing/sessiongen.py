@@ -98,50 +98,63 @@ _BUGS: tuple[_Bug, ...] = (
         error=lambda r, f: f"KeyError: '{f}'",
         symptom_en="crashes on records that come without `{field}`",
         symptom_zh="遇到缺少 `{field}` 的记录就会崩溃",
-        decision_en=lambda r: f"treat a missing key as absent and skip the record, logging it at WARNING "
-        f"(at most {r.choice((10, 20, 50))} log lines per batch)",
+        decision_en=lambda r: (
+            f"treat a missing key as absent and skip the record, logging it at WARNING "
+            f"(at most {r.choice((10, 20, 50))} log lines per batch)"
+        ),
         decision_zh=lambda r: f"缺少字段时跳过该记录并记录 WARNING 日志（每批最多 {r.choice((10, 20, 50))} 条）",
     ),
     _Bug(
         error=lambda r, f: f"TimeoutError: upstream did not answer within {r.choice((10, 30, 60))} s",
         symptom_en="times out intermittently when the upstream API is slow",
         symptom_zh="上游接口变慢时会间歇性超时",
-        decision_en=lambda r: f"retry at most {r.choice((3, 4, 5))} times with exponential backoff starting at "
-        f"{r.choice((200, 250, 500))} ms",
+        decision_en=lambda r: (
+            f"retry at most {r.choice((3, 4, 5))} times with exponential backoff starting at "
+            f"{r.choice((200, 250, 500))} ms"
+        ),
         decision_zh=lambda r: f"最多重试 {r.choice((3, 4, 5))} 次，指数退避，初始间隔 {r.choice((200, 250, 500))} 毫秒",
     ),
     _Bug(
-        error=lambda r, f: "ValueError: invalid literal for int() with base 10: "
-        f"'{r.choice(('N/A', '', '12.5', 'null'))}'",
+        error=lambda r, f: (
+            f"ValueError: invalid literal for int() with base 10: '{r.choice(('N/A', '', '12.5', 'null'))}'"
+        ),
         symptom_en="fails to parse `{field}` values exported by the legacy system",
         symptom_zh="解析旧系统导出的 `{field}` 字段时失败",
-        decision_en=lambda r: f"parse through a tolerant helper that maps placeholders to None and rejects rows "
-        f"after {r.choice((3, 5, 10))} consecutive failures",
+        decision_en=lambda r: (
+            f"parse through a tolerant helper that maps placeholders to None and rejects rows "
+            f"after {r.choice((3, 5, 10))} consecutive failures"
+        ),
         decision_zh=lambda r: f"用容错的解析函数把占位符映射为 None，连续失败 {r.choice((3, 5, 10))} 行后拒绝整批",
     ),
     _Bug(
         error=lambda r, f: "AttributeError: 'NoneType' object has no attribute 'items'",
         symptom_en="blows up when the cache returns nothing for `{field}`",
         symptom_zh="缓存里查不到 `{field}` 时直接报错",
-        decision_en=lambda r: f"return an empty mapping on a cache miss and refresh it in the background every "
-        f"{r.choice((30, 60, 120))} s",
+        decision_en=lambda r: (
+            f"return an empty mapping on a cache miss and refresh it in the background every "
+            f"{r.choice((30, 60, 120))} s"
+        ),
         decision_zh=lambda r: f"缓存未命中时返回空映射，并每 {r.choice((30, 60, 120))} 秒在后台刷新",
     ),
     _Bug(
         error=lambda r, f: "sqlite3.OperationalError: database is locked",
         symptom_en="hits `database is locked` under concurrent writes",
         symptom_zh="并发写入时出现 `database is locked`",
-        decision_en=lambda r: f"serialize writes through one connection with WAL mode and a busy timeout of "
-        f"{r.choice((2000, 5000, 10000))} ms",
-        decision_zh=lambda r: "启用 WAL 模式，所有写入走同一个连接，"
-        f"busy timeout 设为 {r.choice((2000, 5000, 10000))} 毫秒",
+        decision_en=lambda r: (
+            f"serialize writes through one connection with WAL mode and a busy timeout of "
+            f"{r.choice((2000, 5000, 10000))} ms"
+        ),
+        decision_zh=lambda r: (
+            f"启用 WAL 模式，所有写入走同一个连接，busy timeout 设为 {r.choice((2000, 5000, 10000))} 毫秒"
+        ),
     ),
     _Bug(
         error=lambda r, f: f"AssertionError: assert {r.randint(2, 9)} == {r.randint(10, 40)}",
         symptom_en="returns too few items when `{field}` repeats across pages",
         symptom_zh="当 `{field}` 在分页之间重复时返回的条目太少",
-        decision_en=lambda r: f"deduplicate by `(tenant, id)` instead of `id` and raise the page size to "
-        f"{r.choice((100, 200, 500))}",
+        decision_en=lambda r: (
+            f"deduplicate by `(tenant, id)` instead of `id` and raise the page size to {r.choice((100, 200, 500))}"
+        ),
         decision_zh=lambda r: f"改为按 `(tenant, id)` 去重，并把分页大小提高到 {r.choice((100, 200, 500))}",
     ),
 )
@@ -271,8 +284,9 @@ class _Writer:
         ep = self.episode
         assert ep is not None
         pool = _CONSTRAINTS_ZH if self.zh else _CONSTRAINTS_EN
-        text = pool[self.rng.randrange(len(pool))].format(module=f"{ep.package}.{ep.module}", n=self.rng.choice(
-            (150, 200, 250, 300)))
+        text = pool[self.rng.randrange(len(pool))].format(
+            module=f"{ep.package}.{ep.module}", n=self.rng.choice((150, 200, 250, 300))
+        )
         self._tick(5, 90)
         message = self._emit("user", [TextBlock(text=text)])
         self._fact(text, "constraint", message)
@@ -332,11 +346,15 @@ class _Writer:
 
     def _phase_explore(self, ep: _Episode) -> None:
         if self.zh:
-            reasoning = (f"用户说 `{ep.function}` 出错，报错是 `{ep.error_line}`。先读 `{ep.path}`，"
-                         f"同时在代码库里搜索 `{ep.field_name}` 的用法，看看调用方怎么传参。")
+            reasoning = (
+                f"用户说 `{ep.function}` 出错，报错是 `{ep.error_line}`。先读 `{ep.path}`，"
+                f"同时在代码库里搜索 `{ep.field_name}` 的用法，看看调用方怎么传参。"
+            )
         else:
-            reasoning = (f"The user reports `{ep.error_line}` from `{ep.function}`. I'll read `{ep.path}` and, in "
-                         f"parallel, grep for `{ep.field_name}` to see how callers pass it.")
+            reasoning = (
+                f"The user reports `{ep.error_line}` from `{ep.function}`. I'll read `{ep.path}` and, in "
+                f"parallel, grep for `{ep.field_name}` to see how callers pass it."
+            )
         calls: list[tuple[str, dict[str, Any]]] = [
             ("read_file", {"path": ep.path}),
             ("grep", {"pattern": ep.field_name, "path": f"src/{ep.package}"}),
@@ -381,11 +399,15 @@ class _Writer:
     def _phase_inspect(self, ep: _Episode) -> None:
         caller = f"src/{ep.package}/{ep.caller_module}.py"
         if self.zh:
-            reasoning = (f"回溯指向 `{ep.path}` 第 {ep.line_no} 行。还要看调用方 `{caller}` 和最近的提交，"
-                         "确认这是不是新引入的回归。")
+            reasoning = (
+                f"回溯指向 `{ep.path}` 第 {ep.line_no} 行。还要看调用方 `{caller}` 和最近的提交，"
+                "确认这是不是新引入的回归。"
+            )
         else:
-            reasoning = (f"The traceback points at line {ep.line_no} of `{ep.path}`. Checking the caller "
-                         f"`{caller}` and recent commits to see whether this is a regression.")
+            reasoning = (
+                f"The traceback points at line {ep.line_no} of `{ep.path}`. Checking the caller "
+                f"`{caller}` and recent commits to see whether this is a regression."
+            )
         calls: list[tuple[str, dict[str, Any]]] = [
             ("read_file", {"path": caller, "start_line": 1, "end_line": 120}),
             ("shell", {"command": f"git log --oneline -n 8 -- {ep.path}"}),
@@ -399,8 +421,10 @@ class _Writer:
             reasoning = "问题清楚了：代码默认字段总是存在、上游总是及时返回。改动要小，并补一个回归测试。"
             text = f"决定：{ep.decision}。修改 `{ep.path}` 和 `{ep.test_path}`。"
         else:
-            reasoning = ("The cause is clear: the code assumes the field is always present and upstream always "
-                         "answers in time. Keeping the change small and adding a regression test.")
+            reasoning = (
+                "The cause is clear: the code assumes the field is always present and upstream always "
+                "answers in time. Keeping the change small and adding a regression test."
+            )
             text = f"Decision: {ep.decision}. Editing `{ep.path}` and `{ep.test_path}`."
         new_body = _edit_snippet(self.rng, ep, self.zh)
         calls: list[tuple[str, dict[str, Any]]] = [
@@ -434,9 +458,11 @@ class _Writer:
         rps = self.rng.randint(300, 9000)
         mem = self.rng.randint(90, 2048)
         metric = f"p95 latency: {p95} ms"
-        out = (f"$ {command}\nwarming up (500 requests)...\nrequests: 5000\nerrors: 0\n"
-               f"p50 latency: {max(1, p95 // 3)} ms\n{metric}\nthroughput: {rps} requests/s\n"
-               f"peak memory: {mem} MiB\n")
+        out = (
+            f"$ {command}\nwarming up (500 requests)...\nrequests: 5000\nerrors: 0\n"
+            f"p50 latency: {max(1, p95 // 3)} ms\n{metric}\nthroughput: {rps} requests/s\n"
+            f"peak memory: {mem} MiB\n"
+        )
         message = self._result(ids[0], "shell", out)
         self._fact(metric, "number", message)
         self._fact(f"peak memory: {mem} MiB", "number", message)
@@ -450,8 +476,10 @@ class _Writer:
             parts.append(f"采用的方案：{ep.decision}。")
             reasoning = "总结改动和验证结果给用户。"
         else:
-            parts = [f"Fixed `{ep.function}` in `{ep.path}` and added a regression test to `{ep.test_path}`; "
-                     "the test suite passes."]
+            parts = [
+                f"Fixed `{ep.function}` in `{ep.path}` and added a regression test to `{ep.test_path}`; "
+                "the test suite passes."
+            ]
             if numbers:
                 parts.append(f"Benchmark: {numbers[0].text}.")
             parts.append(f"Approach: {ep.decision}.")
@@ -460,6 +488,7 @@ class _Writer:
 
 
 # -- tool output builders ---------------------------------------------------------------------------------------
+
 
 def _numbered(lines: list[str], start: int = 1) -> str:
     return "\n".join(f"{i:>6}\t{line}" for i, line in enumerate(lines, start)) + "\n"
@@ -580,13 +609,15 @@ def _grep_output(rng: random.Random, ep: _Episode, n_hits: int) -> str:
     for _ in range(n_hits):
         module = rng.choice([m for p, ms in _PROJECTS if p == ep.package for m in ms])
         line = rng.randint(5, 400)
-        snippet = rng.choice((
-            f"value = item['{ep.field_name}']",
-            f"payload.get('{ep.field_name}')",
-            f"{ep.field_name}=row.{ep.field_name},",
-            f"if not record.{ep.field_name}:",
-            f"logger.info('missing {ep.field_name} for %s', record.id)",
-        ))
+        snippet = rng.choice(
+            (
+                f"value = item['{ep.field_name}']",
+                f"payload.get('{ep.field_name}')",
+                f"{ep.field_name}=row.{ep.field_name},",
+                f"if not record.{ep.field_name}:",
+                f"logger.info('missing {ep.field_name} for %s', record.id)",
+            )
+        )
         out.append(f"src/{ep.package}/{module}.py:{line}:    {snippet}")
     return "\n".join(out) + "\n"
 
@@ -688,9 +719,7 @@ def _start(seed: int, language: Language, output_scale: float, start_time: float
     rng = random.Random(f"windowkeeper-session:{seed}:{language}")
     prefix = hashlib.blake2b(f"{seed}:{language}".encode(), digest_size=4).hexdigest()
     clock = float(start_time) if start_time is not None else DEFAULT_START_TIME + rng.randrange(0, 86_400 * 30)
-    writer = _Writer(
-        seed=seed, language=language, output_scale=output_scale, rng=rng, prefix=f"s{prefix}", clock=clock
-    )
+    writer = _Writer(seed=seed, language=language, output_scale=output_scale, rng=rng, prefix=f"s{prefix}", clock=clock)
     writer._emit("system", [TextBlock(text=_SYSTEM_ZH if language == "zh" else _SYSTEM_EN)])
     writer.user_request(first=True)
     return writer

@@ -261,7 +261,6 @@ class WriteMemo:
         self.always = always
 
 
-
 def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: str) -> dict[str, Any]:
     """A copy of the user item ``item`` whose content starts with ``texts`` (as ``part_type`` parts), every other
     key kept: how a recall note joins the user turn it serves instead of being a second user turn before it."""
