@@ -4,7 +4,9 @@ to the first streamed byte, at 1k, 10k and 100k-token conversations that continu
 The upstream is the fake OpenAI server; the gateway is a real ``windowkeeper serve`` process (budget 128k, so
 these conversations pass through unchanged, which is the common case). Each measured request appends a reply and a
 new user message to the conversation; direct and gateway requests alternate, so both see the same machine load and
-the same upstream work, and the added latency is the per-pair difference. The gateway's CPU time per request is
+the same upstream work, and the added latency is the per-pair difference. The three conversations advance in
+rounds (one request of each per round), so the 10k and 100k figures come from the same stretch of the process's
+life and their ratio does not depend on which size ran first. The gateway's CPU time per request is
 read from the scheduler (``/proc/<pid>/task/*/schedstat``, nanoseconds) around each pair of gateway requests (one
 plain, one streamed) and divided by two.
 
@@ -100,45 +102,71 @@ def first_byte(http: httpx.Client, url: str, content: bytes, headers: dict[str, 
     return first
 
 
-def measure(
-    size: int, requests: int, direct_url: str, gateway_url: str, pid: int, http: httpx.Client
-) -> dict[str, Any]:
-    items = conversation(size)
-    added: list[float] = []
-    ttfb_added: list[float] = []
-    cpu: list[float] = []
-    tokens = 0
-    key = {"authorization": f"Bearer sk-latency-{size}"}
-    for n in range(requests + 5):
-        raw = json.dumps({"model": "m", "messages": items}).encode()
+class Conversation:
+    """One continuing thread of a given size and what was measured on it so far."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items = conversation(size)
+        self.key = {"authorization": f"Bearer sk-latency-{size}"}
+        self.added: list[float] = []
+        self.ttfb_added: list[float] = []
+        self.cpu: list[float] = []
+        self.tokens = 0
+        self.calls = 0
+
+    def step(self, direct_url: str, gateway_url: str, pid: int, http: httpx.Client) -> None:
+        """One direct/gateway pair, plain and streamed; the first five of a thread are its warm-up (they read the
+        whole list once) and are not recorded."""
+        raw = json.dumps({"model": "m", "messages": self.items}).encode()
         t0 = time.perf_counter()
-        http.post(direct_url + "/chat/completions", content=raw, headers=key).raise_for_status()
+        http.post(direct_url + "/chat/completions", content=raw, headers=self.key).raise_for_status()
         direct = time.perf_counter() - t0
         c0 = cpu_seconds(pid)
         t0 = time.perf_counter()
-        response = http.post(gateway_url + "/v1/chat/completions", content=raw, headers=key)
+        response = http.post(gateway_url + "/v1/chat/completions", content=raw, headers=self.key)
         via = time.perf_counter() - t0
         response.raise_for_status()
-        stream = json.dumps({"model": "m", "messages": items, "stream": True}).encode()
-        direct_first = first_byte(http, direct_url + "/chat/completions", stream, key)
-        via_first = first_byte(http, gateway_url + "/v1/chat/completions", stream, key)
+        stream = json.dumps({"model": "m", "messages": self.items, "stream": True}).encode()
+        direct_first = first_byte(http, direct_url + "/chat/completions", stream, self.key)
+        via_first = first_byte(http, gateway_url + "/v1/chat/completions", stream, self.key)
         # both gateway requests of the pair, and the bookkeeping the first left for after its answer (`behind`)
         c1 = cpu_seconds(pid)
-        if n >= 5:  # warm-up: the thread's first calls read the whole list once
-            added.append(via - direct)
-            ttfb_added.append(via_first - direct_first)
-            cpu.append((c1 - c0) / 2)
-            tokens = int(response.headers["x-windowkeeper-tokens-after"])
-        items = [*items, {"role": "assistant", "content": f"reply {n}"}, {"role": "user", "content": f"and {n}?"}]
-    return {
-        "size": size,
-        "tokens": tokens,
-        "p50_ms": percentile(added, 0.5) * 1000,
-        "p99_ms": percentile(added, 0.99) * 1000,
-        "ttfb_p50_ms": percentile(ttfb_added, 0.5) * 1000,
-        "cpu_ms": sum(cpu) / len(cpu) * 1000,
-        "cpu_p50_ms": percentile(cpu, 0.5) * 1000,
-    }
+        n = self.calls
+        if n >= 5:
+            self.added.append(via - direct)
+            self.ttfb_added.append(via_first - direct_first)
+            self.cpu.append((c1 - c0) / 2)
+            self.tokens = int(response.headers["x-windowkeeper-tokens-after"])
+        self.items = [
+            *self.items,
+            {"role": "assistant", "content": f"reply {n}"},
+            {"role": "user", "content": f"and {n}?"},
+        ]
+        self.calls += 1
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "size": self.size,
+            "tokens": self.tokens,
+            "p50_ms": percentile(self.added, 0.5) * 1000,
+            "p99_ms": percentile(self.added, 0.99) * 1000,
+            "ttfb_p50_ms": percentile(self.ttfb_added, 0.5) * 1000,
+            "cpu_ms": sum(self.cpu) / len(self.cpu) * 1000,
+            "cpu_p50_ms": percentile(self.cpu, 0.5) * 1000,
+        }
+
+
+def measure(
+    sizes: tuple[int, ...], requests: int, direct_url: str, gateway_url: str, pid: int, http: httpx.Client
+) -> list[dict[str, Any]]:
+    """Round after round, one step of every size's thread: the sizes share the process's state (its age, heap,
+    caches and the machine's load at that moment), so their ratio compares like with like."""
+    threads = [Conversation(size) for size in sizes]
+    for _ in range(requests + 5):
+        for thread in threads:
+            thread.step(direct_url, gateway_url, pid, http)
+    return [thread.row() for thread in threads]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             upstream.base_url,
         ]
         with served(*flags) as (url, pid), httpx.Client(timeout=120) as http:
-            measure(2_000, 10, upstream.base_url, url, pid, http)  # the process's first calls load its tokenizer
-            rows = [measure(size, args.requests, upstream.base_url, url, pid, http) for size in SIZES]
+            measure((2_000,), 5, upstream.base_url, url, pid, http)  # the process's first calls load its tokenizer
+            rows = measure(SIZES, args.requests, upstream.base_url, url, pid, http)
     print(
         "| conversation | tokens | added p50 | added p99 | first byte added (p50) | gateway CPU / request "
         "(mean) | (median) |"

@@ -78,13 +78,14 @@ def test_idle_threads_leave_memory(make_gateway: GatewayFactory, openai_server: 
 def test_the_process_memos_share_one_budget_and_a_tight_one_sends_the_same_requests(
     make_gateway: GatewayFactory, openai_server: FakeOpenAIServer
 ) -> None:
-    """Token counts, summary lines, recalled originals, passage counts and words are memos shared by every thread:
-    `ServeConfig.cache_bytes` bounds them together, and since they are memos, a tight budget changes no request."""
+    """Token counts, summary lines, recalled originals, passage counts, words and parsed bodies are memos shared by
+    every thread: `ServeConfig.cache_bytes` bounds them together, and since they are memos, a tight budget changes
+    no request."""
     roomy_sent, _ = _run(make_gateway, openai_server)
     tight_sent, threads = _run(make_gateway, openai_server, cache_bytes=48_000)
     assert tight_sent == roomy_sent
     shares = threads.shares
-    assert (shares.originals, shares.counts) == (24_000, 6_000)
+    assert (shares.originals, shares.counts, shares.bodies) == (18_000, 6_000, 6_000)
     counter, summarizer, recall = threads.counter, threads.summarizer(), threads.recall()
     assert counter.max_cache_entries == 6_000 // MEMO_ENTRY_BYTES and 0 < counter.cache_size <= 24
     assert summarizer.counter is counter and recall.counter is counter

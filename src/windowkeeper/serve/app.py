@@ -32,12 +32,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..storage import open_store
 from ..storage.url import sqlite_target
+from .body_memo import BodyMemo
 from .config import ServeConfig
 from .gateway import BadRequest, Behind, Gateway, Plan, check_items
+from .identity import scope_of
 from .projection import dumps_body
 from .protocols import PROTOCOLS, Family, Protocol, Responses, error_body
 from .recall import MAX_ROUNDS, answer
 from .streaming import CallFilter, EventSplitter, UsageReader
+from .threads import CacheShares
 from .upstream import family_of, make_client, request_headers, response_headers, upstream_url
 
 logger = logging.getLogger(__name__)
@@ -54,6 +57,7 @@ class _Gateway:
         self.config = config
         self.gateway: Gateway | None = None
         self.client: httpx.AsyncClient | None = None
+        self.bodies = BodyMemo(CacheShares.of(config.cache_bytes).bodies, _parse)
 
     async def start(self) -> None:
         url = self.config.store_url
@@ -171,7 +175,8 @@ def build_app(config: ServeConfig) -> Starlette:
         extra: list[tuple[bytes, bytes]] = []
         if request.headers.get("x-windowkeeper", "").strip().lower() != "off":
             try:
-                body = _parse(raw)
+                # the client's last body of this route, if this one continues it, parsed only where it is new
+                body = state.bodies.parse((scope_of(request.headers), route), raw, protocol.list_key)
                 if not isinstance(body, dict):
                     raise BadRequest(f"the request body must be a JSON object, got {type(body).__name__}")
                 if _managed(protocol, body):

@@ -52,10 +52,10 @@ MAX_ATTEMPTS = 8
 class CacheShares:
     """How `ServeConfig.cache_bytes` is divided among the memos every thread of the process shares.
 
-    Half goes to the originals of messages that left a view (handed back byte for byte when recalled; older ones
-    are rebuilt from the index), an eighth each to the message token counts, the summarizer's candidate lines, the
-    recall passages' token counts and their words. At the 64 MiB default that is 32 MiB of originals (their bound
-    before there was one budget) and 8 MiB for each of the others.
+    Three eighths go to the originals of messages that left a view (handed back byte for byte when recalled; older
+    ones are rebuilt from the index), an eighth each to the message token counts, the summarizer's candidate lines,
+    the recall passages' token counts and their words, and the clients' last request bodies as parsed (`BodyMemo`).
+    At the 64 MiB default that is 24 MiB of originals and 8 MiB for each of the others.
     """
 
     originals: int
@@ -63,11 +63,14 @@ class CacheShares:
     summary: int
     pricing: int
     terms: int
+    bodies: int
 
     @classmethod
     def of(cls, total: int) -> CacheShares:
         eighth = total // 8
-        return cls(originals=total // 2, counts=eighth, summary=eighth, pricing=eighth, terms=eighth)
+        return cls(
+            originals=total - 5 * eighth, counts=eighth, summary=eighth, pricing=eighth, terms=eighth, bodies=eighth
+        )
 
 
 class CommitStore(SessionStore):
