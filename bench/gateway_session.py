@@ -86,6 +86,8 @@ class SessionReport:
     prefix_stable: int = 0
     prefix_pairs: int = 0
     managed_cuts: int = 0
+    body_reuses: int = 0
+    """Requests whose body the gateway parsed only where it continued the client's previous one."""
     threads: set[str] = field(default_factory=set)
     recall_answer_has_fact: bool = False
     client_saw_recall: bool = False
@@ -361,6 +363,7 @@ def run_session(
             report.threads = {h.get("x-windowkeeper-thread", "") for h in client.headers_seen}
             report.over_budget = sum(int(h.get("x-windowkeeper-tokens-after", 0)) > budget for h in client.headers_seen)
             report.managed_cuts = int(gw.gateway.metrics.cuts[protocol])
+            report.body_reuses = int(gw.gateway.metrics.body_reuses[protocol])
             main = [r for i, r in enumerate(requests) if i != (recall_request_index or -1) + 1]
             analyze(protocol, client_lists, main, budget, report)
             if recall_request_index is not None and recall_request_index + 1 < len(requests):

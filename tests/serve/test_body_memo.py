@@ -4,9 +4,11 @@ new part is parsed; anything else is parsed in full."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,15 +50,41 @@ def test_other_bodies_are_parsed_in_full() -> None:
     first = json.dumps({"model": "m", "messages": items}).encode()
     memo.parse(KEY, first, "messages")
     edited = json.dumps({"model": "m", "messages": [{**items[0], "content": "changed"}, *items[1:], turn(6)]})
-    moved = json.dumps({"model": "m", "messages": [*items[:-1], {**items[-1], "cache_control": {}}, turn(6)]})
+    deep = json.dumps({"model": "m", "messages": [*items[:1], {**items[1], "cache_control": {}}, *items[2:]]})
     repeated = first[:-1] + b', "model": "n", "messages": []}'  # a key repeated after the list: last one wins
-    for raw in (edited.encode(), moved.encode(), repeated):
+    for raw in (edited.encode(), deep.encode(), repeated):
         assert memo.parse(KEY, raw, "messages") == json.loads(raw)
     assert memo.hits == 0 and len(full.sizes) == 4
     other = memo.parse(
         ("another scope", "chat"), json.dumps({"model": "m", "messages": [*items, turn(6)]}).encode(), "messages"
     )
     assert other["messages"][-1] == turn(6) and memo.hits == 0  # another client's bodies are its own
+
+
+@pytest.mark.parametrize(
+    "dumps",
+    [
+        lambda body: json.dumps(body),
+        lambda body: json.dumps(body, ensure_ascii=False, separators=(",", ":")),
+        lambda body: orjson.dumps(body).decode(),
+        lambda body: json.dumps(body, indent=2),  # a style no cut is found in: every body parsed in full
+    ],
+)
+def test_a_client_moving_its_cache_marks_still_parses_only_what_is_new(dumps: Callable[[Any], str]) -> None:
+    """The Anthropic docs advise marking the newest message on every call, so the last item of the previous body
+    changes: the memo continues from before that item (and before the one before, for a second mark)."""
+    full = Counting()
+    memo = BodyMemo(1 << 20, full)
+    history = [turn(n) | {"content": [{"type": "text", "text": f'turn {n} é \u2028 "q"'}]} for n in range(30)]
+    for n in range(30, 40):
+        items = [dict(item) for item in history]
+        for item in items[-2:]:
+            item["content"] = [{**item["content"][0], "cache_control": {"type": "ephemeral"}}]
+        raw = dumps({"model": "m", "max_tokens": 64, "messages": items, "stream": True}).encode()
+        assert memo.parse(KEY, raw, "messages") == json.loads(raw)
+        history.append(turn(n) | {"content": [{"type": "text", "text": f"turn {n}"}]})
+    expected_full = 10 if dumps({"a": [1]}).count("\n") else 1
+    assert len(full.sizes) == expected_full
 
 
 def test_a_shorter_or_unchanged_body_and_lists_under_other_keys() -> None:
@@ -66,7 +94,7 @@ def test_a_shorter_or_unchanged_body_and_lists_under_other_keys() -> None:
     for body in (base, {**base, "input": items[:2]}, base, {**base, "input": [*items, turn(4)]}, {**base, "input": []}):
         raw = json.dumps(body).encode()
         assert memo.parse(KEY, raw, "input") == body
-    assert memo.hits == 2  # the full list after the shorter one, and the one after it
+    assert memo.hits == 3  # the shorter list (a cut of the first), the full one after it, and the one after that
     assert memo.parse(KEY, b'{"input": "a string"}', "input") == {"input": "a string"}
 
 
@@ -100,7 +128,7 @@ def test_any_body_parses_as_a_full_parse_does(
     head: dict[str, Any], tail: dict[str, Any], old: list[Any], new: list[Any], indent: int | None, compact: bool
 ) -> None:
     """Whatever the keys around the list hold (brackets and quotes inside strings, nested arrays, the list key
-    repeated), the memo's parse is the full parse."""
+    repeated) and however the list changed, the memo's parse is the full parse."""
     separators = (",", ":") if compact else None
     memo = BodyMemo(1 << 20, orjson.loads)
 
@@ -116,6 +144,8 @@ def test_any_body_parses_as_a_full_parse_does(
         )
         return text.encode()
 
-    for items in (old, [*old, *new], [*old, *new, *new]):
+    grown = [*old, *new]
+    # grown, then grown again, then with its last items replaced (a moved mark) and more added
+    for items in (old, grown, [*grown, *new], [*grown[:-2], *new, *new]):
         raw = body(items)
         assert memo.parse(KEY, raw, "messages") == orjson.loads(raw)

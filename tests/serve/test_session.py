@@ -48,6 +48,9 @@ def test_a_long_session_stays_valid_under_budget_lossless_and_recalls(
     assert not report.client_saw_recall
     assert bench.FACT in report.final_text
     assert report.prefix_stable_share > 0.4
+    # every body after the first continues the one before (on Messages the client moves its cache mark to the
+    # newest message each call): parsed only where it is new
+    assert report.body_reuses >= calls - 2  # the first, and the first streamed (its "stream" key comes first)
 
 
 def _cut(gw: Gateway, protocol: str) -> list[dict[str, Any]]:

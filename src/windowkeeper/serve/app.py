@@ -176,7 +176,10 @@ def build_app(config: ServeConfig) -> Starlette:
         if request.headers.get("x-windowkeeper", "").strip().lower() != "off":
             try:
                 # the client's last body of this route, if this one continues it, parsed only where it is new
+                reused = state.bodies.hits
                 body = state.bodies.parse((scope_of(request.headers), route), raw, protocol.list_key)
+                if state.bodies.hits != reused:
+                    gateway().metrics.count("body_reuses", route)
                 if not isinstance(body, dict):
                     raise BadRequest(f"the request body must be a JSON object, got {type(body).__name__}")
                 if _managed(protocol, body):

@@ -3,16 +3,18 @@
 An agent re-sends its whole conversation on every call, so a 100k-token thread is a ~400 KB body of which only the
 last item or two are new; parsing all of it was the one step of a passed-through request that still grew with the
 history. A client serializes the same list the same way from call to call, so this call's bytes start with the
-previous call's bytes up to where that call's item list closed. The memo keeps, per client and route, that prefix
-and what it parsed to (the keys before the list and the list's items); a body that starts with it has only its new
-items and the keys after the list parsed.
+previous call's bytes up to where that call's item list closed, or up to one of its last items when the client
+moved a cache mark off them. The memo keeps, per client and route, that prefix with the places its last few items
+start (`_cuts`) and what it parsed to (the keys before the list and the list's items); a body that starts with the
+prefix, or with it up to such a place, has only the items after it and the keys after the list parsed.
 
 Soundness: the kept prefix is a byte prefix of a document that parsed, cut just before its list's closing bracket
 (found from the end and confirmed by re-parsing what followed it against the keys the full parse had after the
 list). A body that starts with it is in the same parser state there, so when the rest splits into a valid run of
 items, the closing bracket and a valid tail of keys, the whole body parses to the kept head, the kept items plus the
 new ones, and the tail. Anything else (an edited item, a moved cache mark, a key repeated across the parts,
-whitespace where there was none) falls back to a full parse, which is what every body had before.
+whitespace where there was none, a mark moved further back than the cut points reach) falls back to a full
+parse, which is what every body had before.
 
 The parsed items are shared between the calls that continue one list: nothing in the gateway mutates a client's
 item (every change builds a new dict), which `tests/serve/test_body_memo.py` holds it to.
@@ -20,9 +22,10 @@ item (every change builds a new dict), which `tests/serve/test_body_memo.py` hol
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -33,6 +36,21 @@ list is a few keys; a nested array there adds one candidate)."""
 
 ENTRIES_PER_KEY = 4
 """Lists kept per client and route: one client may run a few conversations at once on one credential."""
+
+CUT_ITEMS = 3
+"""How many of a list's last items get a cut point before them: a client that moves its cache marks to the newest
+messages on every call (as the Anthropic docs advise) changes the last item or two of what it sent before, so the
+next body continues the last one only up to an earlier item."""
+
+STYLES: tuple[Callable[[Any], bytes], ...] = (
+    orjson.dumps,  # compact, text as is: JavaScript's JSON.stringify, httpx's json=, orjson
+    lambda value: json.dumps(value).encode(),  # Python's defaults: ", " and ": ", non-ASCII escaped
+    lambda value: json.dumps(value, ensure_ascii=False).encode(),
+    lambda value: json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode(),
+)
+"""How clients commonly serialize an item; an item is found in the body's bytes by writing it each way."""
+
+_SPACE = frozenset(b" \t\r\n")
 
 
 @dataclass(slots=True)
@@ -45,6 +63,49 @@ class _Entry:
     """The list's items, parsed."""
     size: int
     """What the entry is charged against the memo's bound: its bytes and an estimate of its objects."""
+    cuts: list[tuple[int, int]] = field(default_factory=list)
+    """``(offset, count)``, the longest first: ``prefix[:offset]`` ends just after item ``count - 1`` (just after
+    the list's ``[`` when ``count`` is 0); the first is the whole prefix with every item."""
+    style: int = 0
+    """The `STYLES` entry that wrote this client's items last time, tried first."""
+
+
+def _back_over_space(data: bytes, end: int) -> int:
+    while end > 0 and data[end - 1] in _SPACE:
+        end -= 1
+    return end
+
+
+def _cuts(prefix: bytes, items: list[Any], style: int) -> tuple[list[tuple[int, int]], int]:
+    """The cut points before the last `CUT_ITEMS` items of ``prefix`` (see `_Entry.cuts`) and the style that
+    found them. An item is located by writing it in a client's style and finding exactly those bytes where it must
+    end, preceded by a comma (or the list's ``[``); an item no style writes as the client did ends the search, so
+    every cut is where an item really starts."""
+    cuts = [(len(prefix), len(items))]
+    end = len(prefix)
+    order = [style, *(i for i in range(len(STYLES)) if i != style)]
+    for count in range(len(items) - 1, max(-1, len(items) - 1 - CUT_ITEMS), -1):
+        for index in order:
+            try:
+                text = STYLES[index](items[count])
+            except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError (an int over 64 bits)
+                continue
+            start = end - len(text)
+            if start > 0 and prefix.startswith(text, start):
+                style = index
+                break
+        else:
+            break
+        before = _back_over_space(prefix, start)
+        mark = prefix[before - 1 : before]
+        if count > 0 and mark == b",":
+            end = _back_over_space(prefix, before - 1)
+        elif count == 0 and mark == b"[":
+            end = before
+        else:
+            break
+        cuts.append((end, count))
+    return cuts, style
 
 
 def _tail(data: bytes) -> dict[str, Any] | None:
@@ -115,24 +176,28 @@ class BodyMemo:
         if self.max_bytes <= 0:
             return self._parse(raw)
         entries = self._entries.get(key)
-        if entries:
-            for index, entry in enumerate(entries):
-                if len(raw) > len(entry.prefix) and raw.startswith(entry.prefix):
-                    extended = self._extend(entry, raw, list_key)
+        for index, entry in enumerate(entries or ()):
+            view = memoryview(entry.prefix)
+            for offset, count in entry.cuts:
+                if len(raw) > offset and raw.startswith(view[:offset]):
+                    extended = self._extend(entry, raw, list_key, offset, count)
                     if extended is not None:
                         self.hits += 1
                         body, close = extended
-                        self._remember(key, index, self._sized(raw, close, entry.head, body[list_key]))
+                        made = self._sized(raw, close, entry.head, body[list_key], entry.style)
+                        self._remember(key, index, made)
                         return body
+                    break  # the longest cut it starts with did not take: a shorter one would not either
         self.misses += 1
         body = self._parse(raw)
         self._remember(key, None, self._entry(raw, body, list_key))
         return body
 
     @staticmethod
-    def _extend(entry: _Entry, raw: bytes, list_key: str) -> tuple[dict[str, Any], int] | None:
-        start = len(entry.prefix)
-        first = not entry.items
+    def _extend(entry: _Entry, raw: bytes, list_key: str, start: int, count: int) -> tuple[dict[str, Any], int] | None:
+        """The body ``raw`` parsed as ``entry``'s first ``count`` items (its bytes up to ``start``) and what
+        follows them, with the list's close; None when what follows is not items, the close and a tail."""
+        first = count == 0
 
         def accept(close: int, tail: dict[str, Any]) -> list[Any] | None:
             if list_key in tail or any(k in entry.head for k in tail):
@@ -143,7 +208,8 @@ class BodyMemo:
         if split is None:
             return None
         close, new, tail = split
-        return {**entry.head, list_key: [*entry.items, *new], **tail}, close
+        kept = entry.items if count == len(entry.items) else entry.items[:count]
+        return {**entry.head, list_key: [*kept, *new], **tail}, close
 
     def _remember(self, key: tuple[str, str], replaced: int | None, entry: _Entry | None) -> None:
         entries = self._entries.setdefault(key, [])
@@ -174,9 +240,9 @@ class BodyMemo:
             return items if list(tail) == list(expected) and tail == expected else None
 
         split = _split(raw, 0, accept)
-        return self._sized(raw, split[0], head, items) if split is not None else None
+        return self._sized(raw, split[0], head, items, 0) if split is not None else None
 
-    def _sized(self, raw: bytes, close: int, head: dict[str, Any], items: list[Any]) -> _Entry | None:
+    def _sized(self, raw: bytes, close: int, head: dict[str, Any], items: list[Any], style: int) -> _Entry | None:
         """The entry for a body whose list closes at ``close``, unless it alone would take much of the bound."""
         prefix = raw[:close].rstrip()
         if prefix.endswith(b"[") != (not items):
@@ -185,4 +251,5 @@ class BodyMemo:
         size = 3 * len(prefix) + 256
         if size > self.max_bytes // 2:
             return None
-        return _Entry(prefix, head, items, size)
+        cuts, style = _cuts(prefix, items, style)
+        return _Entry(prefix, head, items, size, cuts, style)

@@ -32,6 +32,7 @@ class Metrics:
         self.early_forwards: defaultdict[str, int] = defaultdict(int)
         self.early_misses: defaultdict[str, int] = defaultdict(int)
         self.early_recounts: defaultdict[str, int] = defaultdict(int)
+        self.body_reuses: defaultdict[str, int] = defaultdict(int)
         self._buckets: defaultdict[str, list[int]] = defaultdict(lambda: [0] * (len(LATENCY_BUCKETS) + 1))
         self._latency_sum: defaultdict[str, float] = defaultdict(float)
 
@@ -98,6 +99,11 @@ class Metrics:
                     "windowkeeper_early_recounts_total",
                     self.early_recounts,
                     "Requests sent early whose header count differs from the window's (a calibration moved).",
+                ),
+                (
+                    "windowkeeper_body_reuses_total",
+                    self.body_reuses,
+                    "Request bodies parsed only where they continue the client's previous body.",
                 ),
             )
             for name, series, help_text in simple:
