@@ -10,7 +10,9 @@ names the index, the key, the shape expected and, when it can tell, the format t
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
+import operator
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
@@ -308,8 +310,10 @@ def system_lead(
     written as one text, as before), or when the pieces do not join to ``system`` (the one text every other format
     sends and the budget counts), so a writer falls back to that text rather than sending something else."""
     lead: list[Message] = []
-    for message in context:
-        if message.role != "system" or not system_message_text(message):
+    # the system messages found in C: this runs on every call over the whole view
+    systems = itertools.compress(context, map(operator.eq, map(_ROLE, context), itertools.repeat("system")))
+    for message in systems:
+        if not system_message_text(message):
             continue  # assemble leaves empty system texts out of the zone
         lead.append(_as_developer(message) if developer and message.message_id in made else message)
     if all(m.message_id in made for m in lead):
@@ -320,6 +324,9 @@ def system_lead(
     if join_sections(system_message_text(m) for m in lead) != system:
         return None
     return lead
+
+
+_ROLE = operator.attrgetter("role")
 
 
 @functools.lru_cache(maxsize=256)

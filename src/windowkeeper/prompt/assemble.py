@@ -13,7 +13,9 @@ puts them anyway), so every provider receives the same request and the count doe
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -36,6 +38,8 @@ from .sections import (
 
 if TYPE_CHECKING:
     from ..llm.client import LLMRequest
+
+_ROLE = operator.attrgetter("role")
 
 ZONES: tuple[str, ...] = ("system", "tools", "summary", "scratchpad", "recall", "recent", "reserve")
 """Every key of `AssembledPrompt.zone_tokens`, in the order the request is laid out."""
@@ -151,12 +155,15 @@ def assemble_messages(
     """`assemble` from the parts of a state: a view's messages, its summary and scratchpad."""
     reserve = check_int("reserve_tokens", reserve_tokens, minimum=0)
     parts: list[str] = [system_prompt] if system_prompt else []
-    system_messages = [m for m in messages if m.role == "system"]
-    if system_messages:  # positions only for naming a bad block: the common view has no system message
-        for index, message in enumerate(messages):
-            if message.role == "system" and (text := system_message_text(message, index=index)):
+    # split in C (every call assembles the whole view): which messages are system ones, then each side
+    flags = list(map(operator.eq, map(_ROLE, messages), itertools.repeat("system")))
+    if any(flags):  # positions only for naming a bad block: the common view has no system message
+        for index in itertools.compress(itertools.count(), flags):
+            if text := system_message_text(messages[index], index=index):
                 parts.append(text)
-    conversation = [m for m in messages if m.role != "system"] if system_messages else list(messages)
+        conversation = list(itertools.compress(messages, map(operator.not_, flags)))
+    else:
+        conversation = list(messages)
     summary = summary if summary and summary.strip() else None
     scratchpad = scratchpad if scratchpad and scratchpad.strip() else None
     return AssembledPrompt(
