@@ -44,18 +44,21 @@ from agent_retention import pick_probe
 from agent_retention import steps_of as agent_steps
 from longmemeval_retention import chat_steps
 
+from windowkeeper.context.budget import TokenBudgetContextManager
 from windowkeeper.evaluation.datasets import chain_trajectories, load_longmemeval
-from windowkeeper.evaluation.lineup import standard_lineup
+from windowkeeper.evaluation.lineup import RESERVE_TOKENS, standard_lineup
 from windowkeeper.evaluation.loaders import load_trajectories
 from windowkeeper.evaluation.replay import assembled, view_text
-from windowkeeper.evaluation.strategies import Strategy, View
+from windowkeeper.evaluation.strategies import ManagedStrategy, Strategy, View
 from windowkeeper.messages import Message
+from windowkeeper.summarize import ExtractiveSummarizer
 from windowkeeper.testing.dialoguegen import generate_dialogue
 from windowkeeper.testing.sessiongen import generate_session_for_tokens
 from windowkeeper.tokens import TokenCounter
 from windowkeeper.units import group_units
 
 BM25 = "BM25-fill"
+LOW_PREFIX = "TokenBudgetContextManager (low "
 SLIDING = "sliding window"
 KINDS = ("chat", "agent", "tau", "dialogue")
 _WORD = re.compile(r"\w+")
@@ -258,7 +261,18 @@ def lineup(budget: int, counter: TokenCounter, args: argparse.Namespace) -> list
         if s.name != "no management"
     ]
     chosen.append(BM25Fill(budget, counter, args.recent_share))
-    return [s for s in chosen if not args.only or s.name in args.only]
+    for low in args.low_watermarks or ():
+        # the budget manager as in the lineup, cutting to another depth: how much of the budget its view holds
+        # against how often its prefix holds
+        manager = TokenBudgetContextManager(
+            max_tokens=budget + RESERVE_TOKENS,
+            reserve_tokens=RESERVE_TOKENS,
+            counter=counter,
+            summarizer=ExtractiveSummarizer(counter=counter),
+            low_watermark=low,
+        )
+        chosen.append(ManagedStrategy(f"TokenBudgetContextManager (low {low:g})", manager))
+    return [s for s in chosen if not args.only or s.name in args.only or s.name.startswith(LOW_PREFIX)]
 
 
 async def run_case(case: Case, budget: int, args: argparse.Namespace, tallies: dict[str, Tally]) -> None:
@@ -307,6 +321,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--recent-share", type=float, default=0.25, help="BM25-fill: budget share of newest units")
     parser.add_argument("--only", nargs="+", default=None, help="strategy names to run (default: all)")
     parser.add_argument("--no-memory", action="store_true", help="leave the three-tier memory out")
+    parser.add_argument(
+        "--low-watermarks",
+        type=float,
+        nargs="+",
+        default=None,
+        help="also run the budget manager with each of these low watermarks (its default is 0.6)",
+    )
     parser.add_argument("--show-misses", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
