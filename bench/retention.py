@@ -59,6 +59,7 @@ from windowkeeper.units import group_units
 
 BM25 = "BM25-fill"
 LOW_PREFIX = "TokenBudgetContextManager (low "
+CAP_PREFIX = "TokenBudgetContextManager (chat summary <= "
 SLIDING = "sliding window"
 KINDS = ("chat", "agent", "tau", "dialogue")
 _WORD = re.compile(r"\w+")
@@ -271,8 +272,18 @@ def lineup(budget: int, counter: TokenCounter, args: argparse.Namespace) -> list
             summarizer=ExtractiveSummarizer(counter=counter),
             low_watermark=low,
         )
-        chosen.append(ManagedStrategy(f"TokenBudgetContextManager (low {low:g})", manager))
-    return [s for s in chosen if not args.only or s.name in args.only or s.name.startswith(LOW_PREFIX)]
+        chosen.append(ManagedStrategy(f"{LOW_PREFIX}{low:g})", manager))
+    for cap in args.chat_summary_caps or ():
+        # the budget manager as in the lineup, its plain-chat summary held to at most ``cap`` tokens
+        manager = TokenBudgetContextManager(
+            max_tokens=budget + RESERVE_TOKENS,
+            reserve_tokens=RESERVE_TOKENS,
+            counter=counter,
+            summarizer=ExtractiveSummarizer(counter=counter),
+        )
+        manager.chat_summary_budget = min(manager.chat_summary_budget, cap)
+        chosen.append(ManagedStrategy(f"{CAP_PREFIX}{cap})", manager))
+    return [s for s in chosen if not args.only or s.name in args.only or s.name.startswith((LOW_PREFIX, CAP_PREFIX))]
 
 
 async def run_case(case: Case, budget: int, args: argparse.Namespace, tallies: dict[str, Tally]) -> None:
@@ -327,6 +338,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         nargs="+",
         default=None,
         help="also run the budget manager with each of these low watermarks (its default is 0.6)",
+    )
+    parser.add_argument(
+        "--chat-summary-caps",
+        type=int,
+        nargs="+",
+        default=None,
+        help="also run the budget manager with its plain-chat summary held to each of these token counts",
     )
     parser.add_argument("--show-misses", action="store_true")
     parser.add_argument("--json", type=Path, default=None)

@@ -515,6 +515,36 @@ def _token_bound(message: Message) -> int:
     return size // 3 + 8
 
 
+def without_old_recall(segs: list[Segment], limits: Limits, fixed: int) -> list[Segment]:
+    """``segs`` without the recall messages of earlier turns that cost more than the turn they served, when the
+    view (with ``fixed`` tokens beside its units) is over the low watermark.
+
+    A recall message repeats history the index holds, for the turn it served. In a conversation of short turns
+    (people chatting) each one is many times its turn, and the recall messages of the recent turns would fill most
+    of what a cut keeps, pushing out the conversation itself; once such a turn is answered its recall message is
+    the cheapest thing to give up (a later turn that refers back gets one of its own). A recall message smaller
+    than its turn (an agent's turn of tool output) stays and ages out with it. The newest user message's recall
+    message, and anything after it (the turn in progress), stay.
+    """
+    if fixed + sum(seg.tokens for seg in segs) <= limits.low:
+        return segs
+    recall_units = [i for i, seg in enumerate(segs) if seg.kind == "user" and all(map(is_recall, seg.messages))]
+    if not recall_units:
+        return segs
+    users = [i for i, seg in enumerate(segs) if seg.kind == "user" and not any(map(is_recall, seg.messages))]
+    newest = users[-1] if users else len(segs)
+    dropped: set[int] = set()
+    for i in recall_units:
+        if i + 1 >= newest:
+            break
+        # the turn it served: that user message and what answered it, up to the next user unit (or recall)
+        turn_end = next((k for k in range(i + 2, newest) if segs[k].kind == "user"), newest)
+        turn = sum(segs[k].tokens for k in range(i + 1, turn_end) if segs[k].kind != "system")
+        if segs[i].tokens > turn:
+            dropped.add(i)
+    return [seg for i, seg in enumerate(segs) if i not in dropped] if dropped else segs
+
+
 def summary_ask(limits: Limits) -> int:
     """What each summary of dropped units is asked for: ``max_summary_tokens``, at most a quarter of the low mark."""
     return min(limits.max_summary_tokens, max(limits.low // 4, 32))
@@ -525,6 +555,9 @@ def compact(
 ) -> Generator[SummaryRequest, str | None, Outcome]:
     """Run every step in order; a generator so the caller decides how summaries are awaited."""
     work = Compaction(segs, summary, limits, counter, store)
+    kept = without_old_recall(segs, limits, work.total - sum(seg.tokens for seg in segs))
+    if kept is not segs:
+        work = Compaction(kept, summary, limits, counter, store)
     work.clear_tool_results()
     work.clear_replies()
     return (yield from finish(work))
