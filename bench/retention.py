@@ -255,6 +255,17 @@ class Tally:
         }
 
 
+def budget_manager(budget: int, counter: TokenCounter, **options: Any) -> TokenBudgetContextManager[Any]:
+    """The lineup's budget manager for ``budget``, with ``options`` changed."""
+    return TokenBudgetContextManager(
+        max_tokens=budget + RESERVE_TOKENS,
+        reserve_tokens=RESERVE_TOKENS,
+        counter=counter,
+        summarizer=ExtractiveSummarizer(counter=counter),
+        **options,
+    )
+
+
 def lineup(budget: int, counter: TokenCounter, args: argparse.Namespace) -> list[Strategy]:
     chosen: list[Strategy] = [
         s
@@ -262,25 +273,12 @@ def lineup(budget: int, counter: TokenCounter, args: argparse.Namespace) -> list
         if s.name != "no management"
     ]
     chosen.append(BM25Fill(budget, counter, args.recent_share))
+    # the budget manager as in the lineup, cutting to another depth (how much of the budget its view holds against
+    # how often its prefix holds) or with its plain-chat summary held to at most ``cap`` tokens
     for low in args.low_watermarks or ():
-        # the budget manager as in the lineup, cutting to another depth: how much of the budget its view holds
-        # against how often its prefix holds
-        manager = TokenBudgetContextManager(
-            max_tokens=budget + RESERVE_TOKENS,
-            reserve_tokens=RESERVE_TOKENS,
-            counter=counter,
-            summarizer=ExtractiveSummarizer(counter=counter),
-            low_watermark=low,
-        )
-        chosen.append(ManagedStrategy(f"{LOW_PREFIX}{low:g})", manager))
+        chosen.append(ManagedStrategy(f"{LOW_PREFIX}{low:g})", budget_manager(budget, counter, low_watermark=low)))
     for cap in args.chat_summary_caps or ():
-        # the budget manager as in the lineup, its plain-chat summary held to at most ``cap`` tokens
-        manager = TokenBudgetContextManager(
-            max_tokens=budget + RESERVE_TOKENS,
-            reserve_tokens=RESERVE_TOKENS,
-            counter=counter,
-            summarizer=ExtractiveSummarizer(counter=counter),
-        )
+        manager = budget_manager(budget, counter)
         manager.chat_summary_budget = min(manager.chat_summary_budget, cap)
         chosen.append(ManagedStrategy(f"{CAP_PREFIX}{cap})", manager))
     return [s for s in chosen if not args.only or s.name in args.only or s.name.startswith((LOW_PREFIX, CAP_PREFIX))]
