@@ -42,6 +42,7 @@ def _unrecalled(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _run(make_gateway: GatewayFactory, server: FakeOpenAIServer, **settings: Any) -> tuple[list[Any], Any]:
+    """Three conversations in turn through a gateway with ``settings``: what went upstream, and the gateway."""
     gw = make_gateway(budget=800, **settings)
     sent = []
     lists = {s: _turns(s, 8) for s in range(3)}
@@ -54,14 +55,15 @@ def _run(make_gateway: GatewayFactory, server: FakeOpenAIServer, **settings: Any
             )
             assert response.status_code == 200, response.text
             sent.append((session, json.loads(server.last_request.raw)["messages"]))
-    return sent, gw.gateway.threads
+    return sent, gw.gateway
 
 
 def test_threads_pushed_out_by_size_come_back_from_the_store_with_the_same_requests(
     make_gateway: GatewayFactory, openai_server: FakeOpenAIServer
 ) -> None:
-    kept, roomy = _run(make_gateway, openai_server)
-    bounded, tight = _run(make_gateway, openai_server, max_thread_bytes=1)
+    kept, roomy_gateway = _run(make_gateway, openai_server)
+    bounded, tight_gateway = _run(make_gateway, openai_server, max_thread_bytes=1)
+    roomy, tight = roomy_gateway.threads, tight_gateway.threads
     assert roomy.evictions == 0
     assert tight.evictions > 0 and len(tight._threads) == 1  # only the thread being served stays
     # cut threads included: read back, the same view (which passages automatic recall quotes may differ: a thread
@@ -71,7 +73,8 @@ def test_threads_pushed_out_by_size_come_back_from_the_store_with_the_same_reque
 
 
 def test_idle_threads_leave_memory(make_gateway: GatewayFactory, openai_server: FakeOpenAIServer) -> None:
-    _, threads = _run(make_gateway, openai_server, idle_seconds=1e-9)
+    _, gateway = _run(make_gateway, openai_server, idle_seconds=1e-9)
+    threads = gateway.threads
     assert len(threads._threads) == 1 and threads.evictions > 0
 
 
@@ -81,8 +84,13 @@ def test_the_process_memos_share_one_budget_and_a_tight_one_sends_the_same_reque
     """Token counts, summary lines, recalled originals, passage counts, words and parsed bodies are memos shared by
     every thread: `ServeConfig.cache_bytes` bounds them together, and since they are memos, a tight budget changes
     no request."""
-    roomy_sent, _ = _run(make_gateway, openai_server)
-    tight_sent, threads = _run(make_gateway, openai_server, cache_bytes=48_000)
+    roomy_sent, roomy = _run(make_gateway, openai_server)
+    tight_sent, tight = _run(make_gateway, openai_server, cache_bytes=48_000)
+    threads = tight.threads
+    # the roomy run parsed most bodies only where they continued the last one, sharing the parsed items from call
+    # to call (nothing the gateway does may change them): the same requests as the tight run, whose memo holds
+    # none of these bodies
+    assert sum(roomy.metrics.body_reuses.values()) >= 12 and not tight.metrics.body_reuses
     assert tight_sent == roomy_sent
     shares = threads.shares
     assert (shares.originals, shares.counts, shares.bodies) == (18_000, 6_000, 6_000)

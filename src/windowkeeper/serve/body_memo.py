@@ -17,7 +17,8 @@ whitespace where there was none, a mark moved further back than the cut points r
 parse, which is what every body had before.
 
 The parsed items are shared between the calls that continue one list: nothing in the gateway mutates a client's
-item (every change builds a new dict), which `tests/serve/test_body_memo.py` holds it to.
+item (every change builds a new dict), which `tests/serve/test_memory.py` holds it to (a gateway whose memo
+reuses bodies sends the same requests as one whose memo holds none, over conversations it cuts).
 """
 
 from __future__ import annotations
