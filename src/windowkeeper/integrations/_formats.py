@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
-import operator
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
@@ -27,7 +26,7 @@ from ..llm.formats.registry import ProviderFormat, formats, get_format
 from ..llm.formats.registry import guess_format as _guess
 from ..messages import Message
 from ..prompt import join_sections, scratchpad_section, summary_section, system_message, system_message_text
-from ..prompt.sections import stable_id
+from ..prompt.sections import stable_id, system_flags
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -311,7 +310,7 @@ def system_lead(
     sends and the budget counts), so a writer falls back to that text rather than sending something else."""
     lead: list[Message] = []
     # the system messages found in C: this runs on every call over the whole view
-    systems = itertools.compress(context, map(operator.eq, map(_ROLE, context), itertools.repeat("system")))
+    systems = itertools.compress(context, system_flags(context))
     for message in systems:
         if not system_message_text(message):
             continue  # assemble leaves empty system texts out of the zone
@@ -324,9 +323,6 @@ def system_lead(
     if join_sections(system_message_text(m) for m in lead) != system:
         return None
     return lead
-
-
-_ROLE = operator.attrgetter("role")
 
 
 @functools.lru_cache(maxsize=256)

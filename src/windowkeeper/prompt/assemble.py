@@ -32,14 +32,13 @@ from .sections import (
     scratchpad_section,
     stable_id,
     summary_section,
+    system_flags,
     system_message,
     system_message_text,
 )
 
 if TYPE_CHECKING:
     from ..llm.client import LLMRequest
-
-_ROLE = operator.attrgetter("role")
 
 ZONES: tuple[str, ...] = ("system", "tools", "summary", "scratchpad", "recall", "recent", "reserve")
 """Every key of `AssembledPrompt.zone_tokens`, in the order the request is laid out."""
@@ -156,7 +155,7 @@ def assemble_messages(
     reserve = check_int("reserve_tokens", reserve_tokens, minimum=0)
     parts: list[str] = [system_prompt] if system_prompt else []
     # split in C (every call assembles the whole view): which messages are system ones, then each side
-    flags = list(map(operator.eq, map(_ROLE, messages), itertools.repeat("system")))
+    flags = system_flags(messages)
     if any(flags):  # positions only for naming a bad block: the common view has no system message
         for index in itertools.compress(itertools.count(), flags):
             if text := system_message_text(messages[index], index=index):

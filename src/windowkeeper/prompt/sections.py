@@ -11,7 +11,9 @@ are labelled so a model never takes them for something a person said or for inst
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import itertools
+import operator
+from collections.abc import Iterable, Sequence
 
 from ..llm.formats._common import system_text
 from ..messages import Message
@@ -51,6 +53,15 @@ def system_message_text(message: Message, *, index: int | None = None) -> str:
     that is counted is the prompt that is sent, and neither silently loses what the caller put there.
     """
     return system_text(message, "any provider", index=index)
+
+
+def system_flags(messages: Sequence[Message]) -> list[bool]:
+    """Whether each of ``messages`` is a system message, computed in C (`map` of the role and ``==``): the prompt
+    assembly and the writers' system lead split a whole view this way on every call."""
+    return list(map(operator.eq, map(_ROLE, messages), itertools.repeat("system")))
+
+
+_ROLE = operator.attrgetter("role")
 
 
 def join_sections(sections: Iterable[str | None]) -> str | None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -56,18 +56,19 @@ _SPACE = frozenset(b" \t\r\n")
 
 @dataclass(slots=True)
 class _Entry:
-    prefix: bytes
-    """The body's bytes up to its list's closing ``]`` (trailing whitespace dropped)."""
+    body: bytes
+    """The body as received: the kept prefix is its first ``cuts[0][0]`` bytes (up to its list's closing ``]``,
+    whitespace before it dropped), held without a copy."""
     head: dict[str, Any]
     """The keys before the list, parsed."""
     items: list[Any]
     """The list's items, parsed."""
     size: int
     """What the entry is charged against the memo's bound: its bytes and an estimate of its objects."""
-    cuts: list[tuple[int, int]] = field(default_factory=list)
-    """``(offset, count)``, the longest first: ``prefix[:offset]`` ends just after item ``count - 1`` (just after
+    cuts: list[tuple[int, int]]
+    """``(offset, count)``, the longest first: ``body[:offset]`` ends just after item ``count - 1`` (just after
     the list's ``[`` when ``count`` is 0); the first is the whole prefix with every item."""
-    style: int = 0
+    style: int
     """The `STYLES` entry that wrote this client's items last time, tried first."""
 
 
@@ -77,13 +78,12 @@ def _back_over_space(data: bytes, end: int) -> int:
     return end
 
 
-def _cuts(prefix: bytes, items: list[Any], style: int) -> tuple[list[tuple[int, int]], int]:
-    """The cut points before the last `CUT_ITEMS` items of ``prefix`` (see `_Entry.cuts`) and the style that
-    found them. An item is located by writing it in a client's style and finding exactly those bytes where it must
-    end, preceded by a comma (or the list's ``[``); an item no style writes as the client did ends the search, so
-    every cut is where an item really starts."""
-    cuts = [(len(prefix), len(items))]
-    end = len(prefix)
+def _cuts(body: bytes, end: int, items: list[Any], style: int) -> tuple[list[tuple[int, int]], int]:
+    """The cut points of ``body[:end]`` (a prefix holding ``items``) before its last `CUT_ITEMS` items (see
+    `_Entry.cuts`) and the style that found them. An item is located by writing it in a client's style and finding
+    exactly those bytes where it must end, preceded by a comma (or the list's ``[``); an item no style writes as
+    the client did ends the search, so every cut is where an item really starts."""
+    cuts = [(end, len(items))]
     order = [style, *(i for i in range(len(STYLES)) if i != style)]
     for count in range(len(items) - 1, max(-1, len(items) - 1 - CUT_ITEMS), -1):
         for index in order:
@@ -92,15 +92,15 @@ def _cuts(prefix: bytes, items: list[Any], style: int) -> tuple[list[tuple[int, 
             except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError (an int over 64 bits)
                 continue
             start = end - len(text)
-            if start > 0 and prefix.startswith(text, start):
+            if start > 0 and body.startswith(text, start, end):
                 style = index
                 break
         else:
             break
-        before = _back_over_space(prefix, start)
-        mark = prefix[before - 1 : before]
+        before = _back_over_space(body, start)
+        mark = body[before - 1 : before]
         if count > 0 and mark == b",":
-            end = _back_over_space(prefix, before - 1)
+            end = _back_over_space(body, before - 1)
         elif count == 0 and mark == b"[":
             end = before
         else:
@@ -178,7 +178,7 @@ class BodyMemo:
             return self._parse(raw)
         entries = self._entries.get(key)
         for index, entry in enumerate(entries or ()):
-            view = memoryview(entry.prefix)
+            view = memoryview(entry.body)
             for offset, count in entry.cuts:
                 if len(raw) > offset and raw.startswith(view[:offset]):
                     extended = self._extend(entry, raw, list_key, offset, count)
@@ -245,12 +245,12 @@ class BodyMemo:
 
     def _sized(self, raw: bytes, close: int, head: dict[str, Any], items: list[Any], style: int) -> _Entry | None:
         """The entry for a body whose list closes at ``close``, unless it alone would take much of the bound."""
-        prefix = raw[:close].rstrip()
-        if prefix.endswith(b"[") != (not items):
+        end = _back_over_space(raw, close)
+        if (raw[end - 1 : end] == b"[") != (not items):
             return None  # not where a list of these items closes: keep nothing rather than a wrong prefix
         # the bytes, and the parsed objects at about twice the JSON they came from
-        size = 3 * len(prefix) + 256
+        size = len(raw) + 2 * end + 256
         if size > self.max_bytes // 2:
             return None
-        cuts, style = _cuts(prefix, items, style)
-        return _Entry(prefix, head, items, size, cuts, style)
+        cuts, style = _cuts(raw, end, items, style)
+        return _Entry(raw, head, items, size, cuts, style)
