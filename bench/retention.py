@@ -11,9 +11,11 @@ Kinds (each case is one long conversation and one question whose answer is state
 
 Every strategy is driven call by call (a chat: one call per user turn; an agent session: one per assistant
 message). Per call the view is assembled and counted exactly (o200k) as the model would receive it: **over**
-counts calls whose prompt exceeds the budget, **stable** is the share of calls whose prompt starts with the whole
-previous prompt (what a provider's prompt cache reuses). After the last call the **final** view is scored (is the
-answer in it?); then one more call whose only new message is the question gives the **asked** view.
+counts calls whose prompt exceeds the budget though a smaller one answering the same turn would fit,
+**unit>budget** the calls over it because the newest unit alone is (with the system text and the user message of
+its turn; `windowkeeper.evaluation.replay.unit_floor`), **stable** is the share of calls whose prompt starts with
+the whole previous prompt (what a provider's prompt cache reuses). After the last call the **final** view is
+scored (is the answer in it?); then one more call whose only new message is the question gives the **asked** view.
 
 The peer is **BM25-fill** (SQLite FTS5, the standard library's, ranked by ``bm25()``): before every call it
 rebuilds the prompt from the newest units up to ``--recent-share`` of the budget, then the units that rank highest
@@ -48,7 +50,7 @@ from windowkeeper.context.budget import TokenBudgetContextManager
 from windowkeeper.evaluation.datasets import chain_trajectories, load_longmemeval
 from windowkeeper.evaluation.lineup import RESERVE_TOKENS, standard_lineup
 from windowkeeper.evaluation.loaders import load_trajectories
-from windowkeeper.evaluation.replay import assembled, view_text
+from windowkeeper.evaluation.replay import assembled, unit_floor, view_text
 from windowkeeper.evaluation.strategies import ManagedStrategy, Strategy, View
 from windowkeeper.messages import Message
 from windowkeeper.summarize import ExtractiveSummarizer
@@ -225,11 +227,13 @@ class Measure:
 
 @dataclass
 class Tally:
+    counter: TokenCounter
     cases: int = 0
     final_hits: int = 0
     asked_hits: int = 0
     calls: int = 0
     over: int = 0
+    unit_over: int = 0
     worst: float = 0.0
     stable: int = 0
     judged: int = 0
@@ -240,7 +244,18 @@ class Tally:
         share = f"{100 * self.stable / self.judged:.1f}%" if self.judged else "-"
         scored = f"{self.final_hits}/{self.cases}" if self.cases else "-"
         asked = f"{self.asked_hits}/{self.cases}" if self.cases else "-"
-        return [name, scored, asked, share, f"{self.over}/{self.calls}", f"{self.worst:.2f}", f"{self.seconds:.1f}"]
+        over = f"{self.over}/{self.calls}"
+        return [name, scored, asked, share, over, self.unit_over, f"{self.worst:.2f}", f"{self.seconds:.1f}"]
+
+    def observe(self, view: View, tokens: int, budget: int) -> None:
+        """One call's prompt size: over the budget because of the manager, or because the newest unit alone is."""
+        self.calls += 1
+        self.worst = max(self.worst, tokens / budget)
+        if tokens > budget:
+            if unit_floor(view, self.counter) > budget:
+                self.unit_over += 1
+            else:
+                self.over += 1
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -250,6 +265,7 @@ class Tally:
             "stable": self.stable / self.judged if self.judged else None,
             "calls": self.calls,
             "over": self.over,
+            "unit_over": self.unit_over,
             "worst": round(self.worst, 3),
             "cpu_s": round(self.seconds, 2),
         }
@@ -287,16 +303,14 @@ def lineup(budget: int, counter: TokenCounter, args: argparse.Namespace) -> list
 async def run_case(case: Case, budget: int, args: argparse.Namespace, tallies: dict[str, Tally]) -> None:
     counter = fresh_counter()
     for strategy in lineup(budget, counter, args):
-        tally = tallies.setdefault(strategy.name, Tally())
+        tally = tallies.setdefault(strategy.name, Tally(counter))
         measure = Measure(counter)
         started = time.process_time()
         view: View | None = None
         for step in case.steps:
             view = await strategy.step(step)
             tokens, stable = measure.observe(view)
-            tally.calls += 1
-            tally.over += tokens > budget
-            tally.worst = max(tally.worst, tokens / budget)
+            tally.observe(view, tokens, budget)
             if stable is not None:
                 tally.judged += 1
                 tally.stable += stable
@@ -307,9 +321,7 @@ async def run_case(case: Case, budget: int, args: argparse.Namespace, tallies: d
             tally.final_hits += answer in view_text(view).casefold()
             asked = await strategy.step([case.question])
             tokens, _ = measure.observe(asked)
-            tally.over += tokens > budget
-            tally.worst = max(tally.worst, tokens / budget)
-            tally.calls += 1
+            tally.observe(asked, tokens, budget)
             shown = View([m for m in asked.messages if m.message_id != case.question.message_id], asked.summary)
             hit = answer in view_text(shown).casefold()
             tally.asked_hits += hit
@@ -350,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     counter = fresh_counter()
     results: dict[str, Any] = {}
-    headers = ["strategy", "final", "asked", "stable", "over", "worst", "CPU s"]
+    headers = ["strategy", "final", "asked", "stable", "over", "unit>budget", "worst", "CPU s"]
     for kind in args.kinds:
         if kind == "chat":
             cases = chat_cases(args.cases)

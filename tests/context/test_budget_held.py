@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
+from windowkeeper.blocks import ToolCallBlock, ToolResultBlock
 from windowkeeper.context import MessageContextManager, SummaryContextManager, TokenBudgetContextManager
 from windowkeeper.context.base import BaseContextManager
 from windowkeeper.context.recall import is_recall
 from windowkeeper.evaluation.lineup import memory_thresholds
-from windowkeeper.evaluation.replay import assembled, call_points
+from windowkeeper.evaluation.replay import assembled, call_points, unit_floor
 from windowkeeper.evaluation.strategies import ManagedStrategy, View
 from windowkeeper.memory import InMemoryMemory, MemoryContextManager
 from windowkeeper.messages import Message
@@ -121,3 +122,63 @@ async def test_no_prompt_over_budget_when_the_recent_events_alone_are_larger(nam
     got = await sizes(MANAGERS[name](BUDGET), user_steps(long_reply_chat(30)), "What did I plan for week 3?")
     over = [size for size, _ in got if size > BUDGET]
     assert over == [], f"{name}: {len(over)} of {len(got)} prompts over, max {max(over)}"
+
+
+def with_instructions(messages: Sequence[Message], tokens: int) -> list[Message]:
+    """``messages`` after a system message of about ``tokens`` tokens (an agent's long instructions)."""
+    rules = " ".join(f"Rule {i}: confirm the booking code before changing seat {i}." for i in range(tokens // 12))
+    return [Message.text_message(rules, role="system", message_id="instructions"), *messages]
+
+
+@pytest.mark.parametrize("name", ["summary", "summary+recall", "memory", "memory+recall", "budget+recall"])
+async def test_only_a_newest_unit_larger_than_the_budget_sends_a_prompt_over_it(name: str) -> None:
+    """Long instructions take most of the budget, and the tool results of the turn in progress grow past what the
+    running summary leaves: the summary (or, in the memory, deeper summarizing) gives way, and only a prompt whose
+    newest unit, with the instructions and the request that opened its turn, is itself over may stay over."""
+    budget = 2_000
+    session = generate_session_for_tokens(14_000, seed=3, output_scale=0.3)
+    steps = call_steps(with_instructions(session.messages, 1_100))
+    strategy = ManagedStrategy("m", MANAGERS[name](budget))
+    counter = default_counter()
+    avoidable: list[int] = []
+    unavoidable = 0
+    for step in [*steps, [Message.text_message("What did we decide about the retry?", message_id="question")]]:
+        view = await strategy.step(step)
+        size = assembled(view, counter).input_tokens
+        if size > budget:
+            if unit_floor(view, counter) > budget:
+                unavoidable += 1
+            else:
+                avoidable.append(size)
+    assert avoidable == [], f"{name}: {len(avoidable)} of {len(steps) + 1} prompts over though their unit fits"
+    assert unavoidable < len(steps) // 4  # the data is not all one long unit
+
+
+async def test_the_summary_gives_way_to_the_turn_in_progress(caplog: pytest.LogCaptureFixture) -> None:
+    """A turn whose results fit the budget beside the instructions, but not beside the running summary as well:
+    the summary is shortened to the room the turn leaves (logged), not sent over the budget."""
+    budget = 1_200
+    manager = SummaryContextManager(model="extractive", max_messages=None, token_budget=budget, keep_recent=2)
+    facts = [f"Invoice {i} for the Lisbon office was paid on day {i} by card {1000 + i}." for i in range(60)]
+    steps: list[list[Message]] = []
+    for i, fact in enumerate(facts):
+        steps.append([Message.text_message(fact, message_id=f"u{i}")])
+        steps.append([Message.text_message(f"Noted invoice {i}.", role="assistant", message_id=f"a{i}")])
+    report = " ".join(f"row {k}: invoice {k} settled, amount {k * 13} EUR." for k in range(70))
+    steps.append([Message.text_message("Please read the payment report.", message_id="u-last")])
+    steps.append(
+        [
+            Message(role="assistant", content=[ToolCallBlock(id="c1", name="read_report", args={})], message_id="a1"),
+            Message.tool_message([ToolResultBlock(call_id="c1", output=report)], message_id="t1"),
+        ]
+    )
+    strategy = ManagedStrategy("m", manager)
+    counter = default_counter()
+    with caplog.at_level(logging.INFO, logger="windowkeeper.context.summary"):
+        views = [await strategy.step(step) for step in steps]
+    before, last = views[-2], views[-1]
+    assert before.summary and last.summary
+    assert assembled(before, counter).input_tokens + counter.count_text(report) > budget  # it would not fit whole
+    assert assembled(last, counter).input_tokens <= budget
+    assert counter.count_text(last.summary) < counter.count_text(before.summary)
+    assert any("running summary" in r.getMessage() for r in caplog.records)

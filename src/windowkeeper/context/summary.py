@@ -40,7 +40,7 @@ from .._cut import Cut, cut_text
 from .._validate import check_positive_int, check_timeout
 from ..errors import ConfigurationError
 from ..messages import Message
-from ..prompt import summary_tokens
+from ..prompt import summary_tokens, system_costs
 from ..tokenizing.estimate import DOCUMENTED_ESTIMATE
 from ..tokens import TokenCounter, default_counter
 from ..units import group_units
@@ -318,10 +318,13 @@ class SummaryContextManager(BaseContextManager[S]):
         return self.sent_tokens(messages, summary) > self.token_budget
 
     def sent_tokens(self, messages: Sequence[Message], summary: str | None) -> int:
-        """The exact size of ``messages`` and ``summary`` as a prompt: each message, plus the summary's share of
-        the system text (under its header)."""
+        """The exact size of ``messages`` and ``summary`` as a prompt: the system messages and the summary (under
+        its header) as the one system text the prompt assembles, then every other message."""
         systems = [m.text() for m in messages if m.role == "system"]
-        return self.counter.count_messages(messages) + summary_tokens(summary, self.counter, systems)
+        if not systems:
+            return self.counter.count_messages(messages) + summary_tokens(summary, self.counter)
+        others = [m for m in messages if m.role != "system"]
+        return self.counter.count_messages(others) + system_costs(systems, summary, None, self.counter).total
 
     def _fitting_cut(
         self, systems: list[Message], others: list[Message], cut: int, newest: int, summary: str | None
@@ -417,22 +420,54 @@ class SummaryContextManager(BaseContextManager[S]):
             text = cut_summary(text, limit)
         return text
 
-    def _bounded(self, summary: str) -> Generator[SummaryRequest, str | None, str]:
-        """``summary`` if it is within ``max_running_summary_tokens``; else condensed by the summarizer, else cut.
+    def _bounded(
+        self, summary: str, bound: int | None = None, target: int | None = None
+    ) -> Generator[SummaryRequest, str | None, str]:
+        """``summary`` if it is within ``bound`` (default ``max_running_summary_tokens``); else condensed by the
+        summarizer to ``target`` (default half the bound, so the next appends do not condense again at once), else
+        cut to it.
 
         Sizes are exact (``counter``): short lines of numbers and names cost up to twice what four characters a
         token says, and an estimated bound let the summary alone outgrow ``token_budget``."""
-        bound = self.max_running_summary_tokens
+        bound = self.max_running_summary_tokens if bound is None else bound
         size = self.counter.count_text(summary)
         if size <= bound:
             return summary
-        target = max(bound // 2, 1)
+        target = max(bound // 2, 1) if target is None else target
         condensed = yield SummaryRequest([], summary, target, CONDENSE_INSTRUCTIONS)
         if condensed is not None and self.counter.count_text(condensed) <= bound:
             logger.info("running summary condensed from %d to %d tokens", size, self.counter.count_text(condensed))
             return condensed
         logger.info("running summary of %d tokens is over its bound (%d) and was not condensed; cut", size, bound)
         return self._cut_exact(summary, target)
+
+    def _summary_in_room(self, state: S) -> Generator[SummaryRequest, str | None, str]:
+        """The running summary, made to fit the room the view leaves in ``token_budget``.
+
+        The kept turn can outgrow the room planned for it (a long tool result arrives after the last summary, or
+        the newest turn alone is most of the budget), and then the summary, not the turn being answered, gives
+        way: condensed or cut to the room, dropped when not even its header fits. It stays whole when the view
+        is over the budget without it (the newest unit alone is larger), since nothing brings that prompt under
+        and a cut would lose the history for nothing."""
+        summary = state.context_summary
+        assert self.token_budget is not None
+        history, _ = split_recall(state.context)
+        bare = self.sent_tokens(history, None)
+        cost = self.sent_tokens(history, summary) - bare
+        room = self.token_budget - bare
+        if cost <= room or room < 0:
+            return summary
+        bound = room - (cost - self.counter.count_text(summary))  # the header and separators stay as they are
+        if bound < 1:
+            logger.info(
+                "SummaryContextManager: the running summary (%d tokens) was dropped: the kept turn leaves %d of "
+                "token_budget=%d, less than the summary's header",
+                cost,
+                max(room, 0),
+                self.token_budget,
+            )
+            return ""
+        return (yield from self._bounded(summary, bound, bound))
 
     def _cut_exact(self, summary: str, target: int) -> str:
         """`cut_summary` to ``target`` exact tokens: the estimated cut, tightened by the measured ratio."""
@@ -464,6 +499,8 @@ class SummaryContextManager(BaseContextManager[S]):
             made += 1
             if self.token_budget is None or not self._over_budget(state):
                 break
+        if self.token_budget is not None and state.context_summary:
+            state.context_summary = yield from self._summary_in_room(state)
         if step is not None:
             # hands over what left (the summarized messages and, with remove_tool_msgs, the finished tool
             # sequences), then places the recall message in what the view and the summary leave of the budget

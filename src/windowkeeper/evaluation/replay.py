@@ -17,8 +17,9 @@ from dataclasses import dataclass, field, replace
 from ..blocks import ToolCallBlock
 from ..messages import Message
 from ..prompt import AssembledPrompt, assemble_messages
+from ..prompt.recall import is_recall
 from ..tokens import TokenCounter, default_counter
-from ..units import Problem, validate
+from ..units import Problem, group_units, validate
 from .pricing import Prices
 from .strategies import Strategy, View
 
@@ -85,6 +86,25 @@ class ReplayReport:
 def assembled(view: View, counter: TokenCounter | None = None) -> AssembledPrompt:
     """The request an `Agent` sends for this view (`windowkeeper.prompt.assemble`: one system text, then the rest)."""
     return assemble_messages(view.messages, summary=view.summary, counter=counter)
+
+
+def unit_floor(view: View, counter: TokenCounter | None = None) -> int:
+    """The smallest prompt that still answers the view's turn: its system messages, the user message that opened
+    the newest turn and the newest unit (a tool call with its results, or one message), with no summary and no
+    recall.
+
+    A prompt over its budget only because this is (one tool result larger than the budget beside the system
+    text, say) is the one case no manager can hold without rewriting what the model is working on; measures of
+    "over budget" count it apart."""
+    history = [m for m in view.messages if not is_recall(m)]
+    systems = [m for m in history if m.role == "system"]
+    others = [m for m in history if m.role != "system"]
+    minimal = systems
+    if others:
+        last = group_units(others)[-1].start
+        opener = next((i for i in range(last, -1, -1) if others[i].role == "user"), last)
+        minimal = [*systems, *([others[opener]] if opener < last else []), *others[last:]]
+    return assembled(View(minimal, None), counter).input_tokens
 
 
 def prompt_messages(view: View) -> list[Message]:

@@ -34,6 +34,7 @@ from .._validate import check_timeout
 from ..context._policy import turn_opener, unit_cut
 from ..errors import ConfigurationError, FormatError, ProviderError, StorageError
 from ..messages import Message
+from ..prompt import summary_tokens as sent_summary_tokens
 from ..storage import ConflictError, InMemoryStore, Record, RecordUpdate, SessionStore
 from ..summarize.failsafe import guarded_call
 from ..tokens import TokenCounter, default_counter
@@ -226,6 +227,8 @@ class BaseMemory(Generic[S]):
         self._views: dict[str, LiveView] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._plans: dict[str, _SummaryPlan] = {}
+        self._summary_cost_key: object = None
+        self._summary_cost = 0
         self._last_reports: dict[str, ContextReport] = {}
 
     @property
@@ -581,13 +584,13 @@ class BaseMemory(Generic[S]):
         and the user message that opened the turn is never touched; when even that is not enough (the newest
         message alone is over), the view stays over and it is logged."""
         limit = self.thresholds.pre_rot_threshold
-        if view.total <= limit or report.failure:
+        now = self._sent_total(view)
+        if now <= limit or report.failure:
             return report
         events = view.events
         opener = max((i for i, e in enumerate(events) if e.message.role == "user"), default=-1)
         docs: dict[str, dict[str, Any]] = {}
         compacted: builtins.list[str] = []
-        now = view.total
         for index in range(view.settled, len(events)):
             if now <= limit:
                 break
@@ -615,15 +618,64 @@ class BaseMemory(Generic[S]):
             if report.tier == "none":
                 report.tier = "compaction"
             report.reason = f"{report.reason}; then compacted {len(compacted)} newest events to hold {limit} tokens"
-        if view.total > limit:
+        if now > limit and view.summaries:
+            shrunk = await self._shrink_summaries(sid, view, now - limit)
+            if shrunk:
+                now = self._sent_total(view)
+                report.tokens_after = view.total
+                report.reason = f"{report.reason}; then shortened {shrunk} summaries to hold {limit} tokens"
+        if now > limit:
             logger.info(
                 "session %r: %d tokens after every tier, over pre_rot_threshold %d: the newest turn's opener and "
                 "what cannot be compacted are larger than the threshold",
                 sid,
-                view.total,
+                now,
                 limit,
             )
         return report
+
+    async def _shrink_summaries(self, sid: str, view: LiveView, excess: int) -> int:
+        """Shorten the active summaries, oldest first, by ``excess`` tokens in all (`fit_summary`: the oldest
+        measurements, errors and decisions go first), when the turn in progress, compacted as far as it goes,
+        leaves them less room than they take. Their events stay in the history, so what a summary gives up can
+        still be listed and recalled; only the view's stand-in gets shorter. Returns how many were rewritten."""
+        updates: builtins.list[RecordUpdate] = []
+        for entry in view.summaries:
+            if excess <= 0:
+                break
+            record = entry.record
+            summary = StructuredSummary.model_validate(record.doc["summary"])
+            size = self.counter.count_text(summary.render())
+            smaller = fit_summary(summary, self.counter.count_text, max(size - excess, 0))
+            saved = size - self.counter.count_text(smaller.render())
+            if saved <= 0:
+                continue
+            updates.append((record.key, {**record.doc, "summary": smaller.model_dump(mode="json")}, record.version))
+            excess -= saved
+        if updates:
+            await self._commit(sid, view, updates)
+        return len(updates)
+
+    def _sent_total(self, view: LiveView) -> int:
+        """The view's size as a request, in the larger of its two presentations: summaries as system messages of
+        their own (`messages`, which ``view.total`` sums) or rendered under the summary header of one system text
+        (what `MemoryContextManager` sends). One summary costs a few tokens more under the header, several cost
+        less, so the threshold holds for both only when the larger one is checked; either way a request also
+        pays the reply priming (``count_messages`` of no messages)."""
+        priming = self.counter.count_messages(())
+        if not view.summaries:
+            return view.total + priming
+        systems = [e for e in view.events if e.message.role == "system"]
+        key = (
+            tuple((e.key, e.record.version) for e in view.summaries),
+            tuple((e.key, e.record.version) for e in systems),
+        )
+        if self._summary_cost_key != key:
+            texts = "\n\n".join(e.message.text() for e in view.summaries)
+            self._summary_cost_key = key
+            self._summary_cost = sent_summary_tokens(texts, self.counter, [e.message.text() for e in systems])
+        as_messages = sum(e.tokens for e in view.summaries)
+        return view.total + priming + max(self._summary_cost - as_messages, 0)
 
     @staticmethod
     def _pending_start(events: builtins.list[Entry], start: int) -> int:
@@ -754,15 +806,17 @@ class BaseMemory(Generic[S]):
         ``keep_recent_count`` long events (pasted documents, long replies, an agent turn's tool results) must not
         keep the view over ``pre_rot_threshold``. A cut inside the newest turn keeps the user message that opened
         it live (`_turn_opener`), and the newest unit is always kept, so it alone (with that opener and the
-        summary) may stay over: the one case the threshold cannot hold."""
-        room = self.thresholds.compaction_limit - self.summary_max_tokens
+        summary) may stay over: the one case the threshold cannot hold. System events are never summarized, so
+        wherever they stand they take their room first (an agent's instructions can be most of a small budget)."""
+        pinned = [t if m.role == "system" else 0 for m, t in zip(messages, tokens, strict=True)]
+        room = self.thresholds.compaction_limit - self.summary_max_tokens - sum(pinned[:cut])
         newest = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
         if newest is None:
             return cut
         kept = sum(tokens[cut:])
         while kept > room and cut < newest:
             nxt = next(i for i in range(cut + 1, newest + 1) if messages[i].role == "user")
-            kept -= sum(tokens[cut:nxt])
+            kept -= sum(tokens[cut:nxt]) - sum(pinned[cut:nxt])
             cut = nxt
         if kept <= room:
             return cut
@@ -772,7 +826,7 @@ class BaseMemory(Generic[S]):
                 continue
             if kept + opener <= room:
                 break
-            kept -= sum(tokens[cut:nxt])
+            kept -= sum(tokens[cut:nxt]) - sum(pinned[cut:nxt])
             opener = tokens[newest]
             cut = nxt
         return cut
