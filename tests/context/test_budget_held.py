@@ -138,7 +138,15 @@ async def test_only_a_newest_unit_larger_than_the_budget_sends_a_prompt_over_it(
     budget = 2_000
     session = generate_session_for_tokens(14_000, seed=3, output_scale=0.3)
     steps = call_steps(with_instructions(session.messages, 1_100))
-    strategy = ManagedStrategy("m", MANAGERS[name](budget))
+    avoidable, unavoidable = await overs(MANAGERS[name](budget), steps, budget)
+    assert avoidable == [], f"{name}: {len(avoidable)} of {len(steps) + 1} prompts over though their unit fits"
+    assert unavoidable < len(steps) // 4  # the data is not all one long unit
+
+
+async def overs(manager: BaseContextManager[Any], steps: list[list[Message]], budget: int) -> tuple[list[int], int]:
+    """The sizes of the prompts over ``budget`` that a smaller prompt for the same turn would have fit (the
+    question included), and how many more were over because their newest unit alone is (`unit_floor`)."""
+    strategy = ManagedStrategy("m", manager)
     counter = default_counter()
     avoidable: list[int] = []
     unavoidable = 0
@@ -150,8 +158,23 @@ async def test_only_a_newest_unit_larger_than_the_budget_sends_a_prompt_over_it(
                 unavoidable += 1
             else:
                 avoidable.append(size)
-    assert avoidable == [], f"{name}: {len(avoidable)} of {len(steps) + 1} prompts over though their unit fits"
-    assert unavoidable < len(steps) // 4  # the data is not all one long unit
+    return avoidable, unavoidable
+
+
+@pytest.mark.parametrize("name", ["memory", "memory+recall"])
+async def test_the_memory_retires_a_summary_that_no_cut_can_fit_beside_the_turn(name: str) -> None:
+    """One request nearly as large as the budget: the memory's summary, cut as far as it goes, still does not fit
+    beside it, so it leaves the view (its events stay in the history) and the prompt holds the budget."""
+    steps = user_steps(long_reply_chat(12))
+    long_request = " ".join(f"Line {k}: the Lisbon invoice {k} is {k * 17} EUR." for k in range(100))
+    steps.append([Message.text_message(long_request, message_id="long")])
+    steps.append([Message.text_message("Noted.", role="assistant", message_id="noted")])
+    counter = default_counter()
+    floor = counter.count_messages([steps[-2][0], steps[-1][0]])
+    assert BUDGET - 60 < floor <= BUDGET, floor  # the turn fits alone, not with any summary
+    manager = MANAGERS[name](BUDGET)
+    avoidable, _ = await overs(manager, steps, BUDGET)
+    assert avoidable == [], f"{name}: {avoidable}"
 
 
 async def test_the_summary_gives_way_to_the_turn_in_progress(caplog: pytest.LogCaptureFixture) -> None:

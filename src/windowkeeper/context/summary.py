@@ -449,7 +449,7 @@ class SummaryContextManager(BaseContextManager[S]):
         way: condensed or cut to the room, dropped when not even its header fits. It stays whole when the view
         is over the budget without it (the newest unit alone is larger), since nothing brings that prompt under
         and a cut would lose the history for nothing."""
-        summary = state.context_summary
+        summary = state.context_summary or ""
         assert self.token_budget is not None
         history, _ = split_recall(state.context)
         bare = self.sent_tokens(history, None)

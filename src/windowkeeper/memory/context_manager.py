@@ -122,8 +122,8 @@ class MemoryContextManager(BaseContextManager[AgentState]):
         if self.recall is not None:
             context = yield from self._with_recall(sid, context, ingested.added, ingested.had_history, summaries)
         state.context = context
-        if summaries:
-            state.context_summary = "\n\n".join(s.render() for s in summaries)
+        if summaries or ingested.summaries_before:  # the memory's summaries, also when its last one left the view
+            state.context_summary = "\n\n".join(s.render() for s in summaries) or None
         self._finish_trim(before, state, summaries_made=max(0, len(summaries) - ingested.summaries_before))
         return state
 
