@@ -118,6 +118,14 @@ def fingerprints(messages: Iterable[Message]) -> tuple[str, ...]:
     )
 
 
+def participant_name(message: Message) -> str | None:
+    """The name of who said ``message`` when the caller gave one (Chat Completions' and LangChain's ``name``,
+    which the readers keep in ``metadata["name"]``); None otherwise. In a chat among several people it is part of
+    what the model reads: who said a line."""
+    name = message.metadata.get("name")
+    return name if isinstance(name, str) and name else None
+
+
 def edited_since(message: Message, epoch: int) -> bool:
     """Whether ``message`` was edited in place after `edit_epoch` returned ``epoch``."""
     private = message.__pydantic_private__

@@ -124,6 +124,26 @@ def test_recall_brings_an_old_fact_back_verbatim_before_the_question() -> None:
     assert metrics.tokens_after <= manager.budget
 
 
+def test_a_recalled_line_says_who_said_it_when_the_caller_named_the_speakers() -> None:
+    """In a chat among named people (Chat Completions' ``name``) the model read who said each line; a recalled
+    line says it too, and a question that names the speaker finds it by that name."""
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(max_tokens=2500, reserve_tokens=500)
+    state = AgentState()
+    for turn in range(120):
+        text = FACT if turn == 0 else turn_text(turn)
+        said = Message.text_message(text, message_id=f"u{turn}", metadata={"name": "Priya"})
+        state.context = [*state.context, said]
+        state = manager.trim_context(state)
+        reply = Message.text_message(f"Noted {turn}.", role="assistant", message_id=f"a{turn}")
+        state.context = [*state.context, reply.model_copy(update={"metadata": {"name": "Tom"}})]
+    assert not any(FACT in m.text() for m in state.context)
+    state.context = [*state.context, Message.text_message("Priya, which staging host and port?", message_id="q")]
+    state = manager.trim_context(state)
+    recall = state.context[-2]
+    assert is_recall(recall) and f"Priya: {FACT}" in recall.text()
+    assert state.context[-1].message_id == "q"
+
+
 def test_recall_is_computed_once_and_stays_byte_identical_through_tool_steps() -> None:
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(max_tokens=3000, reserve_tokens=500)
     state = chat(manager, 100)[-1]

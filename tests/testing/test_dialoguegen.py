@@ -50,7 +50,7 @@ def test_every_planted_answer_is_stated_once_in_its_message_and_not_in_its_quest
         holders = [m.message_id for m in d.messages if needle in m.text().casefold()]
         assert holders == [fact.message_id]
         assert fact.answer in by_id[fact.message_id].text()
-        assert by_id[fact.message_id].metadata["speaker"] == fact.speaker
+        assert by_id[fact.message_id].metadata["name"] == fact.speaker
         assert needle not in fact.question.casefold()
         if fact.kind == "change":
             assert fact.superseded is not None

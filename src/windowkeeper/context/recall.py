@@ -37,7 +37,7 @@ from .._cache import SizedCache, shared_prefix
 from .._validate import check_int
 from ..blocks import TextBlock
 from ..errors import ConfigurationError
-from ..messages import Message, edit_epoch
+from ..messages import Message, edit_epoch, participant_name
 from ..prompt.recall import MARK_KEY, RECALL_MARK, is_recall, recall_notes
 from ..tokens import TokenCounter, default_counter
 from ._recall_cost import DEFAULT_PRICING_CACHE_BYTES, RecallPricing
@@ -328,6 +328,9 @@ class Recall:
             text = msg.text() or msg.reasoning_text()
             for call in msg.tool_call_blocks():
                 text += f"\n{call.name}({call.args})"
+            name = participant_name(msg)
+            if name and name.strip():  # who said it, as the model read it: a question may name the speaker
+                text = f"{name.strip()}: {text}"
             entries.append(Entry(key, text, position, turn, msg.role, message_date(msg), refs))
             size += len(text)
         if entries:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..blocks import ToolCallBlock
-from ..messages import Message
+from ..messages import Message, participant_name
 from ..prompt import AssembledPrompt, assemble_messages
 from ..prompt.recall import is_recall
 from ..tokens import TokenCounter, default_counter
@@ -116,6 +116,9 @@ def view_text(view: View) -> str:
     """All text a model could read in a view, used to check which facts survived."""
     parts = [view.summary or ""]
     for msg in view.messages:
+        name = participant_name(msg)
+        if name:
+            parts.append(name)
         parts.append(msg.text())
         parts.append(msg.reasoning_text())
         for block in msg.content:

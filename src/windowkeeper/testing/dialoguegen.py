@@ -8,8 +8,10 @@ up again and again without the fact that answers a question about it.
 
 The first speaker is the ``user`` role and the second the ``assistant`` role, strictly alternating (every session
 starts with the first speaker), so the chat is a valid provider conversation; every message of a session carries
-``metadata["session_date"]``. Each `PlantedFact` is stated exactly once (its ``answer`` occurs in one message only,
-checked case-insensitively against the whole chat), and its `question` names the topic, never the answer. A plan
+``metadata["session_date"]`` and its speaker's name in ``metadata["name"]`` (where the Chat Completions and
+LangChain readers keep a participant's ``name``, and the Chat writer sends it back). Each `PlantedFact` is stated
+exactly once (its ``answer`` occurs in one message only, checked case-insensitively against the whole chat), and its
+`question` names the topic, never the answer. A plan
 that changes later is planted twice: the first value stays in the chat as a distractor and the question asks for
 the final one.
 
@@ -514,7 +516,7 @@ class _Writer:
         stamp = self.day + timedelta(minutes=2 * self.turn_in_session)
         msg = Message.text_message(text, role=role, message_id=f"d{self.seed}:s{self.session}:t{self.turn_in_session}")
         msg.metadata["session_date"] = stamp.strftime("%Y/%m/%d (%a) %H:%M")
-        msg.metadata["speaker"] = self.speakers[speaker]
+        msg.metadata["name"] = self.speakers[speaker]  # as a Chat Completions caller names each participant
         self.messages.append(msg)
         self.turn += 1
         self.turn_in_session += 1

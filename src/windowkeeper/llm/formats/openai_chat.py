@@ -25,7 +25,7 @@ from ...blocks import (
     ToolResultBlock,
 )
 from ...errors import FormatError
-from ...messages import Message
+from ...messages import Message, participant_name
 from ._common import (
     PENDING_ID,
     IdChain,
@@ -156,15 +156,10 @@ def _text_only(message: Message, role: str, *, index: int) -> list[OpenAIChatTex
     return parts
 
 
-def _name(message: Message) -> str | None:
-    name = message.metadata.get("name")
-    return name if isinstance(name, str) and name else None
-
-
 def _system(message: Message, *, index: int) -> OpenAIChatSystemMessage | OpenAIChatDeveloperMessage:
     parts = _text_only(message, "system", index=index)
     content = _text_content(parts) if parts else ""
-    name = _name(message)
+    name = participant_name(message)
     if message.metadata.get("openai_role") == "developer":
         developer: OpenAIChatDeveloperMessage = {"role": "developer", "content": content}
         if name:
@@ -181,7 +176,7 @@ def message_to_openai_chat(
 ) -> list[OpenAIChatMessage]:
     """One of our messages as Chat Completions dicts (a tool message with several results yields several)."""
     role = message.role
-    name = _name(message)
+    name = participant_name(message)
     if role == "system":
         return [_system(message, index=index)]
     if role == "user":
