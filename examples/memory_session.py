@@ -14,9 +14,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-from windowkeeper import ContextReport, SQLiteMemory
+from windowkeeper import ContextReport, Message, SQLiteMemory
 from windowkeeper.memory import COMPACTION_KEY
 from windowkeeper.memory.events import message_to_event
 from windowkeeper.testing.sessiongen import generate_session
@@ -26,6 +27,28 @@ SESSION = "fix-billing"
 
 def first_lines(text: str, n: int, width: int = 110) -> list[str]:
     return [line if len(line) <= width else line[: width - 3] + "..." for line in text.splitlines()[:n]]
+
+
+async def restore_one(memory: SQLiteMemory, original: Callable[[str], Message]) -> list[str]:
+    """Decompress the compacted event of the working view that saved the most and check it against the message
+    that was added."""
+    view = await memory.list(SESSION, include_summaries=False)
+    compacted = max(
+        (e for e in view if COMPACTION_KEY in e["state"]), key=lambda e: e["state"][COMPACTION_KEY]["tokens_saved"]
+    )
+    event_id = compacted["message"]["id"]
+    info = compacted["state"][COMPACTION_KEY]
+    lines = [
+        f"event {event_id} in the view: {compacted['message']['content']}",
+        f"  compaction saved {info['tokens_saved']} tokens, strategy {info['strategy']!r}",
+    ]
+    before = await memory.tokens(SESSION)
+    restored = await memory.decompress(event_id, session_id=SESSION)
+    text = message_to_event(original(event_id))["message"]["content"]
+    identical = restored["message"]["content"].encode("utf-8") == text.encode("utf-8")
+    lines.append(f"decompressed {event_id}: {len(text)} chars, byte-identical: {identical}")
+    lines.append(f"working view: {before} -> {await memory.tokens(SESSION)} tokens (the restored event is pinned)")
+    return lines
 
 
 async def main(steps: int, db: Path) -> None:
@@ -39,29 +62,21 @@ async def main(steps: int, db: Path) -> None:
         )
         firsts: dict[str, ContextReport] = {}
         tiers = {"none": 0, "compaction": 0, "summarization": 0}
+        restored_lines: list[str] = []
         for message in session.messages:
             report = await memory.add(message, session_id=SESSION)
             assert report is not None and report.failure is None
             tiers[report.tier] += 1
             firsts.setdefault(report.tier, report)
+            if report.compacted_ids and not restored_lines:
+                # right after the first compaction, while its events are still in the working view (a later
+                # summary may fold them in; `history_messages` keeps every original either way)
+                restored_lines = await restore_one(memory, session.message_by_id)
         print(f"adds per tier: {tiers}")
         for tier in ("compaction", "summarization"):
             print(f"first {tier}: {firsts[tier].describe()}")
-
-        # a compacted event that is still in the working view
-        view = await memory.list(SESSION, include_summaries=False)
-        compacted = next(e for e in view if COMPACTION_KEY in e["state"])
-        event_id = compacted["message"]["id"]
-        info = compacted["state"][COMPACTION_KEY]
-        print(f"event {event_id} in the view: {compacted['message']['content']}")
-        print(f"  compaction saved {info['tokens_saved']} tokens, strategy {info['strategy']!r}")
-
-        before = await memory.tokens(SESSION)
-        restored = await memory.decompress(event_id, session_id=SESSION)
-        original = message_to_event(session.message_by_id(event_id))["message"]["content"]
-        identical = restored["message"]["content"].encode("utf-8") == original.encode("utf-8")
-        print(f"decompressed {event_id}: {len(original)} chars, byte-identical: {identical}")
-        print(f"working view: {before} -> {await memory.tokens(SESSION)} tokens (the restored event is pinned)")
+        for line in restored_lines:
+            print(line)
 
         summary = (await memory.summaries(SESSION))[-1]
         made = len(await memory.summaries(SESSION, include_inactive=True))
