@@ -16,9 +16,10 @@ import asyncio
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from windowkeeper import ContextReport, Message, SQLiteMemory
-from windowkeeper.memory import COMPACTION_KEY
+from windowkeeper.memory import COMPACTION_KEY, BaseMemory
 from windowkeeper.memory.events import message_to_event
 from windowkeeper.testing.sessiongen import generate_session
 
@@ -29,7 +30,7 @@ def first_lines(text: str, n: int, width: int = 110) -> list[str]:
     return [line if len(line) <= width else line[: width - 3] + "..." for line in text.splitlines()[:n]]
 
 
-async def restore_one(memory: SQLiteMemory, original: Callable[[str], Message]) -> list[str]:
+async def restore_one(memory: BaseMemory[Any], original: Callable[[str], Message]) -> list[str]:
     """Decompress the compacted event of the working view that saved the most and check it against the message
     that was added."""
     view = await memory.list(SESSION, include_summaries=False)
