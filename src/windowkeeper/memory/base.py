@@ -636,16 +636,14 @@ class BaseMemory(Generic[S]):
 
     async def _shrink_summaries(self, sid: str, view: LiveView, excess: int) -> int:
         """Shorten the active summaries, oldest first, by ``excess`` tokens in all (`fit_summary`: the oldest
-        measurements, errors and decisions go first), when the turn in progress, compacted as far as it goes,
-        leaves them less room than they take; a summary that cannot get short enough leaves the view (marked
-        superseded, by nothing). Their events stay in the history, so what a summary gives up can still be
-        listed and recalled; only the view's stand-in gets shorter. Nothing changes when the view is over the
-        threshold even without its summaries (the newest unit alone is larger): no cut could bring it under.
-        Returns how many summaries were rewritten or retired."""
-        if view.total - sum(e.tokens for e in view.summaries) + self.counter.count_messages(()) > (
-            self.thresholds.pre_rot_threshold
-        ):
-            return 0
+        measurements, errors and decisions go first, down to the summary's first line), when the turn in progress,
+        compacted as far as it goes, leaves them less room than they take. Their events stay in the history, so
+        what a summary gives up can still be listed and recalled; only the view's stand-in gets shorter. They are
+        shortened also when the newest unit alone is over the threshold (leaving them whole then lost final
+        answers on long chats at 8k and 16k: the view they come back into afterwards summarizes sooner). A summary
+        is never dropped to make room: its events have no other stand-in in the view, and later summaries do not
+        fold it in, so what it held would be gone from every later view (tried: the same losses). Returns how many
+        summaries were rewritten."""
         updates: builtins.list[RecordUpdate] = []
         for entry in view.summaries:
             if excess <= 0:
@@ -655,12 +653,9 @@ class BaseMemory(Generic[S]):
             size = self.counter.count_text(summary.render())
             smaller = fit_summary(summary, self.counter.count_text, max(size - excess, 0))
             saved = size - self.counter.count_text(smaller.render())
-            if saved >= excess:
-                doc = {**record.doc, "summary": smaller.model_dump(mode="json")}
-            else:
-                doc = {**record.doc, "status": "superseded", "superseded_by": None}
-                saved = entry.tokens
-            updates.append((record.key, doc, record.version))
+            if saved <= 0:
+                continue
+            updates.append((record.key, {**record.doc, "summary": smaller.model_dump(mode="json")}, record.version))
             excess -= saved
         if updates:
             await self._commit(sid, view, updates)
