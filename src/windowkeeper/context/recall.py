@@ -328,9 +328,9 @@ class Recall:
             text = msg.text() or msg.reasoning_text()
             for call in msg.tool_call_blocks():
                 text += f"\n{call.name}({call.args})"
-            name = participant_name(msg)
-            if name and name.strip():  # who said it, as the model read it: a question may name the speaker
-                text = f"{name.strip()}: {text}"
+            name = (participant_name(msg) or "").strip()
+            if name:  # who said it, as the model read it: a question may name the speaker
+                text = f"{name}: {text}"
             entries.append(Entry(key, text, position, turn, msg.role, message_date(msg), refs))
             size += len(text)
         if entries:

@@ -321,9 +321,7 @@ class SummaryContextManager(BaseContextManager[S]):
         """The exact size of ``messages`` and ``summary`` as a prompt: the system messages and the summary (under
         its header) as the one system text the prompt assembles, then every other message."""
         systems = [m.text() for m in messages if m.role == "system"]
-        if not systems:
-            return self.counter.count_messages(messages) + summary_tokens(summary, self.counter)
-        others = [m for m in messages if m.role != "system"]
+        others = [m for m in messages if m.role != "system"] if systems else messages
         return self.counter.count_messages(others) + system_costs(systems, summary, None, self.counter).total
 
     def _fitting_cut(
@@ -453,7 +451,7 @@ class SummaryContextManager(BaseContextManager[S]):
         assert self.token_budget is not None
         history, _ = split_recall(state.context)
         bare = self.sent_tokens(history, None)
-        cost = self.sent_tokens(history, summary) - bare
+        cost = summary_tokens(summary, self.counter, [m.text() for m in history if m.role == "system"])
         room = self.token_budget - bare
         if cost <= room or room < 0:
             return summary

@@ -227,8 +227,6 @@ class BaseMemory(Generic[S]):
         self._views: dict[str, LiveView] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._plans: dict[str, _SummaryPlan] = {}
-        self._summary_cost_key: object = None
-        self._summary_cost = 0
         self._last_reports: dict[str, ContextReport] = {}
 
     @property
@@ -670,17 +668,11 @@ class BaseMemory(Generic[S]):
         priming = self.counter.count_messages(())
         if not view.summaries:
             return view.total + priming
-        systems = [e for e in view.events if e.message.role == "system"]
-        key = (
-            tuple((e.key, e.record.version) for e in view.summaries),
-            tuple((e.key, e.record.version) for e in systems),
-        )
-        if self._summary_cost_key != key:
-            texts = "\n\n".join(e.message.text() for e in view.summaries)
-            self._summary_cost_key = key
-            self._summary_cost = sent_summary_tokens(texts, self.counter, [e.message.text() for e in systems])
+        texts = "\n\n".join(e.message.text() for e in view.summaries)
+        systems = [e.message.text() for e in view.events if e.message.role == "system"]
+        under_header = sent_summary_tokens(texts, self.counter, systems)  # memoized per text by built-in counters
         as_messages = sum(e.tokens for e in view.summaries)
-        return view.total + priming + max(self._summary_cost - as_messages, 0)
+        return view.total + priming + max(under_header - as_messages, 0)
 
     @staticmethod
     def _pending_start(events: builtins.list[Entry], start: int) -> int:
