@@ -16,7 +16,8 @@ For each view:
 * answer in view: whether the answer string appears in the view (case-insensitive substring, the test of
   ``MemoryQuestion.answer_in_history``), over all questions and over the questions whose answer appears word for
   word in the history (the only ones where a view *can* contain it);
-* strict: the same on that subset, but the answer must stand as a whole word ("2" must not match inside "2023").
+* strict: the same on that subset, but the answer must stand as words of its own, machine time stamps left out
+  (`evaluation.replay.answer_shown`: "2" must not match inside "2023", "33" not in a summary header's "18:33:05").
 
 Targets (issue 11): question asked, answer in view on the answer-in-history subset, the budget manager >= 3x the
 sliding window at 4k and >= 2x at 8k; final view >= the sliding window at every budget.
@@ -35,7 +36,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,7 +46,7 @@ from _common import fresh_counter, print_table, require_data
 
 from windowkeeper.evaluation.datasets import MemoryQuestion, load_longmemeval
 from windowkeeper.evaluation.lineup import standard_lineup
-from windowkeeper.evaluation.replay import view_text
+from windowkeeper.evaluation.replay import answer_shown, view_text
 from windowkeeper.evaluation.strategies import View
 from windowkeeper.messages import Message
 
@@ -69,10 +69,6 @@ def chat_steps(messages: Sequence[Message]) -> list[list[Message]]:
     if current:
         steps.append(current)
     return steps
-
-
-def whole_word(needle: str, text: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", text) is not None
 
 
 def swap_roles(messages: Sequence[Message]) -> list[Message]:
@@ -108,7 +104,7 @@ class Tally:
         if q.answer_in_history:
             self.subset += 1
             self.subset_hits += hit
-            self.subset_strict_hits += bool(answer) and whole_word(answer, text)
+            self.subset_strict_hits += answer_shown(q.answer, text)
             if not hit:
                 self.misses.append(q.question_id)
 

@@ -15,7 +15,9 @@ counts calls whose prompt exceeds the budget though a smaller one answering the 
 **unit>budget** the calls over it because the newest unit alone is (with the system text and the user message of
 its turn; `windowkeeper.evaluation.replay.unit_floor`), **stable** is the share of calls whose prompt starts with
 the whole previous prompt (what a provider's prompt cache reuses). After the last call the **final** view is
-scored (is the answer in it?); then one more call whose only new message is the question gives the **asked** view.
+scored (is the answer in it, as words of its own, machine time stamps left out: `evaluation.replay.answer_shown`;
+a plain substring test counted "33" inside a summary header's "18:33:05", so short numeric answers changed from run
+to run); then one more call whose only new message is the question gives the **asked** view.
 
 The peer is **BM25-fill** (SQLite FTS5, the standard library's, ranked by ``bm25()``): before every call it
 rebuilds the prompt from the newest units up to ``--recent-share`` of the budget, then the units that rank highest
@@ -50,7 +52,7 @@ from windowkeeper.context.budget import TokenBudgetContextManager
 from windowkeeper.evaluation.datasets import chain_trajectories, load_longmemeval
 from windowkeeper.evaluation.lineup import RESERVE_TOKENS, standard_lineup
 from windowkeeper.evaluation.loaders import load_trajectories
-from windowkeeper.evaluation.replay import assembled, unit_floor, view_text
+from windowkeeper.evaluation.replay import answer_shown, assembled, unit_floor, view_text
 from windowkeeper.evaluation.strategies import ManagedStrategy, Strategy, View
 from windowkeeper.messages import Message
 from windowkeeper.summarize import ExtractiveSummarizer
@@ -316,14 +318,14 @@ async def run_case(case: Case, budget: int, args: argparse.Namespace, tallies: d
                 tally.stable += stable
         assert view is not None
         if case.question is not None and case.answer is not None:
-            answer = case.answer.casefold()
+            answer = case.answer
             tally.cases += 1
-            tally.final_hits += answer in view_text(view).casefold()
+            tally.final_hits += answer_shown(answer, view_text(view))
             asked = await strategy.step([case.question])
             tokens, _ = measure.observe(asked)
             tally.observe(asked, tokens, budget)
             shown = View([m for m in asked.messages if m.message_id != case.question.message_id], asked.summary)
-            hit = answer in view_text(shown).casefold()
+            hit = answer_shown(answer, view_text(shown))
             tally.asked_hits += hit
             if not hit:
                 tally.misses.append(case.name)

@@ -10,6 +10,7 @@ already have), and at the end checks which ground-truth facts the final view sti
 from __future__ import annotations
 
 import operator
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -125,6 +126,25 @@ def view_text(view: View) -> str:
             if isinstance(block, ToolCallBlock):
                 parts.append(f"{block.name} {block.args}")
     return "\n".join(parts)
+
+
+_STAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?")
+"""An ISO 8601 date-time as a machine writes it (the stamps a memory puts in its summary headers)."""
+
+
+def answer_shown(answer: str, text: str) -> bool:
+    """Whether ``answer`` is in ``text`` (a `view_text`) as words of its own, ignoring case.
+
+    Machine time stamps are taken out first and the answer must not be part of a longer word or number: a short
+    answer such as ``33`` or ``2`` otherwise "appears" in the wall-clock second a replay happened to summarize
+    (``2026-12-04T18:33:05``) or in any larger number, which made answer-in-view scores change from run to run.
+    """
+    wanted = answer.strip().casefold()
+    if not wanted:
+        return False
+    # not inside a longer word or number ("$400" is not shown by "$400,000", nor "33" by "1335" or "2.33")
+    pattern = re.compile(rf"(?<!\w)(?<!\d[.,]){re.escape(wanted)}(?!\w)(?![.,]\d)")
+    return pattern.search(_STAMP.sub(" ", text).casefold()) is not None
 
 
 def call_points(messages: Sequence[Message]) -> list[int]:
