@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from windowkeeper._bridge import adrive, drive, run_sync, run_sync_anywhere
+from windowkeeper._bridge import adrive, drive, run_checked, run_sync, run_sync_anywhere
 
 REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar("REQUEST", default="none")
 
@@ -239,6 +239,51 @@ def test_a_direct_call_keeps_asyncio_run_semantics() -> None:
     assert sorted(events) == ["callback", "cancelled"]  # scheduled callbacks ran, the leftover task was cancelled
     with pytest.raises(ValueError, match="bad value 8"):
         run_sync(fail, caller="f()", instead="await af()", direct=True)
+
+
+def test_a_loopless_call_runs_in_a_copy_of_the_context_and_finishes_as_a_task_when_it_waits() -> None:
+    async def never_waits() -> str:
+        seen = REQUEST.get()
+        REQUEST.set("inside")
+        return seen
+
+    token = REQUEST.set("outside")
+    try:
+        assert run_checked(never_waits(), loopless=True) == "outside"
+        assert REQUEST.get() == "outside"
+    finally:
+        REQUEST.reset(token)
+
+    async def waits() -> int:
+        await asyncio.sleep(0)  # a bare yield: the rest runs as a task on this thread's loop
+        value = await asyncio.to_thread(lambda: 20)
+        assert isinstance(asyncio.current_task(), asyncio.Task)
+        return value + 1
+
+    assert run_checked(waits(), loopless=True) == 21
+
+    async def fails() -> None:
+        raise ValueError("bad value 9")
+
+    with pytest.raises(ValueError, match="bad value 9"):
+        run_checked(fails(), loopless=True)
+
+
+def test_only_the_in_memory_store_class_itself_is_read_without_a_loop() -> None:
+    from windowkeeper.graph.checkpointer import InMemoryCheckpointer
+    from windowkeeper.storage.memory import InMemoryStore
+
+    class Slower(InMemoryStore):
+        async def get_state(self, thread_id: str) -> dict[str, Any] | None:
+            await asyncio.sleep(0.001)  # needs the running loop: must not be stepped loopless
+            return await super().get_state(thread_id)
+
+    assert InMemoryCheckpointer().steps_without_loop
+    from windowkeeper.graph.checkpointer import Checkpointer
+
+    slower = Checkpointer(Slower())
+    assert not slower.steps_without_loop
+    assert slower.get_state("t") is None
 
 
 async def test_a_direct_call_is_refused_inside_a_running_loop() -> None:

@@ -92,6 +92,12 @@ class BaseCheckpointer(ABC):
         checkpointer knows it: a subclass's own methods might read ``asyncio.current_task()``."""
         return False
 
+    @property
+    def steps_without_loop(self) -> bool:
+        """Whether, beyond `steps_directly`, the reads never look for the running loop before they first wait (see
+        `SessionStore.steps_without_loop`), so the sync twins step them without marking a loop as running."""
+        return False
+
     @overload
     async def aget_state(self, thread_id: str) -> AgentState | None: ...
 
@@ -136,7 +142,9 @@ class BaseCheckpointer(ABC):
         # `_sync` inlined: the read this is the twin of costs a few microseconds
         if in_running_loop():
             raise self._refused("aget_state")
-        return run_checked(self.aget_state(thread_id, state_cls), direct=self.steps_directly)
+        return run_checked(
+            self.aget_state(thread_id, state_cls), direct=self.steps_directly, loopless=self.steps_without_loop
+        )
 
     def get_messages(self, thread_id: str) -> list[Message]:
         return self._sync("aget_messages", lambda: self.aget_messages(thread_id))
@@ -221,10 +229,15 @@ class Checkpointer(BaseCheckpointer):
         self._views: LRUCache[str, _View] = LRUCache(_MAX_CACHED_THREADS)
         # this module's classes over a store class that declares it itself (a subclass may override methods)
         self._direct = type(self) in _OWN_CLASSES and type(store).__dict__.get("steps_directly") is True
+        self._loopless = self._direct and type(store).__dict__.get("steps_without_loop") is True
 
     @property
     def steps_directly(self) -> bool:
         return self._direct
+
+    @property
+    def steps_without_loop(self) -> bool:
+        return self._loopless
 
     @classmethod
     def from_url(cls, url_or_path: str | os.PathLike[str], *, prefix: str | None = None) -> Checkpointer:

@@ -218,6 +218,11 @@ class SessionStore(ABC):
     async form (see `windowkeeper._bridge.run_sync`). Read from the class's own namespace, never inherited: a
     subclass, which may override methods, opts in by declaring it again."""
 
+    steps_without_loop: ClassVar[bool] = False
+    """With `steps_directly`: the methods also never look for the running loop before they first wait (no futures,
+    sleeps, executors, loop lookups), so the sync reads step them without even marking a loop as running. Read
+    from the class's own namespace, like `steps_directly`."""
+
     def describe(self) -> str:
         """How errors and logs name this store: backend, location (secrets masked, see `mask_url`) and prefix."""
         return type(self).__name__

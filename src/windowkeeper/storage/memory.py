@@ -58,6 +58,7 @@ class InMemoryStore(SessionStore):
     """Dict-backed store; every operation is atomic because none of them awaits while holding data."""
 
     steps_directly = True
+    steps_without_loop = True
 
     def __init__(self) -> None:
         self._threads: dict[str, _Thread] = {}
