@@ -180,7 +180,7 @@ def test_chat_steps_cut_before_each_user_turn() -> None:
     ]
     steps = module.chat_steps(msgs)
     assert [[m.message_id for m in step] for step in steps] == [["s", "u1", "a1"], ["u2", "a2"]]
-    assert module.whole_word("2", "i have 2 cats") and not module.whole_word("2", "in 2023")
+    assert module.answer_shown("2", "i have 2 cats") and not module.answer_shown("2", "in 2023")
 
 
 def test_retention_three_kinds_tiny(capsys: pytest.CaptureFixture[str]) -> None:
