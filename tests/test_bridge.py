@@ -6,7 +6,7 @@ import asyncio
 import contextvars
 import gc
 import threading
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
 import pytest
@@ -89,7 +89,15 @@ def test_callbacks_a_finished_call_scheduled_run_before_it_returns() -> None:
     assert ran == ["callback"]
 
 
-def test_the_call_sees_a_copy_of_the_callers_context() -> None:
+RUNNERS: dict[str, Callable[[Callable[[], Coroutine[Any, Any, str]]], str]] = {
+    "task": lambda work: run_sync(work, caller="f()", instead="await af()"),
+    "direct": lambda work: run_sync(work, caller="f()", instead="await af()", direct=True),
+    "loopless": lambda work: run_checked(work(), loopless=True),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(RUNNERS))
+def test_the_call_sees_a_copy_of_the_callers_context(mode: str) -> None:
     async def work() -> str:
         seen = REQUEST.get()
         REQUEST.set("inside")
@@ -97,7 +105,7 @@ def test_the_call_sees_a_copy_of_the_callers_context() -> None:
 
     token = REQUEST.set("outside")
     try:
-        assert run_sync(work, caller="f()", instead="await af()") == "outside"
+        assert RUNNERS[mode](work) == "outside"
         assert REQUEST.get() == "outside"
     finally:
         REQUEST.reset(token)
@@ -241,19 +249,7 @@ def test_a_direct_call_keeps_asyncio_run_semantics() -> None:
         run_sync(fail, caller="f()", instead="await af()", direct=True)
 
 
-def test_a_loopless_call_runs_in_a_copy_of_the_context_and_finishes_as_a_task_when_it_waits() -> None:
-    async def never_waits() -> str:
-        seen = REQUEST.get()
-        REQUEST.set("inside")
-        return seen
-
-    token = REQUEST.set("outside")
-    try:
-        assert run_checked(never_waits(), loopless=True) == "outside"
-        assert REQUEST.get() == "outside"
-    finally:
-        REQUEST.reset(token)
-
+def test_a_loopless_call_that_waits_finishes_as_a_task() -> None:
     async def waits() -> int:
         await asyncio.sleep(0)  # a bare yield: the rest runs as a task on this thread's loop
         value = await asyncio.to_thread(lambda: 20)
