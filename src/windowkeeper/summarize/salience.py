@@ -149,7 +149,7 @@ _CODE_LINE = re.compile(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Salience:
     """How valuable a piece of text is, which kinds of facts it contains, and the strings that anchor them."""
 
@@ -166,7 +166,8 @@ MEMO_ENTRIES = 8192
 of the tool-result lines of an agent session (57% in the generated sessions, 63% in tau-bench's) repeat one seen
 before, and every detector is a scan of the whole line."""
 MEMO_MAX_CHARS = 1000
-"""Longer texts are scored without the memo, so it stays small (at most about 8 MB of keys)."""
+"""Longer texts are scored without the memo, so it stays small (about 1.2 kB an entry for a tool-output line,
+some 10 MB when full of such lines)."""
 
 
 def salience(text: str, kinds: Iterable[str] | None = None) -> Salience:
@@ -204,7 +205,17 @@ def _score(text: str, kinds: tuple[str, ...] | None) -> Salience:
         anchors.update(m.lower() for m in _ERROR_SIGNATURE.findall(text))
     weights.sort(reverse=True)
     score = weights[0] + 0.5 * sum(weights[1:]) + 0.2 * min(extra, 5)
-    return Salience(score=score, kinds=frozenset(found), anchors=frozenset(anchors))
+    kinds_found = frozenset(found)
+    # a few dozen distinct sets in practice: the memoized scores share them
+    shared = _KIND_SETS.get(kinds_found) or (
+        _KIND_SETS.setdefault(kinds_found, kinds_found) if len(_KIND_SETS) < _MAX_KIND_SETS else kinds_found
+    )
+    return Salience(score=score, kinds=shared, anchors=frozenset(anchors) if anchors else _NO_ANCHORS)
+
+
+_MAX_KIND_SETS = 1024
+_KIND_SETS: dict[frozenset[str], frozenset[str]] = {}
+_NO_ANCHORS: frozenset[str] = frozenset()
 
 
 _memo_score = lru_cache(maxsize=MEMO_ENTRIES)(_score)
