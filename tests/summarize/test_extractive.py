@@ -237,3 +237,22 @@ def test_condensing_ranks_every_previous_line_on_its_own() -> None:
     # on salience, not on who said them
     assert sum(line.startswith("- User:") for line in kept) >= 0.7 * len(kept)
     assert [line for line in kept if line in user_lines] == [line for line in user_lines if line in kept]
+
+
+def test_memoized_salience_scores_equal_fresh_ones_for_every_detector_set() -> None:
+    from windowkeeper.summarize import salience as module
+
+    lines = [
+        "ValueError: invalid literal for int() in src/ingest/sink.py at 10:42",
+        "tests/test_db.py::test_pool PASSED [ 12%] errors: 0",
+        "We decided to switch to WAL mode on port 5432.",
+        "ok",
+        "x" * (module.MEMO_MAX_CHARS + 1) + " TimeoutError after 30 seconds",
+    ]
+    for line in lines:
+        for kinds in (None, ("error",), ["path", "setting"]):
+            chosen = None if kinds is None else tuple(kinds)
+            fresh = module._score(line, chosen)
+            assert module.salience(line, kinds) == fresh
+            assert module.salience(line, iter(kinds) if kinds is not None else None) == fresh  # any iterable
+    assert module.salience(lines[0]).score > module.salience(lines[3]).score == 0.0
