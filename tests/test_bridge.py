@@ -266,7 +266,7 @@ def test_a_loopless_call_that_waits_finishes_as_a_task() -> None:
 
 
 def test_only_the_in_memory_store_class_itself_is_read_without_a_loop() -> None:
-    from windowkeeper.graph.checkpointer import InMemoryCheckpointer
+    from windowkeeper.graph.checkpointer import Checkpointer, InMemoryCheckpointer
     from windowkeeper.storage.memory import InMemoryStore
 
     class Slower(InMemoryStore):
@@ -275,8 +275,6 @@ def test_only_the_in_memory_store_class_itself_is_read_without_a_loop() -> None:
             return await super().get_state(thread_id)
 
     assert InMemoryCheckpointer().steps_without_loop
-    from windowkeeper.graph.checkpointer import Checkpointer
-
     slower = Checkpointer(Slower())
     assert not slower.steps_without_loop
     assert slower.get_state("t") is None

@@ -101,7 +101,7 @@ def run_checked(coro: Coroutine[Any, Any, T], *, direct: bool = False, loopless:
         except StopIteration as done:
             result: T = done.value
             return result
-        return _run_rest(coro, pending, context)
+        return _run(_rest(coro, pending), False, context)  # suspended after all: the rest as a task
     return _run(coro, direct)
 
 
@@ -182,20 +182,25 @@ def refusal(caller: str, instead: str) -> RuntimeError:
     )
 
 
-def _run(coro: Coroutine[Any, Any, T], direct: bool) -> T:
+def _run(coro: Coroutine[Any, Any, T], direct: bool, context: contextvars.Context | None = None) -> T:
     """``coro`` run to completion on this thread's own loop (made on first use, reused by every later call).
 
     Like ``asyncio.run``, the coroutine runs as a task in a copy of the caller's context, and tasks it leaves
     behind are cancelled before the call returns, so no call sees another's leftovers. Unlike it, the loop (and its
     executor's threads, and loop-bound clients such as an SDK's connection pool) outlive the call. The caller has
     checked that no loop runs in this thread. With ``direct`` the coroutine's steps up to its first suspension run
-    without a task (see `run_sync`).
+    without a task (see `run_sync`). ``context`` is the copy a loopless step already ran in (`run_checked`).
     """
-    owned = _owned_loop()
+    owned = _thread_loop.owned
+    if owned is None or owned.generation != _fork_generation or owned.loop.is_closed():
+        if owned is not None:
+            owned.close()
+        owned = _thread_loop.owned = _OwnedLoop()
     loop = owned.loop
     tasks = owned.tasks
     tasks.made = 0
-    context = contextvars.copy_context()
+    if context is None:
+        context = contextvars.copy_context()
     task: asyncio.Task[T] | None = None
     try:
         if direct:
@@ -225,28 +230,6 @@ def _run(coro: Coroutine[Any, Any, T], direct: bool) -> T:
         # only a task the call made (or the call's own, interrupted) can be left: all_tasks walks every task
         if tasks.made or (task is not None and not task.done()):
             _cancel_leftovers(loop)
-
-
-def _run_rest(coro: Coroutine[Any, Any, T], pending: Any, context: contextvars.Context) -> T:
-    """The rest of a coroutine a loopless step saw suspend on ``pending``, run as a task on this thread's loop."""
-    owned = _owned_loop()
-    loop = owned.loop
-    owned.tasks.made = 0
-    task = asyncio.Task(_rest(coro, pending), loop=loop, context=context)
-    try:
-        return loop.run_until_complete(task)
-    finally:
-        _cancel_leftovers(loop)
-
-
-def _owned_loop() -> _OwnedLoop:
-    """This thread's own loop, made on first use (and again after a fork or once closed)."""
-    owned = _thread_loop.owned
-    if owned is None or owned.generation != _fork_generation or owned.loop.is_closed():
-        if owned is not None:
-            owned.close()
-        owned = _thread_loop.owned = _OwnedLoop()
-    return owned
 
 
 def _run_ready(loop: asyncio.AbstractEventLoop) -> None:

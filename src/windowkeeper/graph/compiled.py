@@ -193,8 +193,7 @@ class CompiledGraph:
         # reads the checkpointer only: no node ran, so no node's client needs closing
         refuse_in_loop("CompiledGraph.get_state()", "await graph.aget_state(...)")
         checkpointer = self.checkpointer
-        own = isinstance(checkpointer, BaseCheckpointer)
-        direct = own and checkpointer.steps_directly
+        direct = isinstance(checkpointer, BaseCheckpointer) and checkpointer.steps_directly
         return run_checked(self.aget_state(config), direct=direct, loopless=direct and checkpointer.steps_without_loop)
 
     def stop(self, config: Mapping[str, Any]) -> bool:

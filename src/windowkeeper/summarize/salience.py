@@ -205,12 +205,13 @@ def _score(text: str, kinds: tuple[str, ...] | None) -> Salience:
         anchors.update(m.lower() for m in _ERROR_SIGNATURE.findall(text))
     weights.sort(reverse=True)
     score = weights[0] + 0.5 * sum(weights[1:]) + 0.2 * min(extra, 5)
-    kinds_found = frozenset(found)
     # a few dozen distinct sets in practice: the memoized scores share them
-    shared = _KIND_SETS.get(kinds_found) or (
-        _KIND_SETS.setdefault(kinds_found, kinds_found) if len(_KIND_SETS) < _MAX_KIND_SETS else kinds_found
-    )
-    return Salience(score=score, kinds=shared, anchors=frozenset(anchors) if anchors else _NO_ANCHORS)
+    found_kinds = frozenset(found)
+    if len(_KIND_SETS) < _MAX_KIND_SETS:
+        found_kinds = _KIND_SETS.setdefault(found_kinds, found_kinds)
+    else:
+        found_kinds = _KIND_SETS.get(found_kinds, found_kinds)
+    return Salience(score=score, kinds=found_kinds, anchors=frozenset(anchors) if anchors else _NO_ANCHORS)
 
 
 _MAX_KIND_SETS = 1024
