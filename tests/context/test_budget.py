@@ -182,6 +182,23 @@ def test_old_tool_results_are_cleared_first_and_newest_are_kept() -> None:
     assert pointer.metadata[OFFLOAD_KEY]["kind"] == "cleared"
 
 
+def test_fewer_tool_turns_than_keep_tool_results_are_all_kept_whole() -> None:
+    # two tool turns and keep_tool_results=3: both are among the newest three, so neither is cleared (the view is
+    # cut instead); a negative slice once protected only the newest of them
+    msgs: list[Message] = [SYSTEM, user(0, "fix the bug")]
+    for i in range(2):
+        msgs += tool_turn(i, big_output(i))
+    msgs += [answer(98, "done"), user(99, "thanks, now the docs")]
+    size = tokens(msgs)
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
+        int(size / 0.95), 0, keep_tool_results=3, recall=False
+    )
+    state = mgr.trim_context(state_of(msgs))
+    assert not any(is_offloaded(x) for x in state.context)
+    m = mgr.last_metrics
+    assert m is not None and m.tool_results_cleared == 0
+
+
 def test_restore_brings_back_originals_byte_identical() -> None:
     msgs: list[Message] = [SYSTEM, user(0)]
     for i in range(6):

@@ -269,7 +269,7 @@ class Compaction:
             turns = sorted(self.in_progress)
             protected = set()
         else:
-            protected = set(turns[len(turns) - lim.keep_tool_results :]) if lim.keep_tool_results else set()
+            protected = set(turns[-lim.keep_tool_results :]) if lim.keep_tool_results else set()
             protected |= self.in_progress
         protected.add(len(self.ns) - 1)
         for j in turns:
@@ -305,7 +305,7 @@ class Compaction:
         if lim.reply_min_tokens is None or self.total <= lim.low or not self.ns:
             return
         replies = [j for j, i in enumerate(self.ns) if self.segs[i].kind == "assistant"]
-        protected = set(replies[len(replies) - lim.keep_replies :]) if lim.keep_replies else set()
+        protected = set(replies[-lim.keep_replies :]) if lim.keep_replies else set()
         protected.add(len(self.ns) - 1)
         for j in replies:
             if self.total <= lim.low:
