@@ -17,7 +17,9 @@ from openai import OpenAI
 from openai.types.chat import ChatCompletionToolParam
 
 from windowkeeper import Window
+from windowkeeper.context import TokenBudgetContextManager
 from windowkeeper.llm.formats import OpenAIChatMessage
+from windowkeeper.summarize import ExtractiveSummarizer
 from windowkeeper.testing.fake_servers import FakeOpenAIServer, FakeReply, FakeToolCall
 
 TOOLS: list[ChatCompletionToolParam] = [
@@ -50,7 +52,10 @@ def main() -> None:
     turns = parser.parse_args().turns
     with FakeOpenAIServer(script(turns)) as srv:
         client = OpenAI(base_url=srv.base_url, api_key="test")
-        window = Window(budget=4500)  # the model's context window, in tokens
+        # a 4,500-token context window that keeps only the newest tool output in full (the default keeps three,
+        # which at this size leaves no older output in view to clear)
+        manager = TokenBudgetContextManager(4500, 900, summarizer=ExtractiveSummarizer(), keep_tool_results=1)
+        window = Window(manager)
         history: list[dict[str, Any]] = [{"role": "system", "content": "You are a careful code reviewer."}]
         stable = 0
         pointers: list[OpenAIChatMessage] = []
