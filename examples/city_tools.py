@@ -55,13 +55,9 @@ if __name__ == "__main__":
             "Lisbon it is.",
         ],
     )
-    result = (
-        build(model)
-        .compile()
-        .invoke(
-            {"messages": [Message.text_message("Let's go to Lisbon.")], "user_id": "u-42"},
-            config={"thread_id": "trip"},
-        )
+    result = build(model).compile().invoke(
+        {"messages": [Message.text_message("Let's go to Lisbon.")], "user_id": "u-42"},
+        config={"thread_id": "trip"},
     )
     state = result["state"]
     print(state.user_id, state.selected_city, result["messages"][-1].text())

@@ -55,10 +55,8 @@ def main() -> None:
         for t in range(turns):
             state = agent.invoke({"messages": [HumanMessage(f"What does src/m{t}.py define?")]}, config)
         last = srv.requests[-1].json["messages"]
-        print(
-            f"model calls: {len(srv.requests)}, state: {len(state['messages'])} messages, "
-            f"last request: {len(last)} messages"
-        )
+        print(f"model calls: {len(srv.requests)}, state: {len(state['messages'])} messages, "
+              f"last request: {len(last)} messages")
         print(f"summary in the last request's system message: {'Summary of the earlier' in last[0]['content']}")
 
 

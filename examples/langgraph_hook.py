@@ -59,10 +59,8 @@ def main() -> None:
             new = [HumanMessage(f"What does src/m{t}.py define?")]
             state = agent.invoke({"messages": [system, *new] if t == 0 else new}, config)
         last = srv.requests[-1].json["messages"]
-        print(
-            f"model calls: {len(srv.requests)}, state: {len(state['messages'])} messages, "
-            f"last request: {len(last)} messages"
-        )
+        print(f"model calls: {len(srv.requests)}, state: {len(state['messages'])} messages, "
+              f"last request: {len(last)} messages")
         print(f"summary in the last request's system message: {'Summary of the earlier' in last[0]['content']}")
 
 

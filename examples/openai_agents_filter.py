@@ -57,20 +57,16 @@ async def main(turns: int, db: str) -> None:
             history = result.to_input_list()
         body = srv.requests[-1].json
         summarized = "Summary of the earlier" in body["instructions"]
-        print(
-            f"filter: {len(srv.requests)} model calls, history {len(history)} items, last request "
-            f"{len(body['input'])} items, summary in instructions: {summarized}"
-        )
+        print(f"filter: {len(srv.requests)} model calls, history {len(history)} items, last request "
+              f"{len(body['input'])} items, summary in instructions: {summarized}")
 
         # 2. the session: the store keeps every item, get_items() is the managed view
         session = WindowkeeperSession("review-1", db, manager_or_budget=6000)
         for t in range(turns):
             await Runner.run(agent, f"What does src/m{t}.py define?", session=session)
         everything, view = await session.all_items(), await session.get_items()
-        print(
-            f"session: {len(everything)} items stored, managed view {len(view)} items, "
-            f"opens with the summary: {view[0].get('role') == 'system'}"
-        )
+        print(f"session: {len(everything)} items stored, managed view {len(view)} items, "
+              f"opens with the summary: {view[0].get('role') == 'system'}")
         await session.aclose()
         await client.close()
 

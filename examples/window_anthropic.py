@@ -19,13 +19,8 @@ from anthropic.types import ToolParam
 from windowkeeper import Window
 from windowkeeper.testing.fake_servers import FakeAnthropicServer, FakeReply, FakeToolCall
 
-TOOLS: list[ToolParam] = [
-    {
-        "name": "read_file",
-        "description": "Read a file.",
-        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
-    }
-]
+TOOLS: list[ToolParam] = [{"name": "read_file", "description": "Read a file.",
+          "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]
 
 
 def read_file(path: str) -> str:
@@ -53,10 +48,7 @@ def main() -> None:
             while True:
                 fit = window.fit(history, system="You are a careful code reviewer.", tools=TOOLS)
                 reply = client.messages.create(
-                    model="claude-haiku-4-5",
-                    max_tokens=512,
-                    system=fit.system or omit,
-                    messages=fit.messages,
+                    model="claude-haiku-4-5", max_tokens=512, system=fit.system or omit, messages=fit.messages,
                     tools=TOOLS,
                 )
                 content = [block.model_dump(exclude_none=True) for block in reply.content]
@@ -64,22 +56,14 @@ def main() -> None:
                 calls = [b for b in content if b["type"] == "tool_use"]
                 if not calls:
                     break
-                history.append(
-                    {
-                        "role": "user",
-                        "content": [
-                            {"type": "tool_result", "tool_use_id": c["id"], "content": read_file(**c["input"])}
-                            for c in calls
-                        ],
-                    }
-                )
+                history.append({"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": c["id"], "content": read_file(**c["input"])} for c in calls
+                ]})
         body = srv.requests[-1].json
         marks = sum("cache_control" in b for m in body["messages"] for b in m["content"] if isinstance(b, dict))
         marks += sum("cache_control" in b for b in body["system"])
-        print(
-            f"model calls: {len(srv.requests)}, history: {len(history)} messages, "
-            f"last request: {len(body['messages'])} messages"
-        )
+        print(f"model calls: {len(srv.requests)}, history: {len(history)} messages, "
+              f"last request: {len(body['messages'])} messages")
         print(f"summary in system: {'Summary of the earlier' in body['system'][0]['text']}, cache breakpoints: {marks}")
 
 
