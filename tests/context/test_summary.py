@@ -149,6 +149,18 @@ async def test_nothing_older_than_keep_recent_leaves_state_unchanged() -> None:
     assert rec.calls == [] and state.context == ctx
 
 
+@pytest.mark.parametrize("context", [[], [msg("sys", "system", "You are terse. " * 20)]])
+async def test_a_budget_under_the_system_text_with_no_turn_leaves_the_state_as_it_is(context: list[Message]) -> None:
+    # hypothesis found it: with nothing but system text over a one-token budget, the cut inside the newest turn
+    # looked for a turn that was not there (IndexError)
+    rec = Recorder()
+    mgr: SummaryContextManager[AgentState] = SummaryContextManager(
+        summarizer=rec, max_messages=None, token_budget=1, keep_recent=0
+    )
+    out = await mgr.atrim_context(AgentState(context=list(context)))
+    assert rec.calls == [] and out.context == context and out.context_summary is None
+
+
 async def test_cut_moves_back_to_a_user_message_and_keeps_tool_pairs() -> None:
     rec = Recorder()
     ctx = [

@@ -350,7 +350,7 @@ class SummaryContextManager(BaseContextManager[S]):
         results), never past the newest unit; the user message that opened the turn stays. ``cut`` when no move
         is needed or possible."""
         budget = self.token_budget
-        if budget is None or cut != newest:
+        if budget is None or cut != newest or newest >= len(others):  # no turn to cut inside (only system text)
             return cut
         count = self.counter.count_message
         room = budget - self.sent_tokens(systems, summary) - self.max_summary_tokens
