@@ -10,6 +10,8 @@
   `WindowkeeperMiddleware.wrap_model_call` (without the model call it wraps) vs inside LangChain's own
   ``SummarizationMiddleware.before_model``, per model call, over the same scripted conversation. The fake model
   answers every user turn with a tool call and an answer; the tool output is long, so both middlewares cut.
+  Also printed: what tokenizing each message of the run once, exactly, costs per call (the least an exact
+  manager spends; the peer estimates, characters / 4), so the part of ours above it is what the middleware adds.
 
 The session is measured with a lean manager (no summarizer, no recall: what the session and `Window` cost) and
 with the default one (what a user of ``manager_or_budget=<tokens>`` pays, the manager's summarizing included).
@@ -138,7 +140,8 @@ class HookClock:
             return wrap(request, inner)
 
 
-def run_agent(middleware: Any, turns: int, entry: str = "sync") -> None:
+def run_agent(middleware: Any, turns: int, entry: str = "sync") -> list[Any]:
+    """Run the scripted loop with ``middleware``; the agent's whole history at the end (LangChain messages)."""
     from langchain.agents import create_agent
     from langchain_core.messages import HumanMessage
     from langchain_core.tools import tool
@@ -174,9 +177,23 @@ def run_agent(middleware: Any, turns: int, entry: str = "sync") -> None:
 
         if entry == "async":
             asyncio.run(arun())
-            return
-        for turn in range(turns):
-            agent.invoke({"messages": [HumanMessage(f"Turn {turn}: run tests/t_{turn}.py")]}, config)
+        else:
+            for turn in range(turns):
+                agent.invoke({"messages": [HumanMessage(f"Turn {turn}: run tests/t_{turn}.py")]}, config)
+        return list(agent.get_state(config).values["messages"])
+
+
+def exact_floor(history: Sequence[Any]) -> float:
+    """CPU seconds to tokenize every message of ``history`` once, exactly (a fresh counter, no memo): what any
+    exact manager spends at least over the run, as `window_cost.py`'s floor."""
+    from windowkeeper.llm.formats import from_langchain
+
+    counter = fresh_counter()
+    messages = from_langchain(history)
+    started = time.process_time()
+    for message in messages:
+        counter.count_message_uncached(message)
+    return time.process_time() - started
 
 
 def measure_middleware(turns: int, budget: int, kind: str, entry: str) -> dict[str, float]:
@@ -217,12 +234,14 @@ def measure_middleware(turns: int, budget: int, kind: str, entry: str) -> dict[s
     fresh_counter()  # loads the o200k_base encoding once, outside every timed region
     gc.collect()
     run_agent(theirs, turns, entry)
-    run_agent(ours, turns, entry)
+    history = run_agent(ours, turns, entry)
     calls = 2 * turns
     return {
         "calls": float(calls),
+        "messages": float(len(history)),
         "ours_ms": 1000 * ours_clock.seconds / calls,
         "theirs_ms": 1000 * theirs_clock.seconds / calls,
+        "floor_ms": 1000 * min(exact_floor(history) for _ in range(3)) / calls,
     }
 
 
@@ -270,11 +289,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             for kind, m in middleware.items()
             for row in (
                 [f"WindowkeeperMiddleware.wrap_model_call ({kind})", m["ours_ms"], m["ours_ms"] / m["theirs_ms"]],
+                ["  of it at least: exact tokens of the new messages", m["floor_ms"], m["floor_ms"] / m["theirs_ms"]],
                 ["SummarizationMiddleware.before_model", m["theirs_ms"], "-"],
             )
         ],
-        title=f"create_agent loop ({args.agent_entry}), {2 * args.agent_turns} model calls (CPU in the hook, model "
-        "call excluded)",
+        title=f"create_agent loop ({args.agent_entry}), {2 * args.agent_turns} model calls, "
+        f"{int(next(iter(middleware.values()))['messages'])} messages at the end (CPU in the hook, model call "
+        "excluded)",
     )
     for kind, m in middleware.items():
         ratio = m["ours_ms"] / m["theirs_ms"]

@@ -438,3 +438,49 @@ def test_input_tokens_count_recall_notes_as_written_into_the_turn_they_serve(fmt
     assert notes >= 1
     assert result.input_tokens == _wire_count(fmt, result, manager.counter)
     assert result.prompt.input_tokens - result.input_tokens == notes * 4  # one frame of the o200k counter each
+
+
+def test_the_manager_is_asked_for_originals_only_when_the_views_pointers_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A base export without recall gives each pointer's original, so while a view holds the same pointers the
+    window keeps what the last export gave and does not ask again; every pointer still restores byte for byte."""
+    items = to_openai_chat(SESSION)
+    manager = TokenBudgetContextManager(BUDGET, 1000, recall=False)
+    window = Window(manager)
+    asked: list[int] = []
+    export = manager.export_thread
+
+    def counted(thread_id: str, view: Any) -> Any:
+        asked.append(len(view))
+        return export(thread_id, view)
+
+    monkeypatch.setattr(manager, "export_thread", counted)
+    points = _call_points(items, "openai_chat")
+    pointers: list[dict[str, Any]] = []
+    for k in points:
+        result = window.fit(items[:k])
+        pointers.extend(m for m in result.messages if m["role"] == "tool" and "cleared from context" in m["content"])
+    assert pointers
+    calls = len(asked)
+    for _ in range(3):  # the same list again: the same view, the same pointers
+        again = window.fit(items[: points[-1]])
+    assert len(asked) == calls
+    assert again.messages == result.messages
+    originals = {m["tool_call_id"]: m for m in items if m["role"] == "tool"}
+    for pointer in pointers:
+        assert window.restore(pointer) == originals[pointer["tool_call_id"]]
+
+
+def test_a_manager_with_recall_is_asked_on_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    items = to_openai_chat(SESSION)
+    manager = TokenBudgetContextManager(BUDGET, 1000)  # recall on: the turn it served moves from call to call
+    window = Window(manager)
+    asked: list[int] = []
+    export = manager.export_thread
+    monkeypatch.setattr(manager, "export_thread", lambda tid, view: asked.append(1) or export(tid, view))
+    points = _call_points(items, "openai_chat")
+    for k in points:
+        window.fit(items[:k])
+    window.fit(items[: points[-1]])
+    assert len(asked) == len(points) + 1

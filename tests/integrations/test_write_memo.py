@@ -117,3 +117,22 @@ def test_a_running_count_used_with_another_counter_counts_for_that_counter() -> 
     running = RunningCount()
     assert running.total(default_counter(), messages) == default_counter().count_messages(messages)
     assert running.total(ApproxCounter(), messages) == ApproxCounter().count_messages(messages)
+
+
+def test_items_windowkeeper_wrote_are_reused_from_the_memo_as_new_copies() -> None:
+    """A message written fresh (a pointer, the summary section) no longer ends the run a later write takes as it
+    is: the next write reuses it too, handing out a new dict equal to a fresh write's, never the one the caller got
+    before (which the caller may have edited)."""
+    messages = read_messages("openai_chat", _items(30, 0))
+    made = Message.text_message("written by windowkeeper", role="user")  # no source: a fresh item
+    view = [messages[0], made, *messages[1:]]
+    memo = WriteMemo()
+    first, _ = write_messages("openai_chat", None, view, memo=memo)
+    first[1]["content"] = "edited by the caller"
+    longer = [*view, Message.text_message("one more")]
+    assert memo.reusable(longer) == len(view)  # the fresh item did not end the reusable run
+    second, _ = write_messages("openai_chat", None, longer, memo=memo)
+    plain, _ = write_messages("openai_chat", None, longer)
+    assert second == plain
+    assert second[1] == {"role": "user", "content": "written by windowkeeper"} and second[1] is not first[1]
+    assert all(a is b for a, b in zip(second[2:31], first[2:31], strict=True))  # the caller's own items

@@ -101,3 +101,63 @@ def test_missing_langchain_raises_install_hint(monkeypatch: pytest.MonkeyPatch) 
         to_langchain([Message.text_message("hi")])
     assert err.value.package == "langchain-core" and err.value.extra == "langchain"
     assert 'pip install "windowkeeper[langchain]"' in str(err.value)
+
+
+def test_read_messages_are_those_the_constructor_makes_field_for_field() -> None:
+    """The reader builds its messages without pydantic's second validation pass (`read_message`); each must be the
+    message ``Message(...)`` makes from the same values: every field, the fields set, the fingerprint, the content
+    a `BlockList` that reports edits."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    from windowkeeper.llm.formats._common import PENDING_ID
+    from windowkeeper.llm.formats.langchain import _to_message
+    from windowkeeper.messages import BlockList
+
+    calls = [{"name": "f", "args": {"q": 1, "deep": {"x": [1, 2.5, None]}}, "id": "c1"}]
+    cases: list[tuple[Any, dict[str, Any]]] = [
+        (SystemMessage("be brief"), {"role": "system", "content": [TextBlock(text="be brief")]}),
+        (
+            HumanMessage("hi \ud83d", name="ann"),
+            {"role": "user", "content": [TextBlock(text="hi \ud83d")], "metadata": {"name": "ann"}},
+        ),
+        (HumanMessage(""), {"role": "user", "content": []}),
+        (
+            HumanMessage([{"type": "text", "text": "look"}, {"type": "image", "url": "https://x/i.png"}]),
+            {
+                "role": "user",
+                "content": [TextBlock(text="look"), ImageBlock(media=MediaRef(url="https://x/i.png"))],
+            },
+        ),
+        (
+            AIMessage("", tool_calls=calls, additional_kwargs={"reasoning_content": "think"}, name="bot"),
+            {
+                "role": "assistant",
+                "content": [ReasoningBlock(text="think"), ToolCallBlock(id="c1", name="f", args=calls[0]["args"])],
+                "metadata": {"name": "bot"},
+                "tools_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": '{"q":1,"deep":{"x":[1,2.5,null]}}'},
+                    }
+                ],
+            },
+        ),
+        (AIMessage("done"), {"role": "assistant", "content": [TextBlock(text="done")], "tools_calls": None}),
+        (
+            ToolMessage("out", tool_call_id="c1", name="f", status="error"),
+            {"role": "tool", "content": [ToolResultBlock(call_id="c1", output="out", status="error", name="f")]},
+        ),
+    ]
+    for lc_message, fields in cases:
+        read = _to_message(lc_message, 3)
+        made = Message(message_id=PENDING_ID, **fields)
+        assert type(read.content) is BlockList
+        mine, theirs = dict(read.__dict__), dict(made.__dict__)
+        assert isinstance(mine.pop("timestamp"), float) and isinstance(theirs.pop("timestamp"), float)
+        assert mine == theirs, lc_message
+        assert read.__pydantic_fields_set__ == made.__pydantic_fields_set__, lc_message
+        assert read.fingerprint() == made.fingerprint()
+        fingerprint = read.fingerprint()
+        read.content.append(TextBlock(text="more"))  # the content list reports in-place edits to its message
+        assert read.fingerprint() != fingerprint

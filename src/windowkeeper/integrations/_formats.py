@@ -165,9 +165,11 @@ def read_messages_cached(fmt: WindowFormat, messages: Any, cache: ReadCache | No
         return _fresh(fmt, messages)
     start, count = cache.marks[chosen]
     tail = list(messages[start:])
-    _check_shapes(fmt, tail, offset=start)
-    previous = str(cache.messages[count - 1].message_id) if count else None
-    read = _guarded(fmt, messages, lambda: _read_tail(fmt, tail, start, previous))
+    read: list[Message] = []
+    if tail:  # a call with nothing new (the same list again) reads nothing
+        _check_shapes(fmt, tail, offset=start)
+        previous = str(cache.messages[count - 1].message_id) if count else None
+        read = _guarded(fmt, messages, lambda: _read_tail(fmt, tail, start, previous))
     cache.replaced = cache.messages[count:]
     del cache.messages[count:]
     cache.messages.extend(read)

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._cache import LRUCache
-from ..context.pointers import is_offloaded
+from ..context.pointers import offloaded
 from ..errors import MissingDependencyError
 from ..llm.formats import to_langchain
 from .window import FitResult
@@ -93,7 +93,9 @@ def view_messages(result: FitResult, originals: Sequence[Any]) -> list[Any]:
     The view is mostly the tail of the history, so ``originals`` are searched from the end, only until every id
     the view needs is found: a call costs what its view spans, not the whole history."""
     messages = result.prompt.messages
-    wanted = {m.message_id for m in messages if not is_offloaded(m)}
+    # the pointers found in C (`offloaded`): a Python test per message, twice, was most of this pass
+    pointers = {id(m) for m in offloaded(messages)}
+    wanted = {m.message_id for m in messages if id(m) not in pointers}
     by_id: dict[Any, Any] = {}
     if wanted:
         for original in reversed(originals):
@@ -104,7 +106,7 @@ def view_messages(result: FitResult, originals: Sequence[Any]) -> list[Any]:
                     break
     out: list[Any] = []
     for message in messages:
-        original = by_id.get(message.message_id) if not is_offloaded(message) else None
+        original = by_id.get(message.message_id) if id(message) not in pointers else None
         if original is not None:
             out.append(original)
             continue

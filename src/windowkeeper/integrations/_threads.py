@@ -136,6 +136,10 @@ class ThreadMemory:
     """What the last write of the view produced per message (in memory only), so the next writes only the new."""
     pointers: list[Message] = field(default_factory=list)
     """The pointers of ``view``, in order (set with the view after every call and on a load)."""
+    exported: list[Message] = field(default_factory=list)
+    """The pointers (objects, in view order) whose originals the manager's last export of this thread gave, all
+    of them, in this process (empty when one was missing): while the view's pointers are these, the originals are
+    kept already and a base export without recall gives nothing new."""
     pointer_keys: dict[int, tuple[Message, list[str]]] = field(default_factory=dict)
     """`restore_keys` of each pointer of the view by identity (a pointer stays in the view for many calls)."""
     running: RunningCount = field(default_factory=RunningCount)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from .._bridge import run_sync_anywhere
-from .._cache import LRUCache
+from .._cache import LRUCache, shared_prefix
 from .._validate import check_int
 from ..blocks import TextBlock
 from ..context import BaseContextManager, TokenBudgetContextManager, TrimMetrics
@@ -421,20 +421,28 @@ class Window(Generic[M, Sys]):
         memory.scratchpad = state.scratchpad or None
         memory.source_count = len(incoming)
         memory.source_digest = memory.hasher.hexdigest()
-        exported = manager.export_thread(self._manager_key(tid), memory.view)
-        _keep_originals(memory, exported.originals)
-        memory.recall_served = exported.recall_served
-        # the view's pointers, found once: the rewrite below and the originals' bound both need only them
-        memory.pointers = offloaded(memory.view)
+        # the view's pointers, found once: the export, the rewrite below and the originals' bound need only them
+        pointers = offloaded(memory.view)
+        same_pointers = _same_objects(pointers, memory.pointers)
+        memory.pointers = pointers
+        if not (same_pointers and _same_objects(pointers, memory.exported) and _exports_pointers_only(manager)):
+            exported = manager.export_thread(self._manager_key(tid), memory.view)
+            _keep_originals(memory, exported.originals)
+            memory.recall_served = exported.recall_served
+            # the next call need not ask again while the view holds these pointers: every original is kept
+            memory.exported = pointers if len(exported.originals) == len(pointers) else []
 
-        if memory.rewritten or (memory.pointers and RESTORE_TOOL not in tool_names(tools)):
+        declared = RESTORE_TOOL in tool_names(tools)
+        if memory.rewritten or (pointers and not declared):
             # the model has no recall tool: pointers say how the application restores instead (a request that
             # declares it, after one that did not, drops the rewrites; the head holds no pointer)
-            if RESTORE_TOOL not in tool_names(tools):
-                sent = without_restore_tool(state.context, memory.rewritten, memory.pointers)
+            if not declared:
+                sent = without_restore_tool(state.context, memory.rewritten, pointers)
                 state = state.model_copy(update={"context": sent})
-            live = {(str(m.message_id), m.fingerprint()) for m in memory.pointers}
-            memory.rewritten = {k: v for k, v in memory.rewritten.items() if k in live}
+            if declared or not same_pointers:
+                # rewrites of pointers that left the view go (the same pointers leave nothing to drop)
+                live = {(str(m.message_id), m.fingerprint()) for m in pointers}
+                memory.rewritten = {k: v for k, v in memory.rewritten.items() if k in live}
         prompt = assemble(
             state, tools=[dict(t) for t in tools] if tools else None, counter=self._counter, running=memory.running
         )
@@ -491,19 +499,23 @@ class Window(Generic[M, Sys]):
         provider's real sizes; exact counters ignore it. Returns how many counters were calibrated. The adapters
         call this themselves where the host shows them the usage.
         """
-        memory = self._threads.peek(self._thread_id(thread_id))
+        tid = self._thread_id(thread_id)
+        if not prompt_tokens or prompt_tokens <= 0:
+            return 0  # nothing reported: no counter to feed (the adapters call this after every reply)
+        memory = self._threads.peek(tid)
         prompt = memory.last_prompt if memory is not None else None
         if prompt is None or self._manager is None:
             return 0
-        sent = prompt.to_messages()
         tools = prompt.tools
         fmt = self.format
 
         def estimate(base: TokenCounter) -> int:
             # `count_request`'s definition; the tools here are in the provider's own shape, not an `LLMRequest`'s;
-            # recall notes written into the turn they serve are one message on the wire
+            # recall notes written into the turn they serve are one message on the wire. The request is built here,
+            # for a counter that calibrates only: an exact counter (most hosts) never asks, and building it (a
+            # system message made from the text) was most of what a reply cost the adapters
             joined = joined_recall(fmt, prompt.messages, base)
-            return base.count_messages(sent) + tool_schema_tokens(tools, base) - joined
+            return base.count_messages(prompt.to_messages()) + tool_schema_tokens(tools, base) - joined
 
         return feed_calibration((self._counter,), prompt_tokens, estimate)
 
@@ -744,6 +756,18 @@ def _keep_originals(memory: ThreadMemory, pairs: Sequence[tuple[Message, Message
             if key not in memory.originals:
                 memory.originals[key] = original
                 memory.original_bytes[key] = approx_bytes(original)
+
+
+def _same_objects(a: Sequence[Message], b: Sequence[Message]) -> bool:
+    """Whether ``a`` and ``b`` are the same messages (objects) in the same order."""
+    return len(a) == len(b) and shared_prefix(a, b) == len(a)
+
+
+def _exports_pointers_only(manager: BaseContextManager[Any]) -> bool:
+    """Whether what ``manager.export_thread`` gives depends on the view's pointers alone: the base export (each
+    pointer's original, by `restore`) without recall (whose served turn moves from call to call). Its answer for
+    the pointers of the call before is then the one it gave then."""
+    return type(manager).export_thread is BaseContextManager.export_thread and manager.recall is None
 
 
 def _developer(messages: Sequence[Message]) -> bool:

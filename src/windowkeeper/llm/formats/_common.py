@@ -98,6 +98,10 @@ _MALFORMED = (TypeError, AttributeError, KeyError, IndexError, ValueError, Unico
 """What a converter's code raises on a shape it did not expect; at the boundary each becomes a `FormatError`."""
 
 
+_SCALARS = frozenset({int, str, float, bool, type(None)})
+"""Argument types `reader` has no nesting to check in."""
+
+
 def reader(what: str) -> Callable[[_Reader], _Reader]:
     """Make a ``from_*`` converter raise only `FormatError` on bad input, whatever the shape of the damage.
 
@@ -113,6 +117,10 @@ def reader(what: str) -> Callable[[_Reader], _Reader]:
         @functools.wraps(fn)
         def guarded(*args: Any, **kwargs: Any) -> Any:
             for value in (*args, *kwargs.values()):
+                # only containers can nest (an index, an id or None cannot): the reader of a new tail is called
+                # with a few of those on every call of a `Window`
+                if type(value) in _SCALARS:
+                    continue
                 if json_depth(value, limit=MAX_JSON_DEPTH + 8) > MAX_JSON_DEPTH + 8:
                     raise FormatError(
                         f"{what} nest more than {MAX_JSON_DEPTH + 8} levels deep, deeper than any store can keep; "
@@ -176,12 +184,14 @@ def read_message(
     *,
     tools_calls: list[dict[str, Any]] | None = None,
     calls_given: bool = False,
+    metadata_given: bool = True,
 ) -> Message:
     """``Message(role=role, content=content, metadata=metadata, [tools_calls=tools_calls,] message_id=PENDING_ID)``
     for a reader, built without pydantic's validation pass, which costs as much as everything else of reading a
     message: the reader made every value of the right type (a known role, blocks it constructed and validated,
     fresh dicts), so only the boundary rule is applied to the fields it covers, as the constructor's
-    ``model_post_init`` does. The same message, field for field (``calls_given``: ``tools_calls`` was passed)."""
+    ``model_post_init`` does. The same message, field for field (``calls_given``: ``tools_calls`` was passed;
+    ``metadata_given``: ``metadata`` was, which the LangChain reader passes only for a named message)."""
     fields: dict[str, Any] = {
         "message_id": PENDING_ID,
         "role": role,
@@ -194,7 +204,10 @@ def read_message(
         "usages": None,
         "raw": None,
     }
-    return _make_message(fields, set(_READ_FIELDS_WITH_CALLS if calls_given else _READ_FIELDS))
+    given = set(_READ_FIELDS_WITH_CALLS if calls_given else _READ_FIELDS)
+    if not metadata_given:
+        given.discard("metadata")
+    return _make_message(fields, given)
 
 
 def canonical_json(obj: Any) -> str:

@@ -149,17 +149,26 @@ def write_items(
     epoch = edit_epoch()
     unedited = memo is not None and memo.epoch == epoch
     bounds: list[int] = []
+    fresh_items: list[tuple[int, Any]] = []
     begin = 0
     if memo is not None and unedited and memo.passthrough is passthrough and memo.always is always_fresh:
         begin = memo.reusable(messages)
         if begin:
-            out = memo.out[: memo.bounds[begin - 1]]
+            end = memo.bounds[begin - 1]
+            out = memo.out[:end]
+            # what windowkeeper wrote is handed out as new dicts on every write (the caller may keep and edit them),
+            # made from the memo's own copies, never from what an earlier write handed out
+            for at, item in memo.fresh:
+                if at >= end:
+                    break
+                out[at] = dict(item) if isinstance(item, dict) else item
+                fresh_items.append((at, item))
             bounds = memo.bounds[:begin]
             if begin == len(memo.messages) and kept is not None:
                 kept = memo.entries  # the last write's messages, all still here: their entries stay as they are
             elif kept is not None:
                 kept.update((id(m), known[id(m)]) for m in itertools.islice(messages, begin))
-    clean = True  # every item so far is what the memo may hand the next write as it is (see `WriteMemo`)
+    clean = True  # every item so far is one the memo may hand the next write again (see `WriteMemo`)
     mark, marked = RECALL_MARK
     for i in range(begin, len(messages)):
         message = messages[i]
@@ -199,14 +208,20 @@ def write_items(
         if leading and written:
             written[0] = with_leading_text(written[0], leading, part_type)
             leading = []
-        out.extend(written)
-        clean = clean and entry[4] and not forced
+        clean = clean and not forced
         if clean:
+            if not entry[4]:
+                # a fresh item (a pointer, the summary section) the memo hands the next write as a new copy of
+                # its own stored item, so a write after a cut need not look at every message after the pointer
+                fresh_items.extend(enumerate(entry[5], start=len(out)))
+            out.extend(written)
             bounds.append(len(out))
+        else:
+            out.extend(written)
     if memo is not None and kept is not None:
         memo.entries = kept
         memo.epoch = epoch
-        memo.remember(messages, out, bounds, passthrough, always_fresh)
+        memo.remember(messages, out, bounds, passthrough, always_fresh, fresh_items)
     return out
 
 
@@ -224,13 +239,17 @@ class WriteMemo:
     looked at again. Only the messages of the latest write are kept, with the `edit_epoch` it started at: while
     that is unchanged, no fingerprint needs to be read again either.
 
-    Its leading run of messages whose items are their sources' own (no fresh item, no recall note joined in)
-    is also kept as the written list itself, with where each message's items end: a write whose messages start
-    with the same objects (nothing edited since: `edit_epoch`) takes that part of the list as it is
-    and looks only at the rest, so a call that appends to a long conversation costs what it appends.
+    Its leading run of messages (up to a recall note joined into the user turn it serves, or a message written
+    fresh whatever its state) is also kept as the written list itself, with where each message's items end: a
+    write whose messages start with the same objects (nothing edited since: `edit_epoch`) takes that part of the
+    list as it is and looks only at the rest, so a call that appends to a long conversation costs what it
+    appends. The run's sources' own items are handed out again as they are (they are the caller's); the items
+    windowkeeper wrote (pointers, the summary section) are kept apart (``fresh``: position and the memo's own
+    copy) and handed out as new copies, as a fresh write would make them. Pointers sit early in a view, so a run
+    that stopped at them left most of the view to be looked at again on every call.
     """
 
-    __slots__ = ("always", "bounds", "entries", "epoch", "messages", "out", "passthrough")
+    __slots__ = ("always", "bounds", "entries", "epoch", "fresh", "messages", "out", "passthrough")
 
     def __init__(self) -> None:
         self.entries: dict[int, _Written] = {}
@@ -238,6 +257,7 @@ class WriteMemo:
         self.messages: list[Message] = []
         self.out: list[Any] = []
         self.bounds: list[int] = []
+        self.fresh: list[tuple[int, Any]] = []
         self.passthrough = False
         self.always: Callable[[Message], bool] | None = None
 
@@ -253,10 +273,12 @@ class WriteMemo:
         bounds: list[int],
         passthrough: bool,
         always: Callable[[Message], bool] | None,
+        fresh: list[tuple[int, Any]] | None = None,
     ) -> None:
         self.messages = list(messages)
         self.out = out[: bounds[-1]] if bounds else []  # a copy: the caller owns the list it is handed
         self.bounds = bounds
+        self.fresh = fresh or []
         self.passthrough = passthrough
         self.always = always
 

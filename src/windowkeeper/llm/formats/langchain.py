@@ -37,6 +37,7 @@ from ._common import (
     media_from_url,
     media_kind,
     openai_tools_calls,
+    read_message,
     reader,
     resolve_data_block,
     tool_results,
@@ -260,8 +261,10 @@ def _assign(chain: IdChain, message: Message, lc_message: Any, index: int) -> No
 
 
 def _to_message(lc_message: Any, index: int) -> Message:
+    # built as `read_message` builds them (no second validation of blocks made and checked here), with the fields
+    # set a ``Message(role=..., content=..., [metadata=...,] message_id=PENDING_ID)`` call records: constructing
+    # was a third of reading a LangChain message; the id is assigned by the caller (`_assign`)
     lc = _lc()
-    fields: dict[str, Any] = {"message_id": PENDING_ID}  # the id is assigned by the caller (`_assign`)
     name = getattr(lc_message, "name", None)
     if isinstance(lc_message, lc.ToolMessage):
         output = lc_message.content
@@ -273,14 +276,13 @@ def _to_message(lc_message: Any, index: int) -> Message:
             status="error" if lc_message.status == "error" else "completed",
             name=name,
         )
-        return Message(role="tool", content=[block], **fields)
-    if name:
-        fields["metadata"] = {"name": name}
+        return read_message("tool", [block], {}, metadata_given=False)
+    metadata: dict[str, Any] = {"name": name} if name else {}
     content = _parse_content(lc_message.content, index=index)
     if isinstance(lc_message, lc.SystemMessage):
-        return Message(role="system", content=content, **fields)
+        return read_message("system", content, metadata, metadata_given=bool(name))
     if isinstance(lc_message, lc.HumanMessage):
-        return Message(role="user", content=content, **fields)
+        return read_message("user", content, metadata, metadata_given=bool(name))
     if isinstance(lc_message, lc.AIMessage):
         reasoning = lc_message.additional_kwargs.get("reasoning_content")
         if isinstance(reasoning, str) and reasoning:
@@ -291,8 +293,13 @@ def _to_message(lc_message: Any, index: int) -> Message:
                 raise FormatError("tool call has no 'id'", index=index, key=f"tool_calls[{j}].id")
             calls.append(ToolCallBlock(id=str(tc["id"]), name=tc["name"], args=dict(tc.get("args") or {})))
         content.extend(calls)
-        return Message(
-            role="assistant", content=content, tools_calls=openai_tools_calls(calls) if calls else None, **fields
+        return read_message(
+            "assistant",
+            content,
+            metadata,
+            tools_calls=openai_tools_calls(calls) if calls else None,
+            calls_given=True,
+            metadata_given=bool(name),
         )
     if isinstance(lc_message, lc.BaseMessage):  # ChatMessage(role=...), FunctionMessage...: kept as a user turn
         return Message(
@@ -353,9 +360,19 @@ def read_items(
     return _read(items, offset=offset, previous=previous, sources=sources)
 
 
+_LC_CLASSES: dict[type, bool] = {}
+"""Whether each class seen is a ``langchain_core`` message class (the shape check asks per item read)."""
+
+
 def is_langchain(item: Any) -> bool:
     """Whether ``item`` is a ``langchain_core`` message (checked by class module: LangChain may not be installed)."""
-    return any(cls.__module__.startswith("langchain_core.messages") for cls in type(item).__mro__)
+    kind = type(item)
+    known = _LC_CLASSES.get(kind)
+    if known is None:
+        known = any(cls.__module__.startswith("langchain_core.messages") for cls in kind.__mro__)
+        if len(_LC_CLASSES) < 1024:  # classes made at run time (pydantic's create_model) must not grow it forever
+            _LC_CLASSES[kind] = known
+    return known
 
 
 class LangChainFormat(ProviderFormat):
