@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from windowkeeper.blocks import ToolCallBlock, ToolResultBlock
 from windowkeeper.errors import ConfigurationError
@@ -256,3 +258,56 @@ def test_memoized_salience_scores_equal_fresh_ones_for_every_detector_set() -> N
             assert module.salience(line, kinds) == fresh
             assert module.salience(line, iter(kinds) if kinds is not None else None) == fresh  # any iterable
     assert module.salience(lines[0]).score > module.salience(lines[3]).score == 0.0
+
+
+_GUARD_PIECES = [
+    "I", "we", "We", " me", " us", "will", "i'll", "should", "must", "don't", "never", "only", "at most", "favorite",
+    "remember", "my name is", "call me", "under 5", "?", "todo", "TBD", "not sure", "need to check", "open question",
+    "decided", "Let's", "opt for", "switched to", "plan to", "instead of", "2024-01-02", "10:42", "3 days ago",
+    "a week ago", "next week", "Monday", "TODAY", "Tonight", "deadline", "Jan 5", "5th March", "September 3", "Error",
+    "TimeoutError", "Traceback", "timed out", "time out", "exit code 2", "not found", "can't", "crash", "errors: 0",
+    "http://x.y/z", "src/a.py", "port 8080", "1.2.3.4:80", "`x`", "deadbeef1", "FooBar", "took me", "gave us",
+    "I've been trying", "We had", "failed", "failing", "failure", "fatal", "panic", "denied", "refused", "timeout",
+    "cannot", "unable to", "crashed", "broken", "invalid", "exit status 3", "bug", "chose", "chosen", "choose",
+    "agreed", "let us", "we'll", "settled on", "go with", "opted for", "switch to", "approach", "conclusion",
+    "planned to", "going to", "do not", "must not", "always", "at least", "no more than", "stay under", "within",
+    "compatible", "limit", "slo", "sla", "budget", "requirement", "constraint", "no new", "unclear", "tbd",
+    "unknown whether", "need to confirm", "i am", "i'm", "i prefer", "i like", "i don't like", "my cat was",
+    "favourite", "yesterday", "tomorrow", "last month", "past year", "this summer", "Sept 4", "12 December",
+    "two weeks ago", "sent us", "helped me", "we moved", "I just got", "we've been", "Thursday",
+    "\u017f", "\u212a", "\u00e9", "\u0130", "-", ":", "1", " ", "\n", "a", ".", ",", "'",
+]  # fmt: skip
+
+
+def _unguarded_and_guarded(texts: list[str]) -> tuple[list[object], list[object]]:
+    from windowkeeper.summarize import salience as module
+
+    guards = module._GUARDS
+    try:
+        module._GUARDS = {}
+        expected = [module._score(text, kinds) for text in texts for kinds in (None, ("error",))]
+    finally:
+        module._GUARDS = guards
+    return expected, [module._score(text, kinds) for text in texts for kinds in (None, ("error",))]
+
+
+def test_detector_guards_keep_every_alternative_of_every_detector() -> None:
+    """Each piece alone (the words of every alternative of the guarded detectors), in three cases and between other
+    words, scores as all fifteen scans score it: a word missing from a guard shows here."""
+    texts = [
+        variant
+        for piece in _GUARD_PIECES
+        for variant in (piece, piece.upper(), piece.capitalize(), f"so {piece} then", f"x{piece}9")
+    ]
+    expected, guarded = _unguarded_and_guarded(texts)
+    assert guarded == expected
+
+
+@given(st.lists(st.sampled_from(_GUARD_PIECES), min_size=1, max_size=10), st.booleans())
+def test_detector_guards_never_change_a_score(pieces: list[str], upper: bool) -> None:
+    """The guards skip a detector only when no match is possible: every score, kind and anchor is what all fifteen
+    scans give (texts dense in the guards' words, in any case, and non-ASCII letters that ``re.IGNORECASE`` pairs
+    with ASCII ones, such as the long s and the Kelvin sign)."""
+    text = "".join(pieces)
+    expected, guarded = _unguarded_and_guarded([text.upper() if upper else text])
+    assert guarded == expected
