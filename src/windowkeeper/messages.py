@@ -153,6 +153,10 @@ def _as_block(item: Any) -> ContentBlock:
     return _BLOCK_ADAPTER.validate_python(item)
 
 
+def _refs(owners: weakref.ref[Message] | list[weakref.ref[Message]]) -> list[weakref.ref[Message]]:
+    return owners if isinstance(owners, list) else [owners]
+
+
 class BlockList(list[ContentBlock]):
     """A message's content: a ``list`` of blocks that reports in-place edits to the messages holding it.
 
@@ -167,19 +171,25 @@ class BlockList(list[ContentBlock]):
 
     def __init__(self, items: Iterable[ContentBlock] = ()) -> None:
         super().__init__(items)
-        self._owners: list[weakref.ref[Message]] = []
+        self._owners: weakref.ref[Message] | list[weakref.ref[Message]] | None = None
 
     def _own(self, message: Message) -> None:
+        """Register ``message`` as holding this list. One holder (the common case: a list just built for one
+        message) is kept as its bare reference, not in a list of one: a restarted thread's read builds one
+        `BlockList` per message, and every container it allocates is one more for the garbage collector to walk."""
         owners = self._owners
-        if not owners:  # the common case: a list just built for one message
-            owners.append(weakref.ref(message))
+        if owners is None:
+            self._owners = weakref.ref(message)
             return
-        kept = [ref for ref in owners if ref() is not None and ref() is not message]
+        kept = [ref for ref in _refs(owners) if ref() is not None and ref() is not message]
         kept.append(weakref.ref(message))
-        self._owners = kept
+        self._owners = kept if len(kept) > 1 else kept[0]
 
     def _touch(self) -> None:
-        for ref in self._owners:
+        owners = self._owners
+        if owners is None:
+            return
+        for ref in _refs(owners):
             message = ref()
             if message is not None:
                 private = message.__pydantic_private__
