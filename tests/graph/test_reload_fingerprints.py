@@ -5,6 +5,7 @@ Also: the budget manager counts what arrives once, without fingerprinting it, an
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -17,7 +18,7 @@ from windowkeeper.errors import StorageError
 from windowkeeper.graph import SQLiteCheckpointer
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState, ExecMeta
-from windowkeeper.storage.base import _stamp_1, decode_message, decode_messages, encode_message
+from windowkeeper.storage.base import decode_message, decode_messages, encode_message
 from windowkeeper.storage.sqlite import SQLiteStore
 from windowkeeper.tokens import TiktokenCounter, counting_once
 
@@ -37,6 +38,13 @@ def turn(i: int) -> list[Message]:
         Message(role="assistant", message_id=f"c{i}", content=[ToolCallBlock(id=f"call_{i}", name="read", args={})]),
         Message.tool_message([ToolResultBlock(call_id=f"call_{i}", name="read", output=output)], message_id=f"r{i}"),
     ]
+
+
+def first_stamp(message: Message) -> str:
+    """A log row as versions before stamp 2 wrote it: ``,"_fp":"<fingerprint><blake2b check of the body>"}``."""
+    body = message.model_dump_json()
+    check = hashlib.blake2b(body.encode("utf-8"), digest_size=4).hexdigest()
+    return f'{body[:-1]},"_fp":"{message.fingerprint()}{check}"}}'
 
 
 def test_a_stored_message_comes_back_with_its_fingerprint_and_an_edit_clears_it() -> None:
@@ -84,7 +92,7 @@ def test_rows_with_the_first_stamp_still_read_with_their_fingerprint() -> None:
     """Rows written before stamp 2 (``"_fp"``, a blake2b check of the body) read back as they did: the same
     message, its stored fingerprint trusted when the check matches, hashed afresh when the body was edited."""
     message = Message.text_message("héllo 🌍", message_id="m1", raw={"n": 2**80, "_fp": "x"}, metadata={"k": [1.5]})
-    old = _stamp_1(message.model_dump_json(), message.fingerprint())
+    old = first_stamp(message)
     assert '"_fp":"' in old and '"_f2"' not in old
     for row in (old, old.encode("utf-8")):
         loaded = decode_message("t", row, 0)
@@ -135,7 +143,7 @@ def test_a_batch_of_rows_reads_as_each_row_alone_and_names_the_position_of_a_bad
         body = encode_message("t", message)
         kind = i // len(messages)
         if kind == 1:
-            body = _stamp_1(message.model_dump_json(), message.fingerprint())
+            body = first_stamp(message)
         elif kind == 2:
             body = message.model_dump_json()
         rows.append(body.encode("utf-8") if i % 2 else body)
@@ -160,7 +168,7 @@ async def test_a_sqlite_log_of_first_stamp_rows_resumes_a_thread(tmp_path: Path)
         message = decode_message("t", body, 0)
         raw.execute(
             "UPDATE wk_messages SET body = ? WHERE message_key = ?",
-            (_stamp_1(message.model_dump_json(), message.fingerprint()), key),
+            (first_stamp(message), key),
         )
     raw.commit()
     raw.close()
