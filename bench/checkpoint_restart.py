@@ -4,7 +4,9 @@
 Read after restart: a thread of N messages is stored (no context manager, so the view is the whole log, which is
 what a LangGraph ``add_messages`` graph checkpoints); then a *new* checkpointer object on the same file reads it
 back (``aget_state`` for ours, ``get_tuple`` for the peer), as the first turn of a restarted process does. Each
-read is repeated with a fresh object and the fastest kept.
+read is repeated with a fresh object and the fastest kept. Each starts after a full collection, so neither side's
+time includes collecting what the other side, or its own previous repeat, left in the collector's generations (a
+restarted process holds neither).
 
 Put cost by history length: ``aput`` of one model call's messages on a thread of 1k and of 100k messages, ours
 only (the peer writes the whole list each step, see checkpoint_cost.py).
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import sqlite3
 import tempfile
 import time
@@ -43,6 +46,7 @@ async def ours_read(path: Path, history: list[Message], repeats: int) -> float:
     best = float("inf")
     for _ in range(repeats):
         fresh = SQLiteCheckpointer(path)
+        gc.collect()
         started = time.process_time()
         state = await fresh.aget_state("t")
         best = min(best, time.process_time() - started)
@@ -68,6 +72,7 @@ def peer_read(path: Path, history: list[Message], repeats: int) -> float:
     for _ in range(repeats):
         conn = sqlite3.connect(path, check_same_thread=False)
         fresh = SqliteSaver(conn)
+        gc.collect()
         started = time.process_time()
         found = fresh.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
         best = min(best, time.process_time() - started)
@@ -80,6 +85,7 @@ async def put_cost(path: Path, history: list[Message], steps: list[list[Message]
     saver = SQLiteCheckpointer(path)
     state = AgentState(context=list(history))
     await saver.aput("t", state, history)
+    gc.collect()  # the 100k-message history just built is not the puts' to collect
     spent = 0.0
     for chunk in steps:
         state.context = [*state.context, *chunk]

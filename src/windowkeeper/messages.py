@@ -153,6 +153,10 @@ def _as_block(item: Any) -> ContentBlock:
     return _BLOCK_ADAPTER.validate_python(item)
 
 
+def _refs(owners: weakref.ref[Message] | list[weakref.ref[Message]]) -> list[weakref.ref[Message]]:
+    return owners if isinstance(owners, list) else [owners]
+
+
 class BlockList(list[ContentBlock]):
     """A message's content: a ``list`` of blocks that reports in-place edits to the messages holding it.
 
@@ -167,19 +171,25 @@ class BlockList(list[ContentBlock]):
 
     def __init__(self, items: Iterable[ContentBlock] = ()) -> None:
         super().__init__(items)
-        self._owners: list[weakref.ref[Message]] = []
+        self._owners: weakref.ref[Message] | list[weakref.ref[Message]] | None = None
 
     def _own(self, message: Message) -> None:
+        """Register ``message`` as holding this list. One holder (the common case: a list just built for one
+        message) is kept as its bare reference, not in a list of one: a restarted thread's read builds one
+        `BlockList` per message, and every container it allocates is one more for the garbage collector to walk."""
         owners = self._owners
-        if not owners:  # the common case: a list just built for one message
-            owners.append(weakref.ref(message))
+        if owners is None:
+            self._owners = weakref.ref(message)
             return
-        kept = [ref for ref in owners if ref() is not None and ref() is not message]
+        kept = [ref for ref in _refs(owners) if ref() is not None and ref() is not message]
         kept.append(weakref.ref(message))
-        self._owners = kept
+        self._owners = kept if len(kept) > 1 else kept[0]
 
     def _touch(self) -> None:
-        for ref in self._owners:
+        owners = self._owners
+        if owners is None:
+            return
+        for ref in _refs(owners):
             message = ref()
             if message is not None:
                 private = message.__pydantic_private__
@@ -609,44 +619,32 @@ def message_from_stored(data: dict[str, Any], clean: bool = True) -> Message | N
     return _make_message(fields)
 
 
-def message_from_trusted(data: Any) -> Message | None:
+def message_from_trusted(data: Any, fingerprint: str | None = None) -> Message | None:
     """The message whose dump ``data`` is, for data this library wrote itself and that is unchanged since: a log
     row whose stamp matches its body (`windowkeeper.storage.base.decode_message`), decoded by a parser that refuses
     lone surrogates. Such a body is the dump of a validated message, so only its shape is checked (the keys of
     every object, a role and block types this version knows) and its values are taken as decoded, in ``data``
     itself, where `message_from_stored` checks each value's type and copies its containers: reading a restarted
-    thread's log costs about half as much. ``None`` when the shape is not the one this version writes (a row
-    of another version): the caller then checks it in full."""
+    thread's log costs about half as much. ``data`` becomes the message's field dict (the parser made it, in field
+    order, and nothing else holds it), with ``fingerprint`` (stored with the row) memoized. ``None`` when the shape
+    is not the one this version writes (a row of another version): the caller then checks it in full."""
     if type(data) is not dict or data.keys() != _MESSAGE_KEYS or data["role"] not in _ROLE_SET:
         return None
     content, timestamp = data["content"], data["timestamp"]
     if type(content) is not list or (timestamp is not None and type(timestamp) is not float):
         return None  # (an integral timestamp another writer stored must become the float validation makes it)
-    blocks = BlockList()
-    for item in content:
-        block = block_from_trusted(item)
+    blocks = [block_from_trusted(item) for item in content]
+    for block in blocks:  # (``None in blocks`` would call each block's __eq__)
         if block is None:
             return None
-        list.append(blocks, block)
     usages = data["usages"]
     if usages is not None:  # a model of its own (extra fields allowed)
         try:
-            usages = TokenUsages.model_validate(usages)
+            data["usages"] = TokenUsages.model_validate(usages)
         except ValidationError:
             return None
-    fields = {
-        "message_id": data["message_id"],
-        "role": data["role"],
-        "content": blocks,
-        "delta": data["delta"],
-        "tools_calls": data["tools_calls"],
-        "reasoning": data["reasoning"],
-        "timestamp": data["timestamp"],
-        "metadata": data["metadata"],
-        "usages": usages,
-        "raw": data["raw"],
-    }
-    return _make_message(fields)
+    data["content"] = BlockList(blocks)  # type: ignore[arg-type]
+    return _make_message(data, None, fingerprint)
 
 
 def same_message(a: Message, b: Message) -> bool:
@@ -733,13 +731,16 @@ def _strict_equal(x: object, y: object) -> bool:
     return False  # anything else: let the fingerprints decide
 
 
-def _make_message(fields: dict[str, Any], fields_set: set[str] | None = None) -> Message:
+def _make_message(
+    fields: dict[str, Any], fields_set: set[str] | None = None, fingerprint: str | None = None
+) -> Message:
     """A `Message` holding ``fields`` (all of them, validated and cleaned, ``content`` a new `BlockList`);
-    ``fields_set`` as the constructor records it (default: every field, as validating a dump records it)."""
+    ``fields_set`` as the constructor records it (default: every field, as validating a dump records it);
+    ``fingerprint`` memoized when known for exactly these fields."""
     message = Message.__new__(Message)
     _set_attribute(message, "__dict__", fields)
     _set_attribute(message, "__pydantic_fields_set__", _MESSAGE_FIELD_SET.copy() if fields_set is None else fields_set)
     _set_attribute(message, "__pydantic_extra__", None)
-    _set_attribute(message, "__pydantic_private__", {"_fingerprint": None})
+    _set_attribute(message, "__pydantic_private__", {"_fingerprint": fingerprint})
     fields["content"]._own(message)
     return message

@@ -65,6 +65,23 @@ def test_copies_sharing_a_content_list_see_its_edits() -> None:
     assert replaced.fingerprint() != msg.fingerprint()
 
 
+def test_every_live_holder_of_a_shared_content_list_sees_its_edits() -> None:
+    """One holder is kept as a bare reference, more as a list; holders that died are dropped, the rest told."""
+    msg = Message.text_message("short", message_id="m")
+    first, second = msg.model_copy(), msg.model_copy()
+    gone = msg.model_copy()
+    del gone
+    third = msg.model_copy()
+    holders = (msg, first, second, third)
+    before = [m.fingerprint() for m in holders]
+    msg.content.append(TextBlock(text=BIG))
+    assert all(m.fingerprint() != fp for m, fp in zip(holders, before, strict=True))
+    alone = Message.text_message("alone", message_id="a")
+    fp = alone.fingerprint()
+    alone.content.clear()
+    assert alone.fingerprint() != fp
+
+
 def test_the_counter_recounts_an_edited_message() -> None:
     counter = default_counter()
     msg = Message.text_message("short", message_id="m")

@@ -62,9 +62,10 @@ class LogIndex:
 
     def record_read(self, messages: Sequence[Message], start: int, epoch: int) -> None:
         """``messages`` are the copies at log positions ``start``... (written or read at `edit_epoch` ``epoch``)."""
-        read = self.read
-        for offset, message in enumerate(messages):
-            read[message_key(message.message_id)] = (start + offset, message, epoch)
+        # one comprehension: a restarted read records every message of the view, and a loop of item assignments
+        # cost half as much again (~0.3 us a message)
+        key = message_key
+        self.read.update({key(m.message_id): (start + offset, m, epoch) for offset, m in enumerate(messages)})
 
     def logged_at(self, key: str, message: Message) -> int | None:
         """The log position of ``message`` when the log holds exactly it under ``key``, else None."""

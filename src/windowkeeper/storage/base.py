@@ -23,8 +23,9 @@ import contextlib
 import hashlib
 import json
 import re
+import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -607,27 +608,48 @@ def encode_message(thread_id: str, message: Message) -> str:
 
 
 _FP_FIELD = ',"_fp":"'
+_CRC_FIELD = ',"_f2":"'
 _FP_CHARS = 32
 _CHECK_CHARS = 8
 _STAMP_CHARS = len(_FP_FIELD) + _FP_CHARS + _CHECK_CHARS + 2
-"""A stored message body ends with ``,"_fp":"<fingerprint><check>"}``: 50 characters."""
-
-
-def _body_check(body: str) -> str:
-    return hashlib.blake2b(body.encode("utf-8", "surrogatepass"), digest_size=_CHECK_CHARS // 2).hexdigest()
+"""A stored message body ends with ``,"_f2":"<fingerprint><check>"}`` (or ``"_fp"``): 50 characters."""
+_CRC_FIELD_BYTES = _CRC_FIELD.encode("ascii")
+_CRC_KEY = "_f2"
+_FP_FIELD_BYTES = _FP_FIELD.encode("ascii")
+_STAMP_END = len(_CRC_FIELD) - _STAMP_CHARS
+_CHECK_AT = -_CHECK_CHARS - 2
 
 
 def _stamp(body: str, fingerprint: str) -> str:
-    """``body`` (a message's JSON object) with the message's fingerprint and a check of the body added.
+    """``body`` (a message's JSON object) with the message's fingerprint and a check added (stamp 2).
 
     A process that reads the log back (a restart, another worker) then has each message's fingerprint without
     hashing it again: that is what lets a context manager recognise a reloaded view as cheaply as a live one. The
-    check (a short hash of the body as written) makes the stored fingerprint count only for exactly that body; a
-    row edited outside windowkeeper, or one written before fingerprints were stored, is fingerprinted afresh.
-    A message's JSON always ends with its ``raw`` field (``null`` or an object), never with ``"}``, so the stamp
-    cannot be mistaken for message content.
+    check makes the stored fingerprint count only for exactly that body: it is the CRC-32 of everything the row
+    holds before it (the body without its closing brace, the stamp's key and the fingerprint), so a row edited
+    outside windowkeeper, its fingerprint included, is fingerprinted afresh. It guards against edits and damage,
+    not against someone forging rows (who could recompute any unkeyed hash), so a 32-bit CRC is as good a check as
+    the 32-bit blake2b of stamp 1 (``"_fp"``, still read): 0.6 us for a 1.5 kB body instead of 2 us, and taken
+    over a prefix of the row as stored, so a reader checks it without cutting the row. A message's JSON always
+    ends with its ``raw`` field (``null`` or an object), never with ``"}``, so the stamp cannot be mistaken for
+    message content.
     """
-    return f'{body[:-1]}{_FP_FIELD}{fingerprint}{_body_check(body)}"}}'
+    marked = f"{body[:-1]}{_CRC_FIELD}{fingerprint}"
+    return f'{marked}{zlib.crc32(marked.encode("utf-8", "surrogatepass")):08x}"}}'
+
+
+def _bytes_check(body: bytes) -> bytes:
+    """Stamp 1's check: the first 4 bytes of the body's blake2b, in hex."""
+    return hashlib.blake2b(body, digest_size=_CHECK_CHARS // 2).hexdigest().encode("ascii")
+
+
+def _crc_stamped(row: bytes) -> bool:
+    """Whether ``row`` (UTF-8) ends with a stamp 2 whose check matches what precedes it."""
+    return (
+        row[-_STAMP_CHARS:_STAMP_END] == _CRC_FIELD_BYTES
+        and row[-2:] == b'"}'
+        and b"%08x" % zlib.crc32(memoryview(row)[:_CHECK_AT]) == row[_CHECK_AT:-2]
+    )
 
 
 def _unstamp(body: str | bytes) -> tuple[str | bytes, str | None]:
@@ -636,30 +658,22 @@ def _unstamp(body: str | bytes) -> tuple[str | bytes, str | None]:
     Bytes (the UTF-8 text as SQLite and Redis hand it over) are checked as they are: decoding a body to text only
     to encode it again for the check cost more than the check.
     """
-    if isinstance(body, bytes):
-        if not body.endswith(b'"}') or body[-_STAMP_CHARS : -_STAMP_CHARS + len(_FP_FIELD)] != _FP_FIELD_BYTES:
-            return body, None
-        raw = body[:-_STAMP_CHARS] + b"}"
-        marks = body[-_STAMP_CHARS + len(_FP_FIELD) : -2]
-        if marks[_FP_CHARS:] != _bytes_check(raw) or not marks.isascii():
-            return raw, None
-        return raw, marks[:_FP_CHARS].decode("ascii")
-    text = body
-    if not text.endswith('"}') or text[-_STAMP_CHARS : -_STAMP_CHARS + len(_FP_FIELD)] != _FP_FIELD:
+    if isinstance(body, str) and not body[-_STAMP_CHARS:].isascii():
+        # a stamp as written is ASCII, so this one was edited: its characters (not bytes) say where it starts
+        if body.endswith('"}') and body[-_STAMP_CHARS:_STAMP_END] in (_CRC_FIELD, _FP_FIELD):
+            return body[:-_STAMP_CHARS] + "}", None
         return body, None
-    core = text[:-_STAMP_CHARS] + "}"
-    stamp = text[-_STAMP_CHARS + len(_FP_FIELD) : -2]
-    fingerprint, check = stamp[:_FP_CHARS], stamp[_FP_CHARS:]
-    if check != _body_check(core):
-        return core, None
-    return core, fingerprint
-
-
-_FP_FIELD_BYTES = _FP_FIELD.encode("ascii")
-
-
-def _bytes_check(body: bytes) -> bytes:
-    return hashlib.blake2b(body, digest_size=_CHECK_CHARS // 2).hexdigest().encode("ascii")
+    row = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    field = row[-_STAMP_CHARS:_STAMP_END]
+    if not row.endswith(b'"}') or (field != _CRC_FIELD_BYTES and field != _FP_FIELD_BYTES):
+        return body, None
+    core = body[:-_STAMP_CHARS] + "}" if isinstance(body, str) else row[:-_STAMP_CHARS] + b"}"
+    marks = row[-_STAMP_CHARS + len(_FP_FIELD) : -2]
+    if field == _CRC_FIELD_BYTES:
+        trusted = _crc_stamped(row)
+    else:  # stamp 1: a blake2b check of the body without its stamp
+        trusted = marks[_FP_CHARS:] == _bytes_check(row[:-_STAMP_CHARS] + b"}")
+    return core, marks[:_FP_CHARS].decode("ascii") if trusted and marks.isascii() else None
 
 
 def _body_problem(body: str, limit: int) -> str | None:
@@ -683,8 +697,55 @@ def decode_message(thread_id: str, body: str | bytes, position: int, *, origin: 
     An edit after loading clears the memo like any edit (`windowkeeper.messages`), so it never goes stale.
     ``origin`` (the store) is named by the `StorageError` a row that is not a message raises.
     """
-    where = f"{origin}, thread {thread_id!r}" if origin else f"thread {thread_id!r}"
+    if type(body) is bytes or type(body) is str:
+        message = _from_stamped(body)
+        if message is not None:
+            return message
+    return _decode_checked(thread_id, body, position, origin)
+
+
+def decode_messages(
+    thread_id: str, bodies: Iterable[str | bytes], start: int = 0, *, origin: str = ""
+) -> list[Message]:
+    """`decode_message` of each of ``bodies`` (log positions ``start``...): one loop for a whole log read, so a
+    restarted thread's thousands of rows pay no per-row call and error-text set-up beyond the row's own decoding."""
+    out: list[Message] = []
+    append = out.append
+    trusted = _from_stamped
+    for offset, body in enumerate(bodies):
+        message = trusted(body) if type(body) is bytes or type(body) is str else None
+        append(message if message is not None else _decode_checked(thread_id, body, start + offset, origin))
+    return out
+
+
+def _from_stamped(body: str | bytes) -> Message | None:
+    """The message of a row with a matching stamp 2, built from its shape alone (`message_from_trusted`); None for
+    any other row (stamp 1, no stamp, an edited row, another version's shape), which `_decode_checked` reads.
+
+    The row is parsed as it is, stamp included, and the stamp's key taken out of the parsed object: the check
+    covers the row up to itself, so neither the check nor the parse needs a copy of the row cut short.
+    """
+    row = body if type(body) is bytes else body.encode("utf-8", "surrogatepass")  # type: ignore[union-attr]
+    if not _crc_stamped(row):
+        return None
+    try:
+        data = from_json(row)
+    except ValueError:
+        return None
+    if type(data) is not dict:
+        return None
+    stamp = data.pop(_CRC_KEY, None)
+    if type(stamp) is not str:
+        return None
+    # the dump of a message windowkeeper validated, unchanged since (pydantic's parser refuses lone surrogates,
+    # so no text needs cleaning); a shape this version does not write is read by the caller's fallback
+    return message_from_trusted(data, stamp[:_FP_CHARS])
+
+
+def _decode_checked(thread_id: str, body: object, position: int, origin: str) -> Message:
+    """`decode_message` of a row `_from_stamped` did not take: checked in full, errors naming the row."""
     if not isinstance(body, str | bytes):
+        where = f"{origin}, thread {thread_id!r}" if origin else f"thread {thread_id!r}"
         raise StorageError(
             f"{where}: stored message #{position} is a {type(body).__name__}, not JSON text (edited row); "
             "list and remove bad rows with `windowkeeper store check URL --remove`",
@@ -701,13 +762,14 @@ def decode_message(thread_id: str, body: str | bytes, position: int, *, origin: 
     elif fingerprint is not None:
         # the stamp matches the body: the dump of a message windowkeeper validated, unchanged since; a shape
         # this version does not write (another version's row) is validated from the text below
-        message = message_from_trusted(data)
+        message = message_from_trusted(data, fingerprint)
     else:
         message = message_from_stored(data, clean=False)
     try:
         if message is None:
             message = Message.model_validate_json(core)
     except ValidationError as exc:
+        where = f"{origin}, thread {thread_id!r}" if origin else f"thread {thread_id!r}"
         raise StorageError(
             f"{where}: stored message #{position} does not validate as a Message "
             f"(corrupt row or a block type this version does not know): {exc}; "

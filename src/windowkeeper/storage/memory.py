@@ -23,7 +23,7 @@ from .base import (
     check_session,
     check_updates,
     check_version,
-    decode_message,
+    decode_messages,
     decode_state,
     encode_doc,
     encode_state,
@@ -92,7 +92,7 @@ class InMemoryStore(SessionStore):
         thread = self._threads.get(thread_id)
         if thread is None:
             return []
-        return [decode_message(thread_id, body, i) for i, body in enumerate(list(thread.log))]
+        return decode_messages(thread_id, list(thread.log))
 
     async def count_messages(self, thread_id: str) -> int:
         check_id(thread_id, "thread_id")
@@ -107,7 +107,7 @@ class InMemoryStore(SessionStore):
         if thread is None:
             return []
         start, stop = max(start, 0), max(stop, 0)
-        return [decode_message(thread_id, body, start + i) for i, body in enumerate(thread.log[start:stop])]
+        return decode_messages(thread_id, thread.log[start:stop], start)
 
     async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
         check_id(thread_id, "thread_id")

@@ -37,7 +37,7 @@ from .base import (
     check_seq,
     check_session,
     check_updates,
-    decode_message,
+    decode_messages,
     decode_state,
     encode_state,
     make_record,
@@ -414,7 +414,7 @@ class PostgresStore(SessionStore):
 
         rows = await self._run(op)
         origin = self.describe()
-        return [decode_message(thread_id, row[0], i, origin=origin) for i, row in enumerate(rows)]
+        return decode_messages(thread_id, [row[0] for row in rows], origin=origin)
 
     async def count_messages(self, thread_id: str) -> int:
         check_id(thread_id, "thread_id")
@@ -443,7 +443,7 @@ class PostgresStore(SessionStore):
 
         rows = await self._run(op)
         origin = self.describe()
-        return [decode_message(thread_id, row[0], start + i, origin=origin) for i, row in enumerate(rows)]
+        return decode_messages(thread_id, [row[0] for row in rows], start, origin=origin)
 
     async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
         check_id(thread_id, "thread_id")

@@ -35,7 +35,7 @@ from .base import (
     check_seq,
     check_session,
     check_updates,
-    decode_message,
+    decode_messages,
     decode_state,
     encode_state,
     make_record,
@@ -262,7 +262,7 @@ class RedisStore(SessionStore):
 
         bodies: list[str] = await self._do(op)
         origin = self.describe()
-        return [decode_message(thread_id, body, i, origin=origin) for i, body in enumerate(bodies)]
+        return decode_messages(thread_id, bodies, origin=origin)
 
     async def count_messages(self, thread_id: str) -> int:
         check_id(thread_id, "thread_id")
@@ -285,7 +285,7 @@ class RedisStore(SessionStore):
 
         bodies: list[str] = await self._do(op)
         origin = self.describe()
-        return [decode_message(thread_id, body, start + i, origin=origin) for i, body in enumerate(bodies)]
+        return decode_messages(thread_id, bodies, start, origin=origin)
 
     async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
         check_id(thread_id, "thread_id")

@@ -37,7 +37,7 @@ from .base import (
     check_seq,
     check_session,
     check_updates,
-    decode_message,
+    decode_messages,
     decode_state,
     encode_state,
     make_record,
@@ -372,7 +372,7 @@ class SQLiteStore(SessionStore):
             ).fetchall(),
         )
         origin = self.describe()
-        return [decode_message(thread_id, body, i, origin=origin) for i, (body,) in enumerate(rows)]
+        return decode_messages(thread_id, [body for (body,) in rows], origin=origin)
 
     async def count_messages(self, thread_id: str) -> int:
         check_id(thread_id, "thread_id")
@@ -395,7 +395,7 @@ class SQLiteStore(SessionStore):
             ).fetchall(),
         )
         origin = self.describe()
-        return [decode_message(thread_id, body, start + i, origin=origin) for i, (body,) in enumerate(rows)]
+        return decode_messages(thread_id, [body for (body,) in rows], start, origin=origin)
 
     async def put_state(self, thread_id: str, state: dict[str, Any]) -> None:
         check_id(thread_id, "thread_id")
