@@ -219,3 +219,18 @@ def test_adapter_overhead(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert result["sessions"]["lean"][200]["theirs_ms"] > 0 and result["middleware"]["lean"]["theirs_ms"] > 0
     assert "SQLiteSession" in out and "SummarizationMiddleware" in out
+
+
+@pytest.mark.parametrize(
+    ("script", "args"),
+    [
+        ("view_digest", ["--source", "generated", "--calls", "40", "--json-calls", "20"]),
+        ("window_output_check", ["--calls", "6"]),
+    ],
+)
+def test_output_checks_are_the_same_for_the_same_code(script: str, args: list[str], tmp_path: Path) -> None:
+    # the two files cost-only changes are compared with: equal for the same code, or a diff would mean nothing
+    first, second = tmp_path / "first", tmp_path / "second"
+    for out in (first, second):
+        bench(script).main(["--out", str(out), *args])
+    assert first.read_bytes() == second.read_bytes() and first.read_text().count("\n") > 20
