@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .blocks import ToolResultBlock
 from .messages import Message
 from .providers import PROVIDERS, ProviderName, normalize_provider
 
@@ -45,7 +44,7 @@ class Unit:
 
 
 def _result_ids(message: Message) -> list[str]:
-    return [b.call_id for b in message.content if isinstance(b, ToolResultBlock)]
+    return [b.call_id for b in message.tool_result_blocks()]
 
 
 _new_object = object.__new__

@@ -24,8 +24,7 @@ from typing import Any, Literal
 
 from .._cache import SizedCache
 from .._cut import Cut, cut_to_tokens
-from ..blocks import ContentBlock, MediaRef, TextBlock, ToolCallBlock, ToolResultBlock, tool_output_text
-from ..boundary import clean_json, clean_text
+from ..blocks import ContentBlock, MediaRef, TextBlock, ToolCallBlock, ToolResultBlock, make_block, tool_output_text
 from ..messages import Message
 from ..tokens import TokenCounter
 
@@ -146,49 +145,10 @@ def clear_tool_results(message: Message, calls: Mapping[str, ToolCallBlock], *, 
         if extra:
             note = note[:-1] + f" ({extra} non-text block(s) of this message were cleared too.)]"
             extra = 0
-        blocks.append(_result_block(result, note, result.name or (call.name if call else None)))
+        # `make_block`: one is made per cleared result, and the constructor's validation cost as much as the note
+        name = result.name or (call.name if call else None)
+        blocks.append(make_block("tool_result", call_id=result.call_id, output=note, status=result.status, name=name))
     return _replaced(message, blocks, "cleared", tokens_before)
-
-
-_RESULT_FIELDS_SET = frozenset({"call_id", "output", "status", "name"})
-_set_attribute = object.__setattr__
-
-
-_TEXT_FIELDS_SET = frozenset({"text"})
-
-
-def _text_block(text: str) -> TextBlock:
-    """``TextBlock(text=text)`` built without validation (the boundary rule applied as its validator would): one is
-    made per cleared reply."""
-    block = TextBlock.__new__(TextBlock)
-    _set_attribute(block, "__dict__", {"type": "text", "text": clean_text(text), "annotations": []})
-    _set_attribute(block, "__pydantic_fields_set__", set(_TEXT_FIELDS_SET))
-    _set_attribute(block, "__pydantic_extra__", None)
-    _set_attribute(block, "__pydantic_private__", None)
-    return block
-
-
-def _result_block(result: ToolResultBlock, note: str, name: str | None) -> ToolResultBlock:
-    """``ToolResultBlock(call_id=result.call_id, output=note, status=result.status, name=name)``, built without
-    validation: the id, status and name come from validated blocks, and the note gets the boundary rule the
-    validator would apply (`clean_json`). One is made per cleared result, and validating it cost as much as
-    writing its text."""
-    block = ToolResultBlock.__new__(ToolResultBlock)
-    _set_attribute(
-        block,
-        "__dict__",
-        {
-            "type": "tool_result",
-            "call_id": result.call_id,
-            "output": clean_json(note),
-            "status": result.status,
-            "name": name,
-        },
-    )
-    _set_attribute(block, "__pydantic_fields_set__", set(_RESULT_FIELDS_SET))
-    _set_attribute(block, "__pydantic_extra__", None)
-    _set_attribute(block, "__pydantic_private__", None)
-    return block
 
 
 def _first_sentence(text: str) -> str:
@@ -224,7 +184,7 @@ def clear_reply(message: Message, *, tokens_before: int) -> Message | None:
     texts = [b.text for b in message.content if isinstance(b, TextBlock)]
     if not texts or message.tool_call_blocks():
         return None
-    pointer: TextBlock | None = _text_block(reply_pointer_text("".join(texts), message.message_id))
+    pointer: ContentBlock | None = make_block("text", text=reply_pointer_text("".join(texts), message.message_id))
     blocks: list[ContentBlock] = []
     for block in message.content:
         if not isinstance(block, TextBlock):

@@ -697,11 +697,7 @@ def decode_message(thread_id: str, body: str | bytes, position: int, *, origin: 
     An edit after loading clears the memo like any edit (`windowkeeper.messages`), so it never goes stale.
     ``origin`` (the store) is named by the `StorageError` a row that is not a message raises.
     """
-    if type(body) is bytes or type(body) is str:
-        message = _from_stamped(body)
-        if message is not None:
-            return message
-    return _decode_checked(thread_id, body, position, origin)
+    return decode_messages(thread_id, (body,), position, origin=origin)[0]
 
 
 def decode_messages(
@@ -744,8 +740,8 @@ def _from_stamped(body: str | bytes) -> Message | None:
 
 def _decode_checked(thread_id: str, body: object, position: int, origin: str) -> Message:
     """`decode_message` of a row `_from_stamped` did not take: checked in full, errors naming the row."""
+    where = f"{origin}, thread {thread_id!r}" if origin else f"thread {thread_id!r}"
     if not isinstance(body, str | bytes):
-        where = f"{origin}, thread {thread_id!r}" if origin else f"thread {thread_id!r}"
         raise StorageError(
             f"{where}: stored message #{position} is a {type(body).__name__}, not JSON text (edited row); "
             "list and remove bad rows with `windowkeeper store check URL --remove`",
@@ -769,7 +765,6 @@ def _decode_checked(thread_id: str, body: object, position: int, origin: str) ->
         if message is None:
             message = Message.model_validate_json(core)
     except ValidationError as exc:
-        where = f"{origin}, thread {thread_id!r}" if origin else f"thread {thread_id!r}"
         raise StorageError(
             f"{where}: stored message #{position} does not validate as a Message "
             f"(corrupt row or a block type this version does not know): {exc}; "

@@ -209,15 +209,13 @@ def write_items(
             written[0] = with_leading_text(written[0], leading, part_type)
             leading = []
         clean = clean and not forced
+        if clean and not entry[4]:
+            # a fresh item (a pointer, the summary section) the memo hands the next write as a new copy of its own
+            # stored item, so a write after a cut need not look at every message after the pointer
+            fresh_items.extend(enumerate(entry[5], start=len(out)))
+        out.extend(written)
         if clean:
-            if not entry[4]:
-                # a fresh item (a pointer, the summary section) the memo hands the next write as a new copy of
-                # its own stored item, so a write after a cut need not look at every message after the pointer
-                fresh_items.extend(enumerate(entry[5], start=len(out)))
-            out.extend(written)
             bounds.append(len(out))
-        else:
-            out.extend(written)
     if memo is not None and kept is not None:
         memo.entries = kept
         memo.epoch = epoch
