@@ -74,7 +74,7 @@ def state_of(messages: list[Message], **fields: Any) -> AgentState:
         ({"max_tokens": 8000, "reserve_tokens": -1}, "reserve_tokens"),
         ({"max_tokens": 8000, "high_watermark": 1.2}, "high_watermark"),
         ({"max_tokens": 8000, "high_watermark": 0}, "high_watermark"),
-        ({"max_tokens": 8000, "low_watermark": 0.9}, "low_watermark"),
+        ({"max_tokens": 8000, "low_watermark": 1.0}, "low_watermark"),
         ({"max_tokens": 8000, "low_watermark": 0.0}, "low_watermark"),
         ({"max_tokens": 8000, "low_watermark": "0.5"}, "low_watermark"),
         ({"max_tokens": 8000, "keep_tool_results": -1}, "keep_tool_results"),
@@ -83,7 +83,7 @@ def state_of(messages: list[Message], **fields: Any) -> AgentState:
         ({"max_tokens": 8000, "summary_mode": "replace"}, "summary_mode"),
         ({"max_tokens": 8000, "summary_timeout": 0}, "summary_timeout"),
         ({"max_tokens": 8000, "counter": object()}, "counter"),
-        ({"max_tokens": 3000, "reserve_tokens": 0, "system_prompt": "rule " * 2000}, "max_tokens"),
+        ({"max_tokens": 2400, "reserve_tokens": 0, "system_prompt": "rule " * 2000}, "max_tokens"),
         ({"max_tokens": True}, "max_tokens"),
     ],
 )
@@ -160,7 +160,7 @@ def test_old_tool_results_are_cleared_first_and_newest_are_kept() -> None:
         msgs += tool_turn(i, big_output(i))
     msgs.append(answer(99, "done"))
     size = tokens(msgs)
-    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(size / 0.95), 0, keep_tool_results=3)
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(size * 0.98), 0, keep_tool_results=3)
     state = mgr.trim_context(state_of(msgs))
     m = mgr.last_metrics
     assert m is not None and m.tokens_after <= mgr.low_limit
@@ -191,7 +191,7 @@ def test_fewer_tool_turns_than_keep_tool_results_are_all_kept_whole() -> None:
     msgs += [answer(98, "done"), user(99, "thanks, now the docs")]
     size = tokens(msgs)
     mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
-        int(size / 0.95), 0, keep_tool_results=3, recall=False
+        int(size * 0.98), 0, keep_tool_results=3, recall=False
     )
     state = mgr.trim_context(state_of(msgs))
     assert not any(is_offloaded(x) for x in state.context)
@@ -204,7 +204,7 @@ def test_restore_brings_back_originals_byte_identical() -> None:
     for i in range(6):
         msgs += tool_turn(i, big_output(i, 80))
     msgs += [answer(0, "all six files read"), user(1, "next, please")]  # an answered turn: its results may go
-    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) / 0.95), 0)
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) * 0.98), 0)
     originals = {m.message_id: m.model_dump_json() for m in msgs}
     state = mgr.trim_context(state_of(msgs))
     replaced = [m for m in state.context if is_offloaded(m)]
@@ -231,7 +231,7 @@ def test_drops_oldest_whole_units_and_summarizes_them() -> None:
     for i in range(30):
         msgs += [user(i, "tell me about item " * 10), answer(i, "item details " * 20)]
     mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
-        int(tokens(msgs) / 0.95), 0, summarizer=summarizer, max_summary_tokens=50
+        int(tokens(msgs) * 0.98), 0, summarizer=summarizer, max_summary_tokens=50
     )
     state = mgr.trim_context(state_of(msgs, context_summary="Earlier: Sam lives in Berlin."))
     assert len(seen) == 1
@@ -255,7 +255,7 @@ def test_failing_summarizer_is_logged_and_the_cut_is_marked(caplog: pytest.LogCa
     for i in range(20):
         msgs += [user(i, "words " * 30), answer(i, "more words " * 30)]
     mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
-        int(tokens(msgs) / 0.95), 0, summarizer=broken
+        int(tokens(msgs) * 0.98), 0, summarizer=broken
     )
     with caplog.at_level(logging.ERROR, logger="windowkeeper.context.budget"):
         state = mgr.trim_context(state_of(msgs, context_summary="kept summary"))
@@ -297,7 +297,7 @@ def test_pending_tool_call_is_never_dropped() -> None:
     )
     partial = Message.tool_message([ToolResultBlock(call_id="call_p1", output="found it")], message_id="pr")
     msgs += [user(10, "now search"), pending, partial]
-    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) / 0.95), 0)
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) * 0.98), 0)
     state = mgr.trim_context(state_of(msgs))
     assert [m.message_id for m in state.context][-3:] == ["u10", "p", "pr"]
     assert state.context[-2] is pending and state.context[-1] is partial
@@ -340,13 +340,13 @@ def test_scratchpad_is_pinned_and_counted() -> None:
     for i in range(12):
         msgs += [user(i, "note " * 30), answer(i, "ok " * 30)]
     pad = "Facts: the deploy key is K-42. " * 20
-    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) / 0.95), 0)
+    mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) * 0.98), 0)
     state = mgr.trim_context(state_of(msgs, scratchpad=pad))
     assert state.scratchpad == pad
     m = mgr.last_metrics
     assert m is not None and m.tokens_saved > 0
     # with the scratchpad counted, more had to go than its absence would need
-    other: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) / 0.95), 0)
+    other: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(int(tokens(msgs) * 0.98), 0)
     plain = other.trim_context(state_of(msgs))
     assert len(state.context) < len(plain.context)
 
@@ -427,7 +427,7 @@ async def test_async_trim_awaits_an_async_summarizer() -> None:
     for i in range(20):
         msgs += [user(i, "alpha " * 30), answer(i, "beta " * 30)]
     mgr: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
-        int(tokens(msgs) / 0.95), 0, summarizer=summarizer
+        int(tokens(msgs) * 0.98), 0, summarizer=summarizer
     )
     state = await mgr.atrim_context(state_of(msgs))
     assert calls and state.context_summary == "short summary"
@@ -441,7 +441,7 @@ async def test_sync_trim_inside_a_running_loop() -> None:
     quiet: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(100_000, 0, summarizer=lambda m: "s")
     assert quiet.trim_context(state_of(msgs)).context == msgs  # nothing to summarize: fine inside a loop
     busy: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
-        int(tokens(msgs) / 0.95), 0, summarizer=lambda m: "s"
+        int(tokens(msgs) * 0.98), 0, summarizer=lambda m: "s"
     )
     state = state_of(msgs)
     with pytest.raises(RuntimeError, match="atrim_context"):
@@ -557,7 +557,7 @@ def test_summaries_are_made_from_the_original_text_of_cleared_replies() -> None:
         seen.extend(messages)
         return f"{len(messages)} messages"
 
-    chat = long_chat(30)
+    chat = long_chat(45)
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
         3000, 0, summarizer=summarizer, keep_replies=1
     )

@@ -136,7 +136,7 @@ def test_planned_cold_trim_equals_the_full_trim(
     assert planned["valid"] and full["valid"]
     # the planned call read a small part of the history, the full one all of it
     assert full["priced"] >= len(messages)
-    assert planned["priced"] < len(messages) / 3
+    assert planned["priced"] < len(messages) * 0.4
     # tokens_before is exact for the full count and estimated for the part dropped unread
     assert abs(planned["before"] - full["before"]) <= 0.15 * full["before"]
 

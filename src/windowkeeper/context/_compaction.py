@@ -528,6 +528,21 @@ class Compaction:
             self._replace(seg_index, position, replacement, new_count)
             logger.info("message %r alone exceeded the budget; cut from %d tokens with a marker", msg.message_id, size)
 
+    def fit_summary(self) -> None:
+        """Cut the summary's middle by what the view is still over the budget after every other step: the turn
+        kept cannot shrink further, and a provider refuses a prompt over the window where a shorter summary only
+        says less."""
+        limit = self.limits.budget if self.limits.budget is not None else self.limits.high
+        if self.summary is None or self.total <= limit:
+            return
+        target = self.summary_tokens - (self.total - limit)
+        logger.info(
+            "the view is %d tokens over the budget with a %d-token summary beside it; the summary is cut in the middle",
+            self.total - limit,
+            self.summary_tokens,
+        )
+        self._set_summary(_cut_middle(self.summary, max(target - 24, 1), self.counter))
+
     def outcome(self) -> Outcome:
         kept = set(self._kept())
         segs = [s for i, s in enumerate(self.segs) if s.kind == "system" or i in kept]
@@ -622,6 +637,7 @@ def finish(work: Compaction) -> Generator[SummaryRequest, str | None, Outcome]:
         if work.total > limit:
             yield from work.drop_oldest()
     work.truncate_oversized()
+    work.fit_summary()
     return work.outcome()
 
 

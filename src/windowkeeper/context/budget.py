@@ -6,6 +6,9 @@ is below the high watermark: the view it returns is the previous view plus the n
 the view reaches the high watermark it frees a large chunk at once, down to the low watermark, and then leaves the
 prefix alone again. Most calls therefore reuse the whole previous prompt from the cache.
 
+A user message that refers back to what left the view (recall finds it a passage) while the room left cannot
+hold its recall message makes the manager free the chunk at once, before the recall message is placed.
+
 Freeing goes from the least to the most destructive step: old tool results become restorable pointers, then old
 long assistant replies do (their first sentence and size stay in view), then the oldest units are summarized (when
 a summarizer is given, from their original text) and dropped. Cuts fall only between units, a pending
@@ -56,6 +59,9 @@ logger = logging.getLogger(__name__)
 
 SUMMARY_FAILURE_LOG = "summarizer failed; cutting the oldest units with a marker in the summary instead"
 _MAX_TRACKED_THREADS = 1024
+RECALL_ROOM = 0.1
+"""Share of the budget under which the room left is checked against what a user message that refers back needs
+(`TokenBudgetContextManager._wants_recall_room`); with more room left the index is not asked."""
 
 
 @dataclass(slots=True)
@@ -286,8 +292,8 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         self,
         max_tokens: int,
         reserve_tokens: int = 2000,
-        high_watermark: float = 0.9,
-        low_watermark: float = 0.6,
+        high_watermark: float = 1.0,
+        low_watermark: float = 0.7,
         counter: TokenCounter | None = None,
         summarizer: Any = None,
         *,
@@ -351,6 +357,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         self.budget = max_tokens - reserve_tokens
         self.high_limit = int(self.budget * high)
         self.low_limit = int(self.budget * low)
+        self.recall_room = int(self.budget * RECALL_ROOM)
         if summary_budget is None:
             self.summary_budget = max(min(4 * max_summary_tokens, self.low_limit // 3), 1)
             self.chat_summary_budget = max(self.low_limit // 2, 1)
@@ -529,7 +536,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         tokens_before = total
         cleared = 0
         summaries = 0
-        if plan is not None or total >= self.high_limit:
+        if plan is not None or total >= self.high_limit or self._wants_recall_room(step, arrived, total):
             if plan is not None:
                 outcome = yield from finish(plan.work)
             else:
@@ -647,6 +654,18 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         return state
 
     # -- recall ---------------------------------------------------------------------------------------------------
+
+    def _wants_recall_room(self, step: RecallStep | None, arrived: Sequence[Message], total: int) -> bool:
+        """Whether a user message that just arrived refers back while the room left cannot hold even its smallest
+        recall message: the view is then compacted now, before the recall message is placed, instead of at a later
+        call (it is near the top of the budget anyway), so the turn that asks is never answered without it. Asks
+        the index only when less than `RECALL_ROOM` of the budget is left."""
+        if step is None or self.budget - total >= self.recall_room:
+            return False
+        user = next((m for m in reversed(arrived) if m.role == "user" and not is_recall(m)), None)
+        if user is None or step.served() == str(user.message_id):
+            return False
+        return step.recall.least_room(step.key, user) > self.budget - total
 
     def _place_recall(
         self,

@@ -55,6 +55,13 @@ RECALL_HEADER = (
 DEFAULT_MIN_COVERAGE = 0.4
 """Share of the query's rarity (see `Hit.coverage`) the best passage needs for a turn to get a recall message at
 all: most turns of a conversation do not refer back, and a recall message they do not need costs cache."""
+QUESTION_COVERAGE = 0.8
+"""Share a passage needs of the rarity of the words the conversation has used (those it never used left out) for
+a user message that asks a question to refer back, when its share of all the question's rarity is under
+``min_coverage``: a question asks in its own words ("pay" for what was said as "came to"), and a word nobody
+said would otherwise outweigh the rare word it shares with its answer. Stricter than ``min_coverage``, since fewer
+words decide; statements keep the gate over all their words (their new words say something new)."""
+_QUESTION_MARKS = ("?", "\uff1f", "\u061f")  # ASCII, fullwidth (CJK), Arabic
 RELATED_COVERAGE = 0.1
 """Share a further passage needs once a turn does refer back: the room it fills would stay empty otherwise, and
 the answer often shares fewer words with the question than the passage that names the same task."""
@@ -415,20 +422,12 @@ class Recall:
         # the best hit decides whether this turn refers back at all (a passage an earlier recall message still
         # shows counts: the turn refers back to it); once it does, the room is filled by rank
         shown = set(exclude)
-        found = self.index.search(
-            thread,
-            user.text()[:_QUERY_CHARS],
-            limit=self.max_passages + min(len(shown), self.max_passages),
-            min_coverage=RELATED_COVERAGE,
-            gate=self.min_coverage,
-        )
+        found = self._search(thread, user, self.max_passages + min(len(shown), self.max_passages))
         if not found:
             return None
         hits = [h for h in found if h.passage.key not in shown][: self.max_passages]
-        if self._header_cost is None:
-            self._header_cost = self.counter.count_message(_recall_message(user, RECALL_HEADER, []))
         chosen: list[Hit] = []
-        spent = self._header_cost
+        spent = self._header_tokens(user)
         for hit in hits:
             cost = self._cost(thread, hit.passage)
             if spent + cost <= room:
@@ -443,6 +442,30 @@ class Recall:
                 return message, tokens
             chosen.pop()
         return None
+
+    def least_room(self, thread: str, user: Message) -> int:
+        """Tokens the smallest recall message for ``user`` takes (its header and best passage), or 0 when ``user``
+        does not refer back to what left the view of ``thread``; decides nothing. A manager asks before it places
+        the recall message, to make room for it first."""
+        self.flush(thread)
+        found = self._search(thread, user, self.max_passages)
+        return self._header_tokens(user) + self._cost(thread, found[0].passage) if found else 0
+
+    def _header_tokens(self, user: Message) -> int:
+        if self._header_cost is None:
+            self._header_cost = self.counter.count_message(_recall_message(user, RECALL_HEADER, []))
+        return self._header_cost
+
+    def _search(self, thread: str, user: Message, limit: int) -> list[Hit]:
+        text = user.text()[:_QUERY_CHARS]
+        return self.index.search(
+            thread,
+            text,
+            limit=limit,
+            min_coverage=RELATED_COVERAGE,
+            gate=self.min_coverage,
+            said_gate=QUESTION_COVERAGE if any(mark in text for mark in _QUESTION_MARKS) else 0.0,
+        )
 
     def _cost(self, thread: str, passage: Passage) -> int:
         """Tokens a passage adds to a recall message (label, text, separator); memoized per passage."""

@@ -233,6 +233,12 @@ def _fold(word: str) -> str:
     return word[:-1] if len(word) > 3 and word[-1] == "s" and word[-2] != "s" else word
 
 
+def _tells(df: int, docs: int) -> bool:
+    """Whether a word in ``df`` of a thread's ``docs`` passages tells them apart: it is in fewer than half of them
+    (a speaker's name on every line of a two-person chat is not), or in one only."""
+    return df == 1 or 2 * df < docs
+
+
 def fts_query(terms: Iterable[str]) -> str:
     """An FTS5 ``OR`` query matching any of ``terms``; every term is quoted, so no user text is FTS syntax."""
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
@@ -501,10 +507,13 @@ class RecallIndex:
         min_score: float = 0.0,
         min_coverage: float = 0.0,
         gate: float = 0.0,
+        said_gate: float = 0.0,
     ) -> list[Hit]:
         """The best ``limit`` passages of ``thread`` for ``query`` by BM25, skipping the passage keys in ``exclude``
         and hits under ``min_score`` (BM25) or ``min_coverage`` (see `Hit`); none at all unless the best of them
-        covers at least ``gate``.
+        covers at least ``gate``, or (when ``said_gate`` is given) at least ``said_gate`` of the rarity of the
+        query words the thread has used at all: a question asks in its own words ("pay" for what was said as
+        "came to"), and a word nobody said would otherwise outweigh the rare word it shares with its answer.
 
         Before FTS5 runs, the query's words are looked up in the thread's word frequencies: when the words the
         index holds at all carry less than ``min_coverage`` (or ``gate``) of the query's rarity, no passage can
@@ -516,10 +525,10 @@ class RecallIndex:
             return []
         skip = frozenset(exclude)
         with self._lock:
-            key = (thread, query, limit, skip, min_score, min_coverage, gate, self._generation)
+            key = (thread, query, limit, skip, min_score, min_coverage, gate, said_gate, self._generation)
             found = self._answers.get(key)
         if found is None:
-            found = self._search(thread, query, limit, skip, min_score, min_coverage, gate)
+            found = self._search(thread, query, limit, skip, min_score, min_coverage, gate, said_gate)
             with self._lock:
                 self._answers.put(key, found)
         return list(found)
@@ -533,6 +542,7 @@ class RecallIndex:
         min_score: float,
         min_coverage: float,
         gate: float,
+        said_gate: float,
     ) -> list[Hit]:
         with self._lock:
             stats = self._stats(thread, create=False)
@@ -552,7 +562,15 @@ class RecallIndex:
             # not make two runs of the same conversation recall different passages.
             # words never indexed match nothing; without enough indexed rarity no passage can reach the floor
             known = sorted((t for t in idf if df.get(t)), key=lambda t: (df[t], t))
-            if not known or sum(idf[t] for t in known) / whole < max(min_coverage, gate):
+            if not known:
+                return []
+            # the words said before that tell passages apart (in fewer than half of them: a speaker's name in
+            # every line is not one); without any, the gate over the words said does not apply
+            telling = frozenset(t for t in known if _tells(df[t], stats.docs)) if said_gate else frozenset()
+            said = sum(idf[t] for t in sorted(telling))
+            if not said:
+                said_gate = 0.0
+            if sum(idf[t] for t in known) / whole < max(min_coverage, gate) and not said_gate:
                 return []
             chosen: set[str] = set()
             postings = 0
@@ -567,6 +585,7 @@ class RecallIndex:
                 _SEARCH_SQL, (fts_query(wanted), base, base | _SEQ_MASK, limit + len(skip))
             ).fetchall()
         hits: list[Hit] = []
+        best_said = 0.0  # the best hit's share of the rarity of the telling query words the thread has used
         kept = [row for row in rows if passage_key(row[1], row[6]) not in skip][:limit] if skip else rows[:limit]
         # the weights of the query's words some passage holds (no other can count), in sorted order: each hit's
         # coverage is summed in that order, so the float is the same in every process
@@ -586,12 +605,24 @@ class RecallIndex:
             # the query words it holds, by hashing its words once (testing each query word against the tuple
             # compared strings element by element: up to 80 passage words times 48 query words a hit)
             held = weighed.intersection(found)
-            coverage = sum([weight for term, weight in weights if term in held]) / whole
-            if coverage >= min_coverage:
+            inside = sum([weight for term, weight in weights if term in held])
+            coverage = inside / whole
+            if coverage >= min_coverage and not self._echoes(stats, found, idf):
                 hits.append(Hit(Passage(thread, *row[1:9]), score, coverage))
-        if gate and (not hits or max(h.coverage for h in hits) < gate):
+                if said_gate:
+                    best_said = max(best_said, sum([w for t, w in weights if t in held and t in telling]) / said)
+        if gate and (not hits or max(h.coverage for h in hits) < gate) and not (said_gate and best_said >= said_gate):
             return []
         return hits
+
+    @staticmethod
+    def _echoes(stats: _Stats, words: Iterable[str], query: dict[str, float]) -> bool:
+        """Whether a passage of ``words`` only repeats its query: every word of it that tells passages apart (is in
+        fewer than half of them, so not a speaker's name on every line) is a query word. Small talk and repeated
+        instructions find their own earlier copies; showing those adds tokens and no information. One new telling
+        word (the "8080" of "the API server listens on port 8080") makes it an answer."""
+        df, docs = stats.df, stats.docs
+        return all(w in query or not _tells(df.get(w, 0), docs) or w in _STOPWORDS or len(w) < 2 for w in words)
 
     def _idf(self, stats: _Stats, terms: Iterable[str]) -> dict[str, float]:
         """Inverse document frequency of each term among a thread's passages (BM25's form, floored at 0.1)."""
