@@ -52,9 +52,9 @@ def main() -> None:
     turns = parser.parse_args().turns
     with FakeOpenAIServer(script(turns)) as srv:
         client = OpenAI(base_url=srv.base_url, api_key="test")
-        # a 4,500-token context window that keeps only the newest tool output in full (the default keeps three,
+        # a 4,000-token context window that keeps only the newest tool output in full (the default keeps three,
         # which at this size leaves no older output in view to clear)
-        manager = TokenBudgetContextManager(4500, 900, summarizer=ExtractiveSummarizer(), keep_tool_results=1)
+        manager = TokenBudgetContextManager(4000, 900, summarizer=ExtractiveSummarizer(), keep_tool_results=1)
         window = Window(manager)
         history: list[dict[str, Any]] = [{"role": "system", "content": "You are a careful code reviewer."}]
         stable = 0

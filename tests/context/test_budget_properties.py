@@ -87,7 +87,9 @@ def test_single_call_properties(state: AgentState, max_tokens: int, reserve: int
     else:
         within_budget_or_minimal(mgr, out.context)
         if summary_before and out.context_summary != summary_before:
-            assert out.context_summary is not None and out.context_summary.startswith(summary_before)
+            # appended to, or cut in its middle to fit beside a view that is still over the budget
+            assert out.context_summary is not None
+            assert out.context_summary.startswith(summary_before) or "truncated" in out.context_summary
 
 
 @SETTINGS

@@ -60,7 +60,8 @@ def test_other_counters_count_the_whole_message() -> None:
 
 def test_built_recall_messages_report_their_exact_tokens() -> None:
     recall = Recall(O200K, min_coverage=0.0)
-    endings = ["port 55432", "port 55432.", 'port 55432."}', "port 55432 )]", "port 55432\t}", "port 55432 é", "—port"]
+    endings = ["port 55432", "port 55432.", 'port 55432."}', "port 55432 )]", "port 55432\t}", "port 55432 é"]
+    endings.append("—port 55432")  # each passage adds a word to the question, or recall would not show it
     history = [Message.text_message(f"The kestrel database runs on {end}", role="assistant") for end in endings]
     recall.observe("t", history)
     recall.left("t", history)

@@ -195,8 +195,8 @@ async def test_a_view_reloaded_by_a_new_checkpointer_is_recognised_without_hashi
     path = tmp_path / "threads.db"
     counter = TiktokenCounter()
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(
-        3000, 500, counter=counter, keep_tool_results=1, recall=False
-    )
+        3000, 500, 0.9, 0.6, counter=counter, keep_tool_results=1, recall=False
+    )  # watermarks at which neither reloaded turn clears a result (a pointer records its original's fingerprint)
     state = AgentState(execution_meta=ExecMeta(thread_id="t"))
     for i in range(12):
         saver = SQLiteCheckpointer(path)

@@ -47,6 +47,10 @@ UNSUMMARIZED_MARKER = (
 )
 
 
+_MIN_FITTED_SUMMARY = 64
+"""Tokens a summary cut to fit the budget (`Compaction.fit_summary`) keeps at least, its marker included."""
+
+
 def unsummarized_marker(count: int) -> str:
     """The line the summary zone carries for messages a failed summarizer could not cover (a marked cut)."""
     return UNSUMMARIZED_MARKER.format(count=count)
@@ -536,12 +540,14 @@ class Compaction:
         if self.summary is None or self.total <= limit:
             return
         target = self.summary_tokens - (self.total - limit)
+        if target < _MIN_FITTED_SUMMARY:
+            return  # what else is in view fills the budget: cutting the summary would not bring it under
         logger.info(
             "the view is %d tokens over the budget with a %d-token summary beside it; the summary is cut in the middle",
             self.total - limit,
             self.summary_tokens,
         )
-        self._set_summary(_cut_middle(self.summary, max(target - 24, 1), self.counter))
+        self._set_summary(_cut_middle(self.summary, target - 24, self.counter))
 
     def outcome(self) -> Outcome:
         kept = set(self._kept())

@@ -293,7 +293,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         max_tokens: int,
         reserve_tokens: int = 2000,
         high_watermark: float = 1.0,
-        low_watermark: float = 0.7,
+        low_watermark: float = 0.65,
         counter: TokenCounter | None = None,
         summarizer: Any = None,
         *,

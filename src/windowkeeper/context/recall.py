@@ -465,6 +465,7 @@ class Recall:
             min_coverage=RELATED_COVERAGE,
             gate=self.min_coverage,
             said_gate=QUESTION_COVERAGE if any(mark in text for mark in _QUESTION_MARKS) else 0.0,
+            skip_echoes=True,
         )
 
     def _cost(self, thread: str, passage: Passage) -> int:

@@ -233,6 +233,10 @@ def _fold(word: str) -> str:
     return word[:-1] if len(word) > 3 and word[-1] == "s" and word[-2] != "s" else word
 
 
+_LABEL_CHARS = 64
+"""Where a speaker's name stands in an indexed passage: before ": " in its first characters (`Recall.flush`)."""
+
+
 def _tells(df: int, docs: int) -> bool:
     """Whether a word in ``df`` of a thread's ``docs`` passages tells them apart: it is in fewer than half of them
     (a speaker's name on every line of a two-person chat is not), or in one only."""
@@ -508,12 +512,14 @@ class RecallIndex:
         min_coverage: float = 0.0,
         gate: float = 0.0,
         said_gate: float = 0.0,
+        skip_echoes: bool = False,
     ) -> list[Hit]:
         """The best ``limit`` passages of ``thread`` for ``query`` by BM25, skipping the passage keys in ``exclude``
         and hits under ``min_score`` (BM25) or ``min_coverage`` (see `Hit`); none at all unless the best of them
         covers at least ``gate``, or (when ``said_gate`` is given) at least ``said_gate`` of the rarity of the
         query words the thread has used at all: a question asks in its own words ("pay" for what was said as
         "came to"), and a word nobody said would otherwise outweigh the rare word it shares with its answer.
+        ``skip_echoes`` leaves out passages that only repeat the query (`_echoes`), for recall that nobody asked for.
 
         Before FTS5 runs, the query's words are looked up in the thread's word frequencies: when the words the
         index holds at all carry less than ``min_coverage`` (or ``gate``) of the query's rarity, no passage can
@@ -525,10 +531,10 @@ class RecallIndex:
             return []
         skip = frozenset(exclude)
         with self._lock:
-            key = (thread, query, limit, skip, min_score, min_coverage, gate, said_gate, self._generation)
+            key = (thread, query, limit, skip, min_score, min_coverage, gate, said_gate, skip_echoes, self._generation)
             found = self._answers.get(key)
         if found is None:
-            found = self._search(thread, query, limit, skip, min_score, min_coverage, gate, said_gate)
+            found = self._search(thread, query, limit, skip, min_score, min_coverage, gate, said_gate, skip_echoes)
             with self._lock:
                 self._answers.put(key, found)
         return list(found)
@@ -543,6 +549,7 @@ class RecallIndex:
         min_coverage: float,
         gate: float,
         said_gate: float,
+        skip_echoes: bool,
     ) -> list[Hit]:
         with self._lock:
             stats = self._stats(thread, create=False)
@@ -605,9 +612,8 @@ class RecallIndex:
             # the query words it holds, by hashing its words once (testing each query word against the tuple
             # compared strings element by element: up to 80 passage words times 48 query words a hit)
             held = weighed.intersection(found)
-            inside = sum([weight for term, weight in weights if term in held])
-            coverage = inside / whole
-            if coverage >= min_coverage and not self._echoes(stats, found, idf):
+            coverage = sum([weight for term, weight in weights if term in held]) / whole
+            if coverage >= min_coverage and not (skip_echoes and self._echoes(row[8], found, idf)):
                 hits.append(Hit(Passage(thread, *row[1:9]), score, coverage))
                 if said_gate:
                     best_said = max(best_said, sum([w for t, w in weights if t in held and t in telling]) / said)
@@ -616,13 +622,14 @@ class RecallIndex:
         return hits
 
     @staticmethod
-    def _echoes(stats: _Stats, words: Iterable[str], query: dict[str, float]) -> bool:
-        """Whether a passage of ``words`` only repeats its query: every word of it that tells passages apart (is in
-        fewer than half of them, so not a speaker's name on every line) is a query word. Small talk and repeated
-        instructions find their own earlier copies; showing those adds tokens and no information. One new telling
-        word (the "8080" of "the API server listens on port 8080") makes it an answer."""
-        df, docs = stats.df, stats.docs
-        return all(w in query or not _tells(df.get(w, 0), docs) or w in _STOPWORDS or len(w) < 2 for w in words)
+    def _echoes(body: str, words: Iterable[str], query: dict[str, float]) -> bool:
+        """Whether a passage (``body``, its folded ``words``) only repeats its query: every content word of it but
+        the speaker's name it was indexed under ("Greta: ...") is a query word. Small talk and repeated
+        instructions find their own earlier copies; showing those adds tokens and no information. One new word
+        (the "8080" of "the API server listens on port 8080") makes it an answer."""
+        head, colon, _ = body[:_LABEL_CHARS].partition(": ")
+        label = normal_terms(head) if colon and len(head.split()) <= 3 else set()
+        return all(w in query or w in label or w in _STOPWORDS or len(w) < 2 for w in words)
 
     def _idf(self, stats: _Stats, terms: Iterable[str]) -> dict[str, float]:
         """Inverse document frequency of each term among a thread's passages (BM25's form, floored at 0.1)."""
