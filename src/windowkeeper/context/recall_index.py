@@ -517,8 +517,9 @@ class RecallIndex:
         """The best ``limit`` passages of ``thread`` for ``query`` by BM25, skipping the passage keys in ``exclude``
         and hits under ``min_score`` (BM25) or ``min_coverage`` (see `Hit`); none at all unless the best of them
         covers at least ``gate``, or (when ``said_gate`` is given) at least ``said_gate`` of the rarity of the
-        query words the thread has used at all: a question asks in its own words ("pay" for what was said as
-        "came to"), and a word nobody said would otherwise outweigh the rare word it shares with its answer.
+        query words the thread has used that tell its passages apart (`_tells`): a question asks in its own words
+        ("pay" for what was said as "came to"), and a word nobody said would otherwise outweigh the rare word it
+        shares with its answer.
         ``skip_echoes`` leaves out passages that only repeat the query (`_echoes`), for recall that nobody asked for.
 
         Before FTS5 runs, the query's words are looked up in the thread's word frequencies: when the words the
