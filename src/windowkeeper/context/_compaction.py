@@ -47,10 +47,6 @@ UNSUMMARIZED_MARKER = (
 )
 
 
-_MIN_FITTED_SUMMARY = 64
-"""Tokens a summary cut to fit the budget (`Compaction.fit_summary`) keeps at least, its marker included."""
-
-
 def unsummarized_marker(count: int) -> str:
     """The line the summary zone carries for messages a failed summarizer could not cover (a marked cut)."""
     return UNSUMMARIZED_MARKER.format(count=count)
@@ -58,6 +54,10 @@ def unsummarized_marker(count: int) -> str:
 
 _MESSAGES = operator.attrgetter("messages")
 _MAX_SUMMARY_ROUNDS = 2
+_CUT_MARKER_TOKENS = 24
+"""Room a summary cut in its middle leaves for the marker saying how much was left out."""
+_MIN_FITTED_SUMMARY = 64
+"""Tokens a summary cut to fit the budget (`Compaction.fit_summary`) keeps at least, its marker included."""
 _MIN_TRUNCATED_TOKENS = 32
 _SUMMARY_SLACK = 16
 _REQUEST_SLACK = 256
@@ -164,6 +164,11 @@ class Limits:
     """Tokens one summarizer request may hold (the summarizer's stated ``input_limit``)."""
     budget: int | None = None
     """The hard limit (the high watermark when None): the turn in progress is cut into only to stay under it."""
+
+    @property
+    def hard(self) -> int:
+        """The limit a view must end under: ``budget``, or the high watermark when none is given."""
+        return self.budget if self.budget is not None else self.high
 
 
 class Compaction:
@@ -500,7 +505,7 @@ class Compaction:
             logger.info(
                 "summary of %d tokens exceeds summary_budget=%d; cut in the middle", self.summary_tokens, budget
             )
-            self._set_summary(_cut_middle(self.summary, max(budget - 24, 1), self.counter))
+            self._set_summary(_cut_middle(self.summary, max(budget - _CUT_MARKER_TOKENS, 1), self.counter))
 
     # (d) cut what alone is too large ------------------------------------------------------------------------------
 
@@ -513,7 +518,7 @@ class Compaction:
     def truncate_oversized(self) -> None:
         """When dropping every droppable unit left the view over the budget, cut the largest kept bodies."""
         lim = self.limits
-        if self.total <= (lim.budget if lim.budget is not None else lim.high):
+        if self.total <= lim.hard:
             return
         spots = [(i, p) for i in self._kept() for p in range(len(self.segs[i].messages))]
         spots.sort(key=lambda spot: self.segs[spot[0]].counts[spot[1]], reverse=True)
@@ -536,7 +541,7 @@ class Compaction:
         """Cut the summary's middle by what the view is still over the budget after every other step: the turn
         kept cannot shrink further, and a provider refuses a prompt over the window where a shorter summary only
         says less."""
-        limit = self.limits.budget if self.limits.budget is not None else self.limits.high
+        limit = self.limits.hard
         if self.summary is None or self.total <= limit:
             return
         target = self.summary_tokens - (self.total - limit)
@@ -547,7 +552,7 @@ class Compaction:
             self.total - limit,
             self.summary_tokens,
         )
-        self._set_summary(_cut_middle(self.summary, target - 24, self.counter))
+        self._set_summary(_cut_middle(self.summary, target - _CUT_MARKER_TOKENS, self.counter))
 
     def outcome(self) -> Outcome:
         kept = set(self._kept())
@@ -630,7 +635,7 @@ def finish(work: Compaction) -> Generator[SummaryRequest, str | None, Outcome]:
     (with the summary) is still over the budget, clear its older results to pointers, then drop into it (its
     request stays pinned); last, cut what alone is too large."""
     yield from work.drop_oldest()
-    limit = work.limits.budget if work.limits.budget is not None else work.limits.high
+    limit = work.limits.hard
     if work.total > limit and work.in_progress:
         logger.info(
             "the turn in progress alone is over the budget (%d > %d tokens with the summary): its older tool "

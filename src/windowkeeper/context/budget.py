@@ -53,7 +53,7 @@ from ._view_values import ViewValues
 from .base import BaseContextManager, S, ThreadSeed, adapt_summarizer
 from .metrics import TrimMetrics, measured, thread_key
 from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, OffloadStore, is_offloaded
-from .recall import Recall
+from .recall import Recall, newest_user
 
 logger = logging.getLogger(__name__)
 
@@ -662,10 +662,10 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         the index only when less than `RECALL_ROOM` of the budget is left."""
         if step is None or self.budget - total >= self.recall_room:
             return False
-        user = next((m for m in reversed(arrived) if m.role == "user" and not is_recall(m)), None)
-        if user is None or step.served() == str(user.message_id):
+        i = newest_user(arrived)
+        if i is None or step.served() == str(arrived[i].message_id):
             return False
-        return step.recall.least_room(step.key, user) > self.budget - total
+        return step.recall.least_room(step.key, arrived[i]) > self.budget - total
 
     def _place_recall(
         self,
