@@ -458,7 +458,7 @@ class Recall:
 
     def _search(self, thread: str, user: Message, limit: int) -> list[Hit]:
         text = user.text()[:_QUERY_CHARS]
-        return self.index.search(
+        found = self.index.search(
             thread,
             text,
             limit=limit,
@@ -467,6 +467,33 @@ class Recall:
             said_gate=QUESTION_COVERAGE if any(mark in text for mark in _QUESTION_MARKS) else 0.0,
             skip_echoes=True,
         )
+        return self._in_episodes(thread, found) if found else found
+
+    def _in_episodes(self, thread: str, found: list[Hit]) -> list[Hit]:
+        """The hits in the order recall shows them while room lasts: the best one, then the others said in its
+        turn, then the rest by rank; a hit that asks a question is followed by the message said right after it.
+
+        What the best passage matched is the episode the user refers to, and the rest of that episode is where its
+        answer sits, whatever words it shares with the query: a task's benchmark run ("peak memory: 972 MiB") ranks
+        under the same question's words in every other task, and the answer to "Who are you seeing in May?"
+        ("Glass Engines!") shares none. Plain rank order spent the room on look-alikes from other turns. Only
+        automatic recall orders its hits this way; `search` (the recall tool) keeps BM25's order."""
+        turn = found[0].passage.turn
+        ordered = [found[0], *(h for h in found[1:] if h.passage.turn == turn)]
+        ordered += [h for h in found[1:] if h.passage.turn != turn]
+        out: list[Hit] = []
+        keys: set[str] = set()
+        for i, hit in enumerate(ordered):
+            if hit.passage.key in keys:
+                continue
+            out.append(hit)
+            keys.add(hit.passage.key)
+            if i < self.max_passages and any(mark in hit.passage.text for mark in _QUESTION_MARKS):
+                reply = self.index.following(thread, hit.passage)
+                if reply is not None and reply.key not in keys:
+                    out.append(Hit(reply, hit.score, 0.0))
+                    keys.add(reply.key)
+        return out
 
     def _cost(self, thread: str, passage: Passage) -> int:
         """Tokens a passage adds to a recall message (label, text, separator); memoized per passage."""

@@ -97,6 +97,7 @@ CREATE TABLE IF NOT EXISTS recall_ref(
 CREATE TABLE IF NOT EXISTS recall_term(
     slot INTEGER NOT NULL, term TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY(slot, term)) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS recall_fts USING fts5(body, content='', tokenize='porter unicode61');
+CREATE INDEX IF NOT EXISTS recall_position ON recall_passage(slot, position);
 """
 _PASSAGE_COLUMNS = "message_id, position, turn, role, date, part, parts, body"
 _SEARCH_SQL = (
@@ -653,6 +654,20 @@ class RecallIndex:
                 (stats.slot, message_id),
             ).fetchall()
         return [Passage(thread, *row) for row in rows]
+
+    def following(self, thread: str, passage: Passage) -> Passage | None:
+        """The first passage of the message said right after ``passage``'s (the next position, in the same turn or
+        the next one), when that message was indexed too (it left the view); None otherwise."""
+        with self._lock:
+            stats = self._stats(thread, create=False)
+            if stats is None:
+                return None
+            row = self._db.execute(
+                f"SELECT {_PASSAGE_COLUMNS} FROM recall_passage WHERE slot = ? AND position = ? "
+                "AND turn BETWEEN ? AND ? ORDER BY part LIMIT 1",
+                (stats.slot, passage.position + 1, passage.turn, passage.turn + 1),
+            ).fetchone()
+        return Passage(thread, *row) if row is not None else None
 
     def message_text(self, thread: str, ref: str) -> tuple[str, str] | None:
         """``(message id, text)`` of an indexed message, by its id or a tool call id its results answer, rebuilt
