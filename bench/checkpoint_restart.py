@@ -3,15 +3,21 @@
 
 Read after restart: a thread of N messages is stored (no context manager, so the view is the whole log, which is
 what a LangGraph ``add_messages`` graph checkpoints); then a *new* checkpointer object on the same file reads it
-back (``aget_state`` for ours, ``get_tuple`` for the peer), as the first turn of a restarted process does. Each
-read is repeated with a fresh object and the fastest kept. Each starts after a full collection, so neither side's
-time includes collecting what the other side, or its own previous repeat, left in the collector's generations (a
-restarted process holds neither).
+back (``aget_state`` for ours, ``get_tuple`` for the peer), as the first turn of a restarted process does. The two
+sides take turns, one read each per round, each with a fresh object, and each side's fastest read is kept: on a
+shared machine a burst of load then falls on both sides' rounds alike, where reading all of one side's repeats
+first let a burst land on one side only. Each read starts after a full collection, so neither side's time
+includes collecting what the other side, or its own previous repeat, left in the collector's generations (a
+restarted process holds neither). The peer's connection is opened outside its timed read, as LangGraph's
+``SqliteSaver(conn)`` takes one ready-made; ours opens its file inside (~0.05 ms of the ~0.5 ms a first
+statement on a WAL file costs, the rest paid by both).
 
 Put cost by history length: ``aput`` of one model call's messages on a thread of 1k and of 100k messages, ours
-only (the peer writes the whole list each step, see checkpoint_cost.py).
+only (the peer writes the whole list each step, see checkpoint_cost.py). The puts on the two threads alternate,
+one of each per step, and the result is the median put of each: a mean of consecutive puts on one thread moved
+by 0.9-1.6x between runs of the same code on a loaded machine (bench/README.md, session 15).
 
-    python bench/checkpoint_restart.py [--sizes 1000 10000] [--put-sizes 1000 100000] [--repeats 5]
+    python bench/checkpoint_restart.py [--sizes 1000 10000] [--put-sizes 1000 100000] [--repeats 5] [--steps 50]
 
 Targets: read after restart at most SqliteSaver's at 1k and 10k messages; a put at 100k within 1.5x of one at 1k.
 """
@@ -22,6 +28,7 @@ import argparse
 import asyncio
 import gc
 import sqlite3
+import statistics
 import tempfile
 import time
 from collections.abc import Sequence
@@ -39,23 +46,24 @@ READ_TARGET = 1.0
 PUT_TARGET = 1.5
 
 
-async def ours_read(path: Path, history: list[Message], repeats: int) -> float:
+async def ours_setup(path: Path, history: list[Message]) -> None:
     saver = SQLiteCheckpointer(path)
     await saver.aput("t", AgentState(context=list(history)), history)
     await saver.aclose()
-    best = float("inf")
-    for _ in range(repeats):
-        fresh = SQLiteCheckpointer(path)
-        gc.collect()
-        started = time.process_time()
-        state = await fresh.aget_state("t")
-        best = min(best, time.process_time() - started)
-        assert state is not None and len(state.context) == len(history)
-        await fresh.aclose()
-    return best
 
 
-def peer_read(path: Path, history: list[Message], repeats: int) -> float:
+async def ours_read(path: Path, size: int) -> float:
+    fresh = SQLiteCheckpointer(path)
+    gc.collect()
+    started = time.process_time()
+    state = await fresh.aget_state("t")
+    spent = time.process_time() - started
+    assert state is not None and len(state.context) == size
+    await fresh.aclose()
+    return spent
+
+
+def peer_setup(path: Path, history: list[Message]) -> None:
     from langgraph.checkpoint.base import empty_checkpoint
     from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -68,32 +76,57 @@ def peer_read(path: Path, history: list[Message], repeats: int) -> float:
     checkpoint["channel_versions"] = {"messages": 1}
     saver.put(config, checkpoint, {"step": 1, "source": "loop"}, {"messages": 1})
     conn.close()
-    best = float("inf")
+
+
+def peer_read(path: Path, size: int) -> float:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(path, check_same_thread=False)
+    fresh = SqliteSaver(conn)
+    gc.collect()
+    started = time.process_time()
+    found = fresh.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
+    spent = time.process_time() - started
+    assert found is not None and len(found.checkpoint["channel_values"]["messages"]) == size
+    conn.close()
+    return spent
+
+
+async def reads(work: Path, size: int, repeats: int) -> tuple[int, float, float]:
+    """The fastest read of each side over ``repeats`` rounds, the sides taking turns within a round."""
+    history = build_history(size, seed=7)
+    ours_path, peer_path = work / f"wk-{size}.db", work / f"lg-{size}.db"
+    await ours_setup(ours_path, history)
+    peer_setup(peer_path, history)
+    ours = peer = float("inf")
     for _ in range(repeats):
-        conn = sqlite3.connect(path, check_same_thread=False)
-        fresh = SqliteSaver(conn)
-        gc.collect()
-        started = time.process_time()
-        found = fresh.get_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
-        best = min(best, time.process_time() - started)
-        assert found is not None and len(found.checkpoint["channel_values"]["messages"]) == len(history)
-        conn.close()
-    return best
+        ours = min(ours, await ours_read(ours_path, len(history)))
+        peer = min(peer, peer_read(peer_path, len(history)))
+    return len(history), ours, peer
 
 
-async def put_cost(path: Path, history: list[Message], steps: list[list[Message]]) -> float:
-    saver = SQLiteCheckpointer(path)
-    state = AgentState(context=list(history))
-    await saver.aput("t", state, history)
+async def put_costs(work: Path, sizes: Sequence[int], steps: int) -> dict[int, float]:
+    """The median ms of a put of one call's messages on a thread of each of ``sizes`` messages, the threads'
+    puts taking turns (one put on each per step)."""
+    threads: list[tuple[int, SQLiteCheckpointer, AgentState, list[list[Message]]]] = []
+    for size in sizes:
+        whole = build_history(size + 4 * steps, seed=9)
+        saver = SQLiteCheckpointer(work / f"put-{size}.db")
+        state = AgentState(context=list(whole[:size]))
+        await saver.aput("t", state, whole[:size])
+        threads.append((size, saver, state, call_chunks(whole[size:], steps)))
     gc.collect()  # the 100k-message history just built is not the puts' to collect
-    spent = 0.0
-    for chunk in steps:
-        state.context = [*state.context, *chunk]
-        started = time.process_time()
-        await saver.aput("t", state, chunk)
-        spent += time.process_time() - started
-    await saver.aclose()
-    return spent / len(steps)
+    spent: dict[int, list[float]] = {size: [] for size in sizes}
+    for step in range(min(len(chunks) for *_, chunks in threads)):
+        for size, saver, state, chunks in threads:
+            chunk = chunks[step]
+            state.context = [*state.context, *chunk]
+            started = time.process_time()
+            await saver.aput("t", state, chunk)
+            spent[size].append(time.process_time() - started)
+    for _, saver, _, _ in threads:
+        await saver.aclose()
+    return {size: statistics.median(times) for size, times in spent.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
@@ -108,22 +141,16 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for size in args.sizes:
-            history = build_history(size, seed=7)
-            ours = asyncio.run(ours_read(work / f"wk-{size}.db", history, args.repeats))
-            peer = peer_read(work / f"lg-{size}.db", history, args.repeats)
+            count, ours, peer = asyncio.run(reads(work, size, args.repeats))
             worst_read = max(worst_read, ours / peer)
-            rows.append((f"{len(history):,} messages", ours * 1e3, peer * 1e3, f"{ours / peer:.2f}x"))
+            rows.append((f"{count:,} messages", ours * 1e3, peer * 1e3, f"{ours / peer:.2f}x"))
         print_table(
             ["read after restart", "SQLiteCheckpointer ms", "SqliteSaver ms", "ours / peer"],
             rows,
         )
-        puts: dict[int, float] = {}
-        for size in args.put_sizes:
-            whole = build_history(size + 4 * args.steps, seed=9)
-            steps = call_chunks(whole[size:], args.steps)
-            puts[size] = asyncio.run(put_cost(work / f"put-{size}.db", whole[:size], steps))
+        puts = asyncio.run(put_costs(work, args.put_sizes, args.steps))
         print_table(
-            ["put of one call", "ms / put"],
+            ["put of one call (median)", "ms / put"],
             [(f"after {size:,} messages", ms * 1e3) for size, ms in puts.items()],
             title="",
         )

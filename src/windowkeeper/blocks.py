@@ -340,6 +340,16 @@ _BY_TYPE: dict[str, type[BaseModel]] = {
     cls.model_fields["type"].default: cls for cls in _FIELD_CHECKS if "type" in cls.model_fields
 }
 _set_attribute = object.__setattr__
+_new_object = object.__new__
+"""Every model here inherits ``object.__new__`` (none defines ``__new__``): called directly, without looking it up."""
+set_dict = BaseModel.__dict__["__dict__"].__set__
+set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+"""The setters of the four slots every pydantic model instance holds, taken from `BaseModel`'s own descriptors:
+a model built without validation (a restarted thread's log read builds two or three per message) sets each
+through its setter, about 80 ns a slot less than ``object.__setattr__``, which finds the descriptor by name
+first."""
 
 
 def _build(cls: type[BaseModel], data: Any, clean: bool) -> Any:
@@ -358,11 +368,11 @@ def _build(cls: type[BaseModel], data: Any, clean: bool) -> Any:
 def _make(cls: type[BaseModel], values: dict[str, Any], fields_set: set[str] | None = None) -> Any:
     """A ``cls`` holding ``values`` (every field, in declaration order, already in their validated form);
     ``fields_set`` as the constructor records it (default: every field, as validating a dump records it)."""
-    obj = cls.__new__(cls)
-    _set_attribute(obj, "__dict__", values)
-    _set_attribute(obj, "__pydantic_fields_set__", _FIELD_SETS[cls].copy() if fields_set is None else fields_set)
-    _set_attribute(obj, "__pydantic_extra__", None)
-    _set_attribute(obj, "__pydantic_private__", None)
+    obj = _new_object(cls)
+    set_dict(obj, values)
+    set_fields_set(obj, _FIELD_SETS[cls].copy() if fields_set is None else fields_set)
+    set_extra(obj, None)
+    set_private(obj, None)
     return obj
 
 
@@ -500,10 +510,13 @@ def block_from_trusted(data: Any) -> ContentBlock | None:
     complete set of keys, nested models likewise), its values are taken as they are, in ``data`` itself."""
     if type(data) is not dict:
         return None
-    cls = _BY_TYPE.get(data.get("type"))  # type: ignore[arg-type]
-    if cls is None or data.keys() != _FIELD_CHECKS[cls].keys():
+    spec = _TRUSTED.get(data.get("type"))  # type: ignore[arg-type]
+    if spec is None:
+        return None  # no type, or one this version does not know
+    cls, keys, nested, fields_set = spec
+    if data.keys() != keys:
         return None
-    for name, model, many in _NESTED.get(cls, ()):
+    for name, model, many in nested:
         value = data[name]
         if many:
             if type(value) is not list:
@@ -518,8 +531,20 @@ def block_from_trusted(data: Any) -> ContentBlock | None:
             if made is None:
                 return None
             data[name] = made
-    block: ContentBlock = _make(cls, data)
+    # `_make` inlined: this runs for every block of a restarted thread's log
+    block: ContentBlock = _new_object(cls)  # type: ignore[assignment]  # cls is the model of the block's type
+    set_dict(block, data)
+    set_fields_set(block, fields_set.copy())
+    set_extra(block, None)
+    set_private(block, None)
     return block
+
+
+_TRUSTED: dict[str, tuple[type[BaseModel], Any, tuple[tuple[str, type[BaseModel], bool], ...], set[str]]] = {
+    kind: (cls, _FIELD_CHECKS[cls].keys(), _NESTED.get(cls, ()), _FIELD_SETS[cls]) for kind, cls in _BY_TYPE.items()
+}
+"""Per block type, what `block_from_trusted` needs of its model, found in one lookup: the class, its dumped keys,
+its nested models and the field set every instance gets a copy of."""
 
 
 def _trusted_model(cls: type[BaseModel], data: Any) -> Any:

@@ -38,6 +38,10 @@ from .blocks import (
     ToolResultBlock,
     block_from_stored,
     block_from_trusted,
+    set_dict,
+    set_extra,
+    set_fields_set,
+    set_private,
     tool_output_text,
 )
 from .boundary import clean_id, clean_json, clean_text
@@ -553,7 +557,10 @@ _MESSAGE_FIELD_SET = set(_MESSAGE_FIELDS)
 _ROLE_SET = frozenset(ROLES)
 _BLOCK_TYPE_SET = frozenset(_BLOCK_TYPES)
 _DICT_ONLY = frozenset({dict})
-_set_attribute = object.__setattr__
+_new_object = object.__new__
+_new_list = list.__new__
+_list_append = list.append
+_weak = weakref.ref
 
 
 def message_from_stored(data: dict[str, Any], clean: bool = True) -> Message | None:
@@ -633,18 +640,28 @@ def message_from_trusted(data: Any, fingerprint: str | None = None) -> Message |
     content, timestamp = data["content"], data["timestamp"]
     if type(content) is not list or (timestamp is not None and type(timestamp) is not float):
         return None  # (an integral timestamp another writer stored must become the float validation makes it)
-    blocks = [block_from_trusted(item) for item in content]
-    for block in blocks:  # (``None in blocks`` would call each block's __eq__)
+    blocks = _new_list(BlockList)  # filled as a plain list: its own append would validate and report an edit
+    for item in content:
+        block = block_from_trusted(item)
         if block is None:
             return None
+        _list_append(blocks, block)
     usages = data["usages"]
     if usages is not None:  # a model of its own (extra fields allowed)
         try:
             data["usages"] = TokenUsages.model_validate(usages)
         except ValidationError:
             return None
-    data["content"] = BlockList(blocks)  # type: ignore[arg-type]
-    return _make_message(data, None, fingerprint)
+    data["content"] = blocks
+    # `_make_message` inlined (this runs for every message of a restarted thread's log), the list's one holder
+    # set directly
+    message = _new_object(Message)
+    set_dict(message, data)
+    set_fields_set(message, _MESSAGE_FIELD_SET.copy())
+    set_extra(message, None)
+    set_private(message, {"_fingerprint": fingerprint})
+    blocks._owners = _weak(message)
+    return message
 
 
 def same_message(a: Message, b: Message) -> bool:
@@ -737,10 +754,10 @@ def _make_message(
     """A `Message` holding ``fields`` (all of them, validated and cleaned, ``content`` a new `BlockList`);
     ``fields_set`` as the constructor records it (default: every field, as validating a dump records it);
     ``fingerprint`` memoized when known for exactly these fields."""
-    message = Message.__new__(Message)
-    _set_attribute(message, "__dict__", fields)
-    _set_attribute(message, "__pydantic_fields_set__", _MESSAGE_FIELD_SET.copy() if fields_set is None else fields_set)
-    _set_attribute(message, "__pydantic_extra__", None)
-    _set_attribute(message, "__pydantic_private__", {"_fingerprint": fingerprint})
+    message = _new_object(Message)
+    set_dict(message, fields)
+    set_fields_set(message, _MESSAGE_FIELD_SET.copy() if fields_set is None else fields_set)
+    set_extra(message, None)
+    set_private(message, {"_fingerprint": fingerprint})
     fields["content"]._own(message)
     return message

@@ -82,3 +82,41 @@ async def test_a_message_read_back_then_edited_in_place_is_stored_inline() -> No
     assert raw is not None and raw["context"][0] == [0, 1, '"a"', '"a"'] and "m" in raw["context"][1]
     loaded = await Checkpointer(store, owns_store=False).aget_state("t")
     assert loaded is not None and loaded.context[1].text() == "message b, corrected"
+
+
+async def test_a_restarted_read_keys_its_runs_only_when_a_put_looks_beyond_what_it_appends() -> None:
+    store = InMemoryStore()
+    first = [text(f"m{i}") for i in range(6)]
+    await Checkpointer(store, owns_store=False).aput("t", AgentState(context=list(first)), first)
+    restarted = Checkpointer(store, owns_store=False)
+    state = await restarted.aget_state("t")
+    assert state is not None
+    index = restarted._logs.peek("t")
+    assert index is not None and index.deferred and not index.read
+    new = [text("m6")]
+    state.context = [*state.context, *new]  # the view grew by a turn: only the new message is looked up
+    await restarted.aput("t", state, new)
+    assert index.deferred and list(index.read) == ['"m6"']
+    state.context = [*state.context[3:]]  # a manager cut the view: every message of it is looked up
+    await restarted.aput("t", state, [])
+    assert not index.deferred and index.read['"m6"'][0] == 6 and index.read['"m0"'][0] == 0
+    raw = await store.get_state("t")
+    assert raw is not None and raw["context"] == [[3, 4, '"m3"', '"m6"']]
+    loaded = await Checkpointer(store, owns_store=False).aget_state("t")
+    assert loaded is not None and [m.model_dump() for m in loaded.context] == [m.model_dump() for m in state.context]
+
+
+async def test_a_message_read_back_and_appended_again_is_judged_with_the_runs_read() -> None:
+    store = InMemoryStore()
+    first = [text(f"m{i}") for i in range(4)]
+    await Checkpointer(store, owns_store=False).aput("t", AgentState(context=list(first)), first)
+    restarted = Checkpointer(store, owns_store=False)
+    state = await restarted.aget_state("t")
+    assert state is not None
+    again, new = state.context[1], text("m4")
+    state.context = [*state.context, new]
+    await restarted.aput("t", state, [again, new])  # the log holds m1 already: only m4 lands, at position 4
+    index = restarted._logs.peek("t")
+    assert index is not None and not index.deferred and index.read['"m4"'][0] == 4
+    raw = await store.get_state("t")
+    assert raw is not None and raw["context"] == [[0, 5, '"m0"', '"m4"']]

@@ -254,6 +254,17 @@ def test_blocks_the_format_cannot_carry_raise_with_position() -> None:
             "tool_calls[0].function.arguments",
             "JSON object",
         ),
+        (
+            [
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"id": "x", "function": {"name": "f", "arguments": {"q": [object()]}}}],
+                }
+            ],
+            0,
+            "tool_calls[0].function.arguments",
+            "JSON cannot carry",
+        ),
         ([{"role": "assistant", "tool_calls": [{"id": "x"}]}], 0, "tool_calls[0].function", "must be an object"),
         ([{"role": "assistant", "tool_calls": "nope"}], 0, "tool_calls", "must be a list"),
         ([{"role": "tool", "content": "x"}], 0, "tool_call_id", "missing required 'tool_call_id'"),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from windowkeeper.blocks import ToolCallBlock, ToolResultBlock
@@ -282,18 +284,18 @@ _GUARD_PIECES = [
 def _unguarded_and_guarded(texts: list[str]) -> tuple[list[object], list[object]]:
     from windowkeeper.summarize import salience as module
 
-    guards = module._GUARDS
+    guards, twins = module._GUARDS, module._TWINS
     try:
-        module._GUARDS = {}
+        module._GUARDS, module._TWINS = {}, {}
         expected = [module._score(text, kinds) for text in texts for kinds in (None, ("error",))]
     finally:
-        module._GUARDS = guards
+        module._GUARDS, module._TWINS = guards, twins
     return expected, [module._score(text, kinds) for text in texts for kinds in (None, ("error",))]
 
 
 def test_detector_guards_keep_every_alternative_of_every_detector() -> None:
     """Each piece alone (the words of every alternative of the guarded detectors), in three cases and between other
-    words, scores as all fifteen scans score it: a word missing from a guard shows here."""
+    words, scores as all fifteen scans (as written, no twin) score it: a word missing from a guard shows here."""
     texts = [
         variant
         for piece in _GUARD_PIECES
@@ -311,3 +313,115 @@ def test_detector_guards_never_change_a_score(pieces: list[str], upper: bool) ->
     text = "".join(pieces)
     expected, guarded = _unguarded_and_guarded([text.upper() if upper else text])
     assert guarded == expected
+
+
+def _twin_pieces() -> list[str]:
+    """The words of every twinned detector's pattern (``port``, ``Jan``, ``January``, ``couple``, ``json``...) and the
+    punctuation, digits, units and non-ASCII letters its other alternatives and ``re.IGNORECASE`` turn on."""
+    from windowkeeper.summarize import salience as module
+
+    sources = (re.sub(r"\\.", " ", module.DETECTORS[kind].pattern) for kind in module._TWINS)  # escapes out
+    words = {word for source in sources for word in re.findall(r"[A-Za-z']{2,}", source)}
+    return [
+        *sorted(words),
+        " ", "  ", "\n", "\t", "0", "5", "12", "2024", "3.5", "1,200", "10:42", "2024-07-01", "-", ":", ".", ",", "/",
+        "#", "_", "`", "()", "$", "€", "£", "%", "µs", "°C", "°F", "req/s", "v", "x", "T", "am", "p.m.", "ago",
+        "deadbeef1", "FOO-12", "snake_case", "CamelCase", "a.b()", "MB", "mb", "KiB",
+        "\u017f", "\u212a", "\u0130", "\u00e9", "\u00df",
+    ]  # fmt: skip
+
+
+_TWIN_PIECES = _twin_pieces()
+
+
+def _cased(piece: str, how: int) -> str:
+    return (piece, piece.lower(), piece.upper(), piece.capitalize(), piece.swapcase())[how]
+
+
+def test_the_twinned_detectors() -> None:
+    """The detectors scanned through a twin on ASCII text (a kind dropping out of this set only costs speed)."""
+    from windowkeeper.summarize import salience as module
+
+    case_insensitive = {kind for kind, pattern in module.DETECTORS.items() if pattern.flags & re.IGNORECASE}
+    assert set(module._TWINS) == case_insensitive | {"quantity", "identifier"}
+    assert all(module._TWINS[kind][0] is module.DETECTORS[kind] for kind in module._TWINS)
+
+
+def _matches_of_twinned_detectors(alphabet: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    """Strings each of which one twinned detector matches whole (any case), or one of the parts a twin scans
+    apart (each ``identifier`` alternative, both halves of ``quantity``), so that no part is drawn rarely."""
+    from windowkeeper.summarize import salience as module
+
+    patterns = [module.DETECTORS[kind] for kind in sorted(module._TWINS)]
+    patterns += [re.compile(source) for source, _ in module._IDENTIFIER_ALTERNATIVES]
+    patterns += [re.compile(module._QUANTITY_WRITTEN), re.compile(module._QUANTITY_SPOKEN, re.IGNORECASE)]
+    return st.sampled_from(patterns).flatmap(lambda pattern: st.from_regex(pattern, fullmatch=True, alphabet=alphabet))
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    st.lists(
+        st.one_of(
+            # ASCII, and the four other characters the patterns spell (a line holding one is not twinned)
+            st.tuples(
+                _matches_of_twinned_detectors(st.characters(max_codepoint=127, include_characters="€£µ°")),
+                st.integers(0, 4),
+            ),
+            st.tuples(st.sampled_from(_TWIN_PIECES), st.integers(0, 4)),
+            st.tuples(_matches_of_twinned_detectors(st.characters(codec="utf-8")), st.integers(0, 4)),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sampled_from(["", " ", " ", "-", ":", "/", ".", "\n"]),
+)
+def test_twins_find_what_the_detectors_find(pieces: list[tuple[str, int]], glue: str) -> None:
+    """On ASCII text every twin finds as many hits as its detector, the same strings once lower-cased (all that
+    `_score` reads of them); on other text `_score` does not use them and scores as the plain scans do. The text
+    is made of the detectors' own matches (drawn from their patterns), their words and punctuation, in any case."""
+    from windowkeeper.summarize import salience as module
+
+    text = glue.join(_cased(piece, how) for piece, how in pieces)
+    if text.isascii():
+        for kind, (pattern, scan) in module._TWINS.items():
+            expected = sorted(hit.lower() for hit in pattern.findall(text))
+            assert sorted(hit.lower() for hit in scan(text, text.lower())) == expected, kind
+    expected_scores, scores = _unguarded_and_guarded([text])
+    assert scores == expected_scores
+
+
+@pytest.mark.parametrize(
+    "source",
+    [r"\S+", r"\D", r"\W", r"a\B", r"\Aa", r"a\Z", r"[A-z]", r"[0-Z]", r"[\w-Z]", r"(?-i:a)b", r"(?P<Name>a)", r"\x41",
+     r"\101", r"(a)\1", r"\N{LATIN CAPITAL LETTER A}", "caf\u00e9", "\u212a", r"[]a]"],
+)  # fmt: skip
+def test_no_lower_case_twin_for_a_source_whose_meaning_changes_with_case(source: str) -> None:
+    from windowkeeper.summarize import salience as module
+
+    with pytest.raises(RuntimeError, match="no lower-case twin"):
+        module._lower_twin(source, re.IGNORECASE)
+    with pytest.raises(RuntimeError, match="no lower-case twin"):
+        module._lower_twin("plain", 0)  # only for case-insensitive patterns
+
+
+def test_a_lower_case_twin_matches_the_spans_of_the_original() -> None:
+    from windowkeeper.summarize import salience as module
+
+    for source in (r"\b[A-Z][a-z]+ \d+(?:st|nd)?\b", r"(?<![\w.])Port\s*[:=#]\s*\d+", r"[^`\n]{2,5}|[T ]\d"):
+        twin = module._lower_twin(source, re.IGNORECASE)
+        for text in ("Jan 5 and JAN 22nd, port: 80", "x PORT=8080, Foo 3", "aT1 `b`\nCD T9"):
+            original = [m.span() for m in re.finditer(source, text, re.IGNORECASE)]
+            assert [m.span() for m in twin.finditer(text.lower())] == original
+
+
+def test_the_pruned_identifier_scan_keeps_every_alternative_a_line_can_match() -> None:
+    from windowkeeper.summarize import salience as module
+
+    pattern, scan = module._TWINS["identifier"]
+    for text in (
+        "call `load()` then a.b.c() and x_y.z(); JIRA-12 #4 1a2b3c4d-1a2b-1a2b-1a2b-1a2b3c4d5e6f deadbeef CamelCase",
+        "no identifiers here",
+        "only() and `ticks`",
+        "(see #12) snake_case",
+    ):
+        assert scan(text, text.lower()) == pattern.findall(text)

@@ -197,6 +197,23 @@ def _edited(view: _View) -> bool:
     )
 
 
+def _unknown(index: LogIndex, messages: list[Message]) -> list[Message]:
+    """The messages of ``messages`` whose keys ``index`` does not know as logged (each key once).
+
+    Runs read back and not keyed yet (`LogIndex.defer_read`) are not looked at: when every one of these was then
+    appended, none of them was in the log, so none is in those runs (unless another writer removed it from the
+    log meanwhile, and then it sits where it was appended); when not, the caller settles the index and asks again.
+    """
+    fresh: list[Message] = []
+    seen: set[str] = set()
+    for message in messages:
+        key = message_key(message.message_id)
+        if key not in seen and not index.knows(key):
+            seen.add(key)
+            fresh.append(message)
+    return fresh
+
+
 def _grown(view: _View, context: list[Message]) -> list[Message] | None:
     """The messages of ``view`` followed by the new ones of ``context`` when ``context`` is ``view``'s messages,
     unedited, followed by new ones (its own list, extended in place when nothing else did), else None."""
@@ -291,19 +308,17 @@ class Checkpointer(BaseCheckpointer):
 
     async def _append(self, thread_id: str, index: LogIndex, messages: list[Message]) -> None:
         """Append to the log and record where the new messages landed, when that is certain."""
-        fresh: list[Message] = []
-        seen: set[str] = set()
-        for message in messages:
-            key = message_key(message.message_id)
-            if key not in seen and key not in index.where and key not in index.read:
-                seen.add(key)
-                fresh.append(message)
+        fresh = _unknown(index, messages)
         epoch = edit_epoch()  # the objects are the logged copies unless edited after this
         added = await self.store.append_messages(thread_id, messages)
         logger.debug("thread %s: %d of %d messages new in the log", thread_id, added, len(messages))
         if not added:
             return
         length = await self.store.count_messages(thread_id)
+        if index.deferred and (added != len(fresh) or length != index.length + added):
+            # some of these may be in the runs read back and not keyed yet: judged with them, as before
+            index.settle()
+            fresh = _unknown(index, messages)
         if added == len(fresh) and length == index.length + added:
             # the log grew by exactly these messages, so they sit at the positions after the known length
             index.record_read(fresh, index.length, epoch)
@@ -347,7 +362,7 @@ class Checkpointer(BaseCheckpointer):
                 run = await self._find_run(thread_id, count, first, last)
                 start = -1
             if start >= 0:
-                index.record_read(run, start, epoch)
+                index.defer_read(run, start, epoch)
             context.extend(run)
 
     @staticmethod

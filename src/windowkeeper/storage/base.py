@@ -630,9 +630,9 @@ def _stamp(body: str, fingerprint: str) -> str:
     outside windowkeeper, its fingerprint included, is fingerprinted afresh. It guards against edits and damage,
     not against someone forging rows (who could recompute any unkeyed hash), so a 32-bit CRC is as good a check as
     the 32-bit blake2b of stamp 1 (``"_fp"``, still read): 0.6 us for a 1.5 kB body instead of 2 us, and taken
-    over a prefix of the row as stored, so a reader checks it without cutting the row. A message's JSON always
-    ends with its ``raw`` field (``null`` or an object), never with ``"}``, so the stamp cannot be mistaken for
-    message content.
+    over a prefix of the row as stored, so a reader parses the row whole instead of cutting the stamp off first.
+    A message's JSON always ends with its ``raw`` field (``null`` or an object), never with ``"}``, so the stamp
+    cannot be mistaken for message content.
     """
     marked = f"{body[:-1]}{_CRC_FIELD}{fingerprint}"
     return f'{marked}{zlib.crc32(marked.encode("utf-8", "surrogatepass")):08x}"}}'
@@ -648,7 +648,9 @@ def _crc_stamped(row: bytes) -> bool:
     return (
         row[-_STAMP_CHARS:_STAMP_END] == _CRC_FIELD_BYTES
         and row[-2:] == b'"}'
-        and b"%08x" % zlib.crc32(memoryview(row)[:_CHECK_AT]) == row[_CHECK_AT:-2]
+        # over a copy cut short: copying even a 100 kB row costs less than the CRC of it, and for the usual
+        # 1-2 kB row less than making a memoryview and a slice of it (about 90 ns a row less)
+        and b"%08x" % zlib.crc32(row[:_CHECK_AT]) == row[_CHECK_AT:-2]
     )
 
 
@@ -719,7 +721,7 @@ def _from_stamped(body: str | bytes) -> Message | None:
     any other row (stamp 1, no stamp, an edited row, another version's shape), which `_decode_checked` reads.
 
     The row is parsed as it is, stamp included, and the stamp's key taken out of the parsed object: the check
-    covers the row up to itself, so neither the check nor the parse needs a copy of the row cut short.
+    covers the row up to itself, so the parse needs no copy of the row without its stamp.
     """
     row = body if type(body) is bytes else body.encode("utf-8", "surrogatepass")  # type: ignore[union-attr]
     if not _crc_stamped(row):

@@ -297,12 +297,29 @@ def dump_args(args: Mapping[str, Any]) -> str:
     return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
 
 
+def json_args(raw: Mapping[str, Any], *, index: int, key: str) -> dict[str, Any]:
+    """Already-decoded tool-call arguments as a dict, refused with a `FormatError` when they hold a value JSON cannot
+    carry: a message's fingerprint, every store and every provider write them as JSON, and an ``object()`` deep in
+    the arguments used to pass the reader and fail later, far from the caller's mistake."""
+    value = dict(raw)
+    try:
+        json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise FormatError(
+            f"arguments hold a value JSON cannot carry ({exc}); pass only dicts, lists, strings, numbers, booleans "
+            "and None, or the arguments as a JSON string",
+            index=index,
+            key=key,
+        ) from None
+    return value
+
+
 def parse_args(raw: Any, *, index: int, key: str) -> dict[str, Any]:
     """Decode a tool call's arguments (JSON string or already-decoded object) into a dict."""
     if raw is None:
         return {}
     if isinstance(raw, Mapping):
-        return dict(raw)
+        return json_args(raw, index=index, key=key)
     if not isinstance(raw, str):
         raise FormatError(f"arguments must be a JSON object string, got {type(raw).__name__}", index=index, key=key)
     if not raw.strip():

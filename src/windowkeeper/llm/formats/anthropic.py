@@ -38,6 +38,7 @@ from ._common import (
     check_mode,
     error_text,
     is_dropped,
+    json_args,
     keep_reasoning,
     media_kind,
     messages_input,
@@ -555,7 +556,7 @@ def _parse_block(block: Any, *, index: int, key: str) -> ContentBlock:
         return ToolCallBlock(
             id=require_str(b, "id", index=index, key=f"{key}.id"),
             name=require_str(b, "name", index=index, key=f"{key}.name"),
-            args=dict(args),
+            args=json_args(args, index=index, key=f"{key}.input"),
         )
     if btype == "tool_result":
         return ToolResultBlock(

@@ -46,6 +46,7 @@ from ._common import (
     check_mode,
     error_text,
     is_dropped,
+    json_args,
     keep_reasoning,
     media_block_for_mime,
     media_kind,
@@ -527,7 +528,9 @@ def _parse_contents_entry(d: Any, index: int, pairing: _Pairing, id_prefix: str)
                 raise FormatError("functionCall 'args' must be an object", index=index, key=f"{key}.functionCall.args")
             raw_id = c.get("id")
             call_id = raw_id if isinstance(raw_id, str) and raw_id else f"{id_prefix}_{index}_{j}"
-            block = ToolCallBlock(id=call_id, name=name, args=dict(args))
+            block = ToolCallBlock(
+                id=call_id, name=name, args=json_args(args, index=index, key=f"{key}.functionCall.args")
+            )
         elif response is not None:
             if role == "model":
                 raise FormatError(

@@ -34,6 +34,7 @@ from ._common import (
     Source,
     error_text,
     is_dropped,
+    json_args,
     media_from_url,
     media_kind,
     openai_tools_calls,
@@ -291,7 +292,8 @@ def _to_message(lc_message: Any, index: int) -> Message:
         for j, tc in enumerate(lc_message.tool_calls):
             if not tc.get("id"):
                 raise FormatError("tool call has no 'id'", index=index, key=f"tool_calls[{j}].id")
-            calls.append(ToolCallBlock(id=str(tc["id"]), name=tc["name"], args=dict(tc.get("args") or {})))
+            args = json_args(tc.get("args") or {}, index=index, key=f"tool_calls[{j}].args")
+            calls.append(ToolCallBlock(id=str(tc["id"]), name=tc["name"], args=args))
         content.extend(calls)
         return read_message(
             "assistant",
