@@ -95,7 +95,7 @@ def test_a_turn_that_refers_back_gets_room_when_the_view_is_at_the_top_of_its_bu
         gone = all(m.message_id != "fact" for m in state.context)
         if gone and 0 < manager.budget - metrics.tokens_after < 40:
             break
-    need = recall.least_room(thread_key(state), question)
+    need = recall.least_room(thread_key(state), question, state.context)
     before = list(state.context)
     state.context = add_messages(state.context, [question])
     state = manager.trim_context(state)

@@ -536,7 +536,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         tokens_before = total
         cleared = 0
         summaries = 0
-        if plan is not None or total >= self.high_limit or self._wants_recall_room(step, arrived, total):
+        if plan is not None or total >= self.high_limit or self._wants_recall_room(step, working, arrived, total):
             if plan is not None:
                 outcome = yield from finish(plan.work)
             else:
@@ -655,7 +655,9 @@ class TokenBudgetContextManager(BaseContextManager[S]):
 
     # -- recall ---------------------------------------------------------------------------------------------------
 
-    def _wants_recall_room(self, step: RecallStep | None, arrived: Sequence[Message], total: int) -> bool:
+    def _wants_recall_room(
+        self, step: RecallStep | None, working: Sequence[Message], arrived: Sequence[Message], total: int
+    ) -> bool:
         """Whether a user message that just arrived refers back while the room left cannot hold even its smallest
         recall message: the view is then compacted now, before the recall message is placed, instead of at a later
         call (it is near the top of the budget anyway), so the turn that asks is never answered without it. Asks
@@ -665,7 +667,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         i = newest_user(arrived)
         if i is None or step.served() == str(arrived[i].message_id):
             return False
-        return step.recall.least_room(step.key, arrived[i]) > self.budget - total
+        return step.recall.least_room(step.key, arrived[i], working) > self.budget - total
 
     def _place_recall(
         self,

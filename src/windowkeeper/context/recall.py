@@ -422,7 +422,7 @@ class Recall:
         # the best hit decides whether this turn refers back at all (a passage an earlier recall message still
         # shows counts: the turn refers back to it); once it does, the room is filled by rank
         shown = set(exclude)
-        found = self._search(thread, user, self.max_passages + min(len(shown), self.max_passages))
+        found = self._search(thread, user, self._wanted(shown))
         if not found:
             return None
         hits = [h for h in found if h.passage.key not in shown][: self.max_passages]
@@ -443,13 +443,19 @@ class Recall:
             chosen.pop()
         return None
 
-    def least_room(self, thread: str, user: Message) -> int:
+    def least_room(self, thread: str, user: Message, view: Sequence[Message]) -> int:
         """Tokens the smallest recall message for ``user`` takes (its header and best passage), or 0 when ``user``
         does not refer back to what left the view of ``thread``; decides nothing. A manager asks before it places
-        the recall message, to make room for it first."""
+        the recall message, to make room for it first. ``view`` is the view it would be placed in: the search is
+        the one `build` makes for that view, so when no cut comes between them, `build` finds its answer kept."""
         self.flush(thread)
-        found = self._search(thread, user, self.max_passages)
+        found = self._search(thread, user, self._wanted(self.shown(thread, view)))
         return self._header_tokens(user) + self._cost(thread, found[0].passage) if found else 0
+
+    def _wanted(self, shown: set[str]) -> int:
+        """Hits a search asks for: the passages a recall message may show, and as many more as are shown already
+        (they are skipped), so that ``shown`` does not shrink the choice."""
+        return self.max_passages + min(len(shown), self.max_passages)
 
     def _header_tokens(self, user: Message) -> int:
         if self._header_cost is None:
