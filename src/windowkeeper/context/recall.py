@@ -420,7 +420,7 @@ class Recall:
         ):
             return None  # no passage could fit: skip the search
         # the best hit decides whether this turn refers back at all (a passage an earlier recall message still
-        # shows counts: the turn refers back to it); once it does, the room is filled by rank
+        # shows counts: the turn refers back to it); once it does, the room is filled in `_in_episodes` order
         shown = set(exclude)
         found = self._search(thread, user, self._wanted(shown))
         if not found:
