@@ -84,13 +84,19 @@ async def test_a_message_read_back_then_edited_in_place_is_stored_inline() -> No
     assert loaded is not None and loaded.context[1].text() == "message b, corrected"
 
 
-async def test_a_restarted_read_keys_its_runs_only_when_a_put_looks_beyond_what_it_appends() -> None:
+async def restarted_thread(n: int) -> tuple[InMemoryStore, Checkpointer, AgentState]:
+    """A thread of ``n`` messages written by one checkpointer and read back by a new one on the same store."""
     store = InMemoryStore()
-    first = [text(f"m{i}") for i in range(6)]
+    first = [text(f"m{i}") for i in range(n)]
     await Checkpointer(store, owns_store=False).aput("t", AgentState(context=list(first)), first)
     restarted = Checkpointer(store, owns_store=False)
     state = await restarted.aget_state("t")
     assert state is not None
+    return store, restarted, state
+
+
+async def test_a_restarted_read_keys_its_runs_only_when_a_put_looks_beyond_what_it_appends() -> None:
+    store, restarted, state = await restarted_thread(6)
     index = restarted._logs.peek("t")
     assert index is not None and index.deferred and not index.read
     new = [text("m6")]
@@ -107,12 +113,7 @@ async def test_a_restarted_read_keys_its_runs_only_when_a_put_looks_beyond_what_
 
 
 async def test_a_message_read_back_and_appended_again_is_judged_with_the_runs_read() -> None:
-    store = InMemoryStore()
-    first = [text(f"m{i}") for i in range(4)]
-    await Checkpointer(store, owns_store=False).aput("t", AgentState(context=list(first)), first)
-    restarted = Checkpointer(store, owns_store=False)
-    state = await restarted.aget_state("t")
-    assert state is not None
+    store, restarted, state = await restarted_thread(4)
     again, new = state.context[1], text("m4")
     state.context = [*state.context, new]
     await restarted.aput("t", state, [again, new])  # the log holds m1 already: only m4 lands, at position 4
