@@ -470,7 +470,7 @@ class Recall:
             limit=limit,
             min_coverage=RELATED_COVERAGE,
             gate=self.min_coverage,
-            said_gate=QUESTION_COVERAGE if any(mark in text for mark in _QUESTION_MARKS) else 0.0,
+            said_gate=QUESTION_COVERAGE if _asks(text) else 0.0,
             skip_echoes=True,
         )
         return self._in_episodes(thread, found) if found else found
@@ -494,7 +494,7 @@ class Recall:
                 continue
             out.append(hit)
             keys.add(hit.passage.key)
-            if i < self.max_passages and any(mark in hit.passage.text for mark in _QUESTION_MARKS):
+            if i < self.max_passages and _asks(hit.passage.text):
                 reply = self.index.following(thread, hit.passage)
                 if reply is not None and reply.key not in keys:
                     out.append(Hit(reply, hit.score, 0.0))
@@ -539,6 +539,11 @@ def recalled_passages(messages: Iterable[Message]) -> set[str]:
     for msg in recall_notes(messages if isinstance(messages, Sequence) else list(messages)):
         out.update(r for r in msg.metadata.get("passages", ()) if isinstance(r, str))
     return out
+
+
+def _asks(text: str) -> bool:
+    """Whether ``text`` asks a question: it holds a question mark of any script in `_QUESTION_MARKS`."""
+    return any(mark in text for mark in _QUESTION_MARKS)
 
 
 def newest_user(messages: Sequence[Message]) -> int | None:
