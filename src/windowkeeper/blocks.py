@@ -10,6 +10,7 @@ tool output) through `clean_json`, so a lone surrogate is replaced by U+FFFD her
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
@@ -562,3 +563,55 @@ def tool_output_text(output: Any) -> str:
     import json
 
     return json.dumps(output, ensure_ascii=False, sort_keys=False)
+
+
+UNKNOWN_PREFIX = "[unknown "
+"""How the text standing for a part or item of a kind no format models starts: ``[unknown <kind>] <its JSON>``
+(`windowkeeper.llm.formats` writes it, so that such a message still counts, fits and passes through unchanged)."""
+
+_OPAQUE_RUN = re.compile(r"[A-Za-z0-9]{32}")
+"""32 letters or digits in a row without a break: base64 data, an encrypted blob, a signature, a digest."""
+
+
+def readable_text(text: str) -> str:
+    """``text`` as a reader of a summary or a transcript should get it.
+
+    Text stands as it is, except the stand-in of a part of a kind no format models (``[unknown kind] {json}``: a
+    web search result, a server-side tool call, a generated image...). Its JSON is mostly ids, type tags and opaque
+    values (encrypted content, signatures, base64 data), which tell a reader nothing and which an extractive
+    summary would even pick as rare identifiers. What stays is the kind and each readable value under its key:
+    ``[web_search_tool_result] url: https://...; title: Lisbon trams``.
+    """
+    if not text.startswith(UNKNOWN_PREFIX):
+        return text
+    end = text.find("] ", len(UNKNOWN_PREFIX))
+    if end < 0:
+        return text
+    import json
+
+    try:
+        value = json.loads(text[end + 2 :])
+    except ValueError:
+        return text
+    pairs: list[str] = []
+    _readable_values(value, "", pairs)
+    kind = text[len(UNKNOWN_PREFIX) : end]
+    return f"[{kind}] {'; '.join(pairs)}" if pairs else f"[{kind}]"
+
+
+def _readable_values(value: Any, key: str, out: list[str]) -> None:
+    """``key: value`` for each scalar inside ``value`` a reader can use: no type tags, ids or opaque strings."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k != "type" and k != "id" and not k.endswith(("_id", "Id")):
+                _readable_values(v, str(k), out)
+    elif isinstance(value, list):
+        for v in value:
+            _readable_values(v, key, out)
+    elif isinstance(value, str):
+        text = value.strip()
+        opaque = _OPAQUE_RUN.search(text) and not text.count(" ") and not text.startswith(("http://", "https://"))
+        if text and not opaque:
+            out.append(f"{key}: {text}" if key else text)
+    elif isinstance(value, bool | int | float):
+        out.append(f"{key}: {value}" if key else str(value))

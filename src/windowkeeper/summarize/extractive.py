@@ -34,7 +34,16 @@ from typing import TYPE_CHECKING
 
 from .._cache import SizedCache
 from .._validate import check_int, check_positive_int
-from ..blocks import DocumentBlock, ErrorBlock, ImageBlock, TextBlock, ToolCallBlock, ToolResultBlock, tool_output_text
+from ..blocks import (
+    DocumentBlock,
+    ErrorBlock,
+    ImageBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    readable_text,
+    tool_output_text,
+)
 from ..messages import Message
 from .limits import DEFAULT_INPUT_LIMIT, newest_within
 from .salience import clip, is_request, looks_like_code, salience, split_sentences
@@ -281,7 +290,7 @@ class ExtractiveSummarizer:
         texts: list[str] = []
         for block in message.content:
             if isinstance(block, TextBlock):
-                texts.append(block.text)
+                texts.append(readable_text(block.text))
             elif isinstance(block, DocumentBlock) and (block.excerpt or block.text):
                 texts.append(block.excerpt or block.text or "")
             elif isinstance(block, ImageBlock) and block.alt_text:

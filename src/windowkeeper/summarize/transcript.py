@@ -23,6 +23,7 @@ from ..blocks import (
     ToolCallBlock,
     ToolResultBlock,
     VideoBlock,
+    readable_text,
     tool_output_text,
 )
 from ..errors import ConfigurationError
@@ -53,7 +54,7 @@ def _call_text(call: ToolCallBlock) -> str:
 
 def _block_text(block: object, max_result_chars: int) -> str:
     if isinstance(block, TextBlock):
-        return block.text
+        return readable_text(block.text)
     if isinstance(block, ToolCallBlock):
         return _call_text(block)
     if isinstance(block, ToolResultBlock):

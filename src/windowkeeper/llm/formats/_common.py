@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 
 from ...blocks import (
+    UNKNOWN_PREFIX,
     AnnotationBlock,
     AudioBlock,
     ContentBlock,
@@ -501,10 +502,6 @@ def result_text(block: ToolResultBlock) -> str:
     if block.status == "error" and not text.lstrip().lower().startswith("error"):
         return f"Error: {text}"
     return text
-
-
-UNKNOWN_PREFIX = "[unknown "
-"""How the text standing for a part or item of a kind no converter models starts."""
 
 
 def unknown_block(kind: str, value: Any) -> TextBlock:
