@@ -351,6 +351,16 @@ def original_arguments(message: Message) -> dict[str, str]:
     return out
 
 
+CUSTOM_INPUT = "input"
+"""The one argument under which a custom (freeform) tool call keeps its text: such a tool takes a string, not JSON
+arguments (Chat Completions ``{"type": "custom", "custom": {"name", "input"}}``)."""
+
+
+def is_custom_call(call: ToolCallBlock) -> bool:
+    """A call of a custom tool as the readers keep it, so a writer gives it back its string input."""
+    return call.tool_type == "custom" and list(call.args) == [CUSTOM_INPUT] and isinstance(call.args[CUSTOM_INPUT], str)
+
+
 def arguments_for(block: ToolCallBlock, originals: Mapping[str, str]) -> str:
     """The original arguments string when it still decodes to the block's args, else a fresh compact dump.
 

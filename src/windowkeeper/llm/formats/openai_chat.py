@@ -27,6 +27,7 @@ from ...blocks import (
 from ...errors import FormatError
 from ...messages import Message, participant_name
 from ._common import (
+    CUSTOM_INPUT,
     PENDING_ID,
     IdChain,
     Source,
@@ -37,6 +38,7 @@ from ._common import (
     audio_mime,
     data_uri,
     error_text,
+    is_custom_call,
     is_dropped,
     media_from_url,
     media_kind,
@@ -61,6 +63,7 @@ from .rules import RoundTripRules
 from .wire import (
     OpenAIChatAssistantMessage,
     OpenAIChatDeveloperMessage,
+    OpenAIChatFunctionMessage,
     OpenAIChatMessage,
     OpenAIChatSystemMessage,
     OpenAIChatTextPart,
@@ -79,6 +82,15 @@ NAME = "openai_chat"
 _KNOWN_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content"})
 # Keys a Chat Completions *reply* carries with null/empty values; they hold nothing worth keeping.
 _REPLY_KEYS = frozenset({"refusal", "annotations", "audio", "function_call"})
+_LEGACY_CALL = "function_call"
+"""``tool_type`` of a call made with the API's first function calling: an assistant ``function_call`` answered by
+the next message, of role ``function``. Neither carries an id, so the call gets one from its place in the list
+(`legacy_call_id`) and the answer names the place before its own."""
+
+
+def legacy_call_id(index: int) -> str:
+    """The id given to the ``function_call`` of the assistant message at ``index`` (and to the answer after it)."""
+    return f"legacy_function_call_{index}"
 
 
 # -- ours -> OpenAI -------------------------------------------------------------------------------------------
@@ -200,10 +212,15 @@ def message_to_openai_chat(
             reasoning = message.reasoning_text()
             if reasoning:
                 out["reasoning_content"] = reasoning
-        if calls:
+        if len(calls) == 1 and calls[0].tool_type == _LEGACY_CALL:
+            call = calls[0]
+            out["function_call"] = {"name": call.name, "arguments": arguments_for(call, original_arguments(message))}
+        elif calls:
             originals = original_arguments(message)
             out["tool_calls"] = [
-                {
+                {"id": c.id, "type": "custom", "custom": {"name": c.name, "input": c.args[CUSTOM_INPUT]}}
+                if is_custom_call(c)
+                else {
                     "id": c.id,
                     "type": "function",
                     "function": {"name": c.name, "arguments": arguments_for(c, originals)},
@@ -214,7 +231,16 @@ def message_to_openai_chat(
             out["name"] = name
         return [out]
     results: list[OpenAIChatMessage] = []
+    legacy = message.metadata.get("openai_role") == "function"
     for _, block in tool_results(message, index=index, hint="; put other content in a user message"):
+        if legacy:
+            answer: OpenAIChatFunctionMessage = {
+                "role": "function",
+                "name": block.name or "",
+                "content": result_text(block),
+            }
+            results.append(answer)
+            continue
         item: OpenAIChatToolMessage = {
             "role": "tool",
             "tool_call_id": block.call_id,
@@ -311,10 +337,17 @@ def _parse_tool_calls(raw: Any, *, index: int) -> tuple[list[ToolCallBlock], lis
         key = f"tool_calls[{j}]"
         tc = as_mapping(entry, index=index, key=key, what="tool call")
         call_id = require_str(tc, "id", index=index, key=f"{key}.id")
+        ttype = tc.get("type")
+        if ttype == "custom":  # a custom (freeform) tool: its input is one string, not JSON arguments
+            custom = as_mapping(tc.get("custom"), index=index, key=f"{key}.custom", what="'custom'")
+            name = require_str(custom, "name", index=index, key=f"{key}.custom.name")
+            text = require_str(custom, "input", index=index, key=f"{key}.custom.input", empty_ok=True)
+            blocks.append(ToolCallBlock(id=call_id, name=name, args={CUSTOM_INPUT: text}, tool_type="custom"))
+            native.append({"id": call_id, "type": "custom", "custom": {"name": name, "input": text}})
+            continue
         fn = as_mapping(tc.get("function"), index=index, key=f"{key}.function", what="'function'")
         name = require_str(fn, "name", index=index, key=f"{key}.function.name")
         args = parse_args(fn.get("arguments"), index=index, key=f"{key}.function.arguments")
-        ttype = tc.get("type")
         blocks.append(
             ToolCallBlock(
                 id=call_id, name=name, args=args, tool_type=ttype if ttype not in (None, "function") else None
@@ -343,6 +376,16 @@ def _tool_output(d: Mapping[str, Any], *, index: int) -> str:
     return "".join(texts)
 
 
+def _legacy_answer(msg: Mapping[str, Any], index: int) -> Message:
+    """A ``function`` message: the answer to the legacy ``function_call`` of the message before it, read as a tool
+    result of that call (so a trim keeps the two together) and written back in its own role."""
+    block = ToolResultBlock(
+        call_id=legacy_call_id(index - 1), output=_tool_output(msg, index=index), name=msg["name"] or None
+    )
+    unknown = {k: v for k, v in msg.items() if k not in ("role", "name", "content")}
+    return read_message("tool", [block], {"openai_role": "function", **({"openai_extra": unknown} if unknown else {})})
+
+
 @reader("OpenAI chat messages")
 def openai_chat_message_to_message(d: Any, index: int = 0) -> Message:
     """One Chat Completions message (request dict, reply ``choices[i].message`` dict or SDK object) as ours.
@@ -365,9 +408,11 @@ def _to_message(d: Any, index: int) -> Message:
             index=index,
             key="role",
         )
+    if role == "function" and index > 0 and isinstance(msg.get("name"), str):
+        return _legacy_answer(msg, index)
     if role not in ("system", "developer", "user", "assistant", "tool"):
-        # a role of another API generation or provider (``function``...): kept as a user turn holding its JSON,
-        # and passed through unchanged
+        # a role of another API generation or provider (or a ``function`` answer with nothing before it): kept as
+        # a user turn holding its JSON, and passed through unchanged
         unknown = [unknown_block(f"role {role}", msg)]
         return Message(role="user", content=unknown, metadata={"openai_role": role}, message_id=PENDING_ID)
     metadata: dict[str, Any] = {}
@@ -377,7 +422,12 @@ def _to_message(d: Any, index: int) -> Message:
     name = msg.get("name")
     if name is not None and not isinstance(name, str):
         raise FormatError(f"'name' must be a string, got {type(name).__name__}", index=index, key="name")
-    extra = {k: v for k, v in msg.items() if k not in _KNOWN_KEYS and not (k in _REPLY_KEYS and not v)}
+    legacy = msg.get("function_call") if role == "assistant" and not msg.get("tool_calls") else None
+    extra = {
+        k: v
+        for k, v in msg.items()
+        if k not in _KNOWN_KEYS and not (k in _REPLY_KEYS and not v) and not (legacy and k == _LEGACY_CALL)
+    }
     if extra:
         metadata["openai_extra"] = extra
     if role == "tool":
@@ -395,6 +445,13 @@ def _to_message(d: Any, index: int) -> Message:
         if msg.get("tool_calls"):
             calls, tools_calls = _parse_tool_calls(msg["tool_calls"], index=index)
             content.extend(calls)
+        elif legacy:
+            fn = as_mapping(legacy, index=index, key=_LEGACY_CALL, what="'function_call'")
+            called = require_str(fn, "name", index=index, key=f"{_LEGACY_CALL}.name")
+            args = parse_args(fn.get("arguments"), index=index, key=f"{_LEGACY_CALL}.arguments")
+            call_id = legacy_call_id(index)
+            content.append(ToolCallBlock(id=call_id, name=called, args=args, tool_type=_LEGACY_CALL))
+            tools_calls = [{"id": call_id, "type": _LEGACY_CALL, "function": dict(fn)}]
         if reasoning:
             content.insert(0, ReasoningBlock(text=reasoning))
     elif msg.get("tool_calls"):

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         ChatCompletionContentPartParam,
         ChatCompletionContentPartTextParam,
         ChatCompletionDeveloperMessageParam,
+        ChatCompletionFunctionMessageParam,
         ChatCompletionSystemMessageParam,
         ChatCompletionToolMessageParam,
         ChatCompletionUserMessageParam,
@@ -86,6 +87,7 @@ else:
     MessageParam = TextBlockParam = ContentDict = PartDict = dict
     ChatCompletionContentPartParam = ChatCompletionContentPartTextParam = dict
     ChatCompletionDeveloperMessageParam = ChatCompletionSystemMessageParam = ChatCompletionUserMessageParam = dict
+    ChatCompletionFunctionMessageParam = dict
     DocumentBlockParam = ImageBlockParam = RedactedThinkingBlockParam = ThinkingBlockParam = dict
     ToolResultBlockParam = ToolUseBlockParam = dict
 
@@ -94,6 +96,8 @@ else:
 OpenAIChatSystemMessage: TypeAlias = ChatCompletionSystemMessageParam
 OpenAIChatDeveloperMessage: TypeAlias = ChatCompletionDeveloperMessageParam
 OpenAIChatUserMessage: TypeAlias = ChatCompletionUserMessageParam
+OpenAIChatFunctionMessage: TypeAlias = ChatCompletionFunctionMessageParam
+"""The answer to a legacy ``function_call`` (role ``function``), written only for a conversation that used them."""
 OpenAIChatUserPart: TypeAlias = ChatCompletionContentPartParam
 OpenAIChatTextPart: TypeAlias = ChatCompletionContentPartTextParam
 OpenAIChatMessage: TypeAlias = (
@@ -102,6 +106,7 @@ OpenAIChatMessage: TypeAlias = (
     | OpenAIChatUserMessage
     | OpenAIChatAssistantMessage
     | OpenAIChatToolMessage
+    | OpenAIChatFunctionMessage
 )
 """One ``messages`` entry `to_openai_chat` writes; a list of them is a valid ``chat.completions.create(messages=)``."""
 

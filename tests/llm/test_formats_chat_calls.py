@@ -1,0 +1,102 @@
+"""Chat Completions calls beyond JSON function tools: custom (freeform) tools and the legacy ``function_call``.
+
+A custom tool call (``{"type": "custom", "custom": {"name", "input"}}``) made the reader refuse the whole list
+("'function' must be an object"), so an agent with a freeform tool could not be managed at all. A legacy
+``function_call`` and the ``function`` message answering it were read as an assistant text and a user turn: a trim
+could keep the answer without its call, and recall wrote its note into the function's output as if it were the
+user's turn. Both are read as calls and results now, and written back in their own shapes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from windowkeeper import Window
+from windowkeeper.blocks import ToolCallBlock, ToolResultBlock
+from windowkeeper.llm.formats import from_openai_chat, to_anthropic, to_openai_chat
+
+from .sdk_types import sdk_problems
+
+LOG = "collected 212 items; 3 failed in tests/test_ledger.py\n" * 60
+
+
+def _session(turns: int) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = [{"role": "system", "content": "You maintain the ledger service."}]
+    for t in range(turns):
+        if t % 2:
+            items += [
+                {"role": "user", "content": f"Turn {t}: look up account {t}."},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "function_call": {"name": "lookup", "arguments": f'{{"n": {t}}}'},
+                },
+                {"role": "function", "name": "lookup", "content": LOG},
+                {"role": "assistant", "content": f"Account {t} has 3 failing tests."},
+            ]
+        else:
+            items += [
+                {"role": "user", "content": f"Turn {t}: patch module {t}."},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": f"call_{t}", "type": "custom", "custom": {"name": "apply_patch", "input": f"*** {t}"}}
+                    ],
+                },
+                {"role": "tool", "tool_call_id": f"call_{t}", "content": LOG},
+                {"role": "assistant", "content": f"Module {t} patched."},
+            ]
+    return items
+
+
+def test_both_are_read_as_calls_and_results_and_written_back_unchanged() -> None:
+    items = _session(2)
+    messages = from_openai_chat(items)
+    custom, legacy = messages[2].content[0], messages[6].content[0]
+    assert isinstance(custom, ToolCallBlock) and (custom.name, custom.args, custom.tool_type) == (
+        "apply_patch",
+        {"input": "*** 0"},
+        "custom",
+    )
+    assert isinstance(legacy, ToolCallBlock) and (legacy.name, legacy.args) == ("lookup", {"n": 1})
+    answer = messages[7].content[0]
+    assert messages[7].role == "tool" and isinstance(answer, ToolResultBlock) and answer.call_id == legacy.id
+    assert to_openai_chat(messages) == items
+    from openai.types.chat import ChatCompletionMessageParam
+
+    assert sdk_problems(to_openai_chat(messages), ChatCompletionMessageParam) == []
+    # another format gets an ordinary call with the custom tool's text as its one argument
+    _, anthropic = to_anthropic(messages)
+    uses = [b for m in anthropic for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+    assert [u["input"] for u in uses] == [{"input": "*** 0"}, {"n": 1}]
+
+
+def test_a_function_message_with_nothing_before_it_stays_an_unknown_turn() -> None:
+    first = from_openai_chat([{"role": "function", "name": "lookup", "content": "x"}])[0]
+    assert first.role == "user" and first.text().startswith("[unknown role function]")
+
+
+def test_a_managed_session_never_separates_an_answer_from_its_call() -> None:
+    from openai.types.chat import ChatCompletionMessageParam
+
+    items = _session(16)
+    sources = {json.dumps(i, sort_keys=True) for i in items}
+    window: Window[Any, Any] = Window(budget=2_500, format="openai_chat")
+    rewritten = 0
+    for k in range(2, len(items) + 1):
+        out = list(window.fit(items[:k]).messages)
+        assert sdk_problems(out, ChatCompletionMessageParam) == [], k
+        ids = {c["id"] for m in out for c in m.get("tool_calls") or []}
+        for j, m in enumerate(out):
+            if m["role"] == "tool":
+                assert m["tool_call_id"] in ids, (k, m)
+            if m["role"] == "function":
+                assert j and out[j - 1].get("function_call", {}).get("name") == m["name"], (k, m)
+            # only what windowkeeper makes is new: a summary, a recall note, a shortened result
+            if json.dumps(m, sort_keys=True) not in sources:
+                rewritten += 1
+                assert m["role"] in ("system", "tool", "function") or "Recalled context" in str(m["content"]), m
+        assert not any("Recalled context" in str(m.get("content")) for m in out if m["role"] == "function")
+    assert rewritten > 0
