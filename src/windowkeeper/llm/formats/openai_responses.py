@@ -31,6 +31,7 @@ from ...blocks import (
 from ...errors import FormatError
 from ...messages import Message
 from ._common import (
+    CUSTOM_INPUT,
     PENDING_ID,
     IdChain,
     ReasoningMode,
@@ -43,6 +44,7 @@ from ._common import (
     check_mode,
     data_uri,
     error_text,
+    is_custom_call,
     is_dropped,
     keep_reasoning,
     media_from_url,
@@ -193,6 +195,10 @@ def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) 
         if isinstance(block, ReasoningBlock):
             if keep_reasoning(block, reasoning, needs="id"):
                 items.append(_reasoning_item(block))
+        elif isinstance(block, ToolCallBlock) and is_custom_call(block):
+            items.append(
+                {"type": "custom_tool_call", "call_id": block.id, "name": block.name, "input": block.args[CUSTOM_INPUT]}
+            )
         elif isinstance(block, ToolCallBlock):
             items.append(
                 {
@@ -218,6 +224,11 @@ def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) 
 
 
 def _tool_items(message: Message, *, index: int) -> list[ResponsesItem]:
+    if message.metadata.get(ITEM_KEY) == "custom_tool_call_output":
+        return [
+            {"type": "custom_tool_call_output", "call_id": block.call_id, "output": result_text(block)}
+            for _, block in tool_results(message, index=index)
+        ]
     return [
         {"type": "function_call_output", "call_id": block.call_id, "output": result_text(block)}
         for _, block in tool_results(message, index=index)
@@ -401,8 +412,13 @@ def from_responses_input(items: Any, instructions: str | None = None) -> list[Me
     return out
 
 
-ASSISTANT_ITEM_KINDS = frozenset({"reasoning", "function_call"})
-KNOWN_ITEM_KINDS = frozenset({"reasoning", "function_call", "function_call_output", "message"})
+ASSISTANT_ITEM_KINDS = frozenset({"reasoning", "function_call", "custom_tool_call"})
+KNOWN_ITEM_KINDS = frozenset(
+    {"reasoning", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output", "message"}
+)
+ITEM_KEY = "openai_item"
+"""Metadata naming the item type a tool result was read from when it is not ``function_call_output`` (a custom
+tool's output), so that a result windowkeeper rewrites is written back as the same type."""
 """Item types read into blocks; any other (``web_search_call``, ``item_reference``, ``mcp_call``...) joins the
 assistant turn it stands in as a block holding its JSON, and passes through unchanged."""
 
@@ -451,7 +467,9 @@ def _read(
             calls = [b for b in turn if isinstance(b, ToolCallBlock)]
             native = (
                 [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments[c.id]}}
+                    {"id": c.id, "type": "custom", "custom": {"name": c.name, "input": c.args[CUSTOM_INPUT]}}
+                    if is_custom_call(c)
+                    else {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments[c.id]}}
                     for c in calls
                 ]
                 if calls
@@ -468,7 +486,7 @@ def _read(
         item = as_mapping(raw, index=i, key="type", what="input item")
         kind = _item_kind(item, index=i)
         if (
-            kind in ("reasoning", "function_call")
+            kind in ASSISTANT_ITEM_KINDS
             or (kind == "message" and item.get("role") == "assistant")
             or kind not in KNOWN_ITEM_KINDS
         ):
@@ -489,13 +507,23 @@ def _read(
                     )
                 )
                 arguments[call_id] = raw_args if isinstance(raw_args, str) else ""
+            elif kind == "custom_tool_call":
+                text = require_str(item, "input", index=i, empty_ok=True)
+                turn.append(
+                    ToolCallBlock(
+                        id=require_str(item, "call_id", index=i),
+                        name=require_str(item, "name", index=i),
+                        args={CUSTOM_INPUT: text},
+                        tool_type="custom",
+                    )
+                )
             elif kind not in KNOWN_ITEM_KINDS:
                 turn.append(unknown_block(kind, item))
             else:
                 turn.extend(_parse_message_content(item, "assistant", index=i))
             continue
         close()
-        if kind == "function_call_output":
+        if kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
             if isinstance(output, list):
                 output = "".join(
@@ -505,9 +533,12 @@ def _read(
                     for j, p in enumerate(plain(part) for part in output)
                 )
             if not isinstance(output, str):
-                raise FormatError("function_call_output 'output' must be a string", index=i, key="output")
+                raise FormatError(f"{kind} 'output' must be a string", index=i, key="output")
             result = ToolResultBlock(call_id=require_str(item, "call_id", index=i), output=output)
-            add(Message.tool_message([result]), item, i, provided_id(item))
+            answer = Message.tool_message([result])
+            if kind != "function_call_output":
+                answer.metadata[ITEM_KEY] = kind
+            add(answer, item, i, provided_id(item))
         elif kind == "message":
             role = item.get("role")
             if role not in ("user", "system", "developer"):

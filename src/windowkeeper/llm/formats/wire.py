@@ -266,12 +266,29 @@ class ResponsesFunctionCallOutput(TypedDict):
     output: str
 
 
+class ResponsesCustomToolCall(TypedDict):
+    """A call of a custom (freeform) tool: its input is one string."""
+
+    type: Literal["custom_tool_call"]
+    call_id: str
+    name: str
+    input: str
+
+
+class ResponsesCustomToolCallOutput(TypedDict):
+    type: Literal["custom_tool_call_output"]
+    call_id: str
+    output: str
+
+
 ResponsesItem: TypeAlias = (
     ResponsesInputMessage
     | ResponsesAssistantMessage
     | ResponsesReasoning
     | ResponsesFunctionCall
     | ResponsesFunctionCallOutput
+    | ResponsesCustomToolCall
+    | ResponsesCustomToolCallOutput
 )
 """One input item `to_responses_input` writes."""
 
@@ -304,6 +321,8 @@ __all__ = [
     "OpenAIChatUserPart",
     "ResponsesAssistantMessage",
     "ResponsesAudio",
+    "ResponsesCustomToolCall",
+    "ResponsesCustomToolCallOutput",
     "ResponsesFunctionCall",
     "ResponsesFunctionCallOutput",
     "ResponsesInputAudio",

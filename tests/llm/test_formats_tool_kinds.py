@@ -1,10 +1,13 @@
-"""Chat Completions calls beyond JSON function tools: custom (freeform) tools and the legacy ``function_call``.
+"""Calls beyond JSON function tools: custom (freeform) tools and Chat Completions' legacy ``function_call``.
 
-A custom tool call (``{"type": "custom", "custom": {"name", "input"}}``) made the reader refuse the whole list
-("'function' must be an object"), so an agent with a freeform tool could not be managed at all. A legacy
-``function_call`` and the ``function`` message answering it were read as an assistant text and a user turn: a trim
-could keep the answer without its call, and recall wrote its note into the function's output as if it were the
-user's turn. Both are read as calls and results now, and written back in their own shapes.
+In Chat Completions a custom tool call (``{"type": "custom", "custom": {"name", "input"}}``) made the reader refuse
+the whole list ("'function' must be an object"), so an agent with a freeform tool could not be managed at all. A
+legacy ``function_call`` and the ``function`` message answering it were read as an assistant text and a user turn:
+a trim could keep the answer without its call, and recall wrote its note into the function's output as if it were
+the user's turn. In Responses, ``custom_tool_call`` and ``custom_tool_call_output`` items were unknown kinds that
+joined the assistant turn: a long turn of them was one message, and over the budget it came out as one assistant
+message of JSON text instead of the calls and their outputs. All are read as calls and results now, and written
+back in their own shapes.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 from windowkeeper import Window
 from windowkeeper.blocks import ToolCallBlock, ToolResultBlock
-from windowkeeper.llm.formats import from_openai_chat, to_anthropic, to_openai_chat
+from windowkeeper.llm.formats import from_openai_chat, from_responses_input, to_anthropic, to_openai_chat
 
 from .sdk_types import sdk_problems
 
@@ -100,3 +103,22 @@ def test_a_managed_session_never_separates_an_answer_from_its_call() -> None:
                 assert m["role"] in ("system", "tool", "function") or "Recalled context" in str(m["content"]), m
         assert not any("Recalled context" in str(m.get("content")) for m in out if m["role"] == "function")
     assert rewritten > 0
+
+
+def test_a_long_turn_of_custom_tool_items_keeps_its_calls_and_clears_old_outputs() -> None:
+    from openai.types.responses import ResponseInputItemParam
+
+    items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": "Fix every module."}]
+    for t in range(24):
+        items.append({"type": "custom_tool_call", "call_id": f"ct{t}", "name": "apply_patch", "input": f"*** {t}"})
+        items.append({"type": "custom_tool_call_output", "call_id": f"ct{t}", "output": LOG})
+    messages = from_responses_input(items)
+    assert [m.role for m in messages[:3]] == ["user", "assistant", "tool"]
+    assert messages[2].metadata["openai_item"] == "custom_tool_call_output"
+    sources = [json.dumps(i, sort_keys=True) for i in items]
+    out = list(Window(budget=8_000, format="openai_responses").fit(items).messages)
+    assert sdk_problems(out, ResponseInputItemParam) == []
+    assert [i["type"] for i in out[1:]] == [i["type"] for i in items[1:]]  # every call and output, in order
+    changed = [i for i in out if json.dumps(i, sort_keys=True) not in sources]
+    assert changed and all(i["type"] == "custom_tool_call_output" for i in changed)
+    assert all(i["output"].startswith("[tool result cleared") for i in changed)
