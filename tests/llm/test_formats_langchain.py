@@ -161,3 +161,45 @@ def test_read_messages_are_those_the_constructor_makes_field_for_field() -> None
         fingerprint = read.fingerprint()
         read.content.append(TextBlock(text="more"))  # the content list reports in-place edits to its message
         assert read.fingerprint() != fingerprint
+
+
+def test_langchain_0_3_data_blocks_are_read_and_pass_through() -> None:
+    """The 0.3 data block shape (``source_type`` with ``data``, ``id``, ``url`` or ``text``), which LangChain 1.x still
+    accepts and older code still sends, was refused ("media block needs 'base64', 'file_id' or 'url')."""
+    from langchain_core.messages import HumanMessage
+
+    from windowkeeper.blocks import DocumentBlock
+    from windowkeeper.llm.formats.registry import get_format
+
+    parts: list[Any] = [
+        {"type": "image", "source_type": "base64", "data": "iVBORw0KGgo=", "mime_type": "image/png"},
+        {"type": "image", "source_type": "url", "url": "https://example.org/a.png"},
+        {"type": "file", "source_type": "id", "id": "file-abc", "mime_type": "application/pdf"},
+        {
+            "type": "file",
+            "source_type": "base64",
+            "data": "JVBERi0=",
+            "mime_type": "application/pdf",
+            "metadata": {"filename": "report.pdf"},
+        },
+        {"type": "file", "source_type": "text", "text": "plain notes", "mime_type": "text/plain"},
+    ]
+    items = [HumanMessage(content=[{"type": "text", "text": "Look at these."}, *parts], id="h1")]
+    fmt = get_format("langchain")
+    read = fmt.read(items)
+    blocks = read[0].content[1:]
+    assert [type(b).__name__ for b in blocks] == [
+        "ImageBlock",
+        "ImageBlock",
+        "DocumentBlock",
+        "DocumentBlock",
+        "DocumentBlock",
+    ]
+    assert isinstance(blocks[0], ImageBlock) and blocks[0].media.data_base64 == "iVBORw0KGgo="
+    assert (
+        isinstance(blocks[2], DocumentBlock) and blocks[2].media is not None and blocks[2].media.file_id == "file-abc"
+    )
+    assert isinstance(blocks[3], DocumentBlock) and blocks[3].media is not None
+    assert blocks[3].media.filename == "report.pdf"
+    assert isinstance(blocks[4], DocumentBlock) and blocks[4].text == "plain notes"
+    assert fmt.write_plain(read) == items

@@ -186,17 +186,32 @@ def to_langchain(messages: Sequence[Message], *, passthrough: bool = False) -> l
 
 
 def _parse_media(d: Mapping[str, Any], *, index: int, key: str) -> MediaRef:
+    """A media block's source: LangChain 1.x keys (``base64``, ``file_id``, ``url``) or the 0.3 data block's
+    (``source_type`` ``base64``/``id``/``url`` with ``data``/``id``/``url``), which LangChain still accepts."""
     mime = d.get("mime_type") if isinstance(d.get("mime_type"), str) else None
-    extras: Mapping[str, Any] = d["extras"] if isinstance(d.get("extras"), Mapping) else {}
-    filename = extras.get("filename") if isinstance(extras.get("filename"), str) else None
-    if isinstance(d.get("base64"), str):
-        return MediaRef(kind="data", data_base64=d["base64"], mime_type=mime, filename=filename)
-    if isinstance(d.get("file_id"), str):
-        return MediaRef(kind="file_id", file_id=d["file_id"], mime_type=mime, filename=filename)
+    filename = next(
+        (
+            found
+            for holder in (d.get("extras"), d.get("metadata"), d)
+            if isinstance(holder, Mapping) and isinstance(found := holder.get("filename"), str)
+        ),
+        None,
+    )
+    source = d.get("source_type")
+    data = d.get("base64") if isinstance(d.get("base64"), str) else d.get("data") if source == "base64" else None
+    if isinstance(data, str):
+        return MediaRef(kind="data", data_base64=data, mime_type=mime, filename=filename)
+    file_id = d.get("file_id") if isinstance(d.get("file_id"), str) else d.get("id") if source == "id" else None
+    if isinstance(file_id, str):
+        return MediaRef(kind="file_id", file_id=file_id, mime_type=mime, filename=filename)
     if isinstance(d.get("url"), str):
         ref = media_from_url(d["url"], filename=filename)
         return ref if ref.mime_type or mime is None else ref.model_copy(update={"mime_type": mime})
-    raise FormatError("media block needs 'base64', 'file_id' or 'url'", index=index, key=key)
+    raise FormatError(
+        "media block needs 'base64', 'file_id' or 'url' (or LangChain 0.3's 'source_type' with 'data', 'id' or 'url')",
+        index=index,
+        key=key,
+    )
 
 
 def _parse_part(part: Any, *, index: int, key: str) -> ContentBlock:
@@ -232,6 +247,8 @@ def _parse_part(part: Any, *, index: int, key: str) -> ContentBlock:
         return AudioBlock(media=_parse_media(part, index=index, key=key))
     if ptype == "video":
         return VideoBlock(media=_parse_media(part, index=index, key=key))
+    if ptype == "file" and part.get("source_type") == "text":  # LangChain 0.3: a plain-text file given inline
+        return DocumentBlock(text=str(part.get("text", "")))
     if ptype == "file":
         return DocumentBlock(media=_parse_media(part, index=index, key=key))
     if not isinstance(ptype, str) or not ptype:
