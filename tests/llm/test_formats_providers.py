@@ -232,7 +232,7 @@ def test_anthropic_response_content_blocks_and_sdk_objects() -> None:
         ),
         ([{"role": "assistant", "content": [{"type": "tool_use", "name": "f", "input": {}}]}], 0, "content[0].id"),
         ([{"role": "user", "content": [{"type": "tool_result", "content": "x"}]}], 0, "content[0].tool_use_id"),
-        ([{"role": "user", "content": [{"type": "image", "source": {"type": "ftp"}}]}], 0, "content[0].source.type"),
+        ([{"role": "user", "content": [{"type": "image", "source": {"data": "x"}}]}], 0, "content[0].source.type"),
         ([{"role": "system", "content": "x"}], 0, "role"),
     ],
 )
@@ -501,3 +501,21 @@ def test_responses_malformed_input(items: list[Any], index: int, key: str) -> No
 def test_unknown_reasoning_mode_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="reasoning='some'"):
         to_anthropic([], reasoning="some")  # type: ignore[arg-type]
+
+
+def test_anthropic_source_kinds_not_modelled_pass_through() -> None:
+    """A custom-content document (``source.type == "content"``) made the reader refuse the whole conversation; a
+    source kind not modelled is now kept whole, like any unknown kind, and passes through unchanged."""
+    from windowkeeper.llm.formats.registry import get_format
+
+    document = {
+        "type": "document",
+        "source": {"type": "content", "content": [{"type": "text", "text": "Clause 4: rent is due on the 1st."}]},
+        "title": "Lease",
+        "citations": {"enabled": True},
+    }
+    items = [{"role": "user", "content": [document, {"type": "text", "text": "When is rent due?"}]}]
+    fmt = get_format("anthropic")
+    read = fmt.read(items)
+    assert read[0].text().startswith("[unknown document]") and "Clause 4" in read[0].text()
+    assert fmt.write_plain(read) == items

@@ -504,6 +504,9 @@ def _check_breakpoints(breakpoints: Sequence[CacheBreakpoint] | None, n: int) ->
 # -- Anthropic -> ours ----------------------------------------------------------------------------------------
 
 
+_MEDIA_SOURCES = frozenset({"base64", "url", "file"})
+
+
 def _parse_media(source: Mapping[str, Any], *, index: int, key: str) -> MediaRef:
     stype = source.get("type")
     if stype == "base64":
@@ -568,6 +571,9 @@ def _parse_block(block: Any, *, index: int, key: str) -> ContentBlock:
         source = as_mapping(b.get("source"), index=index, key=f"{key}.source", what="'source'")
         if btype == "document" and source.get("type") == "text":
             return DocumentBlock(text=require_str(source, "data", index=index, key=f"{key}.source.data", empty_ok=True))
+        if source.get("type") not in _MEDIA_SOURCES and isinstance(source.get("type"), str):
+            # a source kind not modelled (a custom-content document's ``content``...): kept whole, as unknown kinds are
+            return unknown_block(btype, b)
         media = _parse_media(source, index=index, key=f"{key}.source")
         if btype == "image":
             return ImageBlock(media=media)
