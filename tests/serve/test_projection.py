@@ -65,7 +65,7 @@ def test_unknown_items_and_blocks_become_counted_text() -> None:
     plain = PLAIN["openai_responses"]({"type": "web_search_call", "id": "ws_1", "status": "completed"})
     assert plain["type"] == "message" and plain["role"] == "assistant" and "web_search_call" in plain["content"]
     chat = PLAIN["openai_chat"]({"role": "user", "content": [{"type": "x_part", "v": 1}], "x_tag": 2})
-    assert chat == {"role": "user", "content": '{"type":"x_part","v":1}'}
+    assert chat == {"role": "user", "content": '[unknown x_part] {"type":"x_part","v":1}'}
     assert item_key({"role": "user", "content": [{"type": "text", "text": "hi"}]}) == item_key(
         {"role": "user", "content": "hi"}
     )

@@ -22,8 +22,11 @@ from typing import Any
 
 import orjson
 
+from ..blocks import UNKNOWN_PREFIX
+
 CHAT_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "refusal", "function_call"})
-CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+"""Roles the Chat reader models (``function``: the answer to a legacy ``function_call``)."""
 CHAT_PARTS = frozenset({"text", "image_url", "input_audio", "file", "refusal"})
 ANTHROPIC_BLOCKS = frozenset({"text", "image", "document", "thinking", "redacted_thinking", "tool_use", "tool_result"})
 RESPONSES_ITEMS = {
@@ -31,6 +34,8 @@ RESPONSES_ITEMS = {
     "reasoning": frozenset({"type", "id", "summary", "encrypted_content", "content"}),
     "function_call": frozenset({"type", "call_id", "name", "arguments", "id"}),
     "function_call_output": frozenset({"type", "call_id", "output"}),
+    "custom_tool_call": frozenset({"type", "call_id", "name", "input", "id"}),
+    "custom_tool_call_output": frozenset({"type", "call_id", "output"}),
 }
 RESPONSES_PARTS = frozenset({"input_text", "output_text", "text", "input_image", "input_file", "refusal"})
 TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
@@ -74,8 +79,14 @@ def _lone_text(content: Any) -> Any:
 
 
 def _opaque(value: Any) -> str:
-    """The text standing in for something the manager does not model: its JSON, so its size is counted."""
-    return _dumps(value)
+    """The text standing in for something the manager does not model: its JSON, so its size is counted, written as
+    the format readers write an unknown kind (`windowkeeper.blocks.UNKNOWN_PREFIX`), so a summary reads it the
+    same way (`windowkeeper.blocks.readable_text`)."""
+    kind = value.get("type") if isinstance(value, dict) else None
+    if not isinstance(kind, str):
+        role = value.get("role") if isinstance(value, dict) else None
+        kind = f"role {role}" if isinstance(role, str) else type(value).__name__
+    return f"{UNKNOWN_PREFIX}{kind}] {_dumps(value)}"
 
 
 def _parts(content: Any, known: frozenset[str], text_type: str) -> Any:
@@ -129,7 +140,9 @@ def plain_responses(item: Any) -> Any:
     kind = item.get("type", "message" if "role" in item else None)
     keys = RESPONSES_ITEMS.get(kind) if isinstance(kind, str) else None
     if keys is None:
-        role = "assistant" if isinstance(kind, str) and kind.endswith("_call") else "user"
+        # an item type not modelled joins the assistant turn, where the Responses reader puts it too: a tool's
+        # output (``computer_call_output``...) is not a user turn to answer or to search recall for
+        role = "user" if kind is None else "assistant"
         return {"type": "message", "role": role, "content": _opaque(item)}
     plain = {k: v for k, v in _strip_marks(item).items() if k in keys and v is not None}
     plain["type"] = kind
