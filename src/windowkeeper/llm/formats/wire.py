@@ -313,6 +313,7 @@ __all__ = [
     "GeminiSystemInstruction",
     "OpenAIChatAssistantMessage",
     "OpenAIChatDeveloperMessage",
+    "OpenAIChatFunctionMessage",
     "OpenAIChatMessage",
     "OpenAIChatSystemMessage",
     "OpenAIChatTextPart",
