@@ -21,6 +21,7 @@ no more cache marks than the client set, the share of calls whose message list s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -133,6 +134,11 @@ class Client:
                     "content": [{"type": "text", "text": TASK}, {"type": "x_unknown_block", "data": {"k": 1}}],
                 }
             ]
+
+    def close(self) -> None:
+        """Close the SDK client: its pooled socket would otherwise stay open until the garbage collector reaches
+        the client (and, in the test suite, warn inside whichever test runs then)."""
+        (self.anthropic if self.protocol == "messages" else self.openai).close()
 
     def _marked(self) -> list[dict[str, Any]]:
         """Anthropic: the list with a cache mark on the newest message only (clients move it every call)."""
@@ -334,8 +340,7 @@ def run_session(
             openai_base_url=server.base_url if protocol != "messages" else "http://127.0.0.1:9",
             anthropic_base_url=server.url if protocol == "messages" else "http://127.0.0.1:9",
         )
-        with running(config) as gw:
-            client = Client(protocol, gw.url, "sk-bench-key")
+        with running(config) as gw, contextlib.closing(Client(protocol, gw.url, "sk-bench-key")) as client:
             report = SessionReport(protocol=protocol, calls=calls, upstream_requests=0)
             client_lists: list[list[Any]] = []
             recall_request_index: int | None = None

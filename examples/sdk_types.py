@@ -32,28 +32,28 @@ CONVERSATION = [
 
 def ask_openai(base_url: str) -> str | None:
     messages: list[OpenAIChatMessage] = to_openai_chat(CONVERSATION, include_reasoning=False)
-    client = openai.OpenAI(base_url=base_url, api_key="test")
-    reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    with openai.OpenAI(base_url=base_url, api_key="test") as client:
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
     return reply.choices[0].message.content
 
 
 def ask_anthropic(base_url: str) -> str:
     system, messages = to_anthropic(CONVERSATION, reasoning="signed")
     typed: list[AnthropicMessage] = messages
-    client = anthropic.Anthropic(base_url=base_url, api_key="test")
-    reply = client.messages.create(
-        model="claude-haiku-4-5", max_tokens=256, system=system or anthropic.omit, messages=typed
-    )
+    with anthropic.Anthropic(base_url=base_url, api_key="test") as client:
+        reply = client.messages.create(
+            model="claude-haiku-4-5", max_tokens=256, system=system or anthropic.omit, messages=typed
+        )
     return "".join(block.text for block in reply.content if block.type == "text")
 
 
 def ask_gemini(base_url: str) -> str | None:
     system, contents = to_gemini(CONVERSATION, reasoning="signed", spelling="sdk")
     typed: list[GeminiSDKContent] = contents
-    client = genai.Client(api_key="test", http_options=genai_types.HttpOptions(base_url=base_url))
-    reply = client.models.generate_content(
-        model="gemini-2.0-flash", contents=typed, config={"system_instruction": system}
-    )
+    with genai.Client(api_key="test", http_options=genai_types.HttpOptions(base_url=base_url)) as client:
+        reply = client.models.generate_content(
+            model="gemini-2.0-flash", contents=typed, config={"system_instruction": system}
+        )
     return reply.text
 
 

@@ -39,8 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=8)
     turns = parser.parse_args().turns
-    with FakeAnthropicServer(script(turns)) as srv:
-        client = Anthropic(base_url=srv.base_url, api_key="test")
+    with FakeAnthropicServer(script(turns)) as srv, Anthropic(base_url=srv.base_url, api_key="test") as client:
         window = Window(budget=6000, format="anthropic")
         history: list[dict[str, Any]] = []
         for t in range(turns):

@@ -50,8 +50,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=8)
     turns = parser.parse_args().turns
-    with FakeOpenAIServer(script(turns)) as srv:
-        client = OpenAI(base_url=srv.base_url, api_key="test")
+    with FakeOpenAIServer(script(turns)) as srv, OpenAI(base_url=srv.base_url, api_key="test") as client:
         # a 4,000-token context window that keeps only the newest tool output in full (the default keeps three,
         # which at this size leaves no older output in view to clear)
         manager = TokenBudgetContextManager(4000, 900, summarizer=ExtractiveSummarizer(), keep_tool_results=1)

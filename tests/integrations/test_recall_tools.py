@@ -79,8 +79,7 @@ def _check(requests: list[RecordedRequest]) -> None:
 def test_window_with_the_openai_sdk() -> None:
     from openai import OpenAI
 
-    with FakeOpenAIServer(script()) as srv:
-        client = OpenAI(base_url=srv.base_url, api_key="test", max_retries=0)
+    with FakeOpenAIServer(script()) as srv, OpenAI(base_url=srv.base_url, api_key="test", max_retries=0) as client:
         window: Window[Any, Any] = Window(manager())
         recall = window.recall_tool()
         tools: list[Any] = [
@@ -109,7 +108,6 @@ def test_window_with_the_openai_sdk() -> None:
                     name = call["function"]["name"]
                     output = window_call(recall, args) if name == "recall" else read_file(**args)
                     history.append({"role": "tool", "tool_call_id": call["id"], "content": output})
-        client.close()
         _check(list(srv.requests))
     # the pointer id is also what `restore` takes
     assert window.restore(POINTER) == {"role": "tool", "tool_call_id": POINTER, "content": read_file("src/m1.py")}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +57,13 @@ def make_gateway(
 @pytest.fixture
 def gateway(make_gateway: GatewayFactory) -> Gateway:
     return make_gateway(budget=128_000)
+
+
+@pytest.fixture
+def closing() -> Iterator[ExitStack]:
+    """SDK clients a test opens (``closing.enter_context(openai.OpenAI(...))``), closed when the test ends.
+
+    A client left open keeps its pooled socket until the garbage collector reaches the client; when that happens
+    in a collection of a later test, the socket's ResourceWarning fails whichever test is running then."""
+    with ExitStack() as stack:
+        yield stack

@@ -7,6 +7,7 @@ import json
 import logging
 import socket
 import time
+from contextlib import ExitStack
 
 import anthropic
 import httpx
@@ -29,9 +30,11 @@ except ImportError:
     BROKEN = (httpx.HTTPError,)
 
 
-def test_an_upstream_error_reaches_the_client_unchanged(gateway: Gateway, openai_server: FakeOpenAIServer) -> None:
+def test_an_upstream_error_reaches_the_client_unchanged(
+    gateway: Gateway, openai_server: FakeOpenAIServer, closing: ExitStack
+) -> None:
     openai_server.fail(429, "slow down please", headers={"retry-after": "7", "x-ratelimit-remaining-requests": "0"})
-    client = openai.OpenAI(base_url=gateway.url + "/v1", api_key="sk", max_retries=0)
+    client = closing.enter_context(openai.OpenAI(base_url=gateway.url + "/v1", api_key="sk", max_retries=0))
     with pytest.raises(openai.RateLimitError) as caught:
         client.chat.completions.create(model="m", messages=MESSAGES)
     assert caught.value.response.headers["retry-after"] == "7"
@@ -42,9 +45,11 @@ def test_an_upstream_error_reaches_the_client_unchanged(gateway: Gateway, openai
         client.chat.completions.create(model="m", messages=MESSAGES, stream=True)
 
 
-def test_anthropic_errors_keep_their_shape(gateway: Gateway, anthropic_server: FakeAnthropicServer) -> None:
+def test_anthropic_errors_keep_their_shape(
+    gateway: Gateway, anthropic_server: FakeAnthropicServer, closing: ExitStack
+) -> None:
     anthropic_server.fail(529, "Overloaded")
-    client = anthropic.Anthropic(base_url=gateway.url, api_key="sk", max_retries=0)
+    client = closing.enter_context(anthropic.Anthropic(base_url=gateway.url, api_key="sk", max_retries=0))
     with pytest.raises(anthropic.APIStatusError) as caught:
         client.messages.create(model="c", max_tokens=5, messages=MESSAGES)
     assert caught.value.status_code == 529
@@ -52,7 +57,7 @@ def test_anthropic_errors_keep_their_shape(gateway: Gateway, anthropic_server: F
 
 
 def test_an_upstream_that_times_out_or_is_down_is_a_gateway_error(
-    make_gateway: GatewayFactory, openai_server: FakeOpenAIServer
+    make_gateway: GatewayFactory, openai_server: FakeOpenAIServer, closing: ExitStack
 ) -> None:
     gw = make_gateway(budget=4000, timeout=0.5)
     openai_server.sleep(3)
@@ -64,7 +69,7 @@ def test_an_upstream_that_times_out_or_is_down_is_a_gateway_error(
         s.bind(("127.0.0.1", 0))
         closed = s.getsockname()[1]
     down = make_gateway(budget=4000, anthropic_base_url=f"http://127.0.0.1:{closed}")
-    client = anthropic.Anthropic(base_url=down.url, api_key="sk", max_retries=0)
+    client = closing.enter_context(anthropic.Anthropic(base_url=down.url, api_key="sk", max_retries=0))
     with pytest.raises(anthropic.APIStatusError) as caught:
         client.messages.create(model="c", max_tokens=5, messages=MESSAGES)
     assert caught.value.status_code == 502

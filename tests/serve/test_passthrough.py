@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from contextlib import ExitStack
 
 import anthropic
 import httpx
@@ -42,8 +43,8 @@ def test_the_upstream_receives_the_clients_exact_bytes_and_headers(
     assert response.headers["x-windowkeeper-tokens-before"] == response.headers["x-windowkeeper-tokens-after"]
 
 
-def test_chat_sync_streaming_and_not(gateway: Gateway, openai_server: FakeOpenAIServer) -> None:
-    client = openai.OpenAI(base_url=gateway.url + "/v1", api_key="sk-a", max_retries=0)
+def test_chat_sync_streaming_and_not(gateway: Gateway, openai_server: FakeOpenAIServer, closing: ExitStack) -> None:
+    client = closing.enter_context(openai.OpenAI(base_url=gateway.url + "/v1", api_key="sk-a", max_retries=0))
     openai_server.reply("hello there", tool_calls=[FakeToolCall("lookup", {"q": "x"}, id="call_9")])
     done = client.chat.completions.create(model="m", messages=CHAT, extra_body={"x_top": {"a": 1}})
     assert done.choices[0].message.tool_calls[0].id == "call_9"
@@ -99,12 +100,12 @@ def test_responses_and_anthropic_async(
 
 
 def test_other_paths_are_relayed_to_their_family_with_the_query(
-    gateway: Gateway, openai_server: FakeOpenAIServer, anthropic_server: FakeAnthropicServer
+    gateway: Gateway, openai_server: FakeOpenAIServer, anthropic_server: FakeAnthropicServer, closing: ExitStack
 ) -> None:
-    oa = openai.OpenAI(base_url=gateway.url + "/v1", api_key="sk-a", max_retries=0)
+    oa = closing.enter_context(openai.OpenAI(base_url=gateway.url + "/v1", api_key="sk-a", max_retries=0))
     assert [m.id for m in oa.models.list()] == ["gpt-fake"]
     assert openai_server.last_request.path == "/v1/models"
-    an = anthropic.Anthropic(base_url=gateway.url, api_key="sk-c", max_retries=0)
+    an = closing.enter_context(anthropic.Anthropic(base_url=gateway.url, api_key="sk-c", max_retries=0))
     count = an.messages.count_tokens(model="c", messages=[{"role": "user", "content": "hello"}])
     assert count.input_tokens > 0
     assert anthropic_server.last_request.path == "/v1/messages/count_tokens"
@@ -149,11 +150,12 @@ def test_bypass_header_forwards_an_over_budget_list_unchanged(make_gateway, open
 def test_a_responses_call_continued_by_previous_response_id_passes_through_unchanged(
     make_gateway,
     openai_server: FakeOpenAIServer,  # type: ignore[no-untyped-def]
+    closing: ExitStack,
 ) -> None:
     """The provider keeps that conversation (``previous_response_id``, ``conversation``): the gateway sees only the
     new input, so it never manages it, even when the new input alone is over the budget."""
     gateway = make_gateway(budget=1000)
-    client = openai.OpenAI(base_url=gateway.url + "/v1", api_key="sk-prev", max_retries=0)
+    client = closing.enter_context(openai.OpenAI(base_url=gateway.url + "/v1", api_key="sk-prev", max_retries=0))
     first = client.responses.create(model="m", input=[{"role": "user", "content": "start the job"}])
     new_input = [
         {"type": "function_call_output", "call_id": "call_1", "output": "line of build output\n" * 600},

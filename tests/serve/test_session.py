@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -92,6 +93,7 @@ def test_a_recall_call_beside_a_client_call_is_removed_and_the_client_call_kept(
     anthropic_server: FakeAnthropicServer,
     protocol: str,
     stream: bool,
+    closing: ExitStack,
 ) -> None:
     gw = make_gateway(budget=1500)
     server = anthropic_server if protocol == "messages" else openai_server
@@ -99,7 +101,7 @@ def test_a_recall_call_beside_a_client_call_is_removed_and_the_client_call_kept(
     server.reply(tool_calls=[FakeToolCall("recall", {"query": "log"}), FakeToolCall("sh", {"cmd": "ls"}, id="mine")])
     tool = {"name": "sh", "description": "shell", "parameters": {"type": "object", "properties": {}}}
     if protocol == "messages":
-        client = anthropic.Anthropic(base_url=gw.url, api_key="k", max_retries=0)
+        client = closing.enter_context(anthropic.Anthropic(base_url=gw.url, api_key="k", max_retries=0))
         kwargs: dict[str, Any] = {
             "model": "c",
             "max_tokens": 10,
@@ -113,7 +115,7 @@ def test_a_recall_call_beside_a_client_call_is_removed_and_the_client_call_kept(
             message = client.messages.create(**kwargs)
         names = [(b.name, b.id) for b in message.content if b.type == "tool_use"]
     elif protocol == "responses":
-        oclient = openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0)
+        oclient = closing.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0))
         kwargs = {"model": "m", "input": items, "tools": [{"type": "function", **tool}]}
         if stream:
             with oclient.responses.stream(**kwargs) as rs:
@@ -122,7 +124,7 @@ def test_a_recall_call_beside_a_client_call_is_removed_and_the_client_call_kept(
             response = oclient.responses.create(**kwargs)
         names = [(i.name, i.call_id) for i in response.output if i.type == "function_call"]
     else:
-        oclient = openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0)
+        oclient = closing.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0))
         kwargs = {"model": "m", "messages": items, "tools": [{"type": "function", "function": tool}]}
         if stream:
             with oclient.chat.completions.stream(**kwargs) as cs:
