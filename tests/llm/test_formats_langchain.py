@@ -9,7 +9,7 @@ import pytest
 
 from windowkeeper.blocks import ImageBlock, MediaRef, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from windowkeeper.errors import FormatError, MissingDependencyError
-from windowkeeper.llm.formats import first_difference, from_langchain, from_openai_chat, to_langchain
+from windowkeeper.llm.formats import first_difference, from_langchain, from_openai_chat, to_langchain, to_openai_chat
 from windowkeeper.messages import Message
 
 from .formats_data import tau_trajectories
@@ -203,3 +203,27 @@ def test_langchain_0_3_data_blocks_are_read_and_pass_through() -> None:
     assert blocks[3].media.filename == "report.pdf"
     assert isinstance(blocks[4], DocumentBlock) and blocks[4].text == "plain notes"
     assert fmt.write_plain(read) == items
+
+
+def test_an_invalid_tool_call_keeps_its_answer() -> None:
+    """A call whose arguments did not parse sits in ``invalid_tool_calls``; LangChain still sends it to the provider
+    and the agent answers it (an error tool message). It was not read as a call, so the answer was an orphan tool
+    result that a trim could send without its call."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from windowkeeper.units import validate
+
+    bad = {"type": "invalid_tool_call", "id": "bad1", "name": "sh", "args": "{not json", "error": "bad json"}
+    items = [
+        HumanMessage("List the files.", id="h"),
+        AIMessage(content="", tool_calls=[{"id": "ok1", "name": "ls", "args": {}}], invalid_tool_calls=[bad], id="a"),
+        ToolMessage(content="a.py", tool_call_id="ok1", id="t1"),
+        ToolMessage(content="Error: invalid arguments", tool_call_id="bad1", status="error", id="t2"),
+    ]
+    read = from_langchain(items)
+    assert [(b.id, b.tool_type) for b in read[1].tool_call_blocks()] == [("ok1", None), ("bad1", "invalid_tool_call")]
+    assert validate(read, "openai") == []
+    back = to_langchain(read)
+    assert back[1].tool_calls == items[1].tool_calls
+    assert [(c["id"], c["args"]) for c in back[1].invalid_tool_calls] == [("bad1", "{not json")]
+    assert from_openai_chat(to_openai_chat(read))[1].tool_call_blocks()[1].id == "bad1"

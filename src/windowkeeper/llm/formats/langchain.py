@@ -38,6 +38,7 @@ from ._common import (
     media_from_url,
     media_kind,
     openai_tools_calls,
+    original_arguments,
     read_message,
     reader,
     resolve_data_block,
@@ -55,6 +56,8 @@ logger = logging.getLogger(__name__)
 
 FORMAT = "LangChain"
 NAME = "langchain"
+INVALID_CALL = "invalid_tool_call"
+"""``tool_type`` of a call LangChain keeps in ``invalid_tool_calls`` (its arguments did not parse)."""
 _MEDIA_TYPES: dict[type[Any], str] = {
     ImageBlock: "image",
     AudioBlock: "audio",
@@ -174,11 +177,19 @@ def to_langchain(messages: Sequence[Message], *, passthrough: bool = False) -> l
         elif message.role == "user":
             out.append(lc.HumanMessage(content=content, id=mid, name=name))
         else:
+            blocks = message.tool_call_blocks()
             calls = [
                 {"name": c.name, "args": dict(c.args), "id": c.id, "type": "tool_call"}
-                for c in message.tool_call_blocks()
+                for c in blocks
+                if c.tool_type != INVALID_CALL
             ]
-            out.append(lc.AIMessage(content=content, tool_calls=calls, id=mid, name=name))
+            raw = original_arguments(message)
+            invalid = [
+                {"type": "invalid_tool_call", "name": c.name, "args": raw.get(c.id, ""), "id": c.id, "error": None}
+                for c in blocks
+                if c.tool_type == INVALID_CALL
+            ]
+            out.append(lc.AIMessage(content=content, tool_calls=calls, invalid_tool_calls=invalid, id=mid, name=name))
     return out
 
 
@@ -311,12 +322,20 @@ def _to_message(lc_message: Any, index: int) -> Message:
                 raise FormatError("tool call has no 'id'", index=index, key=f"tool_calls[{j}].id")
             args = json_args(tc.get("args") or {}, index=index, key=f"tool_calls[{j}].args")
             calls.append(ToolCallBlock(id=str(tc["id"]), name=tc["name"], args=args))
+        # calls whose arguments did not parse: LangChain still sends them to the provider (after the valid ones),
+        # and the tool message answering one (usually an error) must stay with it
+        raw: dict[str, str] = {}
+        for tc in lc_message.invalid_tool_calls:
+            if tc.get("id"):
+                call_id = str(tc["id"])
+                calls.append(ToolCallBlock(id=call_id, name=tc.get("name") or "", tool_type=INVALID_CALL))
+                raw[call_id] = tc["args"] if isinstance(tc.get("args"), str) else ""
         content.extend(calls)
         return read_message(
             "assistant",
             content,
             metadata,
-            tools_calls=openai_tools_calls(calls) if calls else None,
+            tools_calls=openai_tools_calls(calls, raw) if calls else None,
             calls_given=True,
             metadata_given=bool(name),
         )
