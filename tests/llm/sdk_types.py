@@ -12,7 +12,7 @@ import typing
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import PydanticSchemaGenerationError, TypeAdapter, ValidationError
 
 
 @functools.cache
@@ -47,7 +47,7 @@ def unknown_keys(value: Any, tp: Any, path: str = "") -> list[str] | None:
         for member in typing.get_args(tp):
             try:
                 _adapter(member).validate_python(value)
-            except ValidationError:
+            except (ValidationError, PydanticSchemaGenerationError):  # the latter: a member of files (IO[bytes])
                 continue
             found = unknown_keys(value, member, path)
             if found is not None and (best is None or len(found) < len(best)):

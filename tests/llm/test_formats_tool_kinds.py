@@ -17,7 +17,13 @@ from typing import Any
 
 from windowkeeper import Window
 from windowkeeper.blocks import ToolCallBlock, ToolResultBlock
-from windowkeeper.llm.formats import from_openai_chat, from_responses_input, to_anthropic, to_openai_chat
+from windowkeeper.llm.formats import (
+    from_openai_chat,
+    from_responses_input,
+    to_anthropic,
+    to_openai_chat,
+    to_responses_input,
+)
 
 from .sdk_types import sdk_problems
 
@@ -122,3 +128,81 @@ def test_a_long_turn_of_custom_tool_items_keeps_its_calls_and_clears_old_outputs
     changed = [i for i in out if json.dumps(i, sort_keys=True) not in sources]
     assert changed and all(i["type"] == "custom_tool_call_output" for i in changed)
     assert all(i["output"].startswith("[tool result cleared") for i in changed)
+
+
+SHOT = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==" * 600
+
+
+def _computer_use(fmt: str, turns: int) -> list[dict[str, Any]]:
+    """A computer-use run: every tool call returns a screenshot (text and an image) in the format's result."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Open the settings page and enable dark mode."}]
+    for t in range(turns):
+        if fmt == "anthropic":
+            items.append(
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": f"tu{t}", "name": "computer", "input": {"action": "screenshot"}}
+                    ],
+                }
+            )
+            image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": SHOT}}
+            items.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": f"tu{t}",
+                            "content": [{"type": "text", "text": f"step {t}"}, image],
+                        }
+                    ],
+                }
+            )
+        else:
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": f"fc{t}",
+                    "name": "computer",
+                    "arguments": '{"action": "screenshot"}',
+                }
+            )
+            image = {"type": "input_image", "image_url": f"data:image/png;base64,{SHOT}", "detail": "auto"}
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": f"fc{t}",
+                    "output": [{"type": "input_text", "text": f"step {t}"}, image],
+                }
+            )
+    return items
+
+
+def test_a_screenshot_a_tool_returned_counts_as_an_image_not_as_its_base64() -> None:
+    """An image inside a tool result was read as the JSON text of an unknown part: 1 screenshot of 80 KB counted
+    as ~55,000 tokens, so any computer-use turn looked far over budget and was cut into text."""
+    from anthropic.types import MessageParam
+    from openai.types.responses import ResponseInputItemParam
+
+    from windowkeeper.blocks import ImageBlock
+    from windowkeeper.llm.formats.registry import get_format
+    from windowkeeper.tokens import default_counter
+
+    counter = default_counter()
+    for fmt, sdk_type in (("anthropic", MessageParam), ("openai_responses", ResponseInputItemParam)):
+        items = _computer_use(fmt, 12)
+        read = get_format(fmt).read(items)
+        results = [m for m in read if m.role == "tool"]
+        assert len(results) == 12 and all(isinstance(m.content[1], ImageBlock) for m in results)
+        assert all(counter.count_message(m) < 2_000 for m in results), fmt
+        # written anew (no pass-through), the image goes back inside the result
+        written = to_anthropic(read)[1] if fmt == "anthropic" else to_responses_input(read)[1]
+        assert sdk_problems(written, sdk_type) == [], fmt
+        assert SHOT in json.dumps(written[2])
+        # managed: the newest screenshots stay whole, older results are cleared; every result keeps its call
+        out = list(Window(budget=2_000, format=fmt).fit(items).messages)
+        assert sdk_problems(out, sdk_type) == [], fmt
+        newest = json.loads(json.dumps(out[-1]).replace(', "cache_control": {"type": "ephemeral"}', ""))
+        assert newest == items[-1]  # (the Anthropic writer marks the newest block as a cache breakpoint)
+        assert len(json.dumps(out)) < len(json.dumps(items)) / 2  # old screenshots left the view

@@ -9,8 +9,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import re
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar, cast
 
@@ -38,6 +40,8 @@ from ...boundary import MAX_JSON_DEPTH, clean_json, json_depth
 from ...errors import FormatError
 from ...messages import BlockList, Message, _make_message
 from .wire import AudioFormat
+
+logger = logging.getLogger(__name__)
 
 ReasoningMode = Literal["all", "signed", "none"]
 """Which reasoning blocks a converter writes: every one, only those a provider can verify, or none."""
@@ -552,13 +556,53 @@ def system_text(message: Message, fmt: str, *, index: int | None) -> str:
     return "".join(parts)
 
 
+RESULT_MEDIA = (ImageBlock, DocumentBlock)
+"""Blocks a tool message may carry after a result, as part of that result: a screenshot a computer-use tool
+returned, a file a tool fetched. Formats whose results hold media (Anthropic ``tool_result`` content, Responses
+``function_call_output`` lists) write them inside the result (`tool_results_with_media`); the others cannot, and
+leave them out with a warning naming them."""
+
+
+def warn_media_dropped(kind: str, *, index: int) -> None:
+    """Say (a `UserWarning` and a log warning) that a format's tool message cannot carry a result's media."""
+    text = (
+        f"message {index}: a {kind} returned with a tool result cannot be carried by this format's tool message and "
+        "is left out; write the conversation as Anthropic or OpenAI Responses messages, whose tool results hold media"
+    )
+    logger.warning("%s", text)
+    warnings.warn(text, UserWarning, stacklevel=4)
+
+
+def tool_results_with_media(message: Message, *, index: int) -> list[tuple[ToolResultBlock, list[ContentBlock]]]:
+    """Each result of a tool message with the media blocks that follow it (see `RESULT_MEDIA`)."""
+    out: list[tuple[ToolResultBlock, list[ContentBlock]]] = []
+    for j, block in enumerate(message.content):
+        if isinstance(block, RESULT_MEDIA) and out:
+            out[-1][1].append(block)
+            continue
+        if isinstance(block, ErrorBlock) and block.tool_call_id:
+            block = ToolResultBlock(call_id=block.tool_call_id, output=error_text(block), status="error")
+        if isinstance(block, ToolResultBlock):
+            out.append((block, []))
+        elif not is_dropped(block):
+            raise FormatError(
+                f"a tool message may only hold ToolResultBlocks and their media, found {type(block).__name__}",
+                index=index,
+                key=f"content[{j}]",
+            )
+    if not out:
+        raise FormatError("tool message has no ToolResultBlock", index=index, key="content")
+    return out
+
+
 def tool_results(message: Message, *, index: int, hint: str = "") -> Iterator[tuple[int, ToolResultBlock]]:
     """``(content index, result)`` for each result a tool message carries, in order.
 
     An `ErrorBlock` answering a call comes out as an error result, so each format writes one kind of result.
-    Lazy on purpose: a converter meets a problem with block ``j`` before any later block is looked at. Any other
-    block a model would read is a `FormatError` (``hint`` is appended to its message), and so is a tool message
-    without a single result.
+    Lazy on purpose: a converter meets a problem with block ``j`` before any later block is looked at. Media a
+    result carries (`RESULT_MEDIA`) cannot be written by the formats that call this and is left out with a warning.
+    Any other block a model would read is a `FormatError` (``hint`` is appended to its message), and so is a tool
+    message without a single result.
     """
     found = False
     for j, block in enumerate(message.content):
@@ -567,6 +611,8 @@ def tool_results(message: Message, *, index: int, hint: str = "") -> Iterator[tu
         if isinstance(block, ToolResultBlock):
             found = True
             yield j, block
+        elif found and isinstance(block, RESULT_MEDIA):
+            warn_media_dropped(type(block).__name__, index=index)
         elif not is_dropped(block):
             raise FormatError(
                 f"a tool message may only hold ToolResultBlocks, found {type(block).__name__}{hint}",

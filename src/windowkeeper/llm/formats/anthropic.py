@@ -49,7 +49,7 @@ from ._common import (
     require_str,
     resolve_data_block,
     system_text,
-    tool_results,
+    tool_results_with_media,
     unknown_block,
     unknown_part,
     unsupported,
@@ -72,6 +72,7 @@ if TYPE_CHECKING:
         DocumentBlockParam,
         ImageBlockParam,
         RedactedThinkingBlockParam,
+        TextBlockParam,
         ThinkingBlockParam,
         ToolResultBlockParam,
     )
@@ -228,12 +229,19 @@ def _content(message: Message, *, index: int, ids: _IdMap, reasoning: ReasoningM
 
 def _tool_results(message: Message, *, index: int, ids: _IdMap) -> list[_Block]:
     out: list[_Block] = []
-    for _, block in tool_results(message, index=index):
+    for block, media in tool_results_with_media(message, index=index):
+        text = tool_output_text(block.output)
         item: ToolResultBlockParam = {
             "type": "tool_result",
             "tool_use_id": ids.result(block.call_id),
-            "content": tool_output_text(block.output),
+            "content": text,
         }
+        if media:
+            parts: list[TextBlockParam | ImageBlockParam | DocumentBlockParam] = (
+                [{"type": "text", "text": text}] if text else []
+            )
+            parts += [_media_block(m, "tool", index=index, key=f"content[{k}]") for k, m in enumerate(media)]
+            item["content"] = parts
         if block.status == "error":
             item["is_error"] = True
         out.append(item)
@@ -525,6 +533,7 @@ def _parse_media(source: Mapping[str, Any], *, index: int, key: str) -> MediaRef
 
 
 def _result_output(content: Any, *, index: int, key: str) -> str:
+    """A ``tool_result``'s text; its images and documents are read beside it (`_result_media`)."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -532,11 +541,29 @@ def _result_output(content: Any, *, index: int, key: str) -> str:
     texts: list[str] = []
     for j, part in enumerate(as_list(content, index=index, key=key, what="tool_result content")):
         p = as_mapping(part, index=index, key=f"{key}[{j}]", what="tool_result part")
+        if p.get("type") in _RESULT_MEDIA_TYPES:
+            continue
         if p.get("type") != "text":
             texts.append(unknown_block(str(p.get("type")), p).text)
             continue
         texts.append(require_str(p, "text", index=index, key=f"{key}[{j}].text", empty_ok=True))
     return "".join(texts)
+
+
+_RESULT_MEDIA_TYPES = frozenset({"image", "document"})
+
+
+def _result_media(block: Mapping[str, Any], *, index: int, key: str) -> list[ContentBlock]:
+    """The images and documents a ``tool_result`` returned (a computer-use screenshot), as blocks of the tool
+    message: counted as media, not as the characters of their base64 text."""
+    content = block.get("content")
+    if not isinstance(content, list):
+        return []
+    return [
+        _parse_block(part, index=index, key=f"{key}.content[{j}]")
+        for j, part in enumerate(content)
+        if isinstance(part, Mapping) and part.get("type") in _RESULT_MEDIA_TYPES
+    ]
 
 
 def _parse_block(block: Any, *, index: int, key: str) -> ContentBlock:
@@ -631,7 +658,11 @@ def _to_messages(d: Any, index: int) -> list[Message]:
     results = message.tool_result_blocks()
     if not results:
         return [message]
-    out = [Message.tool_message([r]) for r in results]
+    raw = [b for b in msg["content"] if isinstance(b, Mapping) and b.get("type") == "tool_result"]
+    out = []
+    for j, (result, source) in enumerate(zip(results, raw, strict=True)):
+        media = _result_media(source, index=index, key=f"content[{j}]")
+        out.append(Message(role="tool", content=[result, *media]) if media else Message.tool_message([result]))
     rest = [b for b in message.content if not isinstance(b, ToolResultBlock)]
     if rest:
         out.append(Message(role="user", content=rest))

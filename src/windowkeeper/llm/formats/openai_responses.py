@@ -59,7 +59,7 @@ from ._common import (
     resolve_data_block,
     result_text,
     split_file_data,
-    tool_results,
+    tool_results_with_media,
     unknown_block,
     unknown_part,
     unsupported,
@@ -224,15 +224,19 @@ def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) 
 
 
 def _tool_items(message: Message, *, index: int) -> list[ResponsesItem]:
-    if message.metadata.get(ITEM_KEY) == "custom_tool_call_output":
-        return [
-            {"type": "custom_tool_call_output", "call_id": block.call_id, "output": result_text(block)}
-            for _, block in tool_results(message, index=index)
-        ]
-    return [
-        {"type": "function_call_output", "call_id": block.call_id, "output": result_text(block)}
-        for _, block in tool_results(message, index=index)
-    ]
+    custom = message.metadata.get(ITEM_KEY) == "custom_tool_call_output"
+    items: list[ResponsesItem] = []
+    for block, media in tool_results_with_media(message, index=index):
+        text = result_text(block)
+        output: str | list[ResponsesInputPart] = text
+        if media:  # what the tool returned besides its text (a screenshot), inside the output as the API takes it
+            output = [{"type": "input_text", "text": text}] if text else []
+            output += [_input_part(m, "user", index=index, key=f"content[{k}]") for k, m in enumerate(media)]
+        if custom:
+            items.append({"type": "custom_tool_call_output", "call_id": block.call_id, "output": output})
+        else:
+            items.append({"type": "function_call_output", "call_id": block.call_id, "output": output})
+    return items
 
 
 def _message_item(
@@ -525,17 +529,22 @@ def _read(
         close()
         if kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
+            media: list[ContentBlock] = []
             if isinstance(output, list):
-                output = "".join(
-                    require_str(p, "text", index=i, key=f"output[{j}].text", empty_ok=True)
-                    if isinstance(p, Mapping) and p.get("type") in ("input_text", "output_text", "text")
-                    else unknown_block(str(p.get("type") if isinstance(p, Mapping) else type(p).__name__), p).text
-                    for j, p in enumerate(plain(part) for part in output)
-                )
+                texts: list[str] = []
+                for j, p in enumerate(plain(part) for part in output):
+                    ptype = p.get("type") if isinstance(p, Mapping) else None
+                    if ptype in ("input_text", "output_text", "text"):
+                        texts.append(require_str(p, "text", index=i, key=f"output[{j}].text", empty_ok=True))
+                    elif ptype in ("input_image", "input_file"):  # a screenshot or file the tool returned
+                        media.append(_parse_input_part(p, "user", index=i, key=f"output[{j}]"))
+                    else:
+                        texts.append(unknown_block(str(ptype if ptype else type(p).__name__), p).text)
+                output = "".join(texts)
             if not isinstance(output, str):
                 raise FormatError(f"{kind} 'output' must be a string", index=i, key="output")
             result = ToolResultBlock(call_id=require_str(item, "call_id", index=i), output=output)
-            answer = Message.tool_message([result])
+            answer = Message(role="tool", content=[result, *media]) if media else Message.tool_message([result])
             if kind != "function_call_output":
                 answer.metadata[ITEM_KEY] = kind
             add(answer, item, i, provided_id(item))

@@ -263,7 +263,7 @@ class ResponsesFunctionCall(TypedDict):
 class ResponsesFunctionCallOutput(TypedDict):
     type: Literal["function_call_output"]
     call_id: str
-    output: str
+    output: str | list[ResponsesInputPart]
 
 
 class ResponsesCustomToolCall(TypedDict):
@@ -278,7 +278,7 @@ class ResponsesCustomToolCall(TypedDict):
 class ResponsesCustomToolCallOutput(TypedDict):
     type: Literal["custom_tool_call_output"]
     call_id: str
-    output: str
+    output: str | list[ResponsesInputPart]
 
 
 ResponsesItem: TypeAlias = (
