@@ -227,3 +227,22 @@ def test_an_invalid_tool_call_keeps_its_answer() -> None:
     assert back[1].tool_calls == items[1].tool_calls
     assert [(c["id"], c["args"]) for c in back[1].invalid_tool_calls] == [("bad1", "{not json")]
     assert from_openai_chat(to_openai_chat(read))[1].tool_call_blocks()[1].id == "bad1"
+
+
+def test_a_tool_message_keeps_the_image_its_tool_returned() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from windowkeeper.tokens import default_counter
+
+    shot = "iVBORw0KGgo" * 8000  # an 88 KB screenshot
+    image = {"type": "image", "base64": shot, "mime_type": "image/png"}
+    items = [
+        HumanMessage("Take a screenshot.", id="h"),
+        AIMessage(content="", tool_calls=[{"id": "c1", "name": "computer", "args": {}}], id="a"),
+        ToolMessage(content=[{"type": "text", "text": "done"}, image], tool_call_id="c1", id="t"),
+    ]
+    read = from_langchain(items)
+    assert [type(b).__name__ for b in read[2].content] == ["ToolResultBlock", "ImageBlock"]
+    assert default_counter().count_message(read[2]) < 2_000  # an image, not 88 KB of base64 text
+    back = to_langchain(read)
+    assert back[2].content == [{"type": "text", "text": "done"}, image]

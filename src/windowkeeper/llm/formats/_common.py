@@ -558,9 +558,9 @@ def system_text(message: Message, fmt: str, *, index: int | None) -> str:
 
 RESULT_MEDIA = (ImageBlock, DocumentBlock)
 """Blocks a tool message may carry after a result, as part of that result: a screenshot a computer-use tool
-returned, a file a tool fetched. Formats whose results hold media (Anthropic ``tool_result`` content, Responses
-``function_call_output`` lists) write them inside the result (`tool_results_with_media`); the others cannot, and
-leave them out with a warning naming them."""
+returned, a file a tool fetched. Formats whose results hold media (Anthropic ``tool_result`` content, LangChain
+``ToolMessage`` content, Responses ``function_call_output`` lists) write them inside the result
+(`tool_results_with_media`); the others cannot, and leave them out with a warning naming them."""
 
 
 def warn_media_dropped(kind: str, *, index: int) -> None:
@@ -573,9 +573,11 @@ def warn_media_dropped(kind: str, *, index: int) -> None:
     warnings.warn(text, UserWarning, stacklevel=4)
 
 
-def tool_results_with_media(message: Message, *, index: int) -> list[tuple[ToolResultBlock, list[ContentBlock]]]:
+def tool_results_with_media(
+    message: Message, *, index: int
+) -> list[tuple[ToolResultBlock, list[ImageBlock | DocumentBlock]]]:
     """Each result of a tool message with the media blocks that follow it (see `RESULT_MEDIA`)."""
-    out: list[tuple[ToolResultBlock, list[ContentBlock]]] = []
+    out: list[tuple[ToolResultBlock, list[ImageBlock | DocumentBlock]]] = []
     for j, block in enumerate(message.content):
         if isinstance(block, RESULT_MEDIA) and out:
             out[-1][1].append(block)

@@ -30,6 +30,7 @@ from ...errors import FormatError, MissingDependencyError
 from ...messages import Message
 from ._common import (
     PENDING_ID,
+    RESULT_MEDIA,
     IdChain,
     Source,
     error_text,
@@ -42,7 +43,7 @@ from ._common import (
     read_message,
     reader,
     resolve_data_block,
-    tool_results,
+    tool_results_with_media,
     unknown_block,
 )
 from ._source import keep_source, unchanged
@@ -159,10 +160,15 @@ def to_langchain(messages: Sequence[Message], *, passthrough: bool = False) -> l
         name = message.metadata.get("name") if isinstance(message.metadata.get("name"), str) else None
         if message.role == "tool":
             first = True
-            for _, block in tool_results(message, index=i):
+            for block, media in tool_results_with_media(message, index=i):
+                text = tool_output_text(block.output)
+                content: str | list[str | dict[str, Any]] = text
+                if media:  # what the tool returned besides its text (a screenshot), as content blocks
+                    content = [{"type": "text", "text": text}] if text else []
+                    content += [_media_dict(m, index=i, key=f"content[{k}]") for k, m in enumerate(media)]
                 out.append(
                     lc.ToolMessage(
-                        content=tool_output_text(block.output),
+                        content=content,
                         tool_call_id=block.call_id,
                         name=block.name,
                         status="error" if block.status == "error" else "success",
@@ -297,15 +303,18 @@ def _to_message(lc_message: Any, index: int) -> Message:
     name = getattr(lc_message, "name", None)
     if isinstance(lc_message, lc.ToolMessage):
         output = lc_message.content
+        media: list[ContentBlock] = []
         if not isinstance(output, str):
-            output = "".join(b.text for b in _parse_content(output, index=index) if isinstance(b, TextBlock))
+            parts = _parse_content(output, index=index)
+            output = "".join(b.text for b in parts if isinstance(b, TextBlock))
+            media = [b for b in parts if isinstance(b, RESULT_MEDIA)]  # a screenshot the tool returned
         block = ToolResultBlock(
             call_id=lc_message.tool_call_id,
             output=output,
             status="error" if lc_message.status == "error" else "completed",
             name=name,
         )
-        return read_message("tool", [block], {}, metadata_given=False)
+        return read_message("tool", [block, *media], {}, metadata_given=False)
     metadata: dict[str, Any] = {"name": name} if name else {}
     content = _parse_content(lc_message.content, index=index)
     if isinstance(lc_message, lc.SystemMessage):
