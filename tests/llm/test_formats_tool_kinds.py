@@ -206,3 +206,21 @@ def test_a_screenshot_a_tool_returned_counts_as_an_image_not_as_its_base64() -> 
         newest = json.loads(json.dumps(out[-1]).replace(', "cache_control": {"type": "ephemeral"}', ""))
         assert newest == items[-1]  # (the Anthropic writer marks the newest block as a cache breakpoint)
         assert len(json.dumps(out)) < len(json.dumps(items)) / 2  # old screenshots left the view
+
+
+def test_a_screenshot_inside_an_item_not_modelled_is_priced_as_an_image() -> None:
+    """A Responses ``computer_call_output`` is an item type not modelled: its stand-in text holds its JSON, and the
+    screenshot's data URI was tokenized as text (~55,000 tokens for 80 KB)."""
+    from windowkeeper.tokens import default_counter
+
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Open the settings page."}]
+    for t in range(10):
+        items.append({"type": "computer_call", "call_id": f"cc{t}", "id": f"cu_{t}", "status": "completed",
+                      "action": {"type": "click", "x": 10, "y": 20}, "pending_safety_checks": []})  # fmt: skip
+        screenshot = {"type": "computer_screenshot", "image_url": f"data:image/png;base64,{SHOT}"}
+        items.append({"type": "computer_call_output", "call_id": f"cc{t}", "output": screenshot})
+    turn = from_responses_input(items)[1]
+    tokens = default_counter().count_message(turn)
+    assert 10 * 100 < tokens < 10 * 2_000  # ten images and the calls' JSON, not 10 x 55 KB of base64 text
+    fit = Window(budget=8_000, format="openai_responses").fit(items)
+    assert [json.dumps(i, sort_keys=True) for i in fit.messages] == [json.dumps(i, sort_keys=True) for i in items]

@@ -32,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .._cache import shared_prefix
 from ..blocks import (
+    UNKNOWN_PREFIX,
     AnnotationBlock,
     AudioBlock,
     DataBlock,
@@ -48,7 +49,7 @@ from ..blocks import (
 from ..errors import ConfigurationError
 from ..messages import Message, edit_epoch
 from .encodings import Encoder, encoding_name_for_model, get_offline_encoding
-from .media import media_tokens
+from .media import media_tokens, stand_in_tokens
 
 MESSAGE_OVERHEAD = 3
 ROLE_TOKENS = 1
@@ -176,7 +177,8 @@ class CachingCounter(ABC):
         has_call_blocks = False
         for block in message.content:
             if isinstance(block, TextBlock):
-                total += count_text(block.text)
+                text = block.text
+                total += stand_in_tokens(text, count_text) if text.startswith(UNKNOWN_PREFIX) else count_text(text)
             elif isinstance(block, ToolResultBlock):
                 results += 1
                 total += count_text(tool_output_text(block.output))

@@ -14,9 +14,10 @@ assumption is visible in one place.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
-from ..blocks import AudioBlock, DataBlock, DocumentBlock, ImageBlock, MediaRef, VideoBlock
+from ..blocks import UNKNOWN_PREFIX, AudioBlock, DataBlock, DocumentBlock, ImageBlock, MediaRef, VideoBlock
 
 # OpenAI high-detail image pricing: fit into 2048x2048, scale the short side down to 768, then
 # 85 base tokens + 170 per 512x512 tile.
@@ -177,6 +178,30 @@ def media_tokens(block: MediaBlock, count_text: Callable[[str], int]) -> int:
     return data_tokens(block)
 
 
+_DATA_URI = re.compile(r"data:([\w.+-]+/[\w.+-]+);base64,([A-Za-z0-9+/=]{64,})")
+
+
+def stand_in_tokens(text: str, count_text: Callable[[str], int]) -> int:
+    """Tokens of a text block, where the stand-in of a part no format models (``[unknown kind] {json}``: a Responses
+    ``computer_call_output``...) prices the media it embeds as data URIs (a screenshot) as media, not as the
+    characters of their base64: one 80 KB screenshot tokenized as text is ~55,000 tokens, as an image ~1,000."""
+    if not text.startswith(UNKNOWN_PREFIX) or "base64," not in text:
+        return count_text(text)
+    media = 0
+    for found in _DATA_URI.finditer(text):
+        ref = MediaRef(kind="data", data_base64=found.group(2), mime_type=found.group(1))
+        kind = found.group(1).split("/", 1)[0]
+        block: MediaBlock = (
+            ImageBlock(media=ref)
+            if kind == "image"
+            else AudioBlock(media=ref)
+            if kind == "audio"
+            else DocumentBlock(media=ref)
+        )
+        media += media_tokens(block, count_text)
+    return media + count_text(_DATA_URI.sub(r"data:\1;base64,", text))
+
+
 __all__ = [
     "AUDIO_TOKENS_PER_SECOND",
     "DOCUMENT_TOKENS_PER_PAGE",
@@ -191,5 +216,6 @@ __all__ = [
     "image_tokens_for_size",
     "media_size_bytes",
     "media_tokens",
+    "stand_in_tokens",
     "video_tokens",
 ]
