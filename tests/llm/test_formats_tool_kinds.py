@@ -12,6 +12,7 @@ back in their own shapes.
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -130,7 +131,7 @@ def test_a_long_turn_of_custom_tool_items_keeps_its_calls_and_clears_old_outputs
     assert all(i["output"].startswith("[tool result cleared") for i in changed)
 
 
-SHOT = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==" * 600
+SHOT = base64.b64encode(bytes(range(256)) * 240).decode()  # an 80 KB screenshot
 
 
 def _computer_use(fmt: str, turns: int) -> list[dict[str, Any]]:
@@ -224,3 +225,26 @@ def test_a_screenshot_inside_an_item_not_modelled_is_priced_as_an_image() -> Non
     assert 10 * 100 < tokens < 10 * 2_000  # ten images and the calls' JSON, not 10 x 55 KB of base64 text
     fit = Window(budget=8_000, format="openai_responses").fit(items)
     assert [json.dumps(i, sort_keys=True) for i in fit.messages] == [json.dumps(i, sort_keys=True) for i in items]
+
+
+def test_a_gemini_function_response_keeps_the_media_of_its_own_parts() -> None:
+    """A function response may carry media in its own ``parts`` (a screenshot): it was not counted at all."""
+    from google.genai import types
+
+    from windowkeeper.llm.formats import from_gemini, to_gemini
+    from windowkeeper.tokens import default_counter
+
+    screenshot = {"inlineData": {"mimeType": "image/png", "data": SHOT}}
+    contents = [
+        {"role": "user", "parts": [{"text": "Take a screenshot."}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "f1", "name": "computer", "args": {}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"id": "f1", "name": "computer", "response": {"ok": True},
+                                                         "parts": [screenshot]}}]},
+    ]  # fmt: skip
+    read = from_gemini(None, contents)
+    assert [type(b).__name__ for b in read[2].content] == ["ToolResultBlock", "ImageBlock"]
+    assert default_counter().count_message(read[2]) > 100  # the image is priced
+    assert to_gemini(read)[1] == contents
+    sdk = to_gemini(read, spelling="sdk")[1]
+    response = types.Content.model_validate(sdk[2]).parts[0].function_response  # type: ignore[index]
+    assert response is not None and response.parts is not None and response.parts[0].inline_data is not None

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, cast, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from ...blocks import (
     AudioBlock,
@@ -38,6 +38,7 @@ from ...blocks import (
 from ...errors import FormatError
 from ...messages import Message
 from ._common import (
+    RESULT_MEDIA,
     IdChain,
     ReasoningMode,
     Source,
@@ -56,7 +57,7 @@ from ._common import (
     reader,
     resolve_data_block,
     system_text,
-    tool_results,
+    tool_results_with_media,
     unknown_block,
     unsupported,
 )
@@ -73,6 +74,11 @@ from .wire import (
     GeminiSDKPart,
     GeminiSystemInstruction,
 )
+
+if TYPE_CHECKING:
+    from google.genai.types import FunctionResponseDict, FunctionResponsePartDict
+else:
+    FunctionResponseDict = FunctionResponsePartDict = dict
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +228,7 @@ def _response_parts(
     message: Message, names: Mapping[str, str], *, index: int, ids: set[str] | None = None
 ) -> list[GeminiPart]:
     parts: list[GeminiPart] = []
-    for j, block in tool_results(message, index=index):
+    for j, (block, media) in enumerate(tool_results_with_media(message, index=index)):
         name = names.get(block.call_id) or block.name
         if not name:
             raise FormatError(
@@ -234,6 +240,8 @@ def _response_parts(
         response: GeminiFunctionResponse = {"name": name, "response": _response_payload(block)}
         if ids is not None and block.call_id in ids:
             response["id"] = block.call_id
+        if media:  # what the tool returned besides its payload (a screenshot), as the response's own parts
+            response["parts"] = [_media_part(m, "user", index=index, key=f"content[{j}]") for m in media]
         parts.append({"functionResponse": response})
     return parts
 
@@ -424,11 +432,27 @@ def _sdk_part(part: GeminiPart, *, key: str) -> GeminiSDKPart:
         )
     if "functionResponse" in part:
         response = part["functionResponse"]
-        out["function_response"] = (
-            {"name": response["name"], "response": response["response"], "id": response["id"]}
-            if "id" in response
-            else {"name": response["name"], "response": response["response"]}
-        )
+        function_response: FunctionResponseDict = {"name": response["name"], "response": response["response"]}
+        if "id" in response:
+            function_response["id"] = response["id"]
+        if "parts" in response:
+            function_response["parts"] = [
+                _sdk_response_part(inner, key=f"{key}.functionResponse.parts[{k}]")
+                for k, inner in enumerate(response["parts"])
+            ]
+        out["function_response"] = function_response
+    return out
+
+
+def _sdk_response_part(part: GeminiPart, *, key: str) -> FunctionResponsePartDict:
+    """A media part of a function response in google-genai's spelling (its own part type: data and files only)."""
+    out: FunctionResponsePartDict = {}
+    if "inlineData" in part:
+        blob = part["inlineData"]
+        out["inline_data"] = {"mime_type": blob["mimeType"], "data": _sdk_bytes(blob["data"], key=f"{key}.inlineData")}
+    if "fileData" in part:
+        file_data = part["fileData"]
+        out["file_data"] = {"file_uri": file_data["fileUri"], "mime_type": file_data.get("mimeType")}
     return out
 
 
@@ -494,6 +518,17 @@ def _parse_response(fr: Mapping[str, Any], pairing: _Pairing, *, index: int, key
     return ToolResultBlock(call_id=call_id, output=dict(response), name=name)
 
 
+def _response_media(fr: Mapping[str, Any], *, index: int, key: str) -> list[ContentBlock]:
+    """The images and documents a function response carries in its own ``parts`` (a screenshot the tool took), as
+    blocks of the tool message: counted as media (they were not counted at all) and written back in place."""
+    parts = fr.get("parts")
+    if not isinstance(parts, list):
+        return []
+    found = (_parse_media(as_mapping(p, index=index, key=f"{key}.parts[{k}]", what="part"), index=index,
+                          key=f"{key}.parts[{k}]") for k, p in enumerate(parts))  # fmt: skip
+    return [b for b in found if isinstance(b, RESULT_MEDIA)]
+
+
 def _parse_contents_entry(d: Any, index: int, pairing: _Pairing, id_prefix: str) -> list[Message]:
     content = as_mapping(d, index=index, key="role", what="content")
     role = content.get("role")
@@ -503,7 +538,7 @@ def _parse_contents_entry(d: Any, index: int, pairing: _Pairing, id_prefix: str)
         raise FormatError(f"unknown role {role!r}; expected user or model", index=index, key="role")
     parts = as_list(content.get("parts", []), index=index, key="parts", what="'parts'")
     blocks: list[ContentBlock] = []
-    results: list[ToolResultBlock] = []
+    results: list[tuple[ToolResultBlock, list[ContentBlock]]] = []
     for j, raw in enumerate(parts):
         key = f"parts[{j}]"
         part = as_mapping(raw, index=index, key=key, what="part")
@@ -537,7 +572,8 @@ def _parse_contents_entry(d: Any, index: int, pairing: _Pairing, id_prefix: str)
                     "functionResponse parts belong in user contents", index=index, key=f"{key}.functionResponse"
                 )
             fr = as_mapping(response, index=index, key=f"{key}.functionResponse", what="functionResponse")
-            results.append(_parse_response(fr, pairing, index=index, key=f"{key}.functionResponse"))
+            result = _parse_response(fr, pairing, index=index, key=f"{key}.functionResponse")
+            results.append((result, _response_media(fr, index=index, key=f"{key}.functionResponse")))
             continue
         elif isinstance(part.get("text"), str):
             if signature is not None and not part["text"]:
@@ -556,7 +592,7 @@ def _parse_contents_entry(d: Any, index: int, pairing: _Pairing, id_prefix: str)
         calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
         pairing.start_turn(calls)
         return [Message(role="assistant", content=blocks, tools_calls=openai_tools_calls(calls) if calls else None)]
-    out = [Message.tool_message([r]) for r in results]
+    out = [Message(role="tool", content=[r, *media]) if media else Message.tool_message([r]) for r, media in results]
     if blocks or not results:
         out.append(Message(role="user", content=blocks))
     return out

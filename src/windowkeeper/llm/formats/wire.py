@@ -152,6 +152,7 @@ class GeminiFunctionResponse(TypedDict):
     name: str
     response: dict[str, Any]
     id: NotRequired[str]
+    parts: NotRequired[list[GeminiPart]]
 
 
 class GeminiPart(TypedDict, total=False):
