@@ -13,7 +13,7 @@ import logging
 import re
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TypeVar, cast
 
 from pydantic import ValidationError
@@ -574,9 +574,14 @@ def warn_media_dropped(kind: str, *, index: int) -> None:
 
 
 def tool_results_with_media(
-    message: Message, *, index: int
+    message: Message, *, index: int, hint: str = ""
 ) -> list[tuple[ToolResultBlock, list[ImageBlock | DocumentBlock]]]:
-    """Each result of a tool message with the media blocks that follow it (see `RESULT_MEDIA`)."""
+    """Each result of a tool message with the media blocks that follow it (see `RESULT_MEDIA`), in order.
+
+    An `ErrorBlock` answering a call comes out as an error result, so each format writes one kind of result. Any
+    other block a model would read is a `FormatError` (``hint`` is appended to its message), and so is a tool
+    message without a single result.
+    """
     out: list[tuple[ToolResultBlock, list[ImageBlock | DocumentBlock]]] = []
     for j, block in enumerate(message.content):
         if isinstance(block, RESULT_MEDIA) and out:
@@ -588,7 +593,7 @@ def tool_results_with_media(
             out.append((block, []))
         elif not is_dropped(block):
             raise FormatError(
-                f"a tool message may only hold ToolResultBlocks and their media, found {type(block).__name__}",
+                f"a tool message may only hold ToolResultBlocks and their media, found {type(block).__name__}{hint}",
                 index=index,
                 key=f"content[{j}]",
             )
@@ -597,32 +602,15 @@ def tool_results_with_media(
     return out
 
 
-def tool_results(message: Message, *, index: int, hint: str = "") -> Iterator[tuple[int, ToolResultBlock]]:
-    """``(content index, result)`` for each result a tool message carries, in order.
-
-    An `ErrorBlock` answering a call comes out as an error result, so each format writes one kind of result.
-    Lazy on purpose: a converter meets a problem with block ``j`` before any later block is looked at. Media a
-    result carries (`RESULT_MEDIA`) cannot be written by the formats that call this and is left out with a warning.
-    Any other block a model would read is a `FormatError` (``hint`` is appended to its message), and so is a tool
-    message without a single result.
-    """
-    found = False
-    for j, block in enumerate(message.content):
-        if isinstance(block, ErrorBlock) and block.tool_call_id:
-            block = ToolResultBlock(call_id=block.tool_call_id, output=error_text(block), status="error")
-        if isinstance(block, ToolResultBlock):
-            found = True
-            yield j, block
-        elif found and isinstance(block, RESULT_MEDIA):
+def tool_results(message: Message, *, index: int, hint: str = "") -> list[ToolResultBlock]:
+    """The results of a tool message (`tool_results_with_media`), for a format whose tool messages cannot carry
+    media: what a result returned besides its text is left out with a warning naming it."""
+    out: list[ToolResultBlock] = []
+    for result, media in tool_results_with_media(message, index=index, hint=hint):
+        for block in media:
             warn_media_dropped(type(block).__name__, index=index)
-        elif not is_dropped(block):
-            raise FormatError(
-                f"a tool message may only hold ToolResultBlocks, found {type(block).__name__}{hint}",
-                index=index,
-                key=f"content[{j}]",
-            )
-    if not found:
-        raise FormatError("tool message has no ToolResultBlock", index=index, key="content")
+        out.append(result)
+    return out
 
 
 def reasoning_blocks(message: Message) -> list[ReasoningBlock]:

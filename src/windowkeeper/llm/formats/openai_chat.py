@@ -232,7 +232,7 @@ def message_to_openai_chat(
         return [out]
     results: list[OpenAIChatMessage] = []
     legacy = message.metadata.get("openai_role") == "function"
-    for _, block in tool_results(message, index=index, hint="; put other content in a user message"):
+    for block in tool_results(message, index=index, hint="; put other content in a user message"):
         if legacy:
             answer: OpenAIChatFunctionMessage = {
                 "role": "function",
