@@ -594,20 +594,22 @@ def readable_text(text: str) -> str:
     except ValueError:
         return text
     pairs: list[str] = []
-    _readable_values(value, "", pairs)
+    _readable_values(value, "", pairs, tagged=False)
     kind = text[len(UNKNOWN_PREFIX) : end]
     return f"[{kind}] {'; '.join(pairs)}" if pairs else f"[{kind}]"
 
 
-def _readable_values(value: Any, key: str, out: list[str]) -> None:
-    """``key: value`` for each scalar inside ``value`` a reader can use: no type tags, ids or opaque strings."""
+def _readable_values(value: Any, key: str, out: list[str], *, tagged: bool = True) -> None:
+    """``key: value`` for each scalar inside ``value`` a reader can use: no ids or opaque strings. A ``type`` is
+    kept only where it says what happened (``action: type: click``), not as the tag of the part itself (its kind,
+    already named) or of each entry of a list (``web_search_result``)."""
     if isinstance(value, dict):
         for k, v in value.items():
-            if k != "type" and k != "id" and not k.endswith(("_id", "Id")):
+            if (tagged or k != "type") and k != "id" and not k.endswith(("_id", "Id")):
                 _readable_values(v, str(k), out)
     elif isinstance(value, list):
         for v in value:
-            _readable_values(v, key, out)
+            _readable_values(v, key, out, tagged=False)
     elif isinstance(value, str):
         text = value.strip()
         opaque = _OPAQUE_RUN.search(text) and not text.count(" ") and not text.startswith(("http://", "https://"))

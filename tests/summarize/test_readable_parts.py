@@ -64,6 +64,8 @@ def test_other_text_is_left_as_it_is() -> None:
     assert readable_text('[unknown x] {"data": "' + "Zm9v" * 20 + '", "call_id": "c1", "n": 3, "ok": true}') == (
         "[x] n: 3; ok: True"
     )
+    click = '[unknown computer_call] {"action": {"type": "click", "x": 10, "y": 20}, "type": "computer_call"}'
+    assert readable_text(click) == "[computer_call] type: click; x: 10; y: 20"
 
 
 async def test_the_extractive_summary_keeps_the_result_and_drops_the_blob() -> None:
