@@ -577,7 +577,8 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             if total > self.budget:
                 logger.warning(
                     "view still costs %d tokens after compaction, over the %d-token budget: system messages, the "
-                    "summary, the scratchpad or content that cannot be cut (media, tool-call arguments) fill it",
+                    "summary, the scratchpad or content that cannot be cut (media, tool-call arguments, items no "
+                    "format models) fill it",
                     total,
                     self.budget,
                 )

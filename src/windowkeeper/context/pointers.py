@@ -24,7 +24,16 @@ from typing import Any, Literal
 
 from .._cache import SizedCache
 from .._cut import Cut, cut_to_tokens
-from ..blocks import ContentBlock, MediaRef, TextBlock, ToolCallBlock, ToolResultBlock, make_block, tool_output_text
+from ..blocks import (
+    UNKNOWN_PREFIX,
+    ContentBlock,
+    MediaRef,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    make_block,
+    tool_output_text,
+)
 from ..messages import Message
 from ..tokens import TokenCounter
 
@@ -216,9 +225,9 @@ def _cut_middle(text: str, keep_tokens: int, counter: TokenCounter) -> str:
 def truncate_message(message: Message, max_tokens: int, counter: TokenCounter) -> Message | None:
     """``message`` with its largest text or tool-result bodies cut in the middle until it costs ``max_tokens``.
 
-    Returns None when nothing in it can be cut (tool-call arguments, media and reasoning are left alone, because
-    cutting them would corrupt a call or a provider signature). The result may still exceed ``max_tokens`` when
-    the uncuttable part alone does.
+    Returns None when nothing in it can be cut (tool-call arguments, media, reasoning and the stand-ins of parts no
+    format models are left alone, because cutting them would corrupt a call, a provider signature or the item the
+    caller sent). The result may still exceed ``max_tokens`` when the uncuttable part alone does.
     """
     before = counter.count_message(message)
     if before <= max_tokens:
@@ -232,7 +241,7 @@ def truncate_message(message: Message, max_tokens: int, counter: TokenCounter) -
         for index, block in enumerate(blocks):
             if index in tried:
                 continue
-            if isinstance(block, TextBlock):
+            if isinstance(block, TextBlock) and not block.text.startswith(UNKNOWN_PREFIX):
                 sizes.append((counter.count_text(block.text), index))
             elif isinstance(block, ToolResultBlock):
                 sizes.append((counter.count_text(tool_output_text(block.output)), index))

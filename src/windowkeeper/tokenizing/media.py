@@ -216,6 +216,5 @@ __all__ = [
     "image_tokens_for_size",
     "media_size_bytes",
     "media_tokens",
-    "stand_in_tokens",
     "video_tokens",
 ]
