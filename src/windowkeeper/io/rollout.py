@@ -7,9 +7,9 @@ conversation. ``session_meta`` opens the file (its ``instructions``, when set, a
 ``event_msg`` (which repeats the items for the terminal UI and adds token counts) and ``turn_context`` are not
 conversation: skipped and counted.
 
-The item types the message model has no name for are read as the function calls and outputs they are (a custom
-tool's free-form input, a shell call's action), so they are counted and paired; a compacted rollout writes every
-unchanged item exactly as it was read.
+The item types the Responses reader has no name for are read as the function calls and outputs they are (a shell
+call's action; a custom tool's call and output the reader models itself), so they are counted and paired; a
+compacted rollout writes every unchanged item exactly as it was read.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ _ASSISTANT_SIDE = frozenset(
     {"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call", "assistant"}
 )
 _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
+_AS_FUNCTION_OUTPUT = frozenset({"function_call_output", "local_shell_call_output"})
+"""Outputs read as a ``function_call_output`` (a custom tool's call and output are read as they are: the Responses
+reader models them)."""
 _LEGACY_ITEMS = frozenset({"message", "reasoning", "function_call", "function_call_output"})
 
 
@@ -49,18 +52,10 @@ def looks_like(events: Sequence[Any]) -> bool:
 def _normalized(item: Mapping[str, Any]) -> dict[str, Any]:
     """The item in the types `from_responses_input` reads; tool kinds without a name of their own become calls."""
     kind = item.get("type")
-    if kind == "custom_tool_call":
-        arguments = json.dumps({"input": item.get("input", "")}, ensure_ascii=False)
-        return {
-            "type": "function_call",
-            "call_id": item.get("call_id"),
-            "name": item.get("name"),
-            "arguments": arguments,
-        }
     if kind == "local_shell_call":
         arguments = json.dumps(item.get("action", {}), ensure_ascii=False)
         return {"type": "function_call", "call_id": item.get("call_id"), "name": "local_shell", "arguments": arguments}
-    if kind in _OUTPUT_TYPES:
+    if kind in _AS_FUNCTION_OUTPUT:
         output = item.get("output", "")
         text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
         return {"type": "function_call_output", "call_id": item.get("call_id"), "output": text}
