@@ -248,3 +248,33 @@ def test_a_gemini_function_response_keeps_the_media_of_its_own_parts() -> None:
     sdk = to_gemini(read, spelling="sdk")[1]
     response = types.Content.model_validate(sdk[2]).parts[0].function_response  # type: ignore[index]
     assert response is not None and response.parts is not None and response.parts[0].inline_data is not None
+
+
+def test_recall_indexes_a_stand_in_without_the_base64_it_embeds() -> None:
+    """Recall indexes what leaves the view; 80 KB of a screenshot's base64 per computer-use step is neither
+    searchable nor readable, so the index keeps the item's JSON without the payload."""
+    import asyncio
+
+    from windowkeeper.context.budget import TokenBudgetContextManager
+    from windowkeeper.context.metrics import thread_key
+    from windowkeeper.state import AgentState
+    from windowkeeper.tokenizing.media import without_embedded_data
+
+    assert without_embedded_data(f"see data:image/png;base64,{SHOT} here") == "see data:image/png;base64, here"
+    items: list[dict[str, Any]] = []
+    for t in range(12):
+        items.append({"role": "user", "content": f"Step {t}: open the settings page."})
+        items.append({"type": "computer_call", "call_id": f"cc{t}", "id": f"cu_{t}", "status": "completed",
+                      "action": {"type": "click", "x": t, "y": 20}, "pending_safety_checks": []})  # fmt: skip
+        screenshot = {"type": "computer_screenshot", "image_url": f"data:image/png;base64,{SHOT}"}
+        items.append({"type": "computer_call_output", "call_id": f"cc{t}", "output": screenshot})
+    messages = from_responses_input(items)
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(3_000, 500, recall=True)
+    state = AgentState(context=messages)
+    state = asyncio.run(manager.atrim_context(state))
+    assert manager.recall is not None
+    left = [m for m in messages if m.message_id not in {v.message_id for v in state.context}]
+    turn = next(m for m in left if m.role == "assistant")
+    manager.recall.flush(thread_key(state), None, 10**9)
+    found = manager.recall.index.message_text(thread_key(state), str(turn.message_id))
+    assert found is not None and "computer_screenshot" in found[1] and SHOT[:64] not in found[1]

@@ -39,6 +39,7 @@ from ..blocks import TextBlock
 from ..errors import ConfigurationError
 from ..messages import Message, edit_epoch, participant_name
 from ..prompt.recall import MARK_KEY, RECALL_MARK, is_recall, recall_notes
+from ..tokenizing.media import without_embedded_data
 from ..tokens import TokenCounter, default_counter
 from ._recall_cost import DEFAULT_PRICING_CACHE_BYTES, RecallPricing
 from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, approx_bytes
@@ -332,7 +333,8 @@ class Recall:
             state.indexed.add(key)
             refs = tuple(block.call_id for block in msg.tool_result_blocks())
             kept.append((key, refs, msg))
-            text = msg.text() or msg.reasoning_text()
+            # (the stand-in JSON of an item no format models may embed a screenshot's base64: not worth indexing)
+            text = without_embedded_data(msg.text() or msg.reasoning_text())
             for call in msg.tool_call_blocks():
                 text += f"\n{call.name}({call.args})"
             name = (participant_name(msg) or "").strip()

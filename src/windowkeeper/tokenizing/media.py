@@ -199,7 +199,15 @@ def stand_in_tokens(text: str, count_text: Callable[[str], int]) -> int:
             else DocumentBlock(media=ref)
         )
         media += media_tokens(block, count_text)
-    return media + count_text(_DATA_URI.sub(r"data:\1;base64,", text))
+    return media + count_text(without_embedded_data(text))
+
+
+def without_embedded_data(text: str) -> str:
+    """``text`` with the payload of each ``data:`` URI it embeds (``data:image/png;base64,...``) left out: what an
+    index or a reader of a stand-in's JSON can use of it (base64 is neither searchable nor readable)."""
+    if "base64," not in text:
+        return text
+    return _DATA_URI.sub(r"data:\1;base64,", text)
 
 
 __all__ = [
