@@ -246,3 +246,22 @@ def test_a_tool_message_keeps_the_image_its_tool_returned() -> None:
     assert default_counter().count_message(read[2]) < 2_000  # an image, not 88 KB of base64 text
     back = to_langchain(read)
     assert back[2].content == [{"type": "text", "text": "done"}, image]
+
+
+def test_a_tool_use_block_that_repeats_a_tool_call_is_read_once() -> None:
+    """ChatAnthropic keeps each call both in ``tool_calls`` and as a ``tool_use`` block of the content; the block
+    was read as an unknown part, so the call's arguments counted twice."""
+    from langchain_core.messages import AIMessage
+
+    from windowkeeper.llm.formats.registry import get_format
+
+    use = {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "src/app.py"}}
+    message = AIMessage(
+        content=[{"type": "text", "text": "Reading it."}, use],
+        tool_calls=[{"id": "toolu_1", "name": "read_file", "args": {"path": "src/app.py"}}],
+        id="a1",
+    )
+    fmt = get_format("langchain")
+    read = fmt.read([message])
+    assert [type(b).__name__ for b in read[0].content] == ["TextBlock", "ToolCallBlock"]
+    assert fmt.write_plain(read) == [message]  # unchanged, it goes out whole

@@ -295,6 +295,11 @@ def _assign(chain: IdChain, message: Message, lc_message: Any, index: int) -> No
     chain.assign([message], lc_message, index, provided=lc_id if isinstance(lc_id, str) and lc_id else None)
 
 
+def _repeats_a_call(part: Any, ids: set[Any]) -> bool:
+    """Whether a content part is a provider's ``tool_use`` copy of one of the message's ``tool_calls``."""
+    return isinstance(part, Mapping) and part.get("type") == "tool_use" and part.get("id") in ids
+
+
 def _to_message(lc_message: Any, index: int) -> Message:
     # built as `read_message` builds them (no second validation of blocks made and checked here), with the fields
     # set a ``Message(role=..., content=..., [metadata=...,] message_id=PENDING_ID)`` call records: constructing
@@ -316,7 +321,13 @@ def _to_message(lc_message: Any, index: int) -> Message:
         )
         return read_message("tool", [block, *media], {}, metadata_given=False)
     metadata: dict[str, Any] = {"name": name} if name else {}
-    content = _parse_content(lc_message.content, index=index)
+    given = lc_message.content
+    if isinstance(lc_message, lc.AIMessage) and isinstance(given, list) and lc_message.tool_calls:
+        # a provider's copy of a call in the content (ChatAnthropic's ``tool_use`` block) is the call `tool_calls`
+        # already holds: read once, or its arguments would count twice (the message still passes through whole)
+        ids = {tc.get("id") for tc in lc_message.tool_calls}
+        given = [b for b in given if not _repeats_a_call(b, ids)]
+    content = _parse_content(given, index=index)
     if isinstance(lc_message, lc.SystemMessage):
         return read_message("system", content, metadata, metadata_given=bool(name))
     if isinstance(lc_message, lc.HumanMessage):
