@@ -658,7 +658,8 @@ def _to_messages(d: Any, index: int) -> list[Message]:
     results = message.tool_result_blocks()
     if not results:
         return [message]
-    raw = [b for b in msg["content"] if isinstance(b, Mapping) and b.get("type") == "tool_result"]
+    given = [plain(b) for b in msg["content"]]
+    raw = [b for b in given if isinstance(b, Mapping) and b.get("type") == "tool_result"]
     out = []
     for j, (result, source) in enumerate(zip(results, raw, strict=True)):
         media = _result_media(source, index=index, key=f"content[{j}]")

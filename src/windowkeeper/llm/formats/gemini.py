@@ -524,9 +524,13 @@ def _response_media(fr: Mapping[str, Any], *, index: int, key: str) -> list[Cont
     parts = fr.get("parts")
     if not isinstance(parts, list):
         return []
-    found = (_parse_media(as_mapping(p, index=index, key=f"{key}.parts[{k}]", what="part"), index=index,
-                          key=f"{key}.parts[{k}]") for k, p in enumerate(parts))  # fmt: skip
-    return [b for b in found if isinstance(b, RESULT_MEDIA)]
+    out: list[ContentBlock] = []
+    for k, part in enumerate(parts):
+        part_key = f"{key}.parts[{k}]"
+        block = _parse_media(as_mapping(part, index=index, key=part_key, what="part"), index=index, key=part_key)
+        if isinstance(block, RESULT_MEDIA):
+            out.append(block)
+    return out
 
 
 def _parse_contents_entry(d: Any, index: int, pairing: _Pairing, id_prefix: str) -> list[Message]:

@@ -420,11 +420,11 @@ ASSISTANT_ITEM_KINDS = frozenset({"reasoning", "function_call", "custom_tool_cal
 KNOWN_ITEM_KINDS = frozenset(
     {"reasoning", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output", "message"}
 )
+"""Item types read into blocks; any other (``web_search_call``, ``item_reference``, ``mcp_call``...) joins the
+assistant turn it stands in as a block holding its JSON, and passes through unchanged."""
 ITEM_KEY = "openai_item"
 """Metadata naming the item type a tool result was read from when it is not ``function_call_output`` (a custom
 tool's output), so that a result windowkeeper rewrites is written back as the same type."""
-"""Item types read into blocks; any other (``web_search_call``, ``item_reference``, ``mcp_call``...) joins the
-assistant turn it stands in as a block holding its JSON, and passes through unchanged."""
 
 
 def continues_turn(item: Any) -> bool:
