@@ -463,3 +463,64 @@ def test_the_formats_recall_mark_is_the_prompt_layers() -> None:
     from windowkeeper.llm.formats._source import RECALL_MARK
 
     assert RECALL_MARK == (MARK_KEY, RECALL_MARK_VALUE)
+
+
+def _every_dict(value: Any, out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(value, dict):
+        out.append(value)
+        for inner in value.values():
+            _every_dict(inner, out)
+    elif isinstance(value, list):
+        for inner in value:
+            _every_dict(inner, out)
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "openai_responses", "anthropic", "gemini"])
+def test_unknown_keys_anywhere_survive_a_managed_run(fmt: str) -> None:
+    """Real conversations (tau-bench) in each format, with keys nobody models put on random objects at any depth
+    (an item, a content part, a call's function, a source): every item `Window.fit` sends is either one the caller
+    sent, byte for byte, or one windowkeeper made (a summary, a pointer, a recall note, a result cut to fit the
+    turn in progress)."""
+    import random
+
+    from windowkeeper.llm.formats import from_openai_chat
+
+    rnd = random.Random(11)
+    made = (
+        "tool result cleared",
+        "Recalled context",
+        "Summary of the earlier",
+        "earlier assistant reply",
+        "[truncated ",
+    )
+    for record in tau_trajectories()[:6]:
+        messages = from_openai_chat(record["traj"])
+        system, items = _written(fmt, messages)
+        nodes = _every_dict(items, [])
+        for node in rnd.sample(nodes, min(6, len(nodes))):
+            node[f"x_{rnd.randint(0, 99)}"] = rnd.choice([1, "s", {"a": [1]}, None, [], 2.5])
+        sent = {json.dumps(i, sort_keys=True) for i in items}
+        window = Window(budget=2_500, format=fmt)
+        for n in range(2, len(items) + 1, 3):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a conversion may say what it could not carry; not what is tested
+                out = window.fit(items[:n], system=system).messages
+            for item in out:
+                text = json.dumps(item, sort_keys=True)  # less the cache breakpoints the Anthropic writer marks
+                text = text.replace('"cache_control": {"type": "ephemeral"}, ', "").replace(
+                    ', "cache_control": {"type": "ephemeral"}', ""
+                )
+                assert text in sent or any(mark in text for mark in made), (fmt, n, text[:300])
+
+
+def _written(fmt: str, messages: list[Message]) -> tuple[Any, list[Any]]:
+    if fmt == "openai_chat":
+        return None, copy.deepcopy(to_openai_chat(messages))
+    if fmt == "openai_responses":
+        system, items = to_responses_input(messages)
+    elif fmt == "anthropic":
+        system, items = to_anthropic(messages, reasoning="signed")
+    else:
+        system, items = to_gemini(messages)
+    return system, copy.deepcopy(items)
