@@ -278,3 +278,38 @@ def test_recall_indexes_a_stand_in_without_the_base64_it_embeds() -> None:
     manager.recall.flush(thread_key(state), None, 10**9)
     found = manager.recall.index.message_text(thread_key(state), str(turn.message_id))
     assert found is not None and "computer_screenshot" in found[1] and SHOT[:64] not in found[1]
+
+
+def test_openai_hosted_tool_calls_are_calls_whose_old_outputs_can_be_cleared() -> None:
+    """``local_shell_call`` and ``apply_patch_call`` (OpenAI's own tools, outputs in text) joined the assistant turn
+    as unknown kinds: a long agent turn of shell runs was one message whose outputs could not be cleared."""
+    from openai.types.responses import ResponseInputItemParam
+
+    items: list[dict[str, Any]] = [{"type": "message", "role": "user", "content": "Fix the failing tests."}]
+    for t in range(16):
+        if t % 2:
+            action = {"type": "exec", "command": ["pytest", "-q"], "env": {}}
+            items.append({"type": "local_shell_call", "id": f"lsh_{t}", "call_id": f"ls{t}", "status": "completed",
+                          "action": action})  # fmt: skip
+            items.append({"type": "local_shell_call_output", "id": f"ls{t}", "output": LOG})
+        else:
+            operation = {
+                "type": "update_file",
+                "path": f"src/m{t}.py",
+                "diff": f"@@ -1 +1 @@\n-x = {t}\n+x = {t + 1}\n",
+            }
+            items.append({"type": "apply_patch_call", "id": f"apc_{t}", "call_id": f"ap{t}", "status": "completed",
+                          "operation": operation})  # fmt: skip
+            items.append({"type": "apply_patch_call_output", "call_id": f"ap{t}", "status": "completed", "output": LOG})
+    read = from_responses_input(items)
+    assert [m.role for m in read[:4]] == ["user", "assistant", "tool", "assistant"]
+    assert read[1].tool_call_blocks()[0].tool_type == "apply_patch_call"
+    out = list(Window(budget=6_000, format="openai_responses").fit(items).messages)
+    assert sdk_problems(out, ResponseInputItemParam) == []
+    sent = [json.dumps(i, sort_keys=True) for i in items]
+    assert [i["type"] for i in out[1:]] == [i["type"] for i in items[1:]]  # every call and output, in order
+    changed = [i for i in out if json.dumps(i, sort_keys=True) not in sent]
+    assert changed and {i["type"] for i in changed} <= {"local_shell_call_output", "apply_patch_call_output"}
+    assert all(i["output"].startswith("[tool result cleared") for i in changed)
+    # written anew (no pass-through), a call goes back as the item it was
+    assert to_responses_input(read)[1][1] == items[1]

@@ -36,6 +36,10 @@ RESPONSES_ITEMS = {
     "function_call_output": frozenset({"type", "call_id", "output"}),
     "custom_tool_call": frozenset({"type", "call_id", "name", "input", "id"}),
     "custom_tool_call_output": frozenset({"type", "call_id", "output"}),
+    "local_shell_call": frozenset({"type", "id", "call_id", "action", "status"}),
+    "local_shell_call_output": frozenset({"type", "id", "output", "status"}),
+    "apply_patch_call": frozenset({"type", "id", "call_id", "operation", "status"}),
+    "apply_patch_call_output": frozenset({"type", "id", "call_id", "status", "output"}),
 }
 RESPONSES_PARTS = frozenset({"input_text", "output_text", "text", "input_image", "input_file", "refusal"})
 TEXT_TYPES = frozenset({"text", "input_text", "output_text"})

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ...blocks import (
     AudioBlock,
@@ -27,6 +27,7 @@ from ...blocks import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    tool_output_text,
 )
 from ...errors import FormatError
 from ...messages import Message
@@ -46,6 +47,7 @@ from ._common import (
     error_text,
     is_custom_call,
     is_dropped,
+    json_args,
     keep_reasoning,
     media_from_url,
     media_kind,
@@ -171,6 +173,11 @@ def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) 
     if message.reasoning and keep_reasoning(ReasoningBlock(text=message.reasoning), reasoning, needs="id"):
         items.append(_reasoning_item(ReasoningBlock(text=message.reasoning)))
     originals = original_arguments(message)
+    hosted = {
+        raw["id"]: raw["item"]
+        for raw in message.tools_calls or ()
+        if raw.get("type") in HOSTED_CALLS and isinstance(raw.get("item"), dict)
+    }
     text_parts: list[ResponsesOutputText] | None = None
     for j, block in enumerate(message.content):
         if is_dropped(block):
@@ -195,6 +202,8 @@ def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) 
         if isinstance(block, ReasoningBlock):
             if keep_reasoning(block, reasoning, needs="id"):
                 items.append(_reasoning_item(block))
+        elif isinstance(block, ToolCallBlock) and block.id in hosted:
+            items.append(cast(ResponsesItem, dict(hosted[block.id])))
         elif isinstance(block, ToolCallBlock) and is_custom_call(block):
             items.append(
                 {"type": "custom_tool_call", "call_id": block.id, "name": block.name, "input": block.args[CUSTOM_INPUT]}
@@ -224,9 +233,22 @@ def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) 
 
 
 def _tool_items(message: Message, *, index: int) -> list[ResponsesItem]:
-    custom = message.metadata.get(ITEM_KEY) == "custom_tool_call_output"
+    kind = message.metadata.get(ITEM_KEY)
+    custom = kind == "custom_tool_call_output"
     items: list[ResponsesItem] = []
     for block, media in tool_results_with_media(message, index=index):
+        if kind == "local_shell_call_output":
+            items.append(
+                {"type": "local_shell_call_output", "id": block.call_id, "output": tool_output_text(block.output)}
+            )
+            continue
+        if kind == "apply_patch_call_output":
+            status: Literal["completed", "failed"] = "failed" if block.status == "error" else "completed"
+            output_text = tool_output_text(block.output)
+            items.append(
+                {"type": "apply_patch_call_output", "call_id": block.call_id, "status": status, "output": output_text}
+            )
+            continue
         text = result_text(block)
         output: str | list[ResponsesInputPart] = text
         if media:  # what the tool returned besides its text (a screenshot), inside the output as the API takes it
@@ -416,9 +438,26 @@ def from_responses_input(items: Any, instructions: str | None = None) -> list[Me
     return out
 
 
-ASSISTANT_ITEM_KINDS = frozenset({"reasoning", "function_call", "custom_tool_call"})
+HOSTED_CALLS: dict[str, tuple[str, str]] = {
+    "local_shell_call": ("local_shell_call_output", "id"),
+    "apply_patch_call": ("apply_patch_call_output", "call_id"),
+}
+"""Calls of OpenAI's own tools whose output is text: the call item type, its output's type and the output's key
+that names the call. Read as a call and its result (so a trim keeps them together and an old output can be cleared
+like a function's); the call item is kept whole and written back as it came."""
+_HOSTED_OUTPUTS = {output: (call, key) for call, (output, key) in HOSTED_CALLS.items()}
+ASSISTANT_ITEM_KINDS = frozenset({"reasoning", "function_call", "custom_tool_call", *HOSTED_CALLS})
 KNOWN_ITEM_KINDS = frozenset(
-    {"reasoning", "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output", "message"}
+    {
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "message",
+        *HOSTED_CALLS,
+        *_HOSTED_OUTPUTS,
+    }
 )
 """Item types read into blocks; any other (``web_search_call``, ``item_reference``, ``mcp_call``...) joins the
 assistant turn it stands in as a block holding its JSON, and passes through unchanged."""
@@ -441,6 +480,18 @@ def continues_turn(item: Any) -> bool:
     )
 
 
+def _native_call(
+    call: ToolCallBlock, arguments: Mapping[str, str], hosted: Mapping[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The provider-native mirror of one call of an assistant turn (`Message.tools_calls`): a function's arguments
+    as sent, a custom tool's input, the whole item of a call of OpenAI's own tools."""
+    if is_custom_call(call):
+        return {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": call.args[CUSTOM_INPUT]}}
+    if call.id in hosted:
+        return {"id": call.id, "type": call.tool_type, "item": hosted[call.id]}
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments[call.id]}}
+
+
 @reader("OpenAI Responses input items")
 def read_items(
     items: Sequence[Any], *, offset: int = 0, previous: str | None = None, sources: list[Source] | None = None
@@ -460,6 +511,7 @@ def _read(
     turn_items: list[Mapping[str, Any]] = []
     turn_index = 0
     arguments: dict[str, str] = {}
+    hosted: dict[str, dict[str, Any]] = {}  # the items of this turn's calls of OpenAI's own tools, by call id
 
     def add(message: Message, source: Any, index: int, provided: str | None) -> None:
         chain.assign([message], source, index, provided=provided)
@@ -469,22 +521,14 @@ def _read(
         nonlocal turn
         if turn is not None:
             calls = [b for b in turn if isinstance(b, ToolCallBlock)]
-            native = (
-                [
-                    {"id": c.id, "type": "custom", "custom": {"name": c.name, "input": c.args[CUSTOM_INPUT]}}
-                    if is_custom_call(c)
-                    else {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments[c.id]}}
-                    for c in calls
-                ]
-                if calls
-                else None
-            )
+            native = [_native_call(c, arguments, hosted) for c in calls] if calls else None
             provided = next((pid for pid in map(provided_id, turn_items) if pid), None)
             message = Message(role="assistant", content=turn, tools_calls=native, message_id=PENDING_ID)
             add(message, list(turn_items), turn_index, provided)
             turn = None
             turn_items.clear()
             arguments.clear()
+            hosted.clear()
 
     for i, raw in enumerate(items, start=offset):
         item = as_mapping(raw, index=i, key="type", what="input item")
@@ -521,13 +565,34 @@ def _read(
                         tool_type="custom",
                     )
                 )
+            elif kind in HOSTED_CALLS:
+                call_id = require_str(item, "call_id", index=i)
+                args = {k: v for k, v in plain(item).items() if k not in ("type", "id", "call_id", "status")}
+                name = kind.removesuffix("_call")
+                turn.append(
+                    ToolCallBlock(id=call_id, name=name, args=json_args(args, index=i, key="type"), tool_type=kind)
+                )
+                hosted[call_id] = dict(plain(item))
             elif kind not in KNOWN_ITEM_KINDS:
                 turn.append(unknown_block(kind, item))
             else:
                 turn.extend(_parse_message_content(item, "assistant", index=i))
             continue
         close()
-        if kind in ("function_call_output", "custom_tool_call_output"):
+        if kind in _HOSTED_OUTPUTS:
+            output = item.get("output", "")
+            if not isinstance(output, str):
+                raise FormatError(f"{kind} 'output' must be a string", index=i, key="output")
+            failed = item.get("status") == "failed"
+            result = ToolResultBlock(
+                call_id=require_str(item, _HOSTED_OUTPUTS[kind][1], index=i),
+                output=output,
+                status="error" if failed else "completed",
+            )
+            answer = Message.tool_message([result])
+            answer.metadata[ITEM_KEY] = kind
+            add(answer, item, i, provided_id(item))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
             media: list[ContentBlock] = []
             if isinstance(output, list):

@@ -282,6 +282,19 @@ class ResponsesCustomToolCallOutput(TypedDict):
     output: str | list[ResponsesInputPart]
 
 
+class ResponsesLocalShellCallOutput(TypedDict):
+    type: Literal["local_shell_call_output"]
+    id: str
+    output: str
+
+
+class ResponsesApplyPatchCallOutput(TypedDict):
+    type: Literal["apply_patch_call_output"]
+    call_id: str
+    status: Literal["completed", "failed"]
+    output: str
+
+
 ResponsesItem: TypeAlias = (
     ResponsesInputMessage
     | ResponsesAssistantMessage
@@ -290,6 +303,8 @@ ResponsesItem: TypeAlias = (
     | ResponsesFunctionCallOutput
     | ResponsesCustomToolCall
     | ResponsesCustomToolCallOutput
+    | ResponsesLocalShellCallOutput
+    | ResponsesApplyPatchCallOutput
 )
 """One input item `to_responses_input` writes."""
 
@@ -322,6 +337,7 @@ __all__ = [
     "OpenAIChatUserMessage",
     "OpenAIChatUserPart",
     "ResponsesAssistantMessage",
+    "ResponsesApplyPatchCallOutput",
     "ResponsesAudio",
     "ResponsesCustomToolCall",
     "ResponsesCustomToolCallOutput",
@@ -334,6 +350,7 @@ __all__ = [
     "ResponsesInputPart",
     "ResponsesInputText",
     "ResponsesItem",
+    "ResponsesLocalShellCallOutput",
     "ResponsesOutputText",
     "ResponsesReasoning",
     "ResponsesReasoningText",
