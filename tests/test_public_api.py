@@ -410,6 +410,8 @@ PUBLIC_SURFACE: dict[str, frozenset[str]] = {
             "ResponsesOutputText",
             "ResponsesReasoning",
             "ResponsesReasoningText",
+            "ResponsesShellCallOutput",
+            "ResponsesShellOutput",
             "ResponsesSummaryText",
         }
     ),

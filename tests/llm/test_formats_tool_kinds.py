@@ -313,3 +313,30 @@ def test_openai_hosted_tool_calls_are_calls_whose_old_outputs_can_be_cleared() -
     assert all(i["output"].startswith("[tool result cleared") for i in changed)
     # written anew (no pass-through), a call goes back as the item it was
     assert to_responses_input(read)[1][1] == items[1]
+
+
+def test_a_shell_call_output_is_a_result_whose_outcome_survives_clearing() -> None:
+    """``shell_call`` (OpenAI's shell tool): one stdout, stderr and outcome per command. Read as a call and a result
+    (text: stdout then stderr); a cleared output keeps the command's outcome."""
+    from openai.types.responses import ResponseInputItemParam
+
+    items: list[dict[str, Any]] = [
+        {"type": "message", "role": "user", "content": "Run the test suite until it passes."}
+    ]
+    for t in range(10):
+        items.append({"type": "shell_call", "call_id": f"sh{t}", "action": {"commands": ["pytest -q"]},
+                      "status": "completed"})  # fmt: skip
+        outcome = {"type": "exit", "exit_code": 1 if t < 9 else 0}
+        items.append({"type": "shell_call_output", "call_id": f"sh{t}",
+                      "output": [{"stdout": LOG, "stderr": "warning: slow test", "outcome": outcome}]})  # fmt: skip
+    read = from_responses_input(items)
+    result = read[2].tool_result_blocks()[0]
+    assert result.status == "error" and str(result.output).endswith("\nwarning: slow test")
+    out = list(Window(budget=5_000, format="openai_responses").fit(items).messages)
+    assert sdk_problems(out, ResponseInputItemParam) == []
+    assert [i["type"] for i in out[1:]] == [i["type"] for i in items[1:]]
+    sent = [json.dumps(i, sort_keys=True) for i in items]
+    changed = [i for i in out if json.dumps(i, sort_keys=True) not in sent]
+    assert changed and all(i["type"] == "shell_call_output" for i in changed)
+    assert all(i["output"][0]["outcome"] == {"type": "exit", "exit_code": 1} for i in changed)
+    assert all(i["output"][0]["stdout"].startswith("[tool result cleared") for i in changed)

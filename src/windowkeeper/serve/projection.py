@@ -40,6 +40,8 @@ RESPONSES_ITEMS = {
     "local_shell_call_output": frozenset({"type", "id", "output", "status"}),
     "apply_patch_call": frozenset({"type", "id", "call_id", "operation", "status"}),
     "apply_patch_call_output": frozenset({"type", "id", "call_id", "status", "output"}),
+    "shell_call": frozenset({"type", "id", "call_id", "action", "status"}),
+    "shell_call_output": frozenset({"type", "id", "call_id", "output", "status"}),
 }
 RESPONSES_PARTS = frozenset({"input_text", "output_text", "text", "input_image", "input_file", "refusal"})
 TEXT_TYPES = frozenset({"text", "input_text", "output_text"})

@@ -77,6 +77,7 @@ from .wire import (
     ResponsesItem,
     ResponsesOutputText,
     ResponsesReasoning,
+    ResponsesShellOutput,
     ResponsesSummaryText,
 )
 
@@ -241,6 +242,16 @@ def _tool_items(message: Message, *, index: int) -> list[ResponsesItem]:
             items.append(
                 {"type": "local_shell_call_output", "id": block.call_id, "output": tool_output_text(block.output)}
             )
+            continue
+        if kind == "shell_call_output":
+            kept = message.metadata.get(OUTCOMES_KEY)
+            outcome = kept[0] if isinstance(kept, list) and kept else None
+            if not isinstance(outcome, dict):
+                outcome = {"type": "exit", "exit_code": 1 if block.status == "error" else 0}
+            shell: list[ResponsesShellOutput] = [
+                {"stdout": tool_output_text(block.output), "stderr": "", "outcome": outcome}
+            ]
+            items.append({"type": "shell_call_output", "call_id": block.call_id, "output": shell})
             continue
         if kind == "apply_patch_call_output":
             status: Literal["completed", "failed"] = "failed" if block.status == "error" else "completed"
@@ -441,10 +452,12 @@ def from_responses_input(items: Any, instructions: str | None = None) -> list[Me
 HOSTED_CALLS: dict[str, tuple[str, str]] = {
     "local_shell_call": ("local_shell_call_output", "id"),
     "apply_patch_call": ("apply_patch_call_output", "call_id"),
+    "shell_call": ("shell_call_output", "call_id"),
 }
-"""Calls of OpenAI's own tools whose output is text: the call item type, its output's type and the output's key
-that names the call. Read as a call and its result (so a trim keeps them together and an old output can be cleared
-like a function's); the call item is kept whole and written back as it came."""
+"""Calls of OpenAI's own tools whose output is text (a shell call's: one stdout and stderr per command): the call
+item type, its output's type and the output's key that names the call. Read as a call and its result (so a trim
+keeps them together and an old output can be cleared like a function's); the call item is kept whole and written
+back as it came."""
 _HOSTED_OUTPUTS = {output: (call, key) for call, (output, key) in HOSTED_CALLS.items()}
 ASSISTANT_ITEM_KINDS = frozenset({"reasoning", "function_call", "custom_tool_call", *HOSTED_CALLS})
 KNOWN_ITEM_KINDS = frozenset(
@@ -478,6 +491,30 @@ def continues_turn(item: Any) -> bool:
         or (kind in (None, "message") and value.get("role") == "assistant")
         or (isinstance(kind, str) and kind not in KNOWN_ITEM_KINDS)
     )
+
+
+OUTCOMES_KEY = "openai_outcomes"
+"""Metadata keeping a shell call's outcomes (exit codes, timeouts), so an output windowkeeper rewrites keeps them."""
+
+
+def _shell_output(output: Any, *, index: int) -> tuple[str, list[Any]]:
+    """A ``shell_call_output``'s commands as one text (each command's stdout, then its stderr) and their outcomes."""
+    entries = as_list(output, index=index, key="output", what="shell_call_output 'output'")
+    texts: list[str] = []
+    outcomes: list[Any] = []
+    for j, raw in enumerate(entries):
+        entry = as_mapping(raw, index=index, key=f"output[{j}]", what="shell output")
+        stdout, stderr = entry.get("stdout"), entry.get("stderr")
+        texts.append("\n".join(t for t in (stdout, stderr) if isinstance(t, str) and t))
+        outcomes.append(plain(entry.get("outcome")))
+    return "\n".join(texts), outcomes
+
+
+def _failed(outcome: Any) -> bool:
+    """Whether a shell command's outcome is a failure: a timeout or a non-zero exit code."""
+    if not isinstance(outcome, Mapping):
+        return False
+    return outcome.get("type") == "timeout" or (outcome.get("type") == "exit" and outcome.get("exit_code") != 0)
 
 
 def _native_call(
@@ -581,9 +618,13 @@ def _read(
         close()
         if kind in _HOSTED_OUTPUTS:
             output = item.get("output", "")
+            failed = item.get("status") == "failed"
+            outcomes: list[Any] = []
+            if kind == "shell_call_output":
+                output, outcomes = _shell_output(output, index=i)
+                failed = any(_failed(outcome) for outcome in outcomes)
             if not isinstance(output, str):
                 raise FormatError(f"{kind} 'output' must be a string", index=i, key="output")
-            failed = item.get("status") == "failed"
             result = ToolResultBlock(
                 call_id=require_str(item, _HOSTED_OUTPUTS[kind][1], index=i),
                 output=output,
@@ -591,6 +632,8 @@ def _read(
             )
             answer = Message.tool_message([result])
             answer.metadata[ITEM_KEY] = kind
+            if outcomes:
+                answer.metadata[OUTCOMES_KEY] = outcomes
             add(answer, item, i, provided_id(item))
         elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")

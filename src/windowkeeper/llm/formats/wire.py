@@ -288,6 +288,21 @@ class ResponsesLocalShellCallOutput(TypedDict):
     output: str
 
 
+class ResponsesShellOutput(TypedDict):
+    """One command's output of a ``shell_call_output``; ``outcome`` is ``{"type": "exit", "exit_code"}`` or
+    ``{"type": "timeout"}``."""
+
+    stdout: str
+    stderr: str
+    outcome: dict[str, Any]
+
+
+class ResponsesShellCallOutput(TypedDict):
+    type: Literal["shell_call_output"]
+    call_id: str
+    output: list[ResponsesShellOutput]
+
+
 class ResponsesApplyPatchCallOutput(TypedDict):
     type: Literal["apply_patch_call_output"]
     call_id: str
@@ -305,6 +320,7 @@ ResponsesItem: TypeAlias = (
     | ResponsesCustomToolCallOutput
     | ResponsesLocalShellCallOutput
     | ResponsesApplyPatchCallOutput
+    | ResponsesShellCallOutput
 )
 """One input item `to_responses_input` writes."""
 
@@ -354,5 +370,7 @@ __all__ = [
     "ResponsesOutputText",
     "ResponsesReasoning",
     "ResponsesReasoningText",
+    "ResponsesShellCallOutput",
+    "ResponsesShellOutput",
     "ResponsesSummaryText",
 ]
