@@ -17,7 +17,7 @@ import math
 import re
 from collections.abc import Callable
 
-from ..blocks import UNKNOWN_PREFIX, AudioBlock, DataBlock, DocumentBlock, ImageBlock, MediaRef, VideoBlock
+from ..blocks import AudioBlock, DataBlock, DocumentBlock, ImageBlock, MediaRef, VideoBlock
 
 # OpenAI high-detail image pricing: fit into 2048x2048, scale the short side down to 768, then
 # 85 base tokens + 170 per 512x512 tile.
@@ -182,10 +182,12 @@ _DATA_URI = re.compile(r"data:([\w.+-]+/[\w.+-]+);base64,([A-Za-z0-9+/=]{64,})")
 
 
 def stand_in_tokens(text: str, count_text: Callable[[str], int]) -> int:
-    """Tokens of a text block, where the stand-in of a part no format models (``[unknown kind] {json}``: a Responses
-    ``computer_call_output``...) prices the media it embeds as data URIs (a screenshot) as media, not as the
-    characters of their base64: one 80 KB screenshot tokenized as text is ~55,000 tokens, as an image ~1,000."""
-    if not text.startswith(UNKNOWN_PREFIX) or "base64," not in text:
+    """Tokens of the stand-in of a part no format models (``[unknown kind] {json}``, see
+    `windowkeeper.blocks.UNKNOWN_PREFIX`: a Responses ``computer_call_output``...), pricing the media it embeds as
+    data URIs (a screenshot) as media, not as the characters of their base64: one 80 KB screenshot tokenized as text
+    is ~55,000 tokens, as an image ~1,000. The counters call it only for such a text (they test the prefix inline,
+    on their hot path)."""
+    if "base64," not in text:
         return count_text(text)
     media = 0
     for found in _DATA_URI.finditer(text):

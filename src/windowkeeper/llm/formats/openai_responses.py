@@ -548,7 +548,6 @@ def _read(
     turn_items: list[Mapping[str, Any]] = []
     turn_index = 0
     arguments: dict[str, str] = {}
-    hosted: dict[str, dict[str, Any]] = {}  # the items of this turn's calls of OpenAI's own tools, by call id
 
     def add(message: Message, source: Any, index: int, provided: str | None) -> None:
         chain.assign([message], source, index, provided=provided)
@@ -558,6 +557,7 @@ def _read(
         nonlocal turn
         if turn is not None:
             calls = [b for b in turn if isinstance(b, ToolCallBlock)]
+            hosted = {str(it.get("call_id")): dict(it) for it in turn_items if it.get("type") in HOSTED_CALLS}
             native = [_native_call(c, arguments, hosted) for c in calls] if calls else None
             provided = next((pid for pid in map(provided_id, turn_items) if pid), None)
             message = Message(role="assistant", content=turn, tools_calls=native, message_id=PENDING_ID)
@@ -565,7 +565,6 @@ def _read(
             turn = None
             turn_items.clear()
             arguments.clear()
-            hosted.clear()
 
     for i, raw in enumerate(items, start=offset):
         item = as_mapping(raw, index=i, key="type", what="input item")
@@ -609,7 +608,6 @@ def _read(
                 turn.append(
                     ToolCallBlock(id=call_id, name=name, args=json_args(args, index=i, key="type"), tool_type=kind)
                 )
-                hosted[call_id] = dict(plain(item))
             elif kind not in KNOWN_ITEM_KINDS:
                 turn.append(unknown_block(kind, item))
             else:
