@@ -340,3 +340,21 @@ def test_a_shell_call_output_is_a_result_whose_outcome_survives_clearing() -> No
     assert changed and all(i["type"] == "shell_call_output" for i in changed)
     assert all(i["output"][0]["outcome"] == {"type": "exit", "exit_code": 1} for i in changed)
     assert all(i["output"][0]["stdout"].startswith("[tool result cleared") for i in changed)
+
+
+def test_an_apply_patch_output_without_text_is_read() -> None:
+    """Its ``output`` is optional: a null one (a status alone) was refused as "must be a string"."""
+    items: list[dict[str, Any]] = [
+        {"type": "message", "role": "user", "content": "Apply it."},
+        {
+            "type": "apply_patch_call",
+            "call_id": "ap1",
+            "status": "completed",
+            "operation": {"type": "delete_file", "path": "src/old.py"},
+        },
+        {"type": "apply_patch_call_output", "call_id": "ap1", "status": "completed", "output": None},
+    ]
+    result = from_responses_input(items)[2].tool_result_blocks()[0]
+    assert (result.call_id, result.output, result.status) == ("ap1", "", "completed")
+    out = Window(budget=2_000, format="openai_responses").fit(items).messages
+    assert [json.dumps(i, sort_keys=True) for i in out] == [json.dumps(i, sort_keys=True) for i in items]

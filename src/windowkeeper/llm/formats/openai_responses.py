@@ -615,7 +615,9 @@ def _read(
             continue
         close()
         if kind in _HOSTED_OUTPUTS:
-            output = item.get("output", "")
+            output = item.get("output")
+            if output is None:  # an apply_patch_call_output's is optional (a status alone)
+                output = ""
             failed = item.get("status") == "failed"
             outcomes: list[Any] = []
             if kind == "shell_call_output":
