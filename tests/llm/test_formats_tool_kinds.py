@@ -358,3 +358,40 @@ def test_an_apply_patch_output_without_text_is_read() -> None:
     assert (result.call_id, result.output, result.status) == ("ap1", "", "completed")
     out = Window(budget=2_000, format="openai_responses").fit(items).messages
     assert [json.dumps(i, sort_keys=True) for i in out] == [json.dumps(i, sort_keys=True) for i in items]
+
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 120).decode()  # a 30 KB generated image
+PDF = base64.b64encode(b"%PDF-1.7\n" + bytes(range(256)) * 120).decode()  # a fetched one-page PDF
+
+
+def test_media_files_embedded_as_bare_base64_in_items_not_modelled_are_priced_as_media() -> None:
+    """A Responses ``image_generation_call`` holds its image as a bare base64 ``result``, and an Anthropic
+    ``web_fetch_tool_result`` a fetched PDF as a base64 ``source``: both item kinds are not modelled, and their
+    stand-ins' base64 was tokenized as text (~27,000 tokens for 30 KB), so one generated image made every request
+    look three times over an 8k budget and the rest of the conversation was cut to fit it. A payload whose first
+    bytes announce a media file is priced as that media now; any other base64 (an encrypted blob) is still text."""
+    from windowkeeper.llm.formats import from_anthropic
+    from windowkeeper.tokenizing.media import without_embedded_data
+    from windowkeeper.tokens import default_counter
+
+    counter = default_counter()
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Draw a lighthouse at dusk."}]
+    for t in range(4):
+        items.append({"type": "image_generation_call", "id": f"ig_{t}", "status": "completed", "result": PNG})
+        items.append({"type": "message", "role": "user", "content": f"Warmer colours, take {t + 2}."})
+    turn = from_responses_input(items)[1]
+    assert 85 <= counter.count_message(turn) < 2_000  # one image, not 30 KB of base64 text
+    fit = Window(budget=8_000, format="openai_responses").fit(items)
+    assert fit.messages == items  # four images fit: nothing is cut to make room for phantom tokens
+
+    fetched = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": PDF}}
+    page = {"type": "web_fetch_result", "url": "https://example.test/a.pdf", "content": fetched}
+    result = {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_1", "content": page}
+    reply = from_anthropic(None, [{"role": "user", "content": "Read it."}, {"role": "assistant", "content": [result]}])
+    assert 1_000 < counter.count_message(reply[1]) < 2_000  # one page of a PDF
+
+    sealed = base64.b64encode(bytes(range(256)) * 12).decode()  # no file signature: an encrypted blob stays text
+    blob = {"type": "image_generation_call", "id": "ig_x", "status": "completed", "result": sealed}
+    assert counter.count_message(from_responses_input([blob])[0]) > len(sealed) // 4
+    stand_in = from_responses_input([items[1]])[0].text()
+    assert PNG[:64] in stand_in and PNG[:64] not in without_embedded_data(stand_in)

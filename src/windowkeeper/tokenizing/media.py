@@ -13,6 +13,8 @@ assumption is visible in one place.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
 from collections.abc import Callable
@@ -179,37 +181,93 @@ def media_tokens(block: MediaBlock, count_text: Callable[[str], int]) -> int:
 
 
 _DATA_URI = re.compile(r"data:([\w.+-]+/[\w.+-]+);base64,([A-Za-z0-9+/=]{64,})")
+_BARE_PAYLOAD = re.compile(r'"(data|result|b64_json|file_data|image_data|bytes)":"([A-Za-z0-9+/]{256,}={0,2})"')
+"""A media payload written as a bare base64 string under a key that holds one (compact JSON, as stand-ins are
+written): an Anthropic base64 ``source`` nested in a server tool's result (a fetched PDF), a Responses
+``image_generation_call``'s ``result``. Only payloads whose decoded bytes start with a media file signature
+(`_sniff`) count as media: an encrypted blob or any other base64 stays text."""
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF8", "image/gif"),
+    (b"%PDF", "application/pdf"),
+    (b"ID3", "audio/mpeg"),
+    (b"OggS", "audio/ogg"),
+    (b"fLaC", "audio/flac"),
+    (b"\x1aE\xdf\xa3", "video/webm"),
+)
+
+
+def _sniff(payload: str) -> str | None:
+    """The MIME type a base64 ``payload``'s first bytes announce (PNG, JPEG, GIF, WebP, PDF, MP3, WAV, Ogg, FLAC,
+    WebM, MP4), or None."""
+    try:
+        head = base64.b64decode(payload[:16])
+    except binascii.Error:
+        return None
+    for signature, mime in _SIGNATURES:
+        if head.startswith(signature):
+            return mime
+    if head.startswith(b"RIFF"):
+        return "image/webp" if head[8:12] == b"WEBP" else "audio/wav" if head[8:12] == b"WAVE" else None
+    if head[4:8] == b"ftyp":
+        return "audio/mp4" if head[8:11] == b"M4A" else "video/mp4"
+    return None
+
+
+def _payload_tokens(mime: str, payload: str, count_text: Callable[[str], int]) -> int:
+    ref = MediaRef(kind="data", data_base64=payload, mime_type=mime)
+    kind = mime.split("/", 1)[0]
+    block: MediaBlock = (
+        ImageBlock(media=ref)
+        if kind == "image"
+        else AudioBlock(media=ref)
+        if kind == "audio"
+        else VideoBlock(media=ref)
+        if kind == "video"
+        else DocumentBlock(media=ref)
+    )
+    return media_tokens(block, count_text)
 
 
 def stand_in_tokens(text: str, count_text: Callable[[str], int]) -> int:
     """Tokens of the stand-in of a part no format models (``[unknown kind] {json}``, see
-    `windowkeeper.blocks.UNKNOWN_PREFIX`: a Responses ``computer_call_output``...), pricing the media it embeds as
-    data URIs (a screenshot) as media, not as the characters of their base64: one 80 KB screenshot tokenized as text
-    is ~55,000 tokens, as an image ~1,000. The counters call it only for such a text (they test the prefix inline,
-    on their hot path)."""
-    if "base64," not in text:
+    `windowkeeper.blocks.UNKNOWN_PREFIX`: a Responses ``computer_call_output``...), pricing the media it embeds
+    (data URIs, like a screenshot, and bare base64 payloads of media files, like a generated image or a fetched
+    PDF) as media, not as the characters of their base64: one 80 KB screenshot tokenized as text is ~55,000
+    tokens, as an image ~1,000. The counters call it only for such a text (they test the prefix inline, on their
+    hot path)."""
+    sniffed: list[tuple[str, str]] = []
+    stripped = without_embedded_data(text, sniffed)
+    if stripped is text:
         return count_text(text)
     media = 0
     for found in _DATA_URI.finditer(text):
-        ref = MediaRef(kind="data", data_base64=found.group(2), mime_type=found.group(1))
-        kind = found.group(1).split("/", 1)[0]
-        block: MediaBlock = (
-            ImageBlock(media=ref)
-            if kind == "image"
-            else AudioBlock(media=ref)
-            if kind == "audio"
-            else DocumentBlock(media=ref)
-        )
-        media += media_tokens(block, count_text)
-    return media + count_text(without_embedded_data(text))
+        media += _payload_tokens(found.group(1), found.group(2), count_text)
+    for mime, payload in sniffed:
+        media += _payload_tokens(mime, payload, count_text)
+    return media + count_text(stripped)
 
 
-def without_embedded_data(text: str) -> str:
-    """``text`` with the payload of each ``data:`` URI it embeds (``data:image/png;base64,...``) left out: what an
-    index or a reader of a stand-in's JSON can use of it (base64 is neither searchable nor readable)."""
-    if "base64," not in text:
-        return text
-    return _DATA_URI.sub(r"data:\1;base64,", text)
+def without_embedded_data(text: str, sniffed: list[tuple[str, str]] | None = None) -> str:
+    """``text`` with the payload of each media file it embeds left out: a ``data:`` URI's
+    (``data:image/png;base64,...``) and a bare base64 payload's (see `_BARE_PAYLOAD`). What an index or a reader of
+    a stand-in's JSON can use of it (base64 is neither searchable nor readable). ``text`` itself when it embeds
+    none; ``sniffed`` receives ``(mime, payload)`` of each bare payload left out."""
+    out = _DATA_URI.sub(r"data:\1;base64,", text) if "base64," in text else text
+    if '":"' not in out:
+        return out if out != text else text
+
+    def bare(found: re.Match[str]) -> str:
+        mime = _sniff(found.group(2))
+        if mime is None:
+            return found.group(0)
+        if sniffed is not None:
+            sniffed.append((mime, found.group(2)))
+        return f'"{found.group(1)}":""'
+
+    out = _BARE_PAYLOAD.sub(bare, out)
+    return out if out != text else text
 
 
 __all__ = [
