@@ -573,6 +573,15 @@ _OPAQUE_RUN = re.compile(r"[A-Za-z0-9]{32}")
 """32 letters or digits in a row without a break: base64 data, an encrypted blob, a signature, a digest."""
 
 
+def unknown_kind(text: str) -> str | None:
+    """The kind named by the stand-in of a part no format models (``[unknown <kind>] <its JSON>``), or None when
+    ``text`` is not one."""
+    if not text.startswith(UNKNOWN_PREFIX):
+        return None
+    end = text.find("] ", len(UNKNOWN_PREFIX))
+    return text[len(UNKNOWN_PREFIX) : end] if end >= 0 else None
+
+
 def readable_text(text: str) -> str:
     """``text`` as a reader of a summary or a transcript should get it.
 
@@ -582,11 +591,10 @@ def readable_text(text: str) -> str:
     summary would even pick as rare identifiers. What stays is the kind and each readable value under its key:
     ``[web_search_tool_result] url: https://...; title: Lisbon trams``.
     """
-    if not text.startswith(UNKNOWN_PREFIX):
+    kind = unknown_kind(text)
+    if kind is None:
         return text
-    end = text.find("] ", len(UNKNOWN_PREFIX))
-    if end < 0:
-        return text
+    end = len(UNKNOWN_PREFIX) + len(kind)
     import json
 
     try:
@@ -595,7 +603,6 @@ def readable_text(text: str) -> str:
         return text
     pairs: list[str] = []
     _readable_values(value, "", pairs, tagged=False)
-    kind = text[len(UNKNOWN_PREFIX) : end]
     return f"[{kind}] {'; '.join(pairs)}" if pairs else f"[{kind}]"
 
 

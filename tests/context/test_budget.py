@@ -550,6 +550,26 @@ def test_reply_pointer_keeps_first_sentence_size_and_other_blocks() -> None:
     assert clear_reply(tool_call, tokens_before=50) is None
 
 
+def test_a_reply_pointer_quotes_what_was_said_not_the_json_of_parts_no_format_models() -> None:
+    """An Anthropic reply that ran a server-side web search holds the call and its results as stand-ins (text
+    blocks holding their JSON): its pointer began with that JSON (``it began "[unknown server_tool_use] {..."``)
+    and counted its characters as said. The stand-ins leave with the text (a server tool's call and its result go
+    together); the pointer quotes the text and names their kinds."""
+    from windowkeeper.llm.formats import from_anthropic
+
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "trams"}}
+    found = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    said = {"type": "text", "text": "Lisbon's trams run until midnight. Line 28 is the scenic one."}
+    reply = from_anthropic(
+        None, [{"role": "user", "content": "Trams?"}, {"role": "assistant", "content": [search, found, said]}]
+    )[1]
+    cleared = clear_reply(reply, tokens_before=400)
+    assert cleared is not None and [b.type for b in cleared.content] == ["text"]
+    text = cleared.text()
+    assert 'it began "Lisbon\'s trams run until midnight."' in text and f"{len(said['text'])} chars" in text
+    assert "it also held server_tool_use, web_search_tool_result]" in text and "srvtoolu_1" not in text
+
+
 def test_summaries_are_made_from_the_original_text_of_cleared_replies() -> None:
     seen: list[Message] = []
 

@@ -33,6 +33,7 @@ from ..blocks import (
     ToolResultBlock,
     make_block,
     tool_output_text,
+    unknown_kind,
 )
 from ..messages import Message
 from ..tokens import TokenCounter
@@ -170,17 +171,19 @@ def _first_sentence(text: str) -> str:
     return line[: match.start()] if match else line
 
 
-def reply_pointer_text(text: str, ref: str | int | None = None) -> str:
-    """The stand-in a model reads instead of a cleared assistant reply: how it began, how long it was, and (given
-    the message id ``ref``) the recall tool call that restores it."""
+def reply_pointer_text(text: str, ref: str | int | None = None, held: Sequence[str] = ()) -> str:
+    """The stand-in a model reads instead of a cleared assistant reply: how it began, how long it was, the kinds of
+    the parts no format models it also held (``held``: a server-side web search and its results), and (given the
+    message id ``ref``) the recall tool call that restores it."""
     first = _first_sentence(text)
     if len(first) > _REPLY_HEAD_CHARS:
         first = first[: _REPLY_HEAD_CHARS - 1] + "…"
     began = _JSON.encode(first)
     how = f" with {RESTORE_TOOL}(pointer_id={json.dumps(str(ref))})" if ref is not None else ""
+    also = f"; it also held {', '.join(dict.fromkeys(held))}" if held else ""
     return (
         f"[earlier assistant reply of {len(text)} chars cleared from context, kept and restorable{how}; "
-        f"it began {began}]"
+        f"it began {began}{also}]"
     )
 
 
@@ -188,12 +191,16 @@ def clear_reply(message: Message, *, tokens_before: int) -> Message | None:
     """``message`` (an assistant reply without tool calls) with its text replaced by a pointer, or None.
 
     Only the text blocks go: reasoning, media and any other blocks stay as they are, so nothing a provider
-    checks (signatures, ids) changes. None when the message has no text to clear.
+    checks (signatures, ids) changes. The stand-ins of parts no format models are text blocks too and go with the
+    text (a server-side tool's call and its result, in one reply, leave together); the pointer names their kinds
+    and quotes only what was said. None when the message has no text to clear.
     """
     texts = [b.text for b in message.content if isinstance(b, TextBlock)]
     if not texts or message.tool_call_blocks():
         return None
-    pointer: ContentBlock | None = make_block("text", text=reply_pointer_text("".join(texts), message.message_id))
+    held = [kind for kind in map(unknown_kind, texts) if kind is not None]
+    said = "".join(t for t in texts if not t.startswith(UNKNOWN_PREFIX)) if held else "".join(texts)
+    pointer: ContentBlock | None = make_block("text", text=reply_pointer_text(said, message.message_id, held))
     blocks: list[ContentBlock] = []
     for block in message.content:
         if not isinstance(block, TextBlock):
