@@ -225,6 +225,8 @@ class CallFilter:
             block["thinking"] = block.get("thinking", "") + str(delta.get("thinking", ""))
         elif kind == "signature_delta":
             block["signature"] = str(delta.get("signature", ""))
+        elif kind == "citations_delta" and isinstance(delta.get("citation"), dict):
+            block["citations"] = [*(block.get("citations") or []), delta["citation"]]
 
     # -- the outcome -------------------------------------------------------------------------------------------
 
@@ -249,7 +251,8 @@ class CallFilter:
         for _, block in sorted(self.blocks.items()):
             block = dict(block)
             raw = block.pop("_json", None)
-            if block.get("type") == "tool_use":
+            if raw is not None or block.get("type") == "tool_use":
+                # a call's input streams as JSON text: the client's tools', recall's and a server tool's alike
                 try:
                     block["input"] = json.loads(raw) if raw else block.get("input") or {}
                 except json.JSONDecodeError:
