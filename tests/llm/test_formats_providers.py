@@ -242,6 +242,19 @@ def test_anthropic_malformed_input(wire: list[Any], index: int, key: str) -> Non
     assert (err.value.index, err.value.key) == (index, key)
 
 
+def test_a_reader_called_with_the_wrong_arguments_says_so_instead_of_blaming_the_payload() -> None:
+    """``from_anthropic(messages)`` without its ``system`` argument was reported as "Anthropic messages are
+    malformed (TypeError: ...)": the guard that turns a reader's failures on damaged input into `FormatError`
+    also caught the call's own argument error. A call with wrong arguments is the caller's mistake: it raises the
+    `TypeError` Python gives, naming the missing argument; damaged input still raises `FormatError`."""
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'messages'"):
+        from_anthropic([{"role": "user", "content": "hi"}])  # type: ignore[call-arg]
+    with pytest.raises(FormatError, match="tool_result part must be an object"):
+        from_anthropic(
+            None, [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x", "content": [1]}]}]
+        )
+
+
 def test_anthropic_rejects_audio() -> None:
     from windowkeeper.blocks import AudioBlock
 

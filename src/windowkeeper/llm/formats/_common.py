@@ -147,6 +147,10 @@ def reader(what: str) -> Callable[[_Reader], _Reader]:
                     f"{first.get('msg', exc)}); check the payload against the provider's format",
                 ) from exc
             except _MALFORMED as exc:
+                trace = exc.__traceback__
+                if isinstance(exc, TypeError) and trace is not None and trace.tb_next is None:
+                    # raised by the call itself, before the reader ran: wrong arguments, not a malformed payload
+                    raise
                 raise FormatError(
                     f"{what} are malformed ({type(exc).__name__}: {exc}); check the payload against the "
                     "provider's format",
