@@ -568,6 +568,12 @@ def test_a_reply_pointer_quotes_what_was_said_not_the_json_of_parts_no_format_mo
     text = cleared.text()
     assert 'it began "Lisbon\'s trams run until midnight."' in text and f"{len(said['text'])} chars" in text
     assert "it also held server_tool_use, web_search_tool_result]" in text and "srvtoolu_1" not in text
+    step = from_anthropic(
+        None, [{"role": "user", "content": "Search."}, {"role": "assistant", "content": [search, found]}]
+    )
+    alone = clear_reply(step[1], tokens_before=300)
+    assert alone is not None and alone.text().startswith("[earlier assistant turn cleared from context")
+    assert alone.text().endswith("it held server_tool_use, web_search_tool_result]")
 
 
 def test_summaries_are_made_from_the_original_text_of_cleared_replies() -> None:

@@ -492,6 +492,7 @@ def test_unknown_keys_anywhere_survive_a_managed_run(fmt: str) -> None:
         "Recalled context",
         "Summary of the earlier",
         "earlier assistant reply",
+        "earlier assistant turn",
         "[truncated ",
     )
     for record in tau_trajectories()[:6]:

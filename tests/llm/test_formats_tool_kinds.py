@@ -273,8 +273,9 @@ def test_recall_indexes_a_stand_in_without_the_base64_it_embeds() -> None:
     state = AgentState(context=messages)
     state = asyncio.run(manager.atrim_context(state))
     assert manager.recall is not None
-    left = [m for m in messages if m.message_id not in {v.message_id for v in state.context}]
-    turn = next(m for m in left if m.role == "assistant")
+    # the oldest steps left the view or were cleared to pointers: either way their originals are indexed
+    view = {v.message_id: v for v in state.context}
+    turn = next(m for m in messages if m.role == "assistant" and view.get(m.message_id) is not m)
     manager.recall.flush(thread_key(state), None, 10**9)
     found = manager.recall.index.message_text(thread_key(state), str(turn.message_id))
     assert found is not None and "computer_screenshot" in found[1] and SHOT[:64] not in found[1]

@@ -69,3 +69,46 @@ def test_an_anthropic_turn_with_a_server_search_is_rebuilt_whole() -> None:
         {"type": "text", "text": answer, "citations": [citation]},
         {"type": "tool_use", "id": "toolu_9", "name": "recall", "input": {"query": "tram pass"}},
     ]
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def test_a_chat_turn_that_called_recall_goes_back_upstream_with_its_reasoning() -> None:
+    """DeepSeek's thinking mode refuses (400) a request whose assistant message with tool calls lacks the
+    ``reasoning_content`` it was answered with. Continuing after recall, the gateway sent the model's turn back
+    with its role, content and calls only, streamed or not; now its reasoning goes too, under its own key, and a
+    reply-only key (``annotations``) does not."""
+    protocol = PROTOCOLS["/v1/chat/completions"]
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "recall", "arguments": ""}}
+    events = [
+        _chunk({"role": "assistant", "reasoning_content": "The user asked about "}),
+        _chunk({"reasoning_content": "an earlier order."}),
+        _chunk({"tool_calls": [call]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"query": "order"}'}}]}),
+        _chunk({}, "tool_calls"),
+    ]
+    streamed = CallFilter(protocol, "recall")
+    body = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
+    relayed = [raw for event in EventSplitter().feed(body) for raw in streamed.feed(event)]
+    assert streamed.recall_only and not any(b"call_1" in raw for raw in relayed)
+    request = {"model": "deepseek-v4-pro", "messages": [{"role": "user", "content": "Where is my order?"}]}
+    turn = protocol.follow_up(request, streamed.reply(), {"call_1": "found"})["messages"][1]
+    assert turn["reasoning_content"] == "The user asked about an earlier order."
+    assert turn["tool_calls"][0]["function"] == {"name": "recall", "arguments": '{"query": "order"}'}
+
+    message = {
+        **turn,
+        "annotations": [],
+        "refusal": None,
+        "audio": {"id": "audio_1", "data": "UklGR", "transcript": "x"},
+    }
+    reply = {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
+    sent = protocol.follow_up(request, reply, {"call_1": "found"})["messages"]
+    assert sent[1] == {**turn, "audio": {"id": "audio_1"}}
+    assert sent[2] == {"role": "tool", "tool_call_id": "call_1", "content": "found"}

@@ -175,15 +175,17 @@ def reply_pointer_text(text: str, ref: str | int | None = None, held: Sequence[s
     """The stand-in a model reads instead of a cleared assistant reply: how it began, how long it was, the kinds of
     the parts no format models it also held (``held``: a server-side web search and its results), and (given the
     message id ``ref``) the recall tool call that restores it."""
+    how = f" with {RESTORE_TOOL}(pointer_id={json.dumps(str(ref))})" if ref is not None else ""
+    kinds = ", ".join(dict.fromkeys(held))
+    if not text:  # a turn of such parts alone (a computer-use step): nothing was said to quote
+        return f"[earlier assistant turn cleared from context, kept and restorable{how}; it held {kinds}]"
     first = _first_sentence(text)
     if len(first) > _REPLY_HEAD_CHARS:
         first = first[: _REPLY_HEAD_CHARS - 1] + "…"
-    began = _JSON.encode(first)
-    how = f" with {RESTORE_TOOL}(pointer_id={json.dumps(str(ref))})" if ref is not None else ""
-    also = f"; it also held {', '.join(dict.fromkeys(held))}" if held else ""
+    also = f"; it also held {kinds}" if kinds else ""
     return (
         f"[earlier assistant reply of {len(text)} chars cleared from context, kept and restorable{how}; "
-        f"it began {began}{also}]"
+        f"it began {_JSON.encode(first)}{also}]"
     )
 
 

@@ -16,6 +16,11 @@ from typing import Any, ClassVar, Literal
 Family = Literal["openai", "anthropic"]
 
 
+REASONING_KEYS = ("reasoning_content", "reasoning", "reasoning_details")
+"""Where Chat Completions providers put a reply's reasoning (DeepSeek and vLLM ``reasoning_content``; OpenRouter
+``reasoning`` and ``reasoning_details``): a reply carried into the next request keeps it under its own key."""
+
+
 def error_body(family: Family, message: str, *, kind: str = "invalid_request_error") -> dict[str, Any]:
     """An error in the family's own shape, so the client's SDK raises its usual exception with our message."""
     if family == "anthropic":
@@ -123,7 +128,7 @@ class ChatCompletions(Protocol):
     def follow_up(
         self, body: Mapping[str, Any], reply: Mapping[str, Any], answers: Mapping[str, str]
     ) -> dict[str, Any]:
-        turn = {k: v for k, v in self._message(reply).items() if k in ("role", "content", "tool_calls")}
+        turn = _request_turn(self._message(reply))
         results = [{"role": "tool", "tool_call_id": cid, "content": text} for cid, text in answers.items()]
         return {**body, "messages": [*body["messages"], turn, *results]}
 
@@ -137,6 +142,21 @@ class ChatCompletions(Protocol):
             choices[0]["message"] = message
             out["choices"] = choices
         return out
+
+
+_TURN_KEYS = ("role", "content", "tool_calls", "function_call", "refusal", *REASONING_KEYS)
+
+
+def _request_turn(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The model's reply message as the assistant message of the next request: what a request message can hold
+    (``annotations`` and other reply-only keys go, a reply's ``audio`` becomes the ``{"id"}`` that refers to it),
+    its reasoning kept under the key it came with. DeepSeek's thinking mode refuses (400) a request whose assistant
+    message with tool calls lacks the ``reasoning_content`` it was answered with."""
+    turn = {k: v for k, v in message.items() if k in _TURN_KEYS and (v is not None or k == "content")}
+    audio = message.get("audio")
+    if isinstance(audio, Mapping) and audio.get("id"):
+        turn["audio"] = {"id": audio["id"]}
+    return turn
 
 
 class Responses(Protocol):

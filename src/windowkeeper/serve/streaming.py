@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .protocols import Protocol, ToolCall
+from .protocols import REASONING_KEYS, Protocol, ToolCall
 
 
 @dataclass
@@ -100,6 +100,8 @@ class CallFilter:
     theirs: int = 0
     held: list[bytes] = field(default_factory=list)
     text: str = ""
+    reasoning: dict[str, str] = field(default_factory=dict)
+    """Reasoning streamed beside the text, by the key it came under (``reasoning_content``, ``reasoning``)."""
     calls: dict[int, dict[str, str]] = field(default_factory=dict)
     blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
     final: dict[str, Any] | None = None
@@ -129,6 +131,9 @@ class CallFilter:
         delta = choice.get("delta") or {}
         if isinstance(delta.get("content"), str):
             self.text += delta["content"]
+        for key in REASONING_KEYS:
+            if isinstance(delta.get(key), str):
+                self.reasoning[key] = self.reasoning.get(key, "") + delta[key]
         entries = delta.get("tool_calls")
         if isinstance(entries, list) and entries:
             kept = []
@@ -245,7 +250,7 @@ class CallFilter:
                 {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
                 for _, c in sorted(self.calls.items())
             ]
-            message = {"role": "assistant", "content": self.text or None, "tool_calls": calls or None}
+            message = {"role": "assistant", "content": self.text or None, **self.reasoning, "tool_calls": calls or None}
             return {"choices": [{"index": 0, "message": message}]}
         content = []
         for _, block in sorted(self.blocks.items()):
