@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from windowkeeper import Window
 from windowkeeper.blocks import (
     DocumentBlock,
     ImageBlock,
@@ -369,7 +370,6 @@ def test_gemini_sdk_content_is_accepted() -> None:
 @pytest.mark.parametrize(
     ("contents", "index", "key"),
     [
-        ([{"parts": []}], 0, "role"),
         ([{"role": "assistant", "parts": []}], 0, "role"),
         ([{"role": "user", "parts": "x"}], 0, "parts"),
         ([{"role": "user", "parts": ["not a part"]}], 0, "parts[0]"),
@@ -385,6 +385,21 @@ def test_gemini_malformed_input(contents: list[Any], index: int, key: str) -> No
     with pytest.raises(FormatError) as err:
         from_gemini(None, contents)
     assert (err.value.index, err.value.key) == (index, key)
+
+
+def test_a_gemini_content_without_a_role_is_the_users() -> None:
+    """The Gemini API reads a content without ``role`` as the user's, and its own quickstart sends
+    ``{"contents": [{"parts": [{"text": ...}]}]}``: `Window(format="gemini")` refused such a list ("missing required
+    'role'", then "it looks like Gemini: pass format='gemini'" to a window that already had it). It is a user turn
+    now, passed through as it came, and the hint no longer names the window's own format."""
+    contents = [{"parts": [{"text": "Explain how AI works"}]}, {"role": "model", "parts": [{"text": "It learns."}]}]
+    contents.append({"parts": [{"text": "In one line?"}]})
+    assert [m.role for m in from_gemini(None, contents)] == ["user", "assistant", "user"]
+    fit = Window(budget=4_000, format="gemini").fit(contents)
+    assert fit.messages == contents
+    with pytest.raises(FormatError) as err:
+        Window(budget=4_000, format="gemini").fit([{"role": "bot", "parts": [{"text": "x"}]}])
+    assert "unknown role 'bot'" in str(err.value) and "pass format=" not in str(err.value)
 
 
 def test_gemini_needs_mime_for_inline_data_and_a_name_for_results() -> None:

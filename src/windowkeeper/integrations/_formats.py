@@ -89,7 +89,12 @@ def guess_format(item: Any) -> str | None:
 
 
 def _shape_error(fmt: WindowFormat, index: int, key: str, guess: str | None, detail: str) -> FormatError:
-    hint = f"; it looks like {NAMES[guess]}: pass format={guess!r} if the list is in that shape" if guess else ""
+    # a guess of the window's own format says nothing: the item is that format's, damaged
+    hint = (
+        f"; it looks like {NAMES[guess]}: pass format={guess!r} if the list is in that shape"
+        if guess and guess != fmt
+        else ""
+    )
     return FormatError(
         f"{detail}; Window(format={fmt!r}) expects {EXPECTED[fmt]}{hint}",
         index=index,

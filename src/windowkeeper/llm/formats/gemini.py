@@ -535,9 +535,9 @@ def _response_media(fr: Mapping[str, Any], *, index: int, key: str) -> list[Cont
 
 def _parse_contents_entry(d: Any, index: int, pairing: _Pairing, id_prefix: str) -> list[Message]:
     content = as_mapping(d, index=index, key="role", what="content")
-    role = content.get("role")
-    if role is None:
-        raise FormatError("missing required 'role'", index=index, key="role")
+    # the API reads a content without a role as the user's (its own quickstart sends one so); it passes through
+    # unchanged, and a message windowkeeper writes anew says "user"
+    role = content.get("role", "user")
     if role not in ("user", "model", "function"):
         raise FormatError(f"unknown role {role!r}; expected user or model", index=index, key="role")
     parts = as_list(content.get("parts", []), index=index, key="parts", what="'parts'")
