@@ -243,6 +243,25 @@ def test_chat_system_messages_pass_through_beside_the_summary_and_the_system_pro
     assert sdk_problems(written, _sdk_type("openai_chat")) == []
 
 
+def test_langchain_system_messages_pass_through_beside_the_summary() -> None:
+    """A LangChain list's own ``SystemMessage`` (its id, its content blocks) came back as a new message with
+    windowkeeper's id, even with nothing to add to the system zone: a host merging messages by id then saw one it
+    never sent. The caller's system messages now leave as they came, and the summary follows them as a system
+    message of its own, both before the conversation (as ChatAnthropic needs them: consecutive)."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    policy = SystemMessage(content=[{"type": "text", "text": "Be brief."}], id="sys-policy")
+    messages: list[Any] = [policy]
+    assert Window(budget=5_000, format="langchain").fit([policy, HumanMessage("hi")]).messages[0] == policy
+    for turn in range(30):
+        messages += [HumanMessage(f"question {turn} " + "lorem ipsum " * 40), AIMessage(f"answer {turn} " + "x " * 80)]
+    result = Window(budget=1_500, format="langchain").fit(messages)
+    assert result.summary is not None
+    head = list(result.messages[:2])
+    assert head[0] == policy and head[1].type == "system" and result.summary in head[1].text
+    assert all(m.type != "system" for m in result.messages[2:])
+
+
 def test_anthropic_split_turn_comes_back_as_one_turn_with_its_own_blocks() -> None:
     fmt = get_format("anthropic")
     read = fmt.read(ANTHROPIC_ITEMS)

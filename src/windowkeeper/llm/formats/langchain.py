@@ -465,6 +465,9 @@ class LangChainFormat(ProviderFormat):
         return to_langchain(messages, passthrough=options.get("passthrough", True))
 
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
+        written = self.lead_written(messages, options)
+        if written is not None:
+            return written, None
         out = self.write_messages(messages, options=options)
         if system:
             # ``system_id``: the id the caller's prompt layer gives its system message (stable for the text)

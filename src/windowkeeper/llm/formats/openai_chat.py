@@ -521,11 +521,9 @@ class OpenAIChatFormat(ProviderFormat):
         )
 
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
-        lead = options.get("system_messages")
-        if lead is not None and options.get("passthrough", True):
-            # the system zone as the messages it was joined from: the caller's unchanged system and developer
-            # messages leave as the items they came as, what windowkeeper made (summary) is written after them
-            return self.write_messages([*lead, *messages], options=options), None
+        written = self.lead_written(messages, options)
+        if written is not None:
+            return written, None
         out = self.write_messages(messages, options=options)
         if system:
             head: OpenAIChatSystemMessage | OpenAIChatDeveloperMessage = (

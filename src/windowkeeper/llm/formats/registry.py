@@ -109,8 +109,19 @@ class ProviderFormat(ABC):
         """``(items, system value)``: the system text in this format's place, the messages after it.
 
         Option ``system_messages``: the messages ``system`` was joined from, for a format that writes system text
-        as messages of its list and can so pass the caller's own through unchanged (Chat Completions)."""
+        as messages of its list and can so pass the caller's own through unchanged (Chat Completions, LangChain:
+        see `lead_written`)."""
         return self.write_messages(messages, options=options), system
+
+    def lead_written(self, messages: Sequence[Message], options: Mapping[str, Any]) -> list[Any] | None:
+        """For a format whose list carries the system text as messages: the system zone written as the messages it
+        was joined from (option ``system_messages``), then ``messages``. The caller's unchanged system (and
+        developer) messages leave as the items they came as, and what windowkeeper made (the summary) is written
+        after them. None when there is no such lead, or pass-through is off: the caller writes one system text."""
+        lead = options.get("system_messages")
+        if lead is None or not options.get("passthrough", True):
+            return None
+        return self.write_messages([*lead, *messages], options=options)
 
     def write_plain(self, messages: Sequence[Message]) -> list[Any]:
         """Messages in this format with no system handling (`Window.restore`)."""
