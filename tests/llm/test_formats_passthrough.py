@@ -262,6 +262,26 @@ def test_langchain_system_messages_pass_through_beside_the_summary() -> None:
     assert all(m.type != "system" for m in result.messages[2:])
 
 
+def test_responses_developer_items_stay_in_the_input_and_instructions_hold_what_windowkeeper_adds() -> None:
+    """A developer (or system) message in a Responses ``input`` was taken out of the list and its text moved into
+    ``fit.system``: a caller who sends ``input=fit.messages`` alone (it passed no ``system=``) lost it. It stays in
+    the input as it came now, first, and ``instructions`` holds the ``system=`` text and the summary."""
+    policy = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Be brief."}]}
+    items: list[Any] = [policy, {"role": "user", "content": "hi"}]
+    fit = Window(budget=5_000, format="openai_responses").fit(items)
+    assert fit.messages == items and fit.system is None
+    for turn in range(30):
+        items += [
+            {"role": "user", "content": f"question {turn} " + "lorem ipsum " * 40},
+            {"role": "assistant", "content": "dolor " * 80},
+        ]
+    fit = Window(budget=1_500, format="openai_responses").fit(items, system="Global rules.")
+    assert fit.summary is not None and fit.messages[0] == policy
+    assert isinstance(fit.system, str) and fit.system.startswith("Global rules.\n\n") and fit.summary in fit.system
+    assert "Be brief." not in fit.system
+    assert sdk_problems(list(fit.messages), _sdk_type("openai_responses")) == []
+
+
 def test_anthropic_split_turn_comes_back_as_one_turn_with_its_own_blocks() -> None:
     fmt = get_format("anthropic")
     read = fmt.read(ANTHROPIC_ITEMS)

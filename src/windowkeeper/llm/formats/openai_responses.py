@@ -61,12 +61,13 @@ from ._common import (
     resolve_data_block,
     result_text,
     split_file_data,
+    system_text,
     tool_results_with_media,
     unknown_block,
     unknown_part,
     unsupported,
 )
-from ._source import WriteMemo, original_items, write_items
+from ._source import WriteMemo, original_items, source_record, write_items
 from .registry import ProviderFormat, content_part_types, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -711,6 +712,19 @@ class OpenAIResponsesFormat(ProviderFormat):
     def write_messages(self, messages: Sequence[Message], *, options: Mapping[str, Any]) -> list[Any]:
         passthrough = options.get("passthrough", True)
         return to_responses_input(messages, reasoning="signed", passthrough=passthrough, memo=options.get("memo"))[1]
+
+    def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
+        """The caller's own system and developer items stay in ``input`` as they came (first, with windowkeeper's
+        system zone beside them); ``instructions`` holds what windowkeeper adds: the ``system=`` text and the
+        summary. They were moved into ``instructions``, so an ``input`` sent alone lost them."""
+        lead = options.get("system_messages")
+        if lead is None or not options.get("passthrough", True):
+            return super().write(system, messages, **options)
+        own = [m for m in lead if source_record(m) is not None]
+        made = [system_text(m, FORMAT, index=None) for m in lead if source_record(m) is None]
+        # joined as the prompt layer joins the system zone's sections (``prompt.sections.SECTION_SEPARATOR``)
+        instructions = "\n\n".join(text for text in made if text) or None
+        return self.write_messages([*own, *messages], options=options), instructions
 
     def distinctive(self, item: Any) -> str | None:
         d = plain(item)
