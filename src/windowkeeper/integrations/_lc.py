@@ -16,6 +16,7 @@ from .._cache import LRUCache
 from ..context.pointers import offloaded
 from ..errors import MissingDependencyError
 from ..llm.formats import to_langchain
+from ..prompt.sections import SECTION_SEPARATOR, join_sections, scratchpad_section, summary_section
 from .window import FitResult
 
 logger = logging.getLogger(__name__)
@@ -136,9 +137,26 @@ _SYSTEM_MESSAGES: LRUCache[str, Any] = LRUCache(256)
 """``SystemMessage`` by text: the system text is the same for many calls of a thread (until the summary moves)."""
 
 
-def system_message(result: FitResult) -> Any:
-    """The system text (prompt, summary, scratchpad) as one ``SystemMessage``, or None."""
-    text = result.prompt.system
+def system_message(result: FitResult, own: Any = None) -> Any:
+    """The system text (prompt, summary, scratchpad) as one ``SystemMessage``, or None.
+
+    ``own`` is the caller's system message when the system text starts with it alone (the middleware's
+    ``request.system_message``, the hook's one system message of the state): it is handed back as it is when
+    windowkeeper adds nothing, and otherwise as a copy with the summary and scratchpad sections after its content
+    (a text block after its blocks), so its id, ``additional_kwargs`` and content blocks (an Anthropic
+    ``cache_control`` on the system prompt) reach the model. A new message of the whole text was sent before."""
+    prompt = result.prompt
+    text = prompt.system
+    if own is not None and len(prompt.system_parts) == 1:
+        tail = join_sections([summary_section(prompt.summary), scratchpad_section(prompt.scratchpad)])
+        if text == join_sections([prompt.system_parts[0], tail]):
+            content = own.content
+            if not tail:
+                return own
+            if isinstance(content, str):
+                return own.model_copy(update={"content": f"{content}{SECTION_SEPARATOR}{tail}"})
+            if isinstance(content, list):
+                return own.model_copy(update={"content": [*content, {"type": "text", "text": tail}]})
     if not text:
         return None
     known = _SYSTEM_MESSAGES.get(text)

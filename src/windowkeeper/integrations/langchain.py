@@ -69,7 +69,8 @@ class WindowkeeperMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     def _managed(self, request: ModelRequest[Any], result: FitResult) -> ModelRequest[Any]:
         self.last_result = result
-        return request.override(messages=view_messages(result, request.messages), system_message=system_message(result))
+        system = system_message(result, request.system_message)
+        return request.override(messages=view_messages(result, request.messages), system_message=system)
 
     def wrap_model_call(
         self,

@@ -49,7 +49,8 @@ def _messages(state: Any) -> list[Any]:
 
 
 def _update(result: FitResult, messages: list[Any]) -> dict[str, Any]:
-    head = system_message(result)
+    systems = [m for m in messages if getattr(m, "type", None) == "system"]
+    head = system_message(result, systems[0] if len(systems) == 1 else None)
     view = view_messages(result, messages)
     return {"llm_input_messages": [head, *view] if head is not None else view}
 
