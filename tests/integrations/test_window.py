@@ -123,10 +123,31 @@ def test_the_system_place_of_each_format() -> None:
         assert result.system == ("Be brief." if fmt == "openai_responses" else {"parts": [{"text": "Be brief."}]})
     result = Window(budget=BUDGET, format="anthropic").fit(_provider_list("anthropic", CONVERSATION[:5]), system="Hi")
     assert result.system == [{"type": "text", "text": "Hi", "cache_control": {"type": "ephemeral"}}]
+    # system blocks of the caller's pass through as they came (with nothing to add, and no cache marker to set)
+    blocks = [{"type": "text", "text": "Hi"}, {"type": "text", "text": "Be brief.", "x_k": 1}]
     result = Window(budget=BUDGET, format="anthropic", prompt_cache=False).fit(
-        _provider_list("anthropic", CONVERSATION[:5]), system=[{"type": "text", "text": "Hi"}]
+        _provider_list("anthropic", CONVERSATION[:5]), system=blocks
     )
-    assert result.system == "Hi"
+    assert result.system == blocks
+
+
+def test_system_blocks_and_parts_pass_through_with_the_summary_after_them() -> None:
+    """An Anthropic ``system`` of blocks (a ``cache_control`` on the stable part) and a Gemini system instruction
+    of parts were merged into one text with the summary, losing the caller's cache marker: each time the summary
+    changed, the whole system prompt left the provider's cache. They pass through now, the summary a block (part)
+    after them; the caller's cache markers count against the four a request may carry."""
+    items = _provider_list("anthropic", CONVERSATION)
+    stable = {"type": "text", "text": "You are a careful assistant.", "cache_control": {"type": "ephemeral"}}
+    blocks = [stable, {"type": "text", "text": "Today is Monday."}]
+    result = Window(budget=400, format="anthropic").fit(items, system=blocks)
+    assert result.summary is not None and isinstance(result.system, list)
+    assert result.system[:2] == blocks and result.summary in result.system[2]["text"] and len(result.system) == 3
+    marks = json.dumps([result.system, result.messages]).count('"cache_control"')
+    assert 1 <= marks <= 4
+    parts = {"parts": [{"text": "You are a careful assistant."}, {"text": "Today is Monday."}]}
+    result = Window(budget=400, format="gemini").fit(_provider_list("gemini", CONVERSATION), system=parts)
+    assert result.summary is not None and isinstance(result.system, dict)
+    assert result.system["parts"][:2] == parts["parts"] and result.summary in result.system["parts"][2]["text"]
 
 
 def _manager() -> TokenBudgetContextManager[AgentState]:

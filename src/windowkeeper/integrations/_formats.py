@@ -277,6 +277,7 @@ def write_messages(
     cache_breakpoints: Sequence[CacheBreakpoint] | None = None,
     developer: bool = False,
     system_messages: Sequence[Message] | None = None,
+    system_source: Any = None,
     memo: WriteMemo | None = None,
 ) -> tuple[WireMessages, WireSystem]:
     """``(messages, system)`` in ``fmt``: system in its native place (in the list for Chat Completions/LangChain);
@@ -284,7 +285,9 @@ def write_messages(
 
     ``system_messages`` (see `system_lead`) are the messages ``system`` was joined from: a format that carries
     system text as messages of its list (Chat Completions) writes them one by one, so the caller's own system and
-    developer messages leave as they came. ``memo`` (one per conversation) lets a format that writes one item per
+    developer messages leave as they came. ``system_source`` is the caller's ``system=`` value as given: a format
+    whose system slot holds blocks or parts (Anthropic, Gemini) passes it through, the summary after it. ``memo``
+    (one per conversation) lets a format that writes one item per
     message skip the messages it wrote the same way last time (see `WriteMemo`)."""
     out, out_system = get_format(fmt).write(
         system,
@@ -293,6 +296,7 @@ def write_messages(
         developer=developer,
         system_id=stable_id("system", system) if system else None,
         system_messages=system_messages,
+        system_source=system_source,
         memo=memo,
     )
     return cast("WireMessages", out), cast("WireSystem", out_system)

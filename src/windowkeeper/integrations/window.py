@@ -465,6 +465,7 @@ class Window(Generic[M, Sys]):
                 cache_breakpoints=breakpoints,
                 developer=developer,
                 system_messages=lead,
+                system_source=system,
                 memo=memo,
             )
             # the one crossing from the run-time format to the static one: ``write_messages`` wrote ``fmt``'s

@@ -772,6 +772,11 @@ class AnthropicFormat(ProviderFormat):
 
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
         breakpoints = options.get("cache_breakpoints")
+        source = options.get("system_source")
+        if isinstance(source, list):
+            tail = self.system_tail(source, system)
+            if tail is not None:
+                return self._write_own_system(source, tail, messages, options)
         cached = bool(system) and breakpoints is not None and "system" in breakpoints
         if cached and breakpoints is not None:
             # the system marker takes one of the four: the messages get at most three
@@ -783,6 +788,26 @@ class AnthropicFormat(ProviderFormat):
         if cached:
             return out, [{"type": "text", "text": system, "cache_control": CACHE_CONTROL.copy()}]
         return out, system
+
+    def _write_own_system(
+        self, source: list[Any], tail: str, messages: Sequence[Message], options: Mapping[str, Any]
+    ) -> tuple[list[Any], Any]:
+        """The caller's system blocks as they came (their ``cache_control`` included), then the summary as a text
+        block of its own. The caller's cache markers count against the four a request may carry: the messages
+        get what is left, and the system marker is added (to the last block) only when the caller set none."""
+        blocks = [plain(b) for b in source]
+        if tail:
+            blocks.append({"type": "text", "text": tail})
+        own = sum(1 for b in blocks if isinstance(b, Mapping) and b.get("cache_control"))
+        breakpoints = options.get("cache_breakpoints")
+        mark = breakpoints is not None and "system" in breakpoints and not own
+        if breakpoints is not None:
+            room = MAX_CACHE_BREAKPOINTS - own - (1 if mark else 0)
+            options = {**options, "cache_breakpoints": [b for b in breakpoints if b != "system"][: max(room, 0)]}
+        out = self.write_messages(messages, options=options)
+        if mark:
+            blocks[-1] = {**blocks[-1], "cache_control": CACHE_CONTROL.copy()}
+        return out, blocks
 
     def distinctive(self, item: Any) -> str | None:
         d = plain(item)

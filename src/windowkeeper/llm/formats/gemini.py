@@ -729,7 +729,13 @@ class GeminiFormat(ProviderFormat):
         return list(to_gemini(messages, reasoning="signed", passthrough=bool(options.get("passthrough", True)))[1])
 
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
-        return self.write_messages(messages, options=options), ({"parts": [{"text": system}]} if system else None)
+        out = self.write_messages(messages, options=options)
+        source = plain(options.get("system_source"))
+        tail = self.system_tail(source, system) if isinstance(source, Mapping) else None
+        if tail is not None and isinstance(source, Mapping) and isinstance(source.get("parts"), list):
+            # the caller's system instruction as it came (its parts and keys), the summary as a part after them
+            return out, {**source, "parts": [*source["parts"], {"text": tail}]} if tail else source
+        return out, ({"parts": [{"text": system}]} if system else None)
 
     def distinctive(self, item: Any) -> str | None:
         d = plain(item)

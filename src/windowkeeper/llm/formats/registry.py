@@ -113,6 +113,24 @@ class ProviderFormat(ABC):
         see `lead_written`)."""
         return self.write_messages(messages, options=options), system
 
+    def system_tail(self, source: Any, system: str | None) -> str | None:
+        """What windowkeeper adds after the caller's own system value in the joined system text ``system``.
+
+        ``source`` is the value the caller passed as ``system=`` (write option ``system_source``). The tail is the
+        summary and scratchpad sections ("" when there are none); None when ``system`` does not open with the
+        caller's text alone (system messages of the list joined it too), so a writer that passes the caller's
+        value through (its blocks, their ``cache_control``) knows what to put after it."""
+        if source is None or not system:
+            return None
+        own = self.read_system(source)
+        if not own:
+            return None
+        if system == own:
+            return ""
+        # joined as the prompt layer joins the system zone's sections (``prompt.sections.SECTION_SEPARATOR``)
+        head = own + "\n\n"
+        return system[len(head) :] if system.startswith(head) else None
+
     def lead_written(self, messages: Sequence[Message], options: Mapping[str, Any]) -> list[Any] | None:
         """For a format whose list carries the system text as messages: the system zone written as the messages it
         was joined from (option ``system_messages``), then ``messages``. The caller's unchanged system (and
