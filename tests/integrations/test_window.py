@@ -123,6 +123,8 @@ def test_the_system_place_of_each_format() -> None:
         assert result.system == ("Be brief." if fmt == "openai_responses" else {"parts": [{"text": "Be brief."}]})
     result = Window(budget=BUDGET, format="anthropic").fit(_provider_list("anthropic", CONVERSATION[:5]), system="Hi")
     assert result.system == [{"type": "text", "text": "Hi", "cache_control": {"type": "ephemeral"}}]
+    with pytest.raises(FormatError, match="put it in the list as a system"):  # the fix, not only the fault
+        Window(budget=BUDGET).fit(items, system=[{"type": "text", "text": "Be brief."}])
     # system blocks of the caller's pass through as they came (with nothing to add, and no cache marker to set)
     blocks = [{"type": "text", "text": "Hi"}, {"type": "text", "text": "Be brief.", "x_k": 1}]
     result = Window(budget=BUDGET, format="anthropic", prompt_cache=False).fit(

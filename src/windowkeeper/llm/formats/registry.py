@@ -96,7 +96,9 @@ class ProviderFormat(ABC):
         if isinstance(system, str):
             return system or None
         raise FormatError(
-            f"system= must be a string for format {self.name!r}, got {type(system).__name__}", key="system"
+            f"system= must be a string for format {self.name!r}, got {type(system).__name__}: pass its text, or "
+            "put it in the list as a system (or developer) message, where it passes through as it is",
+            key="system",
         )
 
     # -- writing ------------------------------------------------------------------------------------------------
