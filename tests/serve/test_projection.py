@@ -86,3 +86,16 @@ def test_the_incremental_projection_equals_a_fresh_one(
         assert again.hashes == fresh.hashes and again.digests == fresh.digests and again.plains == fresh.plains
         lengths = range(len(following) + 1)
         assert [again.digest(n) for n in lengths] == [fresh.digest(n) for n in lengths]
+
+
+def test_the_clients_system_blocks_are_its_own_object_when_nothing_was_added() -> None:
+    """The Anthropic format passes a ``system`` of blocks through (the summary a block after them): the gateway
+    sends the client's own value when the window added nothing, so the request keeps the client's bytes, and the
+    window's blocks when it added the summary."""
+    from windowkeeper.serve.projection import system_value
+
+    blocks = [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}]
+    assert system_value(blocks, [dict(blocks[0])], "Be brief.") is blocks
+    summary = {"type": "text", "text": "Summary of the earlier conversation: ..."}
+    assert system_value(blocks, [blocks[0], summary], "Be brief.") == [blocks[0], summary]
+    assert system_value("Be brief.", "Be brief.", "Be brief.") == "Be brief."

@@ -351,9 +351,15 @@ def restore_originals(
     return out, matched_all
 
 
-def system_value(original: Any, managed: str | None, original_text: str | None) -> Any:
+def system_value(original: Any, managed: Any, original_text: str | None) -> Any:
     """The system value to send: the client's own when the manager left its text as is; with a summary added,
-    the client's blocks (marks included) plus one text block with what was added; else the manager's text."""
+    the client's blocks (marks included) plus one text block with what was added; else the manager's text.
+
+    ``managed`` is the window's ``fit.system``: its text, or the client's blocks as the format passed them
+    through (the summary a block after them), which are the client's own object again when nothing was added, so
+    an unchanged request still goes upstream as the client's bytes."""
+    if managed is not None and not isinstance(managed, str):
+        return original if managed == original else managed
     if (managed or None) == (original_text or None):
         return original
     if managed and original_text and original_text in managed:
