@@ -213,3 +213,25 @@ def test_an_unchanged_continuation_goes_upstream_before_the_window_has_run(
         time.sleep(0.01)  # the last call's window runs after its response
     assert metrics.managed["chat_completions"] == 5  # the window saw every call all the same
     assert metrics.early_recounts["chat_completions"] == 0  # the headers gave the window's own counts
+
+
+def test_anthropic_system_blocks_reach_the_upstream_as_the_client_sent_them(  # type: ignore[no-untyped-def]
+    make_gateway, anthropic_server: FakeAnthropicServer
+) -> None:
+    """A ``system`` of blocks with a ``cache_control`` goes upstream as the client's bytes while nothing is cut,
+    and once the window summarizes, as the client's blocks with the summary a text block after them."""
+    gw = make_gateway(budget=1_500)
+    system = [{"type": "text", "text": "You are a careful assistant.", "cache_control": {"type": "ephemeral"}}]
+    messages: list[dict[str, object]] = [{"role": "user", "content": "hi"}]
+    raw = json.dumps({"model": "m", "max_tokens": 64, "system": system, "messages": messages}).encode()
+    assert httpx.post(gw.url + "/v1/messages", content=raw).status_code == 200
+    assert anthropic_server.last_request.raw == raw
+    for turn in range(30):
+        messages += [
+            {"role": "assistant", "content": f"answer {turn} " + "lorem ipsum " * 30},
+            {"role": "user", "content": f"question {turn} " + "dolor sit " * 30},
+        ]
+        body = {"model": "m", "max_tokens": 64, "system": system, "messages": messages}
+        assert httpx.post(gw.url + "/v1/messages", json=body).status_code == 200
+    sent = anthropic_server.last_request.body["system"]
+    assert sent[0] == system[0] and len(sent) == 2 and "Summary of the earlier" in sent[1]["text"]
