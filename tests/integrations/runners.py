@@ -71,8 +71,9 @@ def chat_model(srv: FakeOpenAIServer) -> Any:
     )
 
 
-async def run_langchain(*, use_async: bool = True) -> tuple[list[RecordedRequest], Any]:
-    """LangChain v1 ``create_agent`` with `WindowkeeperMiddleware`."""
+async def run_langchain(*, use_async: bool = True, system_prompt: Any = SYSTEM) -> tuple[list[RecordedRequest], Any]:
+    """LangChain v1 ``create_agent`` with `WindowkeeperMiddleware` (``system_prompt``: a string or a
+    ``SystemMessage``)."""
     from langchain.agents import create_agent
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
@@ -84,7 +85,7 @@ async def run_langchain(*, use_async: bool = True) -> tuple[list[RecordedRequest
         agent = create_agent(
             chat_model(srv),
             tools=[read_file, run_tests],
-            system_prompt=SYSTEM,
+            system_prompt=system_prompt,
             middleware=[middleware],
             checkpointer=InMemorySaver(),
         )

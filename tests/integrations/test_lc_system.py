@@ -8,12 +8,11 @@ back as it is now, and once there is a summary, as a copy with the summary after
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from windowkeeper.testing.fake_servers import FakeOpenAIServer
-
-from .runners import chat_model
-from .scenario import SYSTEM, TURNS, make_manager, read_file, run_tests, script, user_text
+from .runners import run_langchain
+from .scenario import SYSTEM
 
 
 def _system_parts(request: Any) -> Any:
@@ -23,27 +22,11 @@ def _system_parts(request: Any) -> Any:
 
 
 def test_a_system_prompt_of_content_blocks_reaches_the_model_with_them() -> None:
-    from langchain.agents import create_agent
-    from langchain_core.messages import HumanMessage, SystemMessage
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from windowkeeper.integrations.langchain import WindowkeeperMiddleware
+    from langchain_core.messages import SystemMessage
 
     block = {"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}
     prompt = SystemMessage(content=[block], additional_kwargs={"x_vendor": 1})
-    with FakeOpenAIServer(script()) as srv:
-        middleware = WindowkeeperMiddleware(make_manager())
-        agent = create_agent(
-            chat_model(srv),
-            tools=[read_file, run_tests],
-            system_prompt=prompt,
-            middleware=[middleware],
-            checkpointer=InMemorySaver(),
-        )
-        config: Any = {"configurable": {"thread_id": "t1"}}
-        for turn in range(TURNS):
-            agent.invoke({"messages": [HumanMessage(user_text(turn))]}, config)
-        requests = list(srv.requests)
+    requests, _ = asyncio.run(run_langchain(use_async=False, system_prompt=prompt))
     parts = [_system_parts(r) for r in requests]
     assert all(p[0] == block for p in parts)  # the caller's block, cache_control included, on every call
     summarized = [p for p in parts if len(p) == 2]
