@@ -118,10 +118,11 @@ class ProviderFormat(ABC):
     def system_tail(self, source: Any, system: str | None) -> str | None:
         """What windowkeeper adds after the caller's own system value in the joined system text ``system``.
 
-        ``source`` is the value the caller passed as ``system=`` (write option ``system_source``). The tail is the
-        summary and scratchpad sections ("" when there are none); None when ``system`` does not open with the
-        caller's text alone (system messages of the list joined it too), so a writer that passes the caller's
-        value through (its blocks, their ``cache_control``) knows what to put after it."""
+        ``source`` is the value the caller passed as ``system=`` (write option ``system_source``). The tail is what
+        follows the caller's text, the summary and scratchpad sections ("" when there are none); None when
+        ``system`` does not open with the caller's text. A writer that passes the caller's value through (its
+        blocks, their ``cache_control``) puts the tail after it. Only for formats whose lists hold no system
+        messages (Anthropic, Gemini): in the others, their texts would follow the caller's in ``system`` too."""
         if source is None or not system:
             return None
         own = self.read_system(source)
