@@ -731,10 +731,11 @@ class GeminiFormat(ProviderFormat):
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
         out = self.write_messages(messages, options=options)
         source = plain(options.get("system_source"))
-        tail = self.system_tail(source, system) if isinstance(source, Mapping) else None
-        if tail is not None and isinstance(source, Mapping) and isinstance(source.get("parts"), list):
-            # the caller's system instruction as it came (its parts and keys), the summary as a part after them
-            return out, {**source, "parts": [*source["parts"], {"text": tail}]} if tail else source
+        if isinstance(source, Mapping) and isinstance(source.get("parts"), list):
+            tail = self.system_tail(source, system)
+            if tail is not None:
+                # the caller's system instruction as it came (its parts and keys), the summary as a part after them
+                return out, {**source, "parts": [*source["parts"], {"text": tail}]} if tail else source
         return out, ({"parts": [{"text": system}]} if system else None)
 
     def distinctive(self, item: Any) -> str | None:
