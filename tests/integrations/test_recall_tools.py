@@ -152,6 +152,41 @@ def test_without_the_tool_a_pointer_tells_the_model_to_ask_the_user() -> None:
     assert to_openai_chat(named.view)[0] == to_openai_chat(bare.view)[0]
 
 
+def test_an_applications_own_recall_tool_is_not_the_one_a_pointer_names() -> None:
+    """A client of the gateway (or any application) may have a tool called ``recall`` of its own, say a saved
+    preference by key: a pointer telling the model to call it with a ``pointer_id`` sends it to a tool that
+    cannot restore anything, so the pointer says how the user restores instead."""
+    own = {
+        "type": "function",
+        "function": {
+            "name": "recall",
+            "description": "A saved preference of the user, by key.",
+            "parameters": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
+        },
+    }
+    history: list[Any] = []
+    for turn in range(TURNS):
+        history += [
+            {"role": "user", "content": f"Turn {turn}: read the next module."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{turn}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{turn}.py"})},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": f"call_{turn}", "content": read_file(f"src/m{turn}.py")},
+        ]
+    window: Window[Any, Any] = Window(manager())
+    fit = window.fit(history, tools=[own])
+    pointers = [m["content"] for m in fit.messages if m["role"] == "tool" and "cleared" in m["content"]]
+    assert pointers and all("recall(" not in p and "ask the user to restore id" in p for p in pointers)
+
+
 def test_langchain_middleware_registers_the_tool_itself() -> None:
     pytest.importorskip("langchain_openai")
     from langchain.agents import create_agent

@@ -275,6 +275,7 @@ def write_messages(
     messages: Sequence[Message],
     *,
     cache_breakpoints: Sequence[CacheBreakpoint] | None = None,
+    cache_reserved: int = 0,
     developer: bool = False,
     system_messages: Sequence[Message] | None = None,
     system_source: Any = None,
@@ -286,7 +287,8 @@ def write_messages(
     ``system_messages`` (see `system_lead`) are the messages ``system`` was joined from: a format that carries
     system text as messages of its list (Chat Completions) writes them one by one, so the caller's own system and
     developer messages leave as they came. ``system_source`` is the caller's ``system=`` value as given: a format
-    whose system slot holds blocks or parts (Anthropic, Gemini) passes it through, the summary after it. ``memo``
+    whose system slot holds blocks or parts (Anthropic, Gemini) passes it through, the summary after it.
+    ``cache_reserved`` counts the cache markers the request's tools carry (Anthropic allows four in all). ``memo``
     (one per conversation) lets a format that writes one item per
     message skip the messages it wrote the same way last time (see `WriteMemo`)."""
     out, out_system = get_format(fmt).write(
@@ -298,6 +300,7 @@ def write_messages(
         system_messages=system_messages,
         system_source=system_source,
         memo=memo,
+        cache_reserved=cache_reserved,
     )
     return cast("WireMessages", out), cast("WireSystem", out_system)
 

@@ -54,6 +54,44 @@ def tool_names(tools: Sequence[Any] | None) -> set[str]:
     return names
 
 
+def restore_tool_declared(tools: Sequence[Any] | None) -> bool:
+    """Whether ``tools`` give the model the recall tool a pointer names: a tool called ``recall`` that takes a
+    ``pointer_id``. A tool of that name whose declared parameters lack it is the application's own (a gateway
+    client's, say), and a pointer naming it would send the model to a tool that cannot restore anything; one
+    whose parameters cannot be read (a host's tool object) is taken at its name."""
+    for tool in tools or ():
+        if RESTORE_TOOL not in tool_names([tool]):
+            continue
+        properties = _parameter_names(tool)
+        if properties is None or "pointer_id" in properties:
+            return True
+    return False
+
+
+def _parameter_names(tool: Any) -> set[str] | None:
+    """The parameter names a tool definition declares, in any provider's shape (None when it declares none that
+    can be read)."""
+    data = tool if isinstance(tool, Mapping) else None
+    if data is None:
+        schema = getattr(tool, "params_json_schema", None) or getattr(tool, "args", None)
+        if isinstance(schema, Mapping):
+            props = schema.get("properties", schema)
+            return set(props) if isinstance(props, Mapping) else None
+        return None
+    function = data.get("function")
+    if isinstance(function, Mapping):
+        data = function
+    declarations = data.get("function_declarations") or data.get("functionDeclarations")
+    if isinstance(declarations, list):
+        data = next((d for d in declarations if isinstance(d, Mapping) and d.get("name") == RESTORE_TOOL), {})
+    for key in ("parameters", "input_schema", "parametersJsonSchema", "parameters_json_schema"):
+        schema = data.get(key)
+        if isinstance(schema, Mapping):
+            props = schema.get("properties")
+            return set(props) if isinstance(props, Mapping) else None
+    return None
+
+
 def pointer_for_request(message: Message) -> Message:
     """``message`` (a pointer) saying how the application restores it, for a request without the recall tool."""
     blocks: list[Any] = []

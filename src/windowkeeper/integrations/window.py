@@ -31,11 +31,11 @@ from .._validate import check_int
 from ..blocks import TextBlock
 from ..context import BaseContextManager, TokenBudgetContextManager, TrimMetrics
 from ..context.base import ThreadSeed
-from ..context.pointers import RESTORE_TOOL, approx_bytes, is_offloaded, offloaded
+from ..context.pointers import approx_bytes, is_offloaded, offloaded
 from ..errors import ConfigurationError
 from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
 from ..llm.formats._source import recall_for_next
-from ..llm.formats.anthropic import MAX_CACHE_BREAKPOINTS, CacheBreakpoint
+from ..llm.formats.anthropic import MAX_CACHE_BREAKPOINTS, CacheBreakpoint, tool_cache_marks
 from ..messages import Message, fingerprints
 from ..prompt import AssembledPrompt, assemble, tool_schema_tokens
 from ..prompt.recall import recall_flags
@@ -54,7 +54,7 @@ from ._formats import (
     system_text,
     write_messages,
 )
-from ._recall import WindowRecallTool, original_text, tool_names, without_restore_tool
+from ._recall import WindowRecallTool, original_text, restore_tool_declared, without_restore_tool
 from ._threads import ThreadMemory, ThreadStore, chain_hasher, ref_keys, restore_keys
 
 if TYPE_CHECKING:
@@ -432,7 +432,7 @@ class Window(Generic[M, Sys]):
             # the next call need not ask again while the view holds these pointers: every original is kept
             memory.exported = pointers if len(exported.originals) == len(pointers) else []
 
-        declared = RESTORE_TOOL in tool_names(tools)
+        declared = restore_tool_declared(tools)
         if memory.rewritten or (pointers and not declared):
             # the model has no recall tool: pointers say how the application restores instead (a request that
             # declares it, after one that did not, drops the rewrites; the head holds no pointer)
@@ -463,6 +463,7 @@ class Window(Generic[M, Sys]):
                 prompt.system,
                 prompt.messages,
                 cache_breakpoints=breakpoints,
+                cache_reserved=tool_cache_marks(tools) if breakpoints is not None else 0,
                 developer=developer,
                 system_messages=lead,
                 system_source=system,

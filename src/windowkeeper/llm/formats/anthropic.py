@@ -257,22 +257,53 @@ CacheBreakpoint = int | Literal["system"]
 of one of the input messages (its last markable block; negative indexes count from the end)."""
 
 
-def _mark(block: _Block) -> bool:
-    """Put ``cache_control`` on ``block``; False for a block that cannot carry it (thinking, empty text)."""
-    if block["type"] == "text":
-        if not block["text"]:
-            return False
-        block["cache_control"] = CACHE_CONTROL.copy()
-    elif (
-        block["type"] == "image"
-        or block["type"] == "document"
-        or block["type"] == "tool_use"
-        or block["type"] == "tool_result"
-    ):
-        block["cache_control"] = CACHE_CONTROL.copy()
-    else:
-        return False
-    return True
+def _markable(block: Mapping[str, Any]) -> bool:
+    """Whether ``block`` can carry ``cache_control`` (thinking and empty text cannot)."""
+    kind = block.get("type")
+    if kind == "text":
+        return bool(block.get("text"))
+    return kind == "image" or kind == "document" or kind == "tool_use" or kind == "tool_result"
+
+
+def _mark_last(blocks: list[Any]) -> bool:
+    """Put ``cache_control`` on the last block of ``blocks`` that can carry it (a copy the caller does not own;
+    an SDK object is replaced by its plain dict); False when none can."""
+    for k in range(len(blocks) - 1, -1, -1):
+        block = blocks[k]
+        data = block if isinstance(block, dict) else plain(block)
+        if isinstance(data, Mapping) and _markable(data):
+            blocks[k] = {**data, "cache_control": CACHE_CONTROL.copy()}
+            return True
+    return False
+
+
+def _cache_marks(value: Any) -> list[Mapping[str, Any]]:
+    """Every ``cache_control`` in a turn's content or a list of blocks, nested ones included (a tool result's own
+    blocks): Anthropic counts each against the four a request may carry."""
+    content = value.get("content") if isinstance(value, Mapping) and "role" in value else value
+    found: list[Mapping[str, Any]] = []
+    for block in content if isinstance(content, list) else ():
+        data = block if isinstance(block, Mapping) else plain(block)
+        if not isinstance(data, Mapping):
+            continue
+        mark = data.get("cache_control")
+        if isinstance(mark, Mapping):
+            found.append(mark)
+        if isinstance(data.get("content"), list):
+            found.extend(_cache_marks(data["content"]))
+    return found
+
+
+def _lasts_long(mark: Mapping[str, Any]) -> bool:
+    """A marker with a time to live longer than the default five minutes: Anthropic wants every such marker
+    before every default one (tools, then system, then messages)."""
+    ttl = mark.get("ttl")
+    return ttl is not None and ttl != "5m"
+
+
+def tool_cache_marks(tools: Sequence[Any] | None) -> int:
+    """How many of a request's ``tools`` carry ``cache_control``: each counts against the four markers."""
+    return sum(1 for tool in tools or () if isinstance(data := plain(tool), Mapping) and data.get("cache_control"))
 
 
 def _sendable(block: _Block) -> TypeGuard[AnthropicBlock]:
@@ -295,6 +326,7 @@ def to_anthropic(  # type: ignore[overload-overlap]
     *,
     reasoning: Literal["signed", "none"],
     cache_breakpoints: None = None,
+    cache_reserved: int = 0,
     passthrough: bool = False,
 ) -> tuple[str | None, list[AnthropicMessage]]: ...
 
@@ -305,6 +337,7 @@ def to_anthropic(  # type: ignore[overload-overlap]
     *,
     reasoning: Literal["signed", "none"],
     cache_breakpoints: Sequence[CacheBreakpoint],
+    cache_reserved: int = 0,
     passthrough: bool = False,
 ) -> tuple[AnthropicSystem | None, list[AnthropicMessage]]: ...
 
@@ -315,6 +348,7 @@ def to_anthropic(
     *,
     reasoning: ReasoningMode = "all",
     cache_breakpoints: None = None,
+    cache_reserved: int = 0,
     passthrough: bool = False,
 ) -> tuple[str | None, list[AnthropicTranscriptMessage]]: ...
 
@@ -325,6 +359,7 @@ def to_anthropic(
     *,
     reasoning: ReasoningMode = "all",
     cache_breakpoints: Sequence[CacheBreakpoint],
+    cache_reserved: int = 0,
     passthrough: bool = False,
 ) -> tuple[AnthropicSystem | None, list[AnthropicTranscriptMessage]]: ...
 
@@ -334,6 +369,7 @@ def to_anthropic(
     *,
     reasoning: ReasoningMode = "all",
     cache_breakpoints: Sequence[CacheBreakpoint] | None = None,
+    cache_reserved: int = 0,
     passthrough: bool = False,
 ) -> (
     tuple[AnthropicSystem | None, list[AnthropicMessage]]
@@ -349,8 +385,11 @@ def to_anthropic(
     returns the system prompt as one text block carrying ``cache_control`` (the prefix tools + system is cached),
     an index marks the last block written for that message (thinking blocks and empty text cannot carry a marker,
     so the last block that can is used; a message with none gets no marker). Without breakpoints the system
-    prompt stays a plain string. Breakpoints the caller's own items already carry count toward the four: ours
-    are placed latest first and the earliest are left out when the limit would be passed.
+    prompt stays a plain string. Breakpoints the caller's own items already carry (nested ones included) count
+    toward the four, with ``cache_reserved`` more that the request carries elsewhere (its tools' markers, a
+    system prompt of the caller's blocks): ours are placed latest first and the earliest are left out when the
+    limit would be passed. A message the caller marked keeps its marker as it is (its ``ttl`` included), and
+    none of ours goes before a caller's marker that lives longer than five minutes (the API wants those first).
 
     ``passthrough`` writes each message read with its source kept (`ANTHROPIC.read`) and unchanged since as the
     item it was read from (``cache_control``, ``citations`` and unknown keys included); the parts of a split user
@@ -384,7 +423,9 @@ def to_anthropic(
                 for item in items:
                     for block in item.get("content") or () if isinstance(item.get("content"), list) else ():
                         if isinstance(block, Mapping) and block.get("type") == "tool_use":
+                            # sent as the caller wrote it: a result written anew answers this very id
                             ids.used.add(str(block.get("id")))
+                            ids.current[str(block.get("id"))] = str(block.get("id"))
                 if recall_open and open_turn is not None and len(items) == 1 and items[0].get("role") == "user":
                     out[-1] = _with_leading(items[0], open_turn)
                 else:
@@ -421,9 +462,13 @@ def to_anthropic(
         i += 1
     text = SYSTEM_SEPARATOR.join(system) if system else None
     sent: AnthropicSystem | None = text
-    room = MAX_CACHE_BREAKPOINTS - sum(_count_marks(turn) for turn in out)
+    held = [_cache_marks(turn) for turn in out]
+    room = MAX_CACHE_BREAKPOINTS - cache_reserved - sum(len(marks_) for marks_ in held)
+    # our markers go after the caller's longer-lived ones only (at or before one, they would break the order)
+    last_long = max((k for k, marks_ in enumerate(held) if any(map(_lasts_long, marks_))), default=-1)
     wanted = [m for m in marks if isinstance(m, int)]
-    if "system" in marks and text:
+    system_marked = "system" in marks and bool(text) and last_long < 0 and room > 0
+    if system_marked:
         room -= 1
     for index in sorted(wanted, reverse=True):
         if room <= 0:
@@ -431,17 +476,26 @@ def to_anthropic(
             continue
         if index in verbatim:
             position = verbatim[index]
+            if position <= last_long or held[position]:
+                continue  # the caller's own marker is there (or a longer-lived one after it)
             item = _copy_turn(out[position])
-            out[position] = item
             blocks_out = item["content"] if isinstance(item["content"], list) else []
+            if _mark_last(blocks_out):
+                out[position] = item
+                room -= 1
+                continue
         else:
-            blocks_out = [dict(b) for b in written.get(index, [])]
-            _replace_blocks(out, written.get(index, []), blocks_out)
-        if any(_mark(b) for b in reversed(blocks_out)):  # type: ignore[arg-type]
-            room -= 1
-        else:
-            logger.debug("message %d has no block that can carry cache_control; no breakpoint there", index)
-    if "system" in marks and text:
+            blocks = written.get(index, [])
+            found = _position_of(out, blocks)
+            if found is None or found <= last_long or any(_cache_marks(blocks)):
+                continue
+            blocks_out = list(blocks)
+            if _mark_last(blocks_out):
+                _replace_blocks(out, blocks, blocks_out)
+                room -= 1
+                continue
+        logger.debug("message %d has no block that can carry cache_control; no breakpoint there", index)
+    if system_marked and text:
         sent = [{"type": "text", "text": text, "cache_control": CACHE_CONTROL.copy()}]
     if reasoning == "all":
         return sent, out
@@ -465,6 +519,18 @@ def _copy_turn(item: Any) -> Any:
     return {**item, "content": [dict(b) if isinstance(b, Mapping) else b for b in content or []]}
 
 
+def _position_of(out: list[Any], blocks: list[Any]) -> int | None:
+    """Index in ``out`` of the turn that holds ``blocks`` (by identity; None when they were written nowhere)."""
+    if not blocks:
+        return None
+    first = id(blocks[0])
+    for k in range(len(out) - 1, -1, -1):
+        content = out[k].get("content")
+        if isinstance(content, list) and any(id(b) == first for b in content):
+            return k
+    return None
+
+
 def _replace_blocks(out: list[Any], old: list[Any], new: list[Any]) -> None:
     """Swap the blocks ``old`` (by identity) for their copies ``new`` wherever they were put in ``out``."""
     if not old:
@@ -474,13 +540,6 @@ def _replace_blocks(out: list[Any], old: list[Any], new: list[Any]) -> None:
         content = turn.get("content")
         if isinstance(content, list) and any(id(b) in swap for b in content):
             turn["content"] = [swap.get(id(b), b) for b in content]
-
-
-def _count_marks(turn: Any) -> int:
-    content = turn.get("content") if isinstance(turn, Mapping) else None
-    if not isinstance(content, list):
-        return 0
-    return sum(1 for b in content if isinstance(b, Mapping) and b.get("cache_control"))
 
 
 def _check_breakpoints(breakpoints: Sequence[CacheBreakpoint] | None, n: int) -> set[CacheBreakpoint]:
@@ -768,45 +827,54 @@ class AnthropicFormat(ProviderFormat):
         passthrough = bool(options.get("passthrough", True))
         if marks is None:
             return list(to_anthropic(messages, reasoning="signed", passthrough=passthrough)[1])
-        return list(to_anthropic(messages, reasoning="signed", cache_breakpoints=marks, passthrough=passthrough)[1])
+        reserved = int(options.get("cache_reserved") or 0)
+        return list(
+            to_anthropic(
+                messages, reasoning="signed", cache_breakpoints=marks, cache_reserved=reserved, passthrough=passthrough
+            )[1]
+        )
 
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
-        breakpoints = options.get("cache_breakpoints")
+        """``cache_reserved`` (an option) counts the markers the request carries outside the system prompt and the
+        messages (its tools'): with the caller's own markers they leave what windowkeeper may add of the four."""
         source = options.get("system_source")
         if isinstance(source, list):
             tail = self.system_tail(source, system)
             if tail is not None:
-                return self._write_own_system(source, tail, messages, options)
-        cached = bool(system) and breakpoints is not None and "system" in breakpoints
-        if cached and breakpoints is not None:
-            # the system marker takes one of the four: the messages get at most three
-            options = {
-                **options,
-                "cache_breakpoints": [b for b in breakpoints if b != "system"][: MAX_CACHE_BREAKPOINTS - 1],
-            }
-        out = self.write_messages(messages, options=options)
-        if cached:
-            return out, [{"type": "text", "text": system, "cache_control": CACHE_CONTROL.copy()}]
-        return out, system
+                return self._write_own_system([plain(b) for b in source], tail, messages, options)
+        blocks = [{"type": "text", "text": system}] if system else []
+        out, marked = self._write_marked(blocks, 0, messages, options)
+        return out, (marked if marked != blocks else system)
 
     def _write_own_system(
         self, source: list[Any], tail: str, messages: Sequence[Message], options: Mapping[str, Any]
     ) -> tuple[list[Any], Any]:
         """The caller's system blocks as they came (their ``cache_control`` included), then the summary as a text
-        block of its own. The caller's cache markers count against the four a request may carry: the messages
-        get what is left, and the system marker is added (to the last block) only when the caller set none."""
-        blocks = [plain(b) for b in source]
-        if tail:
-            blocks.append({"type": "text", "text": tail})
-        own = sum(1 for b in blocks if isinstance(b, Mapping) and b.get("cache_control"))
+        block of its own. The system marker is added (to the last block) only when the caller set none."""
+        blocks = [*source, {"type": "text", "text": tail}] if tail else list(source)
+        return self._write_marked(blocks, len(_cache_marks(blocks)), messages, options)
+
+    def _write_marked(
+        self, blocks: list[Any], own: int, messages: Sequence[Message], options: Mapping[str, Any]
+    ) -> tuple[list[Any], list[Any]]:
+        """The messages and the system ``blocks``, with windowkeeper's markers where the four a request may carry
+        leave room: after the caller's own (``own`` in the system, the tools', the messages'), the system's first,
+        and never before a caller's marker that lives longer than five minutes."""
         breakpoints = options.get("cache_breakpoints")
-        mark = breakpoints is not None and "system" in breakpoints and not own
-        if breakpoints is not None:
-            room = MAX_CACHE_BREAKPOINTS - own - (1 if mark else 0)
-            options = {**options, "cache_breakpoints": [b for b in breakpoints if b != "system"][: max(room, 0)]}
+        if breakpoints is None:
+            return self.write_messages(messages, options=options), blocks
+        tools = int(options.get("cache_reserved") or 0)
+        mark = bool(blocks) and "system" in breakpoints and not own
+        options = {
+            **options,
+            "cache_breakpoints": [b for b in breakpoints if b != "system"],
+            "cache_reserved": tools + own + (1 if mark else 0),
+        }
         out = self.write_messages(messages, options=options)
         if mark:
-            blocks[-1] = {**blocks[-1], "cache_control": CACHE_CONTROL.copy()}
+            sent = [m for turn in out for m in _cache_marks(turn)]
+            if tools + len(sent) < MAX_CACHE_BREAKPOINTS and not any(map(_lasts_long, sent)):
+                return out, [*blocks[:-1], {**blocks[-1], "cache_control": CACHE_CONTROL.copy()}]
         return out, blocks
 
     def distinctive(self, item: Any) -> str | None:
