@@ -112,3 +112,35 @@ def test_input_filter_is_a_plain_sync_callable_with_the_offline_summarizer() -> 
     assert isinstance(out, ModelInputData)
     assert out.instructions.startswith("Be kind.") and SUMMARY_HEADER in out.instructions
     assert len(out.input) < len(items)
+
+
+def test_a_limit_never_parts_a_call_from_the_reasoning_before_it() -> None:
+    """The Responses API refuses a ``function_call`` sent without the reasoning item that preceded it (400
+    "provided without its required 'reasoning' item"): a limit that cuts between them drops the rest of that
+    response, and then the outputs of its calls."""
+    from windowkeeper.integrations.openai_agents import latest_items
+
+    items: list[Any] = [
+        {"role": "user", "content": "Weather in Paris and Rome?"},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAB"},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "weather", "arguments": "{}"},
+        {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+        {"type": "function_call_output", "call_id": "call_2", "output": "rain"},
+        {"type": "message", "role": "assistant", "id": "msg_1", "content": [{"type": "output_text", "text": "Ok."}]},
+        {"role": "user", "content": "Thanks."},
+        {"type": "local_shell_call", "id": "ls_1", "call_id": "call_3", "action": {}, "status": "completed"},
+        {"type": "local_shell_call_output", "id": "ls_1", "output": "done"},
+    ]
+    for limit in range(1, len(items) + 1):
+        kept = latest_items(items, limit)
+        assert len(kept) <= limit and kept == [i for i in items if any(i is k for k in kept)]
+        ids = {i.get("id") for i in kept}
+        if "fc_1" in ids or "fc_2" in ids:
+            assert "rs_1" in ids
+        calls = {i.get("call_id") for i in kept} | {i.get("id") for i in kept if i.get("type") == "local_shell_call"}
+        assert all((i.get("call_id") or i.get("id")) in calls for i in kept if i.get("type", "").endswith("_output"))
+    assert [i.get("id") for i in latest_items(items, 9)] == [
+        "rs_1", "fc_1", "fc_2", None, None, "msg_1", None, "ls_1", "ls_1"
+    ]  # fmt: skip
+    assert [i.get("id") or i.get("role") for i in latest_items(items, 8)] == ["msg_1", "user", "ls_1", "ls_1"]

@@ -164,14 +164,44 @@ OUTPUT_KINDS = frozenset(
 
 
 def latest_items(items: Sequence[Any], limit: int) -> list[Any]:
-    """The latest ``limit`` items, without a tool output whose call fell outside them (a model rejects those)."""
+    """The latest ``limit`` items, without a tool output whose call fell outside them, nor the rest of a model
+    response whose reasoning item fell outside them (the Responses API rejects a call sent without the reasoning
+    that preceded it, and an output without its call)."""
     if limit <= 0:
         return []
-    out = list(items[-limit:])
-    calls = {i.get("call_id") for i in out if isinstance(i, dict) and i.get("type") not in OUTPUT_KINDS}
+    start = max(len(items) - limit, 0)
+    before = start
+    while before > 0 and _model_side(items[before - 1]):
+        before -= 1
+        if items[before].get("type") == "reasoning":
+            while start < len(items) and _model_side(items[start]):
+                start += 1
+            break
+    out = list(items[start:])
+    calls = {
+        key
+        for i in out
+        if isinstance(i, dict) and i.get("type") not in OUTPUT_KINDS
+        for key in (i.get("call_id"), i.get("id"))
+        if key is not None
+    }
     return [
-        i for i in out if not (isinstance(i, dict) and i.get("type") in OUTPUT_KINDS and i.get("call_id") not in calls)
+        i
+        for i in out
+        if not (
+            isinstance(i, dict) and i.get("type") in OUTPUT_KINDS and (i.get("call_id") or i.get("id")) not in calls
+        )
     ]
+
+
+def _model_side(item: Any) -> bool:
+    """Whether ``item`` is part of a model's response (a reasoning item, a call, an assistant message), not an
+    input of the user's or a tool's output."""
+    return (
+        isinstance(item, dict)
+        and item.get("type") not in OUTPUT_KINDS
+        and item.get("role") not in ("user", "system", "developer")
+    )
 
 
 class _Joined(Sequence[Any]):
