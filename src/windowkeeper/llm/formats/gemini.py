@@ -8,9 +8,10 @@ Gemini differs from the other formats in three ways that shape this module:
   and an error as ``{"error": output}``; reading back unwraps exactly those single-key shapes.
 * Calls may carry no id. Reading keeps a ``functionCall.id`` and otherwise synthesizes
   ``{id_prefix}_{content_index}_{part_index}`` (stable for the same input), pairing each response with its call
-  by id, else with the first unanswered call of the same name in the latest model turn. Writing keeps a call's
-  id (and puts it on its responses) unless it was synthesized or used twice in the request, and names each
-  response after its call.
+  by id, else with the first unanswered call of the same name in the latest model turn. Writing puts on a
+  response the id its call is sent with: for a message read with its source kept, the id its own functionCall
+  part carried (whatever it looks like, however often the caller reuses it); otherwise a call keeps its id unless
+  it looks synthesized or was used twice in the request. Each response is named after its call.
 
 Parts are written in the REST (camelCase) spelling; reading accepts camelCase and the SDK's snake_case.
 """
@@ -61,7 +62,16 @@ from ._common import (
     unknown_block,
     unsupported,
 )
-from ._source import is_recall, keep_source, split_parts, unchanged, whole_group
+from ._source import (
+    is_recall,
+    keep_source,
+    original_items,
+    recall_for_next,
+    source_record,
+    split_parts,
+    unchanged,
+    whole_group,
+)
 from .registry import ProviderFormat, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -86,7 +96,8 @@ FORMAT = "Gemini"
 NAME = "gemini"
 DEFAULT_ID_PREFIX = "call"
 _SYNTHESIZED = re.compile(r"^[A-Za-z0-9]+_\d+_\d+$")
-"""The ids reading makes up for calls without one (``{id_prefix}_{content}_{part}``): never written back."""
+"""The ids reading makes up for calls without one (``{id_prefix}_{content}_{part}``): not written back, unless
+the caller's own content shows the id was its own (a caller may name its calls ``call_0_0`` too)."""
 
 
 def _get(d: Mapping[str, Any], camel: str, snake: str) -> Any:
@@ -127,14 +138,35 @@ def _b64(text: str) -> str:
     return base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
-def _unb64(data: str, *, index: int, key: str) -> str:
+def _b64decode(data: str) -> bytes:
+    """Base64 in either alphabet: google-genai's ``model_dump(mode="json")`` (how SDK objects reach the readers)
+    writes URL-safe base64 (``-``, ``_``), and the API's JSON takes both, so both are the caller's."""
     import base64
+
+    return base64.b64decode(data.replace("-", "+").replace("_", "/"), validate=True)
+
+
+def _data_text(data: Any) -> Any:
+    """``inlineData.data`` as base64 text: google-genai's dict spelling (``BlobDict``, what ``spelling="sdk"``
+    writes) holds the raw bytes."""
+    import base64
+
+    return base64.b64encode(data).decode("ascii") if isinstance(data, bytes | bytearray) else data
+
+
+def _unb64(data: str, *, index: int, key: str) -> str | None:
+    """The text of text/plain ``inlineData``, or None when its bytes are not UTF-8 (a Latin-1 file): those stay
+    media, as they came, for nothing can say which text they hold."""
     import binascii
 
     try:
-        return base64.b64decode(data, validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError) as exc:
-        raise FormatError(f"text/plain inlineData is not base64 UTF-8 text: {exc}", index=index, key=key) from None
+        raw = _b64decode(data)
+    except (binascii.Error, ValueError) as exc:
+        raise FormatError(f"text/plain inlineData is not base64: {exc}", index=index, key=key) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def _response_payload(block: ToolResultBlock) -> dict[str, Any]:
@@ -293,7 +325,9 @@ def to_gemini(
     ``passthrough`` writes each message read with its source kept (`GEMINI.read`) and unchanged since as the
     content it was read from (in the caller's own spelling, ids and unknown keys included); the parts of a split
     user content (function responses and text) go back into one content. Consecutive user-side messages written
-    anew share one user content (a recall note joins the question it serves).
+    anew share one user content. A recall note serving the user message right after it is written into that
+    message's content, before its text (after the function responses a content of both holds), the caller's
+    keys and parts kept: Gemini rejects two user contents in a row.
     """
     check_mode(reasoning)
     if spelling not in ("rest", "sdk"):
@@ -305,51 +339,49 @@ def to_gemini(
     seen: set[str] = set()
     open_turn: list[GeminiPart] | None = None  # the user content written anew that user-side messages may join
     joinable = False  # it was opened by tool results or a recall note: the next user-side message joins it
-    recall_open = False  # it holds only a recall note: the caller's question it serves joins it
-    i, n = 0, len(messages)
-    while i < n:
-        message = messages[i]
+    recall_open = False  # it holds only a recall note (serving no message right after it): a user content joins it
+    seq, at, notes = _served_notes(messages)
+    v, n = 0, len(seq)
+    while v < n:
+        message, i = seq[v], at[v]
         if message.role == "system":
             system_parts.append({"text": system_text(message, FORMAT, index=i)})
-            i += 1
+            v += 1
             continue
-        if message.role == "assistant":
-            for call in message.tool_call_blocks():
-                names[call.id] = call.name
-                # a call keeps its id unless made up when reading or used by an earlier call of this request
-                # (then the response is paired by name and order, as Gemini does for calls without ids)
-                if _provider_id(call.id) and call.id not in seen:
-                    call_ids.add(call.id)
-                else:
-                    call_ids.discard(call.id)
-                seen.add(call.id)
         source = unchanged(message, NAME) if passthrough and spelling == "rest" else None
         parts: list[GeminiPart]
         if source is not None:
-            group = whole_group(messages, i, NAME)
+            group = whole_group(seq, v, NAME)
             if group is not None:
                 items, end = group
-                if recall_open and open_turn is not None and len(items) == 1 and items[0].get("role") == "user":
-                    own = items[0].get("parts")
-                    contents[-1] = cast(
-                        GeminiContent, {**items[0], "parts": [*open_turn, *(own if isinstance(own, list) else [])]}
-                    )
+                if message.role == "assistant":
+                    _track_calls(message, names, call_ids, seen, caller=_call_ids_in(items), exact=True)
+                lead = [p for k in range(v, end) for p in _note_parts(messages, notes.get(at[k]), passthrough)]
+                if lead:  # the served message is the group's user part, the last of its one content
+                    items = [*items[:-1], _with_notes(items[-1], lead)]
+                if recall_open and open_turn is not None and len(items) == 1 and _user_content(items[0]):
+                    contents[-1] = cast(GeminiContent, _with_notes(items[0], open_turn))
                 else:
                     contents.extend(items)
                 open_turn, recall_open, joinable = None, False, False
-                i = end
+                v = end
                 continue
             blocks = source.get("blocks")
             parts = list(blocks) if isinstance(blocks, list) else []
+            if message.role == "assistant":
+                _track_calls(message, names, call_ids, seen, caller=_call_ids_in([{"parts": parts}]), exact=True)
         else:
             if passthrough:
                 GEMINI.report(message, NAME)
             if message.role == "tool":
-                parts = _response_parts(message, names, index=i, ids=call_ids)
+                parts = _response_parts(message, names, index=i, ids=call_ids | _unpaired_ids(message, names))
             elif message.role == "assistant":
+                _track_calls(message, names, call_ids, seen, caller=_original_call_ids(message), exact=False)
                 parts = _model_parts(message, index=i, reasoning=reasoning, ids=call_ids)
             else:
                 parts = _user_parts(message, index=i)
+        if message.role == "user" and i in notes:
+            parts = [*_note_parts(messages, notes[i], passthrough), *parts]
         if message.role == "assistant":
             open_turn, recall_open = None, False
             contents.append({"role": "model", "parts": parts})
@@ -367,7 +399,7 @@ def to_gemini(
             contents.append({"role": "user", "parts": open_turn})
             recall_open = is_recall(message)
             joinable = recall_open or message.role == "tool"
-        i += 1
+        v += 1
     if spelling == "sdk":
         sdk_system: GeminiSDKContent | None = (
             {"parts": [_sdk_part(p, key=f"system_instruction.parts[{j}]") for j, p in enumerate(system_parts)]}
@@ -377,6 +409,122 @@ def to_gemini(
         return sdk_system, [_sdk_content(c, index=k) for k, c in enumerate(contents)]
     system_instruction: GeminiSystemInstruction | None = {"parts": system_parts} if system_parts else None
     return system_instruction, contents
+
+
+def _served_notes(messages: Sequence[Message]) -> tuple[Sequence[Message], Sequence[int], dict[int, list[int]]]:
+    """``(messages written in turn, their indices, notes)``: every recall note serving the user message right after
+    it is left out of the turn order and listed in ``notes`` under that message's index, to be written into its
+    content. Gemini rejects two user contents in a row, and a note written as a part of the content before its
+    question (one opened by function responses) split the caller's content of responses and text in two."""
+    notes: dict[int, list[int]] = {}
+    for k in range(len(messages) - 1):
+        if recall_for_next(messages, k):
+            notes.setdefault(k + 1, []).append(k)
+    if not notes:
+        return messages, range(len(messages)), notes
+    skip = {k for ks in notes.values() for k in ks}
+    at = [k for k in range(len(messages)) if k not in skip]
+    return [messages[k] for k in at], at, notes
+
+
+def _note_parts(messages: Sequence[Message], notes: Sequence[int] | None, passthrough: bool) -> list[GeminiPart]:
+    """The parts of the recall notes ``messages[k]`` for ``k`` in ``notes`` (written anew: windowkeeper made them)."""
+    parts: list[GeminiPart] = []
+    for k in notes or ():
+        if passthrough:
+            GEMINI.report(messages[k], NAME)
+        parts.extend(_user_parts(messages[k], index=k))
+    return parts
+
+
+def _with_notes(item: Mapping[str, Any], notes: Sequence[Any]) -> dict[str, Any]:
+    """A copy of the caller's user content ``item`` with the recall note parts ``notes`` before its first part that
+    is not a function response (the user's words the notes serve), every other key and part kept, as the
+    Anthropic writer puts a note before the question in the turn it serves."""
+    own = item.get("parts")
+    parts = list(own) if isinstance(own, list) else []
+    at = next((k for k, p in enumerate(parts) if not _response_part(p)), len(parts))
+    return {**item, "parts": [*parts[:at], *notes, *parts[at:]]}
+
+
+def _user_content(item: Any) -> bool:
+    """Whether a caller's content is the user's: the API reads a content without a role as the user's."""
+    return isinstance(item, Mapping) and item.get("role", "user") == "user"
+
+
+def _track_calls(
+    message: Message,
+    names: dict[str, str],
+    call_ids: set[str],
+    seen: set[str],
+    *,
+    caller: set[str] | None,
+    exact: bool,
+) -> None:
+    """Record the names of ``message``'s calls and which ids are written, on the call and on its responses.
+
+    ``caller`` are the ids the caller's own functionCall parts carry for this message: exactly the ids sent when
+    its content passes through (``exact``), else the ids it was read with, which a rewritten content keeps. A
+    response must carry the id its call was sent with, whatever the id looks like or however often the caller
+    reuses it (``id-0`` every turn). Without them (the message was not read from Gemini contents), a call keeps
+    its id unless made up when reading or used by an earlier call of this request; its response is then paired by
+    name and order, as Gemini does for calls without ids."""
+    for call in message.tool_call_blocks():
+        names[call.id] = call.name
+        if caller is not None and (exact or call.id in caller):
+            keep = call.id in caller
+        else:
+            keep = _provider_id(call.id) and call.id not in seen
+        if keep:
+            call_ids.add(call.id)
+        else:
+            call_ids.discard(call.id)
+        seen.add(call.id)
+
+
+def _call_ids_in(items: Sequence[Any]) -> set[str]:
+    """The ids on the functionCall parts of the contents ``items`` (either spelling)."""
+    out: set[str] = set()
+    for item in items:
+        for part in _parts(item):
+            call = _get(part, "functionCall", "function_call") if isinstance(part, Mapping) else None
+            raw = call.get("id") if isinstance(call, Mapping) else None
+            if isinstance(raw, str) and raw:
+                out.add(raw)
+    return out
+
+
+def _original_call_ids(message: Message) -> set[str] | None:
+    """The call ids of the Gemini content ``message`` was read from (changed since or not); None when it was not
+    read from one with its source kept."""
+    record = source_record(message)
+    if record is None or record.get("format") != NAME:
+        return None
+    return _call_ids_in(original_items(message, NAME))
+
+
+def _unpaired_ids(message: Message, names: Mapping[str, str]) -> set[str]:
+    """The ids the caller's own functionResponse parts of the tool message ``message`` carried, for calls not in
+    this request (`Window.restore` writes a restored result alone): they go back where the call was sent with
+    that id, so the response keeps it."""
+    record = source_record(message)
+    if record is None or record.get("format") != NAME:
+        return set()
+    blocks = record.get("blocks")
+    parts = blocks if isinstance(blocks, list) else [p for item in original_items(message, NAME) for p in _parts(item)]
+    out: set[str] = set()
+    for part in parts:
+        response = _get(part, "functionResponse", "function_response") if isinstance(part, Mapping) else None
+        raw = response.get("id") if isinstance(response, Mapping) else None
+        if isinstance(raw, str) and raw and raw not in names:
+            out.add(raw)
+    return out
+
+
+def _parts(item: Any) -> list[Any]:
+    """The ``parts`` of a stored content (none when it has no list of them)."""
+    parts = item.get("parts") if isinstance(item, Mapping) else None
+    return parts if isinstance(parts, list) else []
 
 
 def _only_responses(parts: Sequence[Any]) -> bool:
@@ -391,11 +539,10 @@ def _sdk_content(content: GeminiContent, *, index: int) -> GeminiSDKContent:
 
 
 def _sdk_bytes(data: str, *, key: str) -> bytes:
-    import base64
     import binascii
 
     try:
-        return base64.b64decode(data, validate=True)
+        return _b64decode(data)
     except (binascii.Error, ValueError) as exc:
         raise FormatError(
             f"{data[:40]!r} is not base64, so it cannot become the bytes google-genai expects ({exc}); write it with "
@@ -488,9 +635,11 @@ def _parse_media(part: Mapping[str, Any], *, index: int, key: str) -> ContentBlo
     if inline is not None:
         d = as_mapping(inline, index=index, key=f"{key}.inlineData", what="inlineData")
         mime = _get(d, "mimeType", "mime_type")
-        data = d.get("data") or ""
+        data = _data_text(d.get("data") or "")
         if mime == "text/plain":
-            return DocumentBlock(text=_unb64(data, index=index, key=f"{key}.inlineData.data"))
+            text = _unb64(data, index=index, key=f"{key}.inlineData.data")
+            if text is not None:
+                return DocumentBlock(text=text)
         return media_block_for_mime(MediaRef(kind="data", data_base64=data, mime_type=mime))
     file_data = _get(part, "fileData", "file_data")
     if file_data is not None:
@@ -616,7 +765,8 @@ def gemini_content_to_messages(content: Any, index: int = 0, *, id_prefix: str =
 
 @reader("Gemini contents")
 def from_gemini(system_instruction: Any, contents: Any, *, id_prefix: str = DEFAULT_ID_PREFIX) -> list[Message]:
-    """``system_instruction`` (content dict, string or None) and ``contents`` as our messages.
+    """``system_instruction`` (None or any shape google-genai takes for it: a content, a part, a string, a list of
+    parts or strings, as objects or dicts) and ``contents`` as our messages.
 
     Ids are derived from content, position and the previous message's id, so converting the same input again
     gives the same ids (see `IdChain`).
@@ -628,7 +778,9 @@ def from_gemini(system_instruction: Any, contents: Any, *, id_prefix: str = DEFA
             out.append(Message.text_message(system_instruction, role="system"))
             chain.assign(out, {"system_instruction": system_instruction}, -1)
         else:
-            si = as_mapping(system_instruction, index=0, key="system_instruction", what="system_instruction")
+            si = as_mapping(
+                _system_content(system_instruction), index=0, key="system_instruction", what="system_instruction"
+            )
             for j, part in enumerate(
                 as_list(si.get("parts", []), index=0, key="system_instruction.parts", what="parts")
             ):
@@ -644,6 +796,25 @@ def from_gemini(system_instruction: Any, contents: Any, *, id_prefix: str = DEFA
     items = messages_input(contents, what="Gemini contents")
     out.extend(_read(items, offset=0, previous=chain.previous, id_prefix=id_prefix))
     return out
+
+
+def _system_content(system: Any) -> Any:
+    """``system_instruction`` as a content (``{"parts": [...]}``), as google-genai's ``t_content`` makes one
+    before sending it: a part (object or dict), a string or a list of them is the one user content holding them.
+    Reading only a content's ``parts`` dropped a single-part instruction the SDK sends (and the API follows)."""
+    if isinstance(system, str):
+        return {"parts": [{"text": system}]}
+    value = plain(system)
+    if isinstance(value, list | tuple):
+        return {"parts": [{"text": p} if isinstance(p, str) else plain(p) for p in value]}
+    if isinstance(value, Mapping) and not _is_content(value):
+        return {"parts": [value]}
+    return value
+
+
+def _is_content(value: Any) -> bool:
+    """Whether a dict is a content rather than a part (google-genai tries ``Content`` first, whose keys these are)."""
+    return isinstance(value, Mapping) and (not value or "parts" in value or "role" in value)
 
 
 def _read(
@@ -730,12 +901,16 @@ class GeminiFormat(ProviderFormat):
 
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
         out = self.write_messages(messages, options=options)
-        source = plain(options.get("system_source"))
+        given = options.get("system_source")
+        source = None if given is None or isinstance(given, str) else _system_content(given)
         if isinstance(source, Mapping) and isinstance(source.get("parts"), list):
-            tail = self.system_tail(source, system)
+            tail = self.system_tail(given, system)
             if tail is not None:
-                # the caller's system instruction as it came (its parts and keys), the summary as a part after them
-                return out, {**source, "parts": [*source["parts"], {"text": tail}]} if tail else source
+                # the caller's system instruction as it came (its parts and keys), the summary as a part after them;
+                # a part or list of parts given in place of a content becomes the content the SDK would make of it
+                if tail:
+                    return out, {**source, "parts": [*source["parts"], {"text": tail}]}
+                return out, source if _is_content(plain(given)) else given
         return out, ({"parts": [{"text": system}]} if system else None)
 
     def distinctive(self, item: Any) -> str | None:
