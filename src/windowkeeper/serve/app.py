@@ -39,7 +39,7 @@ from .identity import scope_of
 from .projection import dumps_body
 from .protocols import PROTOCOLS, Family, Protocol, Responses, error_body
 from .recall import MAX_ROUNDS, answer
-from .streaming import CallFilter, EventSplitter, UsageReader
+from .streaming import CallFilter, Carried, EventSplitter, UsageReader
 from .threads import CacheShares
 from .upstream import family_of, make_client, request_headers, response_headers, upstream_url
 
@@ -273,7 +273,9 @@ def build_app(config: ServeConfig) -> Starlette:
                 if not ours:
                     break
                 if len(ours) < len(calls) or round_ == MAX_ROUNDS:
-                    reply = protocol.without_calls(reply, {plan.recall})
+                    # a mixed turn goes to the client for its own calls; past the last round, as a finished turn
+                    trim = protocol.without_calls if len(ours) < len(calls) else protocol.out_of_rounds
+                    reply = trim(reply, {plan.recall})
                     data = dumps_body(reply)
                     break
                 gateway().metrics.recall_calls[protocol.name] += len(ours)
@@ -307,10 +309,11 @@ def build_app(config: ServeConfig) -> Starlette:
         async def events() -> AsyncIterator[bytes]:
             current = opened
             body = plan.json
+            carried = Carried()
             try:
                 for round_ in range(MAX_ROUNDS + 1):
                     usage = UsageReader(protocol)
-                    filt = CallFilter(protocol, plan.recall) if plan.recall is not None else None
+                    filt = CallFilter(protocol, plan.recall, carried) if plan.recall is not None else None
                     splitter = EventSplitter()
                     async for chunk in current.aiter_bytes():
                         if filt is None:
@@ -326,12 +329,13 @@ def build_app(config: ServeConfig) -> Starlette:
                     await current.aclose()
                     _observe(plan, usage.prompt_tokens)
                     if filt is None or not filt.recall_only or round_ == MAX_ROUNDS:
-                        for held in filt.held if filt is not None else ():
+                        for held in filt.closing(exhausted=filt.recall_only) if filt is not None else ():
                             yield held
                         return
                     gateway().metrics.recall_calls[protocol.name] += len(filt.our_calls())
                     answers = await answer(thread, filt.our_calls())
                     body = protocol.follow_up(body, filt.reply(), answers)
+                    carried = filt.carry()  # the next round streams on as more of the same reply
                     reopened = await open_upstream(request, protocol.family, protocol.name, dumps_body(body))
                     if isinstance(reopened, Response):
                         yield _error_event(protocol, bytes(reopened.body))
@@ -384,9 +388,13 @@ def build_app(config: ServeConfig) -> Starlette:
 
 def _managed(protocol: Protocol, body: Mapping[str, Any]) -> bool:
     """Whether the gateway manages this body: not when the provider keeps the conversation itself (a Responses
-    ``previous_response_id`` or ``conversation``) or the input is one string."""
+    ``previous_response_id`` or ``conversation``), the input is one string or there is none (a stored ``prompt``,
+    or ``instructions`` alone, are the provider's to expand: nothing here to manage)."""
     if isinstance(protocol, Responses):
-        return not (isinstance(body.get("input"), str) or body.get("previous_response_id") or body.get("conversation"))
+        given = body.get("input")
+        return not (
+            given is None or isinstance(given, str) or body.get("previous_response_id") or body.get("conversation")
+        )
     return True
 
 

@@ -21,6 +21,11 @@ REASONING_KEYS = ("reasoning_content", "reasoning", "reasoning_details")
 ``reasoning`` and ``reasoning_details``): a reply carried into the next request keeps it under its own key."""
 
 
+LIMIT_NOTE = "(The gateway's recall limit for this request was reached before the model answered. Ask again to go on.)"
+"""The text a reply gets when the model kept calling the gateway's recall tool past its rounds and nothing the
+client can see is left once those calls are taken out."""
+
+
 def error_body(family: Family, message: str, *, kind: str = "invalid_request_error") -> dict[str, Any]:
     """An error in the family's own shape, so the client's SDK raises its usual exception with our message."""
     if family == "anthropic":
@@ -61,6 +66,11 @@ class Protocol(ABC):
                     names.add(name)
         return names
 
+    def can_offer_tools(self, body: Mapping[str, Any]) -> bool:
+        """Whether the gateway can add its own tool to this body and keep the reply's calls to it from the client
+        (every route, unless it says otherwise)."""
+        return True
+
     @abstractmethod
     def tool_schema(self, schema: Mapping[str, Any]) -> dict[str, Any]:
         """A ``{"name", "description", "parameters"}`` schema as this protocol's tool definition."""
@@ -91,6 +101,13 @@ class Protocol(ABC):
         """``reply`` with the calls to ``names`` removed (the client never sees a tool it did not define)."""
         ...
 
+    @abstractmethod
+    def out_of_rounds(self, reply: Mapping[str, Any], names: set[str]) -> dict[str, Any]:
+        """``reply`` without its calls to ``names`` (the gateway's, which it stops answering) as a finished turn:
+        the stop reason no longer announces calls, and `LIMIT_NOTE` stands in when nothing the client can see
+        is left, so the client's loop ends the turn instead of meeting a call-less tool stop or an empty reply."""
+        ...
+
 
 class ChatCompletions(Protocol):
     name = "chat_completions"
@@ -99,6 +116,12 @@ class ChatCompletions(Protocol):
     fmt = "openai_chat"
     list_key = "messages"
     system_key = None
+
+    def can_offer_tools(self, body: Mapping[str, Any]) -> bool:
+        """Not beside legacy ``functions`` (OpenAI refuses, 400, a body with both ``functions`` and ``tools``) nor
+        with ``n`` above 1 (each choice would be a turn of its own, any of them a call to recall to answer)."""
+        n = body.get("n")
+        return not body.get("functions") and not (isinstance(n, int) and n > 1)
 
     def tool_schema(self, schema: Mapping[str, Any]) -> dict[str, Any]:
         return {"type": "function", "function": dict(schema)}
@@ -133,15 +156,34 @@ class ChatCompletions(Protocol):
         return {**body, "messages": [*body["messages"], turn, *results]}
 
     def without_calls(self, reply: Mapping[str, Any], names: set[str]) -> dict[str, Any]:
-        out = dict(reply)
-        choices = [dict(c) for c in reply.get("choices") or ()]
-        if choices:
-            message = dict(choices[0].get("message") or {})
-            kept = [c for c in message.get("tool_calls") or () if (c.get("function") or {}).get("name") not in names]
-            message["tool_calls"] = kept or None
-            choices[0]["message"] = message
-            out["choices"] = choices
-        return out
+        return self._each_choice(reply, names, ended=False)
+
+    def out_of_rounds(self, reply: Mapping[str, Any], names: set[str]) -> dict[str, Any]:
+        return self._each_choice(reply, names, ended=True)
+
+    def _each_choice(self, reply: Mapping[str, Any], names: set[str], *, ended: bool) -> dict[str, Any]:
+        choices = reply.get("choices")
+        if not isinstance(choices, list):
+            return dict(reply)
+        out = [_choice_without(c, names, ended) if isinstance(c, Mapping) else c for c in choices]
+        return {**reply, "choices": out}
+
+
+def _choice_without(choice: Mapping[str, Any], names: set[str], ended: bool) -> dict[str, Any]:
+    """One Chat choice without its calls to ``names``; ``ended``: as a finished turn (`Protocol.out_of_rounds`)."""
+    message = dict(choice.get("message") or {})
+    calls = message.get("tool_calls") or []
+    kept = [c for c in calls if (c.get("function") or {}).get("name") not in names]
+    if len(kept) == len(calls):
+        return dict(choice)  # a choice with no call to take out goes as it came
+    message["tool_calls"] = kept or None
+    out = {**choice, "message": message}
+    if ended and not kept:
+        if out.get("finish_reason") == "tool_calls":
+            out["finish_reason"] = "stop"
+        if not message.get("content"):
+            message["content"] = LIMIT_NOTE
+    return out
 
 
 _TURN_KEYS = ("role", "content", "tool_calls", "function_call", "refusal", *REASONING_KEYS)
@@ -192,17 +234,59 @@ class Responses(Protocol):
     ) -> dict[str, Any]:
         given = body.get("input")
         items = [{"type": "message", "role": "user", "content": given}] if isinstance(given, str) else list(given or [])
-        turn = [dict(i) for i in reply.get("output") or () if isinstance(i, Mapping)]
+        stored = body.get("store") is not False
+        turn = [dict(i) for i in reply.get("output") or () if isinstance(i, Mapping) and (stored or _carried(i))]
         results = [{"type": "function_call_output", "call_id": cid, "output": text} for cid, text in answers.items()]
         return {**body, "input": [*items, *turn, *results]}
 
     def without_calls(self, reply: Mapping[str, Any], names: set[str]) -> dict[str, Any]:
-        output = [
-            i
-            for i in reply.get("output") or ()
-            if not (isinstance(i, Mapping) and i.get("type") == "function_call" and i.get("name") in names)
-        ]
-        return {**reply, "output": output}
+        output = list(reply.get("output") or ())
+        gone = {
+            n
+            for n, i in enumerate(output)
+            if isinstance(i, Mapping) and i.get("type") == "function_call" and i.get("name") in names
+        }
+        return {**reply, "output": [i for n, i in enumerate(output) if n not in gone and not _orphan(output, n, gone)]}
+
+    def out_of_rounds(self, reply: Mapping[str, Any], names: set[str]) -> dict[str, Any]:
+        out = self.without_calls(reply, names)
+        if all(isinstance(i, Mapping) and i.get("type") == "reasoning" for i in out["output"]):
+            out["output"] = [*out["output"], LIMIT_MESSAGE]
+        return out
+
+
+LIMIT_MESSAGE: dict[str, Any] = {
+    "type": "message",
+    "id": "msg_windowkeeper_recall_limit",
+    "status": "completed",
+    "role": "assistant",
+    "content": [{"type": "output_text", "text": LIMIT_NOTE, "annotations": []}],
+}
+"""`LIMIT_NOTE` as a Responses output item."""
+
+
+def _orphan(output: list[Any], at: int, gone: set[int]) -> bool:
+    """Whether ``output[at]`` is a reasoning item all of whose following items (up to the next reasoning item)
+    are ``gone``: sent back alone, the API refuses it (400, "provided without its required following item")."""
+    item = output[at]
+    if not (isinstance(item, Mapping) and item.get("type") == "reasoning"):
+        return False
+    followed = False
+    for n in range(at + 1, len(output)):
+        nxt = output[n]
+        if isinstance(nxt, Mapping) and nxt.get("type") == "reasoning":
+            break
+        if n not in gone:
+            return False
+        followed = True
+    return followed
+
+
+def _carried(item: Mapping[str, Any]) -> bool:
+    """Whether an output item can go back in a request with ``store: false``: a reasoning item only with its
+    ``encrypted_content`` (by id alone the API looks for a stored item and answers 404; it says to leave the item
+    out, which the model's call after it allows)."""
+    return item.get("type") != "reasoning" or bool(item.get("encrypted_content"))
 
 
 class Messages(Protocol):
@@ -250,6 +334,23 @@ class Messages(Protocol):
             if not (isinstance(b, Mapping) and b.get("type") == "tool_use" and b.get("name") in names)
         ]
         return {**reply, "content": content}
+
+    def out_of_rounds(self, reply: Mapping[str, Any], names: set[str]) -> dict[str, Any]:
+        out = self.without_calls(reply, names)
+        blocks = out["content"]
+        if out.get("stop_reason") == "tool_use" and not any(_kind(b) == "tool_use" for b in blocks):
+            out["stop_reason"] = "end_turn"
+        if all(_kind(b) in THINKING_BLOCKS for b in blocks):
+            out["content"] = [*blocks, {"type": "text", "text": LIMIT_NOTE}]
+        return out
+
+
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+"""Anthropic blocks the client does not show: a turn of these alone is no answer."""
+
+
+def _kind(block: Any) -> Any:
+    return block.get("type") if isinstance(block, Mapping) else None
 
 
 PROTOCOLS: dict[str, Protocol] = {p.path: p for p in (ChatCompletions(), Responses(), Messages())}

@@ -25,9 +25,12 @@ MAX_ROUNDS = 4
 
 def tool_name(protocol: Protocol, body: Mapping[str, Any]) -> str | None:
     """The name the gateway's tool takes in this request: ``recall`` unless the client has a tool of that name;
-    None when the client said ``tool_choice: none`` or uses both names."""
+    None when the client said ``tool_choice: none``, uses both names or sent a body the tool cannot join
+    (`Protocol.can_offer_tools`); then the window is not told of the tool either, so no pointer names it."""
     choice = body.get("tool_choice")
     if choice == "none" or (isinstance(choice, Mapping) and choice.get("type") == "none"):
+        return None
+    if not protocol.can_offer_tools(body):
         return None
     taken = protocol.tool_names(body.get("tools"))
     return next((name for name in NAMES if name not in taken), None)

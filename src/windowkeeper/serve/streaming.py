@@ -7,16 +7,21 @@ to the client's own tools are relayed at once with their index shifted over the 
 has been seen, the closing events wait until the stream ends. Then either the model called only recall (the gateway
 answers and continues the conversation upstream) or it also called the client's tools (the closing events are
 relayed, without the recall calls).
+
+A continued conversation reaches the client as the same reply going on (`Carried`): the next round's opening
+events are not relayed again, its block or item indices follow the ones the client already holds, and its closing
+events close the one reply. When the model still calls only recall after the last round, the closing events close
+a finished turn (`CallFilter.closing`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .protocols import REASONING_KEYS, Protocol, ToolCall
+from .protocols import LIMIT_MESSAGE, LIMIT_NOTE, REASONING_KEYS, THINKING_BLOCKS, Protocol, ToolCall
 
 
 @dataclass
@@ -90,12 +95,33 @@ def _reserialize(raw: bytes, payload: Any) -> bytes:
     return head + b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
 
 
+@dataclass(frozen=True)
+class Carried:
+    """What the client was already streamed of this reply in earlier rounds (the gateway answered recall and went
+    upstream again), so that a later round reaches it as more of the same reply: the SDKs accumulate one message
+    (Anthropic indexes blocks from 0 per ``message_start``) or refuse a second response (OpenAI Responses)."""
+
+    continued: bool = False
+    """A later round: its opening events (``message_start``, ``response.created``) are not relayed again."""
+    blocks: int = 0
+    """Content blocks (Anthropic) or output items (Responses) the client holds: this round's indices follow them."""
+    sequence: int = 0
+    """Responses: the next ``sequence_number`` the client expects."""
+    response: dict[str, Any] | None = None
+    """Responses: the first round's response, whose id the client's SDK holds to for the whole stream."""
+    output: tuple[Any, ...] = ()
+    """Responses: the items of earlier rounds the client keeps (the final response lists them first)."""
+    shown: bool = False
+    """Something the client shows (text, a call of its own) was relayed."""
+
+
 @dataclass
 class CallFilter:
     """Per-event decisions for one streamed reply (see the module docstring)."""
 
     protocol: Protocol
     recall_name: str
+    carried: Carried = field(default_factory=Carried)
     ours: list[int] = field(default_factory=list)
     theirs: int = 0
     held: list[bytes] = field(default_factory=list)
@@ -105,9 +131,17 @@ class CallFilter:
     calls: dict[int, dict[str, str]] = field(default_factory=dict)
     blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
     final: dict[str, Any] | None = None
+    seen: set[int] = field(default_factory=set)
+    """Indices of the blocks (Anthropic) or output items (Responses) this round started."""
+    shown: bool = False
+    """This round relayed something the client shows (text, a call of its own)."""
+    sequence: int = 0
+    """Responses: the ``sequence_number`` after the last event this round relayed."""
+    first: dict[str, Any] | None = None
+    """Responses: the response this round's ``response.created`` announced."""
 
     def _shift(self, index: int) -> int:
-        return index - sum(1 for i in self.ours if i < index)
+        return self.carried.blocks + index - sum(1 for i in self.ours if i < index)
 
     def feed(self, event: Event) -> list[bytes]:
         payload = event.json()
@@ -131,6 +165,7 @@ class CallFilter:
         delta = choice.get("delta") or {}
         if isinstance(delta.get("content"), str):
             self.text += delta["content"]
+            self.shown = self.shown or bool(delta["content"])
         for key in REASONING_KEYS:
             if isinstance(delta.get(key), str):
                 self.reasoning[key] = self.reasoning.get(key, "") + delta[key]
@@ -149,8 +184,10 @@ class CallFilter:
                         self.ours.append(index)
                     else:
                         self.theirs += 1
+                        self.shown = True
                 if index not in self.ours:
-                    kept.append({**entry, "index": self._shift(index)})
+                    # a round that only called recall is continued, so no call of the client's precedes these
+                    kept.append({**entry, "index": index - sum(1 for i in self.ours if i < index)})
             if len(kept) == len(entries) and not self.ours:
                 return [event.raw]
             if not kept and not delta.get("content") and not choice.get("finish_reason"):
@@ -167,34 +204,55 @@ class CallFilter:
 
     def _responses(self, event: Event, payload: dict[str, Any]) -> list[bytes]:
         kind = payload.get("type")
+        if kind in ("response.created", "response.queued", "response.in_progress"):
+            if self.first is None and isinstance(payload.get("response"), dict):
+                self.first = payload["response"]
+            if self.carried.continued:
+                return []  # the client's SDK has its response: a second one is an error to it
+        changed = self.carried.continued or bool(self.ours)
+        if isinstance(payload.get("sequence_number"), int):
+            payload = {**payload, "sequence_number": self.carried.sequence + payload["sequence_number"]}
+            self.sequence = payload["sequence_number"] + 1
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             response = payload.get("response")
             self.final = response if isinstance(response, dict) else None
+            if isinstance(response, dict):
+                payload = {**payload, "response": self._whole(response, self.protocol.without_calls)}
             if self.ours:
-                if isinstance(response, dict):
-                    payload = {**payload, "response": self.protocol.without_calls(response, {self.recall_name})}
                 self.held.append(_reserialize(event.raw, payload))
                 return []
-            return [event.raw]
+            return [_reserialize(event.raw, payload) if changed else event.raw]
         index = payload.get("output_index")
         if not isinstance(index, int):
-            return [event.raw]
+            return [_reserialize(event.raw, payload) if self.carried.continued else event.raw]
         item = payload.get("item")
-        if kind == "response.output_item.added" and isinstance(item, dict) and item.get("type") == "function_call":
-            if item.get("name") == self.recall_name:
+        if kind == "response.output_item.added" and isinstance(item, dict):
+            self.seen.add(index)
+            if item.get("type") == "function_call" and item.get("name") == self.recall_name:
                 self.ours.append(index)
             else:
-                self.theirs += 1
+                self.theirs += item.get("type") == "function_call"
+                self.shown = self.shown or item.get("type") != "reasoning"
         if index in self.ours:
             return []
-        if self.ours:
+        if self.ours or self.carried.continued:
             return [_reserialize(event.raw, {**payload, "output_index": self._shift(index)})]
         return [event.raw]
+
+    def _whole(self, response: dict[str, Any], trim: Callable[[dict[str, Any], set[str]], dict[str, Any]]) -> Any:
+        """This round's final response as the client's whole reply: the earlier rounds' items first, under the
+        first round's id, the gateway's calls trimmed out by ``trim``."""
+        whole = {**response, "output": [*self.carried.output, *(response.get("output") or ())]}
+        if self.carried.response is not None and "id" in self.carried.response:
+            whole["id"] = self.carried.response["id"]
+        return trim(whole, {self.recall_name})
 
     # -- Anthropic message events ------------------------------------------------------------------------------
 
     def _messages(self, event: Event, payload: dict[str, Any]) -> list[bytes]:
         kind = payload.get("type")
+        if kind == "message_start" and self.carried.continued:
+            return []  # the client's SDK starts one message and indexes its blocks on from the earlier rounds'
         if kind in ("message_delta", "message_stop"):
             if self.ours:
                 self.held.append(event.raw)
@@ -206,16 +264,17 @@ class CallFilter:
         if kind == "content_block_start":
             block = dict(payload.get("content_block") or {})
             self.blocks[index] = block
-            if block.get("type") == "tool_use":
-                if block.get("name") == self.recall_name:
-                    self.ours.append(index)
-                else:
-                    self.theirs += 1
+            self.seen.add(index)
+            if block.get("type") == "tool_use" and block.get("name") == self.recall_name:
+                self.ours.append(index)
+            else:
+                self.theirs += block.get("type") == "tool_use"
+                self.shown = self.shown or block.get("type") not in THINKING_BLOCKS
         elif kind == "content_block_delta":
             self._grow(index, payload.get("delta") or {})
         if index in self.ours:
             return []
-        if self.ours:
+        if self._shift(index) != index:
             return [_reserialize(event.raw, {**payload, "index": self._shift(index)})]
         return [event.raw]
 
@@ -267,3 +326,85 @@ class CallFilter:
 
     def our_calls(self) -> list[ToolCall]:
         return [c for c in self.protocol.calls(self.reply()) if c.name == self.recall_name]
+
+    @property
+    def _next(self) -> int:
+        """The index the client's next block or output item takes (the held recall calls take none)."""
+        return self.carried.blocks + len(self.seen - set(self.ours))
+
+    def carry(self) -> Carried:
+        """What the next round takes over, once the gateway has answered this round's recall calls."""
+        output = self.carried.output
+        if self.final is not None:
+            output = (*output, *self.protocol.without_calls(self.final, {self.recall_name})["output"])
+        return Carried(
+            continued=True,
+            blocks=self._next,
+            sequence=self.sequence or self.carried.sequence,
+            response=self.carried.response or self.first or self.final,
+            output=output,
+            shown=self.carried.shown or self.shown,
+        )
+
+    def closing(self, *, exhausted: bool) -> list[bytes]:
+        """The held closing events; ``exhausted``: the model called only recall and no round is left, so they
+        close a finished turn (`Protocol.out_of_rounds`)."""
+        if not exhausted:
+            return self.held
+        name = self.protocol.name
+        if name == "responses":
+            return self._responses_out_of_rounds()
+        shown = self.carried.shown or self.shown
+        out: list[bytes] = []
+        if name == "messages" and not shown:
+            out += self._note_block(self._next)
+        for raw in self.held:
+            event = Event(raw, _data(raw))
+            payload = event.json()
+            if name == "messages" and isinstance(payload, dict) and payload.get("type") == "message_delta":
+                delta = payload.get("delta") or {}
+                if delta.get("stop_reason") == "tool_use":
+                    raw = _reserialize(raw, {**payload, "delta": {**delta, "stop_reason": "end_turn"}})
+            elif name == "chat_completions" and isinstance(payload, dict) and payload.get("choices"):
+                raw = _reserialize(raw, {**payload, "choices": [_ended(c, shown) for c in payload["choices"]]})
+            out.append(raw)
+        return out
+
+    def _note_block(self, index: int) -> list[bytes]:
+        """`LIMIT_NOTE` as the events of one Anthropic text block at ``index``."""
+        events = [
+            {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+            {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": LIMIT_NOTE}},
+            {"type": "content_block_stop", "index": index},
+        ]
+        return [_reserialize(f"event: {e['type']}".encode(), e) for e in events]
+
+    def _responses_out_of_rounds(self) -> list[bytes]:
+        """The held final event with the whole reply as a finished turn; `LIMIT_MESSAGE`, when it stands in for
+        an answer, streamed as an output item first (the SDK accepts a final item it was streamed)."""
+        out: list[bytes] = []
+        for raw in self.held:
+            payload = Event(raw, _data(raw)).json()
+            if not (isinstance(payload, dict) and isinstance(self.final, dict)):
+                out.append(raw)
+                continue
+            response = self._whole(self.final, self.protocol.out_of_rounds)
+            sequence = payload.get("sequence_number")
+            if LIMIT_MESSAGE in response["output"] and isinstance(sequence, int):
+                index = self._next
+                for kind in ("response.output_item.added", "response.output_item.done"):
+                    note = {"type": kind, "sequence_number": sequence, "output_index": index, "item": LIMIT_MESSAGE}
+                    out.append(_reserialize(f"event: {kind}".encode(), note))
+                    sequence += 1
+            out.append(_reserialize(raw, {**payload, "sequence_number": sequence, "response": response}))
+        return out
+
+
+def _ended(choice: Any, shown: bool) -> Any:
+    """A Chat finish chunk's choice as the end of a finished turn: ``stop``, with `LIMIT_NOTE` if nothing showed."""
+    if not isinstance(choice, dict) or choice.get("finish_reason") != "tool_calls":
+        return choice
+    delta = dict(choice.get("delta") or {})
+    if not shown:
+        delta["content"] = LIMIT_NOTE
+    return {**choice, "delta": delta, "finish_reason": "stop"}
