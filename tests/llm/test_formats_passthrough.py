@@ -282,6 +282,31 @@ def test_responses_developer_items_stay_in_the_input_and_instructions_hold_what_
     assert sdk_problems(list(fit.messages), _sdk_type("openai_responses")) == []
 
 
+@pytest.mark.parametrize("fmt", ["openai_chat", "openai_responses", "langchain"])
+def test_a_system_message_said_mid_conversation_stays_where_it_was_said(fmt: str) -> None:
+    """An instruction given at turn N ("from now on, read only") was moved to the front, before the turns it came
+    after, so it read as given from the start. It stays where it was while the message after it is in the view
+    (with nothing to cut the list comes back as it came), and goes to the front once that message is cut."""
+    from windowkeeper.llm.formats import to_langchain
+
+    rule = Message.text_message("From now on the user may only read, not write.", role="system")
+    rule = rule.model_copy(update={"metadata": {"openai_role": "developer"}}) if fmt != "langchain" else rule
+    chat = [Message.text_message("Plan a trip.", role="user"), Message.text_message("Where to?", role="assistant")]
+    convert = {"openai_chat": to_openai_chat, "openai_responses": lambda m: to_responses_input(m)[1]}
+    write = convert.get(fmt, to_langchain)
+    items = list(write([Message.text_message("You plan trips.", role="system"), *chat, rule]))
+    items += list(write([Message.text_message("Paris.", role="user")]))
+    window = Window(budget=100_000, format=fmt)
+    assert list(window.fit(items).messages) == items
+
+    for turn in range(30):
+        items += list(write([Message.text_message(f"question {turn} " + "lorem ipsum " * 40, role="user")]))
+        items += list(write([Message.text_message(f"answer {turn} " + "dolor sit " * 40, role="assistant")]))
+    fit = Window(budget=1_500, format=fmt).fit(items)
+    rules = [n for n, item in enumerate(fit.messages) if "only read" in str(item)]
+    assert len(rules) == 1 and rules[0] <= 2  # the turns around it were cut: it leads, with the system prompt
+
+
 def test_anthropic_split_turn_comes_back_as_one_turn_with_its_own_blocks() -> None:
     fmt = get_format("anthropic")
     read = fmt.read(ANTHROPIC_ITEMS)

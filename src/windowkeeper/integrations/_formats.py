@@ -278,6 +278,7 @@ def write_messages(
     cache_reserved: int = 0,
     developer: bool = False,
     system_messages: Sequence[Message] | None = None,
+    system_anchors: Mapping[int, Message | None] | None = None,
     system_source: Any = None,
     memo: WriteMemo | None = None,
 ) -> tuple[WireMessages, WireSystem]:
@@ -286,7 +287,8 @@ def write_messages(
 
     ``system_messages`` (see `system_lead`) are the messages ``system`` was joined from: a format that carries
     system text as messages of its list (Chat Completions) writes them one by one, so the caller's own system and
-    developer messages leave as they came. ``system_source`` is the caller's ``system=`` value as given: a format
+    developer messages leave as they came, those said mid-conversation where they were (``system_anchors``, see
+    `lead_anchors`). ``system_source`` is the caller's ``system=`` value as given: a format
     whose system slot holds blocks or parts (Anthropic, Gemini) passes it through, the summary after it.
     ``cache_reserved`` counts the cache markers the request's tools carry (Anthropic allows four in all). ``memo``
     (one per conversation) lets a format that writes one item per
@@ -298,6 +300,7 @@ def write_messages(
         developer=developer,
         system_id=stable_id("system", system) if system else None,
         system_messages=system_messages,
+        system_anchors=system_anchors,
         system_source=system_source,
         memo=memo,
         cache_reserved=cache_reserved,
@@ -339,6 +342,39 @@ def system_lead(
     return lead
 
 
+def lead_anchors(context: Sequence[Message], lead: Sequence[Message] | None) -> dict[int, Message | None] | None:
+    """For each system message of ``lead`` said after the conversation began, the message of ``context`` that
+    followed it (None: it came last), by ``id()`` of the system message: a writer that carries system text as
+    messages puts it back there, so an instruction given at turn N does not read as given from the start. None
+    when there is none."""
+    if not lead:
+        return None
+    flags = system_flags(context)  # in C, as `system_lead` splits the view
+    try:
+        began_at = flags.index(False)
+    except ValueError:
+        return None
+    if True not in flags[began_at:]:
+        return None  # every system message leads: nothing said mid-conversation (the common case, no loop)
+    wanted = {id(m) for m in lead}
+    anchors: dict[int, Message | None] = {}
+    began = False
+    waiting: list[int] = []
+    for message in context[began_at:]:
+        if id(message) in wanted:
+            if began:
+                waiting.append(id(message))
+            continue
+        if message.role == "system":
+            continue
+        began = True
+        for key in waiting:
+            anchors[key] = message
+        waiting.clear()
+    anchors.update(dict.fromkeys(waiting))
+    return anchors or None
+
+
 @functools.lru_cache(maxsize=256)
 def section_message(text: str) -> Message:
     """`system_message` of ``text``, made once per text: the summary section of a thread is the same text for
@@ -372,6 +408,7 @@ __all__ = [
     "read_messages",
     "read_messages_cached",
     "same_prefix",
+    "lead_anchors",
     "system_lead",
     "system_text",
     "format_object",

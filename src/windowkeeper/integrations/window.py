@@ -47,6 +47,7 @@ from ..tools.recall import RecallTool
 from ._formats import (
     WindowFormat,
     check_format,
+    lead_anchors,
     read_messages,
     read_messages_cached,
     section_message,
@@ -466,6 +467,7 @@ class Window(Generic[M, Sys]):
                 cache_reserved=tool_cache_marks(tools) if breakpoints is not None else 0,
                 developer=developer,
                 system_messages=lead,
+                system_anchors=lead_anchors(state.context, lead),
                 system_source=system,
                 memo=memo,
             )

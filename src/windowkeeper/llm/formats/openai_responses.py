@@ -68,7 +68,7 @@ from ._common import (
     unsupported,
 )
 from ._source import WriteMemo, original_items, source_record, write_items
-from .registry import ProviderFormat, content_part_types, register_format
+from .registry import ProviderFormat, content_part_types, in_place, register_format
 from .rules import RoundTripRules
 from .wire import (
     ResponsesInputFile,
@@ -714,9 +714,10 @@ class OpenAIResponsesFormat(ProviderFormat):
         return to_responses_input(messages, reasoning="signed", passthrough=passthrough, memo=options.get("memo"))[1]
 
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
-        """The caller's own system and developer items stay in ``input`` as they came (first, with windowkeeper's
-        system zone beside them); ``instructions`` holds what windowkeeper adds: the ``system=`` text and the
-        summary. They were moved into ``instructions``, so an ``input`` sent alone lost them."""
+        """The caller's own system and developer items stay in ``input`` as they came, where they came (one said
+        mid-conversation stays there while the item after it is in the view); ``instructions`` holds what
+        windowkeeper adds: the ``system=`` text and the summary. They were moved into ``instructions``, so an
+        ``input`` sent alone lost them."""
         lead = options.get("system_messages")
         if lead is None or not options.get("passthrough", True):
             return super().write(system, messages, **options)
@@ -724,7 +725,8 @@ class OpenAIResponsesFormat(ProviderFormat):
         made = [system_text(m, FORMAT, index=None) for m in lead if source_record(m) is None]
         # joined as the prompt layer joins the system zone's sections (``prompt.sections.SECTION_SEPARATOR``)
         instructions = "\n\n".join(text for text in made if text) or None
-        return self.write_messages([*own, *messages], options=options), instructions
+        placed = in_place(own, messages, options.get("system_anchors"))
+        return self.write_messages(placed, options=options), instructions
 
     def distinctive(self, item: Any) -> str | None:
         d = plain(item)

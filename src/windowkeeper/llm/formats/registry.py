@@ -39,6 +39,38 @@ _loaded = False
 _sorted: dict[str, ProviderFormat] | None = None
 
 
+def in_place(
+    lead: Sequence[Message], messages: Sequence[Message], anchors: Mapping[int, Message | None] | None
+) -> list[Message]:
+    """``lead`` then ``messages``, except that a system message ``anchors`` ties to a message (by ``id()`` of the
+    system message) goes right before that message when it is among ``messages`` (at the end when tied to None),
+    where the caller said it; one whose message left the view stays in the lead."""
+    if not anchors:
+        return [*lead, *messages]
+    present = {id(m) for m in messages}
+    before: dict[int, list[Message]] = {}
+    last: list[Message] = []
+    front: list[Message] = []
+    for message in lead:
+        key = id(message)
+        if key not in anchors:
+            front.append(message)
+            continue
+        anchor = anchors[key]
+        if anchor is None:
+            last.append(message)
+        elif id(anchor) in present:
+            before.setdefault(id(anchor), []).append(message)
+        else:
+            front.append(message)
+    out = front
+    for message in messages:
+        out.extend(before.get(id(message), ()))
+        out.append(message)
+    out.extend(last)
+    return out
+
+
 class ProviderFormat(ABC):
     """One provider's message format. Subclass it, set the class attributes, implement `read_items` and
     `write_messages`, and `register_format` an instance."""
@@ -137,12 +169,13 @@ class ProviderFormat(ABC):
     def lead_written(self, messages: Sequence[Message], options: Mapping[str, Any]) -> list[Any] | None:
         """For a format whose list carries the system text as messages: the system zone written as the messages it
         was joined from (option ``system_messages``), then ``messages``. The caller's unchanged system (and
-        developer) messages leave as the items they came as, and what windowkeeper made (the summary) is written
-        after them. None when there is no such lead, or pass-through is off: the caller writes one system text."""
+        developer) messages leave as the items they came as (one said mid-conversation where it was: option
+        ``system_anchors``, see `in_place`), and what windowkeeper made (the summary) is written after the leading
+        ones. None when there is no such lead, or pass-through is off: the caller writes one system text."""
         lead = options.get("system_messages")
         if lead is None or not options.get("passthrough", True):
             return None
-        return self.write_messages([*lead, *messages], options=options)
+        return self.write_messages(in_place(lead, messages, options.get("system_anchors")), options=options)
 
     def write_plain(self, messages: Sequence[Message]) -> list[Any]:
         """Messages in this format with no system handling (`Window.restore`)."""
