@@ -467,6 +467,21 @@ def test_text_blocks_keep_annotations_when_cut() -> None:
     assert "[truncated " in block.text
 
 
+def test_a_short_question_is_never_cut_into_a_longer_marker() -> None:
+    """An oversized turn (a pasted log, a video clip, then "What went wrong?") was cut until it fit: with the log
+    cut and the clip (which cannot be cut) still over, the next largest block was the 4-token question, which
+    became the ~10-token marker, so the model lost the question and the turn grew. A cut that saves nothing is not
+    made."""
+    from windowkeeper.context.pointers import truncate_message
+
+    question = TextBlock(text="What went wrong?")
+    msg = Message(message_id="q", role="user", content=[TextBlock(text="ERROR at line 42\n" * 2000), question])
+    cut = truncate_message(msg, 5, COUNTER)  # the log's marker alone costs more than that
+    assert cut is not None and cut.content[1] == question
+    assert "[truncated " in cut.content[0].text  # type: ignore[union-attr]
+    assert COUNTER.count_message(cut) < COUNTER.count_message(msg)
+
+
 # -- in a graph --------------------------------------------------------------------------------------------------------
 
 

@@ -260,10 +260,14 @@ def truncate_message(message: Message, max_tokens: int, counter: TokenCounter) -
         tried.add(index)
         keep = max(size - (current - max_tokens), 0)
         block = blocks[index]
+        assert isinstance(block, TextBlock | ToolResultBlock)
+        body = block.text if isinstance(block, TextBlock) else tool_output_text(block.output)
+        cut = _cut_middle(body, keep, counter)
+        if counter.count_text(cut) >= size:
+            continue  # a short text (the question of the turn) would only grow into the marker: left whole
         if isinstance(block, TextBlock):
-            blocks[index] = TextBlock(text=_cut_middle(block.text, keep, counter), annotations=block.annotations)
+            blocks[index] = TextBlock(text=cut, annotations=block.annotations)
         elif isinstance(block, ToolResultBlock):
-            cut = _cut_middle(tool_output_text(block.output), keep, counter)
             blocks[index] = ToolResultBlock(call_id=block.call_id, output=cut, status=block.status, name=block.name)
         changed = True
         current = counter.count_message(message.with_content(blocks))
