@@ -144,3 +144,24 @@ def test_a_limit_never_parts_a_call_from_the_reasoning_before_it() -> None:
         "rs_1", "fc_1", "fc_2", None, None, "msg_1", None, "ls_1", "ls_1"
     ]  # fmt: skip
     assert [i.get("id") or i.get("role") for i in latest_items(items, 8)] == ["msg_1", "user", "ls_1", "ls_1"]
+
+
+def test_what_an_agent_sends_beside_its_input_is_counted() -> None:
+    """A handoff is a ``transfer_to_<agent>`` tool and an ``output_type`` a JSON schema in the request: neither
+    was counted, so a run with handoffs or structured output went over the budget by their size."""
+    from pydantic import BaseModel
+
+    from windowkeeper.integrations.openai_agents import agent_tool_schemas
+
+    class Verdict(BaseModel):
+        approved: bool
+        reason: str
+
+    billing = agents.Agent(name="Billing agent", instructions="Bills.")
+    triage = agents.Agent(name="Triage", instructions="Routes.", handoffs=[billing], output_type=Verdict)
+    schemas = agent_tool_schemas(triage)
+    assert schemas is not None
+    assert [s.get("name") for s in schemas] == ["transfer_to_billing_agent", "final_output"]
+    assert schemas[1]["schema"]["properties"].keys() == {"approved", "reason"}
+    assert agent_tool_schemas(triage) is schemas  # the filter asks on every call: worked out once per agent
+    assert agent_tool_schemas(agents.Agent(name="Plain", instructions="x")) is None

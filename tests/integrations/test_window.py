@@ -152,16 +152,18 @@ def test_system_blocks_and_parts_pass_through_with_the_summary_after_them() -> N
     assert result.system["parts"][:2] == parts["parts"] and result.summary in result.system["parts"][2]["text"]
 
 
-def _manager() -> TokenBudgetContextManager[AgentState]:
+def _manager(tools: list[dict[str, Any]] | None = None) -> TokenBudgetContextManager[AgentState]:
     # recall off: its passages carry the minute a message was read, which differs between the two runs compared
     return TokenBudgetContextManager(
-        BUDGET, reserve_tokens=BUDGET // 5, summarizer=ExtractiveSummarizer(), recall=False
+        BUDGET, reserve_tokens=BUDGET // 5, summarizer=ExtractiveSummarizer(), recall=False, tools=tools
     )
 
 
-def _kept_objects_run(items: list[dict[str, Any]], points: list[int]) -> tuple[list[Any], int]:
+def _kept_objects_run(
+    items: list[dict[str, Any]], points: list[int], tools: list[dict[str, Any]] | None = None
+) -> tuple[list[Any], int]:
     """The same calls made by a caller that keeps `Message` objects and one state (the "ideal" integration)."""
-    manager = _manager()
+    manager = _manager(tools)
     kept = from_openai_chat(items)
     view: list[Message] = []
     summary: str | None = None
@@ -179,15 +181,15 @@ def _kept_objects_run(items: list[dict[str, Any]], points: list[int]) -> tuple[l
 def test_reconverting_the_whole_list_every_call_matches_keeping_message_objects() -> None:
     items = to_openai_chat(SESSION)
     points = _call_points(items, "openai_chat")
-    window = Window(_manager())
-    recall = [window.recall_tool().definition("openai_chat")]  # pointers then name it, as the manager wrote them
+    recall = [Window(_manager()).recall_tool().definition("openai_chat")]  # pointers name it, as the manager wrote
+    window = Window(_manager(recall))  # the request carries it: both runs count it
     views = []
     stable = 0
     for k in points:
         result = window.fit(items[:k], tools=recall)
         views.append((result.summary, to_openai_chat(result.view)))
         stable += bool(result.metrics and result.metrics.prefix_stable)
-    kept_views, kept_stable = _kept_objects_run(items, points)
+    kept_views, kept_stable = _kept_objects_run(items, points, recall)
     assert len(points) >= 20
     assert stable == kept_stable
     assert [(s, [m for m in v if m["role"] != "system"]) for s, v in views] == [
@@ -507,3 +509,26 @@ def test_a_manager_with_recall_is_asked_on_every_call(monkeypatch: pytest.Monkey
         window.fit(items[:k])
     window.fit(items[: points[-1]])
     assert len(asked) == len(points) + 1
+
+
+def test_tools_a_request_carries_beyond_the_managers_own_are_counted() -> None:
+    """A manager's ``tools`` are fixed when it is made, but a request may carry more: the recall tool a host
+    adapter adds, a handoff's tools, a middleware's. They were not counted, so the request went over the budget
+    by their size. The window's ``tools=`` of each call are counted now, and only that call's."""
+    big = {
+        "type": "function",
+        "function": {
+            "name": "search_catalog",
+            "description": "Search the product catalog. " + "Mind the filters and the units. " * 60,
+            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
+        },
+    }
+    items = _provider_list("openai_chat", CONVERSATION)
+    for with_tools in (False, True):
+        manager = TokenBudgetContextManager(BUDGET, reserve_tokens=1000, keep_tool_results=1)  # knows no tools
+        window: Window[Any, Any] = Window(manager, format="openai_chat")
+        for end in range(10, len(items), 7):
+            fit = window.fit(items[:end], tools=[big] if with_tools else None)
+            assert fit.input_tokens <= BUDGET - 1000, (with_tools, end, fit.input_tokens)
+        if with_tools:
+            assert fit.prompt.zone_tokens["tools"] > 400

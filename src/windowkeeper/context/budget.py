@@ -25,7 +25,9 @@ from __future__ import annotations
 import logging
 import operator
 import time
-from collections.abc import Callable, Generator, Hashable, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -56,6 +58,22 @@ from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, OffloadStore, is_offloaded
 from .recall import Recall, newest_user
 
 logger = logging.getLogger(__name__)
+
+_REQUEST_TOOL_TOKENS: ContextVar[int] = ContextVar("windowkeeper_request_tool_tokens", default=0)
+
+
+@contextmanager
+def request_tools(tokens: int) -> Iterator[None]:
+    """Plan the trims inside this block for a request whose tool definitions cost ``tokens``: a caller that knows
+    the request (`Window`: its ``tools=`` of this call) says so, because a manager's own ``tools`` are fixed when it
+    is made, and a request may carry more (a recall tool a host adapter adds, a handoff, a middleware's tools).
+    The larger of the two is counted. Per task (a context variable), so concurrent calls do not mix."""
+    token = _REQUEST_TOOL_TOKENS.set(tokens)
+    try:
+        yield
+    finally:
+        _REQUEST_TOOL_TOKENS.reset(token)
+
 
 SUMMARY_FAILURE_LOG = "summarizer failed; cutting the oldest units with a marker in the summary instead"
 _MAX_TRACKED_THREADS = 1024
@@ -475,7 +493,11 @@ class TokenBudgetContextManager(BaseContextManager[S]):
 
     def _total(self, cost: SystemCost, scan: _Scan, message_tokens: int) -> int:
         """The count of the request `assemble` makes of this view (system messages move into the system text)."""
-        return self._tool_tokens + self._priming_tokens + cost.total + message_tokens - scan.system_tokens
+        return self._tools_now() + self._priming_tokens + cost.total + message_tokens - scan.system_tokens
+
+    def _tools_now(self) -> int:
+        """Tokens of the tool definitions of the request being planned (see `request_tools`)."""
+        return max(self._tool_tokens, _REQUEST_TOOL_TOKENS.get())
 
     def plan(self, state: S) -> Generator[SummaryRequest, str | None, S]:
         started = time.perf_counter()
@@ -642,7 +664,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                 time.perf_counter() - started,
                 {
                     "system": cost.system,
-                    "tools": self._tool_tokens,
+                    "tools": self._tools_now(),
                     "summary": cost.summary,
                     "scratchpad": cost.scratchpad,
                     "recall": scan.recall_tokens,
@@ -718,7 +740,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         return Limits(
             low=self.low_limit,
             high=self.high_limit,
-            other_tokens=self._tool_tokens + self._priming_tokens + cost.system + cost.scratchpad - scan.system_tokens,
+            other_tokens=self._tools_now() + self._priming_tokens + cost.system + cost.scratchpad - scan.system_tokens,
             summary_cost=lambda text: summary_tokens(text, counter, parts),
             keep_tool_results=self.keep_tool_results,
             clear_min_tokens=self.clear_min_tokens,

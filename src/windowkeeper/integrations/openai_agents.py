@@ -42,9 +42,33 @@ ThreadIdOf = str | Callable[[Any], str]
 
 
 def agent_tool_schemas(agent: Any) -> list[dict[str, Any]] | None:
-    """The function tools of an SDK ``Agent`` as the Responses schemas sent with a call (for counting)."""
+    """What an SDK ``Agent`` sends with a call beside its input, as schemas (for counting): its function tools,
+    the ``transfer_to_*`` tools of its handoffs and the JSON schema of its ``output_type``. Remembered per agent
+    while its tools, handoffs and output type are the same objects (the filter asks on every model call)."""
+    tools = tuple(getattr(agent, "tools", None) or ())
+    handoffs = tuple(getattr(agent, "handoffs", None) or ())
+    output_type = getattr(agent, "output_type", None)
+    key = (tuple(map(id, tools)), tuple(map(id, handoffs)), id(output_type))
+    known = _AGENT_SCHEMAS.get(id(agent))
+    if known is not None and known[0] is agent and known[1] == key:
+        return known[2]
+    out = [*_function_schemas(tools), *_handoff_schemas(handoffs), *_output_schema(output_type)]
+    schemas = out or None
+    if len(_AGENT_SCHEMAS) >= _MAX_AGENTS:
+        _AGENT_SCHEMAS.clear()
+    _AGENT_SCHEMAS[id(agent)] = (agent, key, schemas, (tools, handoffs, output_type))
+    return schemas
+
+
+_MAX_AGENTS = 256
+_AGENT_SCHEMAS: dict[int, tuple[Any, Any, list[dict[str, Any]] | None, Any]] = {}
+"""`agent_tool_schemas` by ``id()`` of the agent (the agent and the objects keyed on are kept, so ids are not
+reused while an entry stands); the same list is returned, so `Window` counts it once."""
+
+
+def _function_schemas(tools: Sequence[Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for tool in getattr(agent, "tools", None) or ():
+    for tool in tools:
         schema = getattr(tool, "params_json_schema", None)
         name = getattr(tool, "name", None)
         if isinstance(schema, dict) and isinstance(name, str):
@@ -56,7 +80,39 @@ def agent_tool_schemas(agent: Any) -> list[dict[str, Any]] | None:
                     "parameters": schema,
                 }
             )
-    return out or None
+    return out
+
+
+def _handoff_schemas(handoffs: Sequence[Any]) -> list[dict[str, Any]]:
+    """The tools the SDK declares for ``handoffs`` (an ``Agent`` becomes a ``transfer_to_<name>`` tool)."""
+    if not handoffs:
+        return []
+    from agents.handoffs import Handoff, handoff
+
+    out: list[dict[str, Any]] = []
+    for item in handoffs:
+        made = item if isinstance(item, Handoff) else handoff(item)
+        out.append(
+            {
+                "type": "function",
+                "name": made.tool_name,
+                "description": made.tool_description,
+                "parameters": made.input_json_schema,
+            }
+        )
+    return out
+
+
+def _output_schema(output_type: Any) -> list[dict[str, Any]]:
+    """The ``output_type``'s JSON schema, which the request carries as its response format."""
+    if output_type is None or output_type is str:
+        return []
+    from agents.agent_output import AgentOutputSchema, AgentOutputSchemaBase
+
+    schema = output_type if isinstance(output_type, AgentOutputSchemaBase) else AgentOutputSchema(output_type)
+    if schema.is_plain_text():
+        return []
+    return [{"type": "json_schema", "name": "final_output", "schema": schema.json_schema()}]
 
 
 class WindowkeeperInputFilter:

@@ -31,6 +31,7 @@ from .._validate import check_int
 from ..blocks import TextBlock
 from ..context import BaseContextManager, TokenBudgetContextManager, TrimMetrics
 from ..context.base import ThreadSeed
+from ..context.budget import request_tools
 from ..context.pointers import approx_bytes, is_offloaded, offloaded
 from ..errors import ConfigurationError
 from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
@@ -298,6 +299,7 @@ class Window(Generic[M, Sys]):
         self.prompt_cache = prompt_cache
         self._manager = manager
         self._budget = budget
+        self._tools_seen: tuple[tuple[int, ...], list[Any], int] | None = None
         self._threads: LRUCache[str, ThreadMemory] = LRUCache(MAX_WINDOW_THREADS)
         self._key = f"window-{uuid.uuid4().hex[:8]}"
         self._owns_store = store is not None and not isinstance(store, SessionStore)
@@ -327,6 +329,20 @@ class Window(Generic[M, Sys]):
     @property
     def _counter(self) -> TokenCounter | None:
         return self._manager.counter if self._manager is not None else None
+
+    def _tool_tokens(self, manager: BaseContextManager[Any], tools: Sequence[Any] | None) -> int:
+        """What this call's ``tools`` cost as `assemble` counts them, for the manager to plan under (its own
+        ``tools`` were fixed when it was made). Remembered for the same tool objects: most callers pass the same
+        definitions on every call, and a definition is not edited in place."""
+        if not tools:
+            return 0
+        key = tuple(map(id, tools))
+        known = self._tools_seen
+        if known is not None and known[0] == key:
+            return known[2]
+        tokens = tool_schema_tokens([dict(t) for t in tools], manager.counter)
+        self._tools_seen = (key, list(tools), tokens)  # the objects kept, so their ids are not reused
+        return tokens
 
     # -- the public API -----------------------------------------------------------------------------------------
 
@@ -408,7 +424,8 @@ class Window(Generic[M, Sys]):
             memory.developer = _developer(new)
         state = AgentState(context=context, context_summary=memory.summary, scratchpad=memory.scratchpad)
         state.execution_meta.thread_id = self._manager_key(tid)
-        state = await manager.atrim_context(state)
+        with request_tools(self._tool_tokens(manager, tools)):
+            state = await manager.atrim_context(state)
 
         head_ids = {m.message_id for m in head}
         context = state.context
