@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +166,100 @@ def test_what_an_agent_sends_beside_its_input_is_counted() -> None:
     assert schemas[1]["schema"]["properties"].keys() == {"approved", "reason"}
     assert agent_tool_schemas(triage) is schemas  # the filter asks on every call: worked out once per agent
     assert agent_tool_schemas(agents.Agent(name="Plain", instructions="x")) is None
+
+
+def _ledger(path: str) -> str:
+    """Read a ledger file.
+
+    Args:
+        path: Path of the file.
+    """
+    return "\n".join(f"{path}:{i}: total_{i} = total_{i - 1} + {i * 7 % 13}  # ledger step {i}" for i in range(40))
+
+
+@pytest.mark.parametrize("how", ["limit", "streamed"])
+async def test_session_and_filter_share_one_thread_under_a_limit_and_when_streamed(how: str) -> None:
+    """A ``SessionSettings(limit=)`` serves the end of the view, and a streamed run with a handoff reads a few
+    latest items in the middle of the run to check its own write: either made the filter miss the view it was
+    served and manage the run on a second thread, whose summary joined the session's (two in one request)."""
+    from openai import AsyncOpenAI
+
+    from windowkeeper import ExtractiveSummarizer, TokenBudgetContextManager
+    from windowkeeper.integrations.openai_agents import WindowkeeperSession
+    from windowkeeper.testing.fake_servers import FakeReply, FakeToolCall
+
+    agents.set_tracing_disabled(True)
+    turns = 8
+    replies: list[FakeReply] = []
+    for t in range(turns):
+        replies.append(FakeReply(tool_calls=(FakeToolCall("_ledger", {"path": f"a{t}.py"}, id=f"ra{t}"),)))
+        replies.append(FakeReply(tool_calls=(FakeToolCall("transfer_to_b", {}, id=f"ho{t}"),)))
+        replies.append(FakeReply(text=f"Turn {t} done"))
+    with FakeOpenAIServer(replies) as srv:
+        client = AsyncOpenAI(base_url=srv.base_url, api_key="test", max_retries=0)
+        manager = TokenBudgetContextManager(4000, reserve_tokens=1000, summarizer=ExtractiveSummarizer())
+        session = WindowkeeperSession("s1", manager_or_budget=manager)
+        if how == "limit":
+            session.session_settings = agents.SessionSettings(limit=12)
+        model = agents.OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client)
+        tools = [agents.function_tool(_ledger), session.recall_tool]
+        other = agents.Agent(name="b", instructions="You check ledgers.", model=model, tools=tools)
+        agent = agents.Agent(name="a", instructions="You keep ledgers.", model=model, tools=tools, handoffs=[other])
+        config = agents.RunConfig(call_model_input_filter=session.input_filter)
+        for t in range(turns):
+            if how == "streamed":
+                run = agents.Runner.run_streamed(agent, f"turn {t}", session=session, run_config=config)
+                async for _ in run.stream_events():
+                    pass
+                assert run.final_output == f"Turn {t} done"
+            else:
+                done = await agents.Runner.run(agent, f"turn {t}", session=session, run_config=config)
+                assert done.final_output == f"Turn {t} done"
+        await client.close()
+    summaries = [json.dumps(r.json).count(SUMMARY_HEADER) for r in srv.requests]
+    assert max(summaries) == 1 and 1 in summaries[: len(summaries) // 2 + 4]
+    assert list(session.window._threads) == ["s1"]
+
+
+async def test_one_filter_serving_two_conversations_restores_each_from_its_own() -> None:
+    """With ``thread_id`` a function of the run (several conversations on one filter), the recall tool restored
+    from whichever conversation's model call came last: run concurrently, one got "no cleared content"."""
+    import asyncio
+
+    from openai import AsyncOpenAI
+
+    from windowkeeper import TokenBudgetContextManager, Window
+    from windowkeeper.integrations.openai_agents import WindowkeeperInputFilter
+    from windowkeeper.testing.fake_servers import FakeReply, FakeToolCall
+
+    agents.set_tracing_disabled(True)
+    manager = TokenBudgetContextManager(3000, reserve_tokens=600, keep_tool_results=1, recall=False)
+    window = Window(manager, format="openai_responses")
+    conversations = ("A", "B")
+    filt = WindowkeeperInputFilter(window, thread_id=lambda d: d.context["conv"])
+    recalled: dict[str, str] = {}
+
+    async def run(conv: str) -> None:
+        script = [
+            FakeReply(tool_calls=(FakeToolCall("_ledger", {"path": f"{conv}{t}"}, id=f"{conv}-r{t}"),))
+            for t in range(4)
+        ]
+        script += [FakeReply(tool_calls=(FakeToolCall("recall", {"pointer_id": f"{conv}-r1"}, id=f"{conv}-rc"),))]
+        script += [FakeReply(text="done")]
+        with FakeOpenAIServer(script) as srv:
+            client = AsyncOpenAI(base_url=srv.base_url, api_key="test", max_retries=0)
+            agent = agents.Agent(
+                name=conv,
+                instructions="You keep ledgers.",
+                model=agents.OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client),
+                tools=[agents.function_tool(_ledger), filt.recall_tool],
+            )
+            config = agents.RunConfig(call_model_input_filter=filt.acall)
+            await agents.Runner.run(agent, "Read the ledgers.", context={"conv": conv}, run_config=config)
+            await client.close()
+            outputs = [i for i in srv.requests[-1].json["input"] if i.get("type") == "function_call_output"]
+            recalled[conv] = next(o["output"] for o in outputs if o["call_id"] == f"{conv}-rc")
+
+    await asyncio.gather(*(run(conv) for conv in conversations))
+    for conv in conversations:
+        assert recalled[conv] == _ledger(f"{conv}1")

@@ -23,6 +23,7 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from ..context import BaseContextManager
@@ -115,6 +116,11 @@ def _output_schema(output_type: Any) -> list[dict[str, Any]]:
     return [{"type": "json_schema", "name": "final_output", "schema": schema.json_schema()}]
 
 
+_RUN_THREAD: ContextVar[str | None] = ContextVar("windowkeeper_agents_run_thread", default=None)
+"""The thread of the filter's latest call in this run: set in the run's task, so the recall tool, which the SDK
+calls from that task (or a task it starts), restores from the conversation of its own run."""
+
+
 class WindowkeeperInputFilter:
     """``RunConfig(call_model_input_filter=...)``: the managed input of each model call (see the module docstring).
 
@@ -143,7 +149,7 @@ class WindowkeeperInputFilter:
         """
         if self._recall_tool is None:
             recall = self.window.recall_tool()
-            recall.thread_of = lambda: self._last_thread
+            recall.thread_of = lambda: _RUN_THREAD.get() or self._last_thread
             self._recall_tool = recall.as_agents_tool()
         return self._recall_tool
 
@@ -176,6 +182,7 @@ class WindowkeeperInputFilter:
         """Sync filter: the SDK calls it inside its event loop; the work runs on a worker thread meanwhile."""
         items, thread = self._source(data)
         self._last_thread = thread
+        _RUN_THREAD.set(thread)
         result = self.window.fit(
             items, system=data.model_data.instructions, tools=agent_tool_schemas(data.agent), thread_id=thread
         )
@@ -185,6 +192,7 @@ class WindowkeeperInputFilter:
         """Async form, for ``RunConfig(call_model_input_filter=my_filter.acall)``."""
         items, thread = self._source(data)
         self._last_thread = thread
+        _RUN_THREAD.set(thread)
         result = await self.window.afit(
             items, system=data.model_data.instructions, tools=agent_tool_schemas(data.agent), thread_id=thread
         )
@@ -260,6 +268,10 @@ def _model_side(item: Any) -> bool:
     )
 
 
+_SERVED_KEPT = 4
+"""Views a session remembers having served (see `WindowkeeperSession._served`)."""
+
+
 class _Joined(Sequence[Any]):
     """``base[:count]`` followed by ``extra[skip:]``, without copying either (a run's input seen as the history)."""
 
@@ -318,7 +330,10 @@ class WindowkeeperSession:
         self._last_seq = -1
         self._pops: str | None = None
         self._loaded = False
-        self._served: tuple[list[Any], int] | None = None
+        self._served: list[tuple[list[Any], int]] = []
+        """The views `get_items` served last (newest first) with the item count behind each: a run's input starts
+        with one of them. Several, because the SDK also reads a few latest items in the middle of a streamed run
+        (to check its own write), and a ``limit`` serves only the end of a view."""
         self._filter: WindowkeeperInputFilter | None = None
 
     # -- reading ------------------------------------------------------------------------------------------------
@@ -360,7 +375,7 @@ class WindowkeeperSession:
             limit = getattr(self.session_settings, "limit", None)
         items = await self._refresh()
         if not items:
-            self._served = ([], 0)  # a run's input is then all new: the filter starts the session's thread
+            self._serve([], 0)  # a run's input is then all new: the filter starts the session's thread
             return []
         count = len(items)
         result = await self.window.afit(items, thread_id=self.session_id)
@@ -370,20 +385,23 @@ class WindowkeeperSession:
             view = latest_items(view, limit)
         if result.system:
             view.insert(0, {"role": "system", "content": result.system})
-        self._served = (view, count) if limit is None else None
+        self._serve(view, count)
         return view
 
+    def _serve(self, view: list[Any], count: int) -> None:
+        self._served = [(view, count), *self._served[: _SERVED_KEPT - 1]]
+
     def source_of(self, model_input: Sequence[Any]) -> Sequence[Any] | None:
-        """The full history behind a run's model input that starts with what `get_items` last served: the
-        stored items followed by what the run added (None when the input does not start with that view)."""
-        served = self._served
-        if served is None:
-            return None
-        view, count = served
-        n = len(view)
-        if len(model_input) < n or not same_prefix(model_input, view, n):
-            return None
-        return _Joined(self._items, count, model_input, n)
+        """The full history behind a run's model input that starts with a view `get_items` served: the stored
+        items behind that view followed by what the run added (None when the input starts with none of them).
+
+        A view cut by a ``limit`` is the end of the managed view, so what the run added still follows the items
+        behind it, and the thread goes on where the full view left it (one summary, not a second thread's)."""
+        for view, count in self._served:
+            n = len(view)
+            if len(model_input) >= n and same_prefix(model_input, view, n):
+                return _Joined(self._items, count, model_input, n)
+        return None
 
     @property
     def recall_tool(self) -> Any:
@@ -457,7 +475,7 @@ class WindowkeeperSession:
         await self.store.delete_session(ITEMS_NAMESPACE, self.session_id)
         await self._new_pops_token()
         await self.window.adelete_thread(self.session_id)
-        self._served = None
+        self._served = []
 
     async def aclose(self) -> None:
         if self._owns_store:
