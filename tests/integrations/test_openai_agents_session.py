@@ -263,3 +263,48 @@ async def test_one_filter_serving_two_conversations_restores_each_from_its_own()
     await asyncio.gather(*(run(conv) for conv in conversations))
     for conv in conversations:
         assert recalled[conv] == _ledger(f"{conv}1")
+
+
+async def test_a_sub_agent_run_as_a_tool_keeps_a_thread_of_its_own(caplog: pytest.LogCaptureFixture) -> None:
+    """The SDK runs ``agent.as_tool()`` with the parent's run config, so the sub-agent's model calls reach the
+    parent's filter: on the parent's thread each started it over (its summary dropped and remade), then the
+    parent's next call started it over again. A call of another agent that does not go on from the thread
+    gets a thread of that agent's own; a handoff's agent, which continues the conversation, stays on it."""
+    import logging
+
+    from openai import AsyncOpenAI
+
+    from windowkeeper import ExtractiveSummarizer, TokenBudgetContextManager
+    from windowkeeper.integrations.openai_agents import input_filter
+    from windowkeeper.testing.fake_servers import FakeReply, FakeToolCall
+
+    agents.set_tracing_disabled(True)
+    turns = 6
+    replies: list[FakeReply] = []
+    for t in range(turns):
+        replies.append(FakeReply(tool_calls=(FakeToolCall("_ledger", {"path": f"f{t}.py"}, id=f"r{t}"),)))
+        replies.append(FakeReply(tool_calls=(FakeToolCall("helper", {"input": f"check f{t}"}, id=f"h{t}"),)))
+        replies.append(FakeReply(text=f"helper says {t}"))
+        replies.append(FakeReply(text=f"Turn {t} done"))
+    with FakeOpenAIServer(replies) as srv, caplog.at_level(logging.INFO, logger="windowkeeper"):
+        client = AsyncOpenAI(base_url=srv.base_url, api_key="test", max_retries=0)
+        filt = input_filter(TokenBudgetContextManager(3000, reserve_tokens=600, summarizer=ExtractiveSummarizer()))
+        model = agents.OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client)
+        helper = agents.Agent(name="helper_agent", instructions="Check.", model=model)
+        parent = agents.Agent(
+            name="main",
+            instructions="You keep ledgers.",
+            model=model,
+            tools=[agents.function_tool(_ledger), helper.as_tool(tool_name="helper", tool_description="Checks.")],
+        )
+        config = agents.RunConfig(call_model_input_filter=filt)
+        history: list[Any] = []
+        for t in range(turns):
+            history.append({"role": "user", "content": f"turn {t}"})
+            done = await agents.Runner.run(parent, history, run_config=config)
+            assert done.final_output == f"Turn {t} done"
+            history = done.to_input_list()
+        await client.close()
+    restarted = [r.getMessage() for r in caplog.records if "starting the thread over" in r.getMessage()]
+    assert not [m for m in restarted if "'default'" in m]  # the parent's conversation went on throughout
+    assert set(filt.window._threads) == {"default", "default:helper_agent"}

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
+from .._cache import LRUCache
 from ..context import BaseContextManager
 from ..errors import ConfigurationError
 from ..llm.formats._common import plain
@@ -139,6 +140,8 @@ class WindowkeeperInputFilter:
         self.last_result: FitResult | None = None
         self._last_thread = thread_id if isinstance(thread_id, str) else "default"
         self._recall_tool: Any = None
+        self._agents: LRUCache[str, str] = LRUCache(_AGENTS_KEPT)
+        """The agent whose call each thread last served (see `_own_thread`), for the threads used last."""
 
     @property
     def recall_tool(self) -> Any:
@@ -152,6 +155,17 @@ class WindowkeeperInputFilter:
             recall.thread_of = lambda: _RUN_THREAD.get() or self._last_thread
             self._recall_tool = recall.as_agents_tool()
         return self._recall_tool
+
+    def _switched(self, thread: str, agent: Any) -> bool:
+        """Whether ``agent`` is not the one whose call ``thread`` last served (only then is it asked whether the
+        list goes on: a handoff, or a sub-agent's run of its own)."""
+        name = getattr(agent, "name", None)
+        last = self._agents.get(thread)
+        if last is None or not isinstance(name, str):
+            if isinstance(name, str):
+                self._agents.put(thread, name)
+            return False
+        return name != last
 
     def _thread(self, data: Any) -> str:
         return self.thread_id if isinstance(self.thread_id, str) else str(self.thread_id(data))
@@ -178,9 +192,25 @@ class WindowkeeperInputFilter:
         self.last_result = result
         return ModelInputData(input=result.messages, instructions=result.system)
 
+    def _own_thread(self, thread: str, agent: Any, goes_on: bool) -> str:
+        """``thread``, or a thread of ``agent``'s own when another agent's call does not go on from it: the SDK
+        runs an ``agent.as_tool()`` sub-agent with the parent's run config, so its calls, a conversation of their
+        own, reach this filter too; on the parent's thread each would start it over (its summary dropped). A
+        handoff's agent continues the conversation, and stays on it."""
+        name = getattr(agent, "name", None)
+        if not isinstance(name, str) or goes_on:
+            if isinstance(name, str):
+                self._agents.put(thread, name)
+            return thread
+        own = f"{thread}:{name}"
+        self._agents.put(own, name)
+        return own
+
     def __call__(self, data: Any) -> Any:
         """Sync filter: the SDK calls it inside its event loop; the work runs on a worker thread meanwhile."""
         items, thread = self._source(data)
+        if self._switched(thread, data.agent):
+            thread = self._own_thread(thread, data.agent, self.window.continues(items, thread_id=thread))
         self._last_thread = thread
         _RUN_THREAD.set(thread)
         result = self.window.fit(
@@ -191,6 +221,9 @@ class WindowkeeperInputFilter:
     async def acall(self, data: Any) -> Any:
         """Async form, for ``RunConfig(call_model_input_filter=my_filter.acall)``."""
         items, thread = self._source(data)
+        if self._switched(thread, data.agent):
+            goes_on = await self.window.acontinues(items, thread_id=thread)
+            thread = self._own_thread(thread, data.agent, goes_on)
         self._last_thread = thread
         _RUN_THREAD.set(thread)
         result = await self.window.afit(
@@ -268,6 +301,8 @@ def _model_side(item: Any) -> bool:
     )
 
 
+_AGENTS_KEPT = 4096
+"""Threads whose last agent a filter remembers (the rest are asked again when their agent changes)."""
 _SERVED_KEPT = 4
 """Views a session remembers having served (see `WindowkeeperSession._served`)."""
 

@@ -540,6 +540,24 @@ class Window(Generic[M, Sys]):
 
         return feed_calibration((self._counter,), prompt_tokens, estimate)
 
+    def continues(self, messages: Any, *, thread_id: str | None = None) -> bool:
+        """Whether ``messages`` go on from the list the thread was last fitted to (a `fit` of them would continue
+        the thread, not start it over); True for a thread nothing was fitted to. Nothing is changed."""
+        return run_sync_anywhere(lambda: self.acontinues(messages, thread_id=thread_id))
+
+    async def acontinues(self, messages: Any, *, thread_id: str | None = None) -> bool:
+        """Async form of `continues`."""
+        memory = await self._memory(self._thread_id(thread_id))
+        count = memory.source_count
+        if not count:
+            return True
+        saved = memory.read_cache, memory.hasher
+        incoming, memory.read_cache = read_messages_cached(self.format, messages, memory.read_cache)
+        try:
+            return len(incoming) >= count and _continues(memory, incoming)
+        finally:
+            memory.read_cache, memory.hasher = saved
+
     @overload
     def restore(self, message: str, *, thread_id: str | None = None) -> M | list[M] | None: ...
 
