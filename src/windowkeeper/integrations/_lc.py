@@ -1,9 +1,11 @@
 """What the LangChain middleware and the LangGraph hook share: the thread id of the running graph, tool schemas for
 counting, and turning a `FitResult` back into LangChain messages that reuse the caller's own objects.
 
-Unchanged messages are handed back as the very objects the host holds (found by their LangChain ``id``), so
-provider-specific fields windowkeeper does not model (``additional_kwargs``, ``response_metadata``) still reach
-the chat model; only messages the manager changed (pointers, cut bodies) are rebuilt.
+Unchanged messages are handed back as the very objects the host holds (found by their LangChain ``id``), or, for
+a message without an id (a custom graph whose ``messages`` channel is a plain list), as an equal copy of the one it
+was read from, so provider-specific fields windowkeeper does not model (``additional_kwargs``,
+``response_metadata``, ``artifact``, an image's ``detail``) still reach the chat model; only messages the manager
+changed (pointers) are written anew. The host's own system messages go out as they came too (see `managed`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ..context.pointers import offloaded
 from ..errors import MissingDependencyError
 from ..llm.formats import to_langchain
 from ..prompt.sections import SECTION_SEPARATOR, join_sections, scratchpad_section, summary_section
+from ._formats import system_text
 from .window import FitResult
 
 logger = logging.getLogger(__name__)
@@ -89,7 +92,10 @@ were written at): a pointer stays in the view for many calls and is the same mes
 
 
 def view_messages(result: FitResult, originals: Sequence[Any]) -> list[Any]:
-    """The managed conversation as LangChain messages, reusing ``originals`` for every message left unchanged.
+    """The managed conversation (without the system zone) as LangChain messages, reusing ``originals`` for every
+    message left unchanged: the object itself when found by its LangChain ``id``, else the equal copy the format
+    writes for a message unchanged since it was read (its source kept), so an id-less message is not rebuilt
+    from windowkeeper's model of it (which has no ``artifact``, no ``additional_kwargs``).
 
     The view is mostly the tail of the history, so ``originals`` are searched from the end, only until every id
     the view needs is found: a call costs what its view spans, not the whole history."""
@@ -114,10 +120,67 @@ def view_messages(result: FitResult, originals: Sequence[Any]) -> list[Any]:
         fingerprint = message.fingerprint()
         known = _WRITTEN.get(id(message))
         if known is None or known[0] is not message or known[1] != fingerprint:
-            known = (message, fingerprint, to_langchain([message]))
+            known = (message, fingerprint, to_langchain([message], passthrough=True))
             _WRITTEN.put(id(message), known)
         out.extend(known[2])
     return out
+
+
+def accepts_mid_system(model: Any) -> bool:
+    """Whether ``model`` (a chat model, or a binding of one) takes a system message after the conversation began.
+
+    OpenAI's chat models do (``langchain_openai``); ChatAnthropic raises on system messages that are not
+    consecutive at the front, and other providers are not known to accept them, so for every other model (and
+    for None) the host's system messages are sent leading."""
+    seen = 0
+    while model is not None and "bound" in getattr(model, "__dict__", {}) and seen < 8:  # RunnableBinding
+        model, seen = model.__dict__["bound"], seen + 1
+    return type(model).__module__.split(".", 1)[0] == "langchain_openai"
+
+
+def _is_system(message: Any) -> bool:
+    return getattr(message, "type", None) == "system"
+
+
+def managed(
+    result: FitResult, originals: Sequence[Any], own: Any = None, *, in_place: bool = False
+) -> tuple[Any, list[Any]]:
+    """``(system, messages)`` to send for ``result``: ``[system, *messages]`` (``system`` left out when None) is
+    what the model gets, each system message once.
+
+    ``own`` is the host's system prompt: ``create_agent``'s ``request.system_message`` (kept apart from
+    ``originals``, passed to the fit as ``system=``), or the hook's state's one system message when it leads and
+    the system text opens with it alone; it comes back as ``system``, as it is or with the summary after its
+    content (see `system_message`). System messages of ``originals`` (a ``SystemMessage``
+    in the agent's state) go out as they came, not joined into one new text: as `Window.fit` writes them, with
+    the summary a system message of windowkeeper's after the leading ones. One said mid-conversation stays where
+    it was with ``in_place`` (a model that accepts it, see `accepts_mid_system`); without it every system message
+    leads, consecutive, the summary after them (ChatAnthropic raises on any other order).
+
+    Only when the view holds system messages of the host's is the result written (`FitResult.messages`): the
+    common case (a system prompt, the state without system messages) costs what `view_messages` costs."""
+    prompt = result.prompt
+    own_text = bool(own is not None and system_text("langchain", own))
+    if len(prompt.system_parts) <= int(own_text):
+        return system_message(result, own), view_messages(result, originals)
+    written: list[Any] = list(result.messages)
+    # the written conversation as `view_messages` gives it (the host's own objects where it has ids): one item per
+    # item, both written per message by the same converter
+    plain = view_messages(result, originals)
+    if len(plain) == sum(1 for m in written if not _is_system(m)):
+        rest = iter(plain)
+        written = [m if _is_system(m) else next(rest) for m in written]
+    if own_text and written and _is_system(written[0]) and written[0].content == prompt.system_parts[0]:
+        written[0] = own  # the head the window wrote from ``own``'s text: the host's message itself
+    if not in_place:
+        tail = join_sections([summary_section(prompt.summary), scratchpad_section(prompt.scratchpad)])
+        systems = [m for m in written if _is_system(m)]
+        mine = [m for m in systems if tail and m is not own and m.content == tail]
+        hosts = [m for m in systems if not any(m is x for x in mine)]
+        written = [*hosts, *mine, *(m for m in written if not _is_system(m))]
+    if own_text and written and _is_system(written[0]):
+        return written[0], written[1:]
+    return None, written
 
 
 def reported_input_tokens(response: Any) -> int | None:
@@ -171,7 +234,9 @@ def system_message(result: FitResult, own: Any = None) -> Any:
 
 __all__ = [
     "DEFAULT_THREAD",
+    "accepts_mid_system",
     "current_thread_id",
+    "managed",
     "reported_input_tokens",
     "require",
     "system_message",

@@ -12,6 +12,17 @@ size the provider reports for each reply calibrates an estimated counter (Anthro
 The middleware registers the ``recall`` tool its pointers name (``create_agent`` adds a middleware's ``tools`` to
 the agent's), so a model that asks for a cleared output by its id gets it back; pass ``recall_tool=False`` to
 leave it out, and the pointers then tell the model to ask the user instead.
+
+The host's messages go out as they came: ``request.system_message`` (its content blocks, a ``cache_control``;
+the summary after its content once there is one) and the state's messages, its system messages included, which
+are never joined into another (the summary then follows the leading ones as a system message of its own). A
+system message said mid-conversation stays where it was for OpenAI's chat models and leads, with the others,
+for every other model (ChatAnthropic raises on system messages that are not consecutive at the front).
+
+List it last among the middleware that edit the model request: ``create_agent`` nests ``wrap_model_call``
+middleware with the first listed outermost, so one listed after it edits the request windowkeeper already
+planned, unseen (a ``@dynamic_prompt`` drops the summary with the system message it replaces, a tool filter can
+drop the ``recall`` tool a pointer names, ``TodoListMiddleware``'s instructions exceed the budget counted).
 """
 
 from __future__ import annotations
@@ -24,7 +35,7 @@ from typing import Any
 from ..context import BaseContextManager
 from ..errors import MissingDependencyError
 from ..storage import SessionStore
-from ._lc import current_thread_id, reported_input_tokens, system_message, tool_schemas, view_messages
+from ._lc import accepts_mid_system, current_thread_id, managed, reported_input_tokens, tool_schemas
 from .window import FitResult, Window, as_window
 
 try:
@@ -37,6 +48,9 @@ logger = logging.getLogger(__name__)
 
 class WindowkeeperMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     """Manage the messages of every model call of a ``create_agent`` agent (see the module docstring).
+
+    Put it last in ``middleware=[...]`` among those that edit the request (the system message, the tools, the
+    messages): what a middleware listed after it changes is sent unmanaged and uncounted.
 
     ``manager_or_budget`` is a context manager, a budget in tokens (the model's context window; a
     `TokenBudgetContextManager` with the offline summarizer is built), or a `Window` with ``format="langchain"``.
@@ -69,8 +83,11 @@ class WindowkeeperMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     def _managed(self, request: ModelRequest[Any], result: FitResult) -> ModelRequest[Any]:
         self.last_result = result
-        system = system_message(result, request.system_message)
-        return request.override(messages=view_messages(result, request.messages), system_message=system)
+        system, messages = managed(
+            result, request.messages, request.system_message, in_place=accepts_mid_system(request.model)
+        )
+        # ``create_agent`` sends ``[request.system_message, *request.messages]``: the host's prompt stays in its slot
+        return request.override(messages=messages, system_message=system)
 
     def wrap_model_call(
         self,

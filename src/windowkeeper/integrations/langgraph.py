@@ -9,10 +9,12 @@
 the node that calls the model: ``hook(state, config)["llm_input_messages"]`` is what to send.
 
 The hook runs before every model call and returns ``llm_input_messages``: the managed view of the state's
-messages with the running summary in a leading system message. The state's ``messages`` are left untouched, so
-the checkpointer keeps the full history. What the manager keeps between calls is kept per ``thread_id`` of the
-run's config (and in ``store=`` when given). With ``create_react_agent(prompt=...)`` the prompt comes first and the
-summary follows it as a second system message; put the system prompt in the state instead to get a single one.
+messages, the state's own system messages as they are (ids, content blocks) and the running summary after them:
+in the state's one leading system message, as a copy with the summary after its content, or, with several, as a
+system message of its own after the leading ones. The state's ``messages`` are left untouched, so the checkpointer
+keeps the full history. What the manager keeps between calls is kept per ``thread_id`` of the run's config (and in
+``store=`` when given). With ``create_react_agent(prompt=...)`` the prompt comes first and the hook's messages
+follow it; put the system prompt in the state instead to get a single one.
 """
 
 from __future__ import annotations
@@ -26,13 +28,13 @@ from ..context import BaseContextManager
 from ..errors import ConfigurationError
 from ..storage import SessionStore
 from ._lc import (
+    accepts_mid_system,
     current_thread_id,
+    managed,
     reported_input_tokens,
     require,
-    system_message,
     thread_id_from_config,
     tool_schemas,
-    view_messages,
 )
 from .window import FitResult, Window, as_window
 
@@ -48,10 +50,12 @@ def _messages(state: Any) -> list[Any]:
     return list(messages)
 
 
-def _update(result: FitResult, messages: list[Any]) -> dict[str, Any]:
-    systems = [m for m in messages if getattr(m, "type", None) == "system"]
-    head = system_message(result, systems[0] if len(systems) == 1 else None)
-    view = view_messages(result, messages)
+def _update(result: FitResult, messages: list[Any], in_place: bool) -> dict[str, Any]:
+    # the state's system prompt (its one system message, leading) takes the summary after its content, as the
+    # middleware's system prompt does: one system message holding both, its id and blocks kept
+    lone = messages[0] if messages and len(result.prompt.system_parts) == 1 else None
+    own = lone if getattr(lone, "type", None) == "system" else None
+    head, view = managed(result, messages, own, in_place=in_place)
     return {"llm_input_messages": [head, *view] if head is not None else view}
 
 
@@ -62,10 +66,20 @@ class WindowkeeperHook:
     hook.acall(state, config)``) with the node's ``config`` returns ``{"llm_input_messages": [...]}``, the
     managed messages to send the model; the thread is ``config["configurable"]["thread_id"]``. ``recall_tool`` is
     the LangChain tool the pointers name: add it to the tools the model is bound to and the tool node runs.
+
+    The state's own system messages reach the model as they are (ids, content blocks, a ``cache_control``), the
+    summary after the content of the state's one leading system message, or with several a system message of
+    windowkeeper's after the leading ones. They lead, consecutive, unless ``model``
+    (the chat model the messages go to) is known to accept a system message mid-conversation (OpenAI's): then
+    one said mid-conversation stays where it was. ChatAnthropic raises on any other order.
     """
 
-    def __init__(self, window: Window, *, tools: Sequence[Any] | None = None, recall_tool: bool = True) -> None:
+    def __init__(
+        self, window: Window, *, tools: Sequence[Any] | None = None, recall_tool: bool = True, model: Any = None
+    ) -> None:
         self.window = window
+        self.in_place = accepts_mid_system(model)
+        """Whether a system message of the state said mid-conversation stays where it was (``model`` takes it)."""
         self.last_result: FitResult | None = None
         self._usage_seen: dict[str, object] = {}
         recall = window.recall_tool()
@@ -90,14 +104,14 @@ class WindowkeeperHook:
         tid = thread_id_from_config(config)
         self._observe(messages, tid)
         self.last_result = self.window._fit_unwritten(messages, tools=self._schemas, thread_id=tid)
-        return _update(self.last_result, messages)
+        return _update(self.last_result, messages, self.in_place)
 
     async def acall(self, state: Any, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
         messages = _messages(state)
         tid = thread_id_from_config(config)
         self._observe(messages, tid)
         self.last_result = await self.window._afit_unwritten(messages, tools=self._schemas, thread_id=tid)
-        return _update(self.last_result, messages)
+        return _update(self.last_result, messages, self.in_place)
 
 
 def pre_model_hook(
@@ -106,6 +120,7 @@ def pre_model_hook(
     store: str | os.PathLike[str] | SessionStore | None = None,
     tools: Sequence[Any] | None = None,
     recall_tool: bool = True,
+    model: Any = None,
 ) -> Any:
     """A LangGraph node for ``create_react_agent(pre_model_hook=...)`` (sync and async graphs).
 
@@ -113,13 +128,15 @@ def pre_model_hook(
     ``tools`` are the agent's own tools (counted in every request). The returned runnable has the hook object
     as ``.hook`` (its ``window`` and ``last_result``) and ``.tools``: the recall tool the pointers name, to add to
     the agent's tools (``create_react_agent(model, [*tools, *hook.tools], pre_model_hook=hook)``); with
-    ``recall_tool=False`` it is empty and the pointers tell the model to ask the user instead.
+    ``recall_tool=False`` it is empty and the pointers tell the model to ask the user instead. ``model`` is the
+    chat model the messages go to: with one known to accept a system message mid-conversation (OpenAI's), such a
+    message of the state stays where it was said; otherwise the state's system messages are sent leading.
     """
     require("langgraph", "langgraph")
     from langchain_core.runnables import RunnableConfig, RunnableLambda
 
     window = as_window(manager_or_budget, format="langchain", store=store, owner="pre_model_hook")
-    hook = WindowkeeperHook(window, tools=tools, recall_tool=recall_tool)
+    hook = WindowkeeperHook(window, tools=tools, recall_tool=recall_tool, model=model)
 
     def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
         return hook(state, config)
