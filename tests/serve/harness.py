@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import uvicorn
 
-from windowkeeper.serve import ServeConfig, create_app
+from windowkeeper.serve import SERVER_OPTIONS, ServeConfig, create_app
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -28,7 +28,15 @@ class Gateway:
         self.config = config
         self.app = create_app(config)
         self.server = uvicorn.Server(
-            uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", http="h11")
+            uvicorn.Config(
+                self.app,
+                host="127.0.0.1",
+                port=0,
+                log_level="warning",
+                lifespan="on",
+                http="h11",
+                **SERVER_OPTIONS,
+            )
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

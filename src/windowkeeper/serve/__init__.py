@@ -23,6 +23,11 @@ so the balancer, not the gateway, closes a pooled connection; and uvicorn's defa
 parser, closed connections that an agent's SDK reused right after a call of more than 5 s (a cold 100k-token
 thread under load), which the SDK reported as a connection error."""
 
+SERVER_OPTIONS: dict[str, Any] = {"date_header": False, "server_header": False}
+"""uvicorn options of every gateway server: no ``date`` or ``server`` header of uvicorn's own. A relayed response
+carries the upstream's (a proxy forwards the origin's ``Date``), and uvicorn's beside them gave the client two of
+each; the gateway's own responses get a ``date`` from the app (`app.build_app`)."""
+
 
 def create_app(config: ServeConfig) -> Starlette:
     """The ASGI application for ``config`` (imports the ``serve`` extra's packages)."""
@@ -37,7 +42,8 @@ def run(config: ServeConfig, **uvicorn_options: Any) -> None:
     uvicorn's access log is off: it prints each request's query string, where some clients put their key. The
     HTTP parser and event loop are the C ones (httptools, uvloop) when installed, as the ``serve`` extra does:
     the pure-Python h11 parser costs a large request (a 100k-token conversation is ~400 KB) several milliseconds.
-    Idle client connections stay open `KEEP_ALIVE_SECONDS` (see there).
+    Idle client connections stay open `KEEP_ALIVE_SECONDS` (see there); `SERVER_OPTIONS` leave ``date`` and
+    ``server`` to the upstream.
     """
     import uvicorn
 
@@ -46,6 +52,7 @@ def run(config: ServeConfig, **uvicorn_options: Any) -> None:
         "access_log": False,
         "timeout_keep_alive": KEEP_ALIVE_SECONDS,
         **_fast_stack(),
+        **SERVER_OPTIONS,
         **uvicorn_options,
     }
     uvicorn.run(create_app(config), host=config.host, port=config.port, **options)

@@ -19,6 +19,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
+from email.utils import formatdate
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +29,18 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..storage import open_store
 from ..storage.url import sqlite_target
 from .body_memo import BodyMemo
 from .config import ServeConfig
-from .gateway import BadRequest, Behind, Gateway, Plan, check_items
+from .gateway import BadRequest, Behind, Gateway, Plan, check_items, new_tokens
 from .identity import scope_of
 from .projection import dumps_body
-from .protocols import PROTOCOLS, Family, Protocol, Responses, error_body
-from .recall import MAX_ROUNDS, answer
-from .streaming import CallFilter, Carried, EventSplitter, UsageReader
+from .protocols import PROTOCOLS, Family, Protocol, Responses, echo, error_body
+from .recall import MAX_ROUNDS, Room, answer
+from .streaming import CallFilter, Carried, EventSplitter, UsageReader, echo_event
 from .threads import CacheShares
 from .upstream import family_of, make_client, request_headers, response_headers, upstream_url
 
@@ -267,6 +268,7 @@ def build_app(config: ServeConfig) -> Starlette:
         reply = _json_or_none(data)
         body = plan.json
         if plan.recall is not None and isinstance(reply, dict):
+            room = Room.after(thread, plan.tokens_after)
             for round_ in range(MAX_ROUNDS + 1):
                 calls = protocol.calls(reply)
                 ours = [c for c in calls if c.name == plan.recall]
@@ -280,7 +282,7 @@ def build_app(config: ServeConfig) -> Starlette:
                     break
                 gateway().metrics.recall_calls[protocol.name] += len(ours)
                 answers = await answer(thread, ours)
-                body = protocol.follow_up(body, reply, answers)
+                body = _follow_up(protocol, body, reply, answers, room)
                 again = await open_upstream(request, protocol.family, protocol.name, dumps_body(body))
                 if isinstance(again, Response):
                     return again
@@ -296,6 +298,9 @@ def build_app(config: ServeConfig) -> Starlette:
                     break
         if isinstance(reply, dict):
             _observe(plan, protocol.prompt_tokens(reply))
+            echoed = echo(reply, plan.echo)
+            if echoed is not reply:
+                data = dumps_body(echoed)
         response = Response(data, status_code=200)
         response.raw_headers = [*response_headers(headers), *extra, *_length(data)]
         return response
@@ -310,31 +315,32 @@ def build_app(config: ServeConfig) -> Starlette:
             current = opened
             body = plan.json
             carried = Carried()
+            room = Room.after(thread, plan.tokens_after)
             try:
                 for round_ in range(MAX_ROUNDS + 1):
                     usage = UsageReader(protocol)
                     filt = CallFilter(protocol, plan.recall, carried) if plan.recall is not None else None
                     splitter = EventSplitter()
                     async for chunk in current.aiter_bytes():
-                        if filt is None:
+                        if filt is None and not plan.echo:
                             usage.feed(chunk)
                             yield chunk
                             continue
                         for event in splitter.feed(chunk):
                             usage.see(event)
-                            for out in filt.feed(event):
-                                yield out
-                    if filt is not None and splitter.rest:
+                            for out in filt.feed(event) if filt is not None else (event.raw,):
+                                yield echo_event(out, plan.echo) if plan.echo else out
+                    if (filt is not None or plan.echo) and splitter.rest:
                         yield splitter.rest
                     await current.aclose()
                     _observe(plan, usage.prompt_tokens)
                     if filt is None or not filt.recall_only or round_ == MAX_ROUNDS:
                         for held in filt.closing(exhausted=filt.recall_only) if filt is not None else ():
-                            yield held
+                            yield echo_event(held, plan.echo) if plan.echo else held
                         return
                     gateway().metrics.recall_calls[protocol.name] += len(filt.our_calls())
                     answers = await answer(thread, filt.our_calls())
-                    body = protocol.follow_up(body, filt.reply(), answers)
+                    body = _follow_up(protocol, body, filt.reply(), answers, room)
                     carried = filt.carry()  # the next round streams on as more of the same reply
                     reopened = await open_upstream(request, protocol.family, protocol.name, dumps_body(body))
                     if isinstance(reopened, Response):
@@ -396,6 +402,27 @@ def _managed(protocol: Protocol, body: Mapping[str, Any]) -> bool:
             given is None or isinstance(given, str) or body.get("previous_response_id") or body.get("conversation")
         )
     return True
+
+
+def _follow_up(
+    protocol: Protocol,
+    body: Mapping[str, Any],
+    reply: Mapping[str, Any],
+    answers: Mapping[str, str],
+    room: Room | None,
+) -> dict[str, Any]:
+    """``body`` continued with the model's turn and the recall ``answers``, each cut to its share of the ``room``
+    the budget has left (`Room`): the follow-up adds only those to a request the window fitted, so it stays
+    within the budget without being fitted again."""
+    if room is not None:
+        key = protocol.list_key
+        bare = protocol.follow_up(body, reply, dict.fromkeys(answers, ""))
+        added = bare[key][len(body[key]) :]
+        turn = new_tokens(room.counter, protocol.fmt, added)
+        if turn is None:  # items the reader cannot take alone: their JSON's tokens, more than they cost
+            turn = room.counter.count_text(dumps_body(added).decode())
+        answers = room.fit(answers, turn)
+    return protocol.follow_up(body, reply, answers)
 
 
 class _Usage:
@@ -482,14 +509,24 @@ class _Relay(StreamingResponse):
 
 
 class _BreakOff:
-    """Outermost: an `UpstreamDropped` ends the response without its terminator (uvicorn closes the socket)."""
+    """Outermost: an `UpstreamDropped` ends the response without its terminator (uvicorn closes the socket), and a
+    response without a ``date`` (the gateway's own: errors, health, metrics) gets one. The server adds none
+    (`windowkeeper.serve.SERVER_OPTIONS`): a relayed response carries the upstream's."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def dated(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", ()))
+                if not any(name.lower() == b"date" for name, _ in headers):
+                    headers.append((b"date", formatdate(usegmt=True).encode()))
+                    message = {**message, "headers": headers}
+            await send(message)
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, dated if scope["type"] == "http" else send)
         except UpstreamDropped:
             return
         except BaseExceptionGroup as group:

@@ -13,7 +13,7 @@ import itertools
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .._cache import LRUCache
@@ -99,6 +99,8 @@ class Plan:
     tokens_before: int
     tokens_after: int
     recall: str | None
+    echo: dict[str, Any] = field(default_factory=dict)
+    """The reply's fields that echo the request, as the client sent them (`Protocol.echoed`)."""
 
 
 def system_text(value: Any) -> str | None:
@@ -430,7 +432,8 @@ class Gateway:
             summarized=bool(metrics and metrics.summaries_made),
             stable=metrics is None or metrics.prefix_stable is not False,
         )
-        return Plan(protocol, out, out_json, thread, name, before, after, recall)
+        echo = protocol.echoed(body, out_json) if out_json is not body else {}
+        return Plan(protocol, out, out_json, thread, name, before, after, recall, echo)
 
     def _nearest(self, scope: str, match: Match) -> ItemCache | None:
         """The item cache of the locally known candidate with the longest list (its prefix is likely ours)."""

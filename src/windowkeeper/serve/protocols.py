@@ -71,6 +71,11 @@ class Protocol(ABC):
         (every route, unless it says otherwise)."""
         return True
 
+    def echoed(self, client: Mapping[str, Any], sent: Mapping[str, Any]) -> dict[str, Any]:
+        """The fields of the reply that echo the request and must read as the client's request (the client sent
+        ``client``, the upstream got ``sent``), by name; none unless the route's replies echo the request."""
+        return {}
+
     @abstractmethod
     def tool_schema(self, schema: Mapping[str, Any]) -> dict[str, Any]:
         """A ``{"name", "description", "parameters"}`` schema as this protocol's tool definition."""
@@ -209,6 +214,19 @@ class Responses(Protocol):
     list_key = "input"
     system_key = "instructions"
 
+    ECHOED: ClassVar[dict[str, Any]] = {"tools": [], "instructions": None}
+    """The request fields a response echoes, with what it echoes for a request without them."""
+
+    def echoed(self, client: Mapping[str, Any], sent: Mapping[str, Any]) -> dict[str, Any]:
+        """A response echoes its request's ``tools`` and ``instructions``: the upstream's would show the
+        gateway's recall tool and the summary it put in the instructions, which the client never sent."""
+        out = {}
+        for key, absent in self.ECHOED.items():
+            theirs = client.get(key, absent)
+            if sent.get(key, absent) != theirs:
+                out[key] = theirs
+        return out
+
     def tool_schema(self, schema: Mapping[str, Any]) -> dict[str, Any]:
         return {"type": "function", **schema}
 
@@ -263,6 +281,12 @@ LIMIT_MESSAGE: dict[str, Any] = {
     "content": [{"type": "output_text", "text": LIMIT_NOTE, "annotations": []}],
 }
 """`LIMIT_NOTE` as a Responses output item."""
+
+
+def echo(reply: dict[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``reply`` with the echoed ``fields`` (`Protocol.echoed`) as the client sent them: only those it has."""
+    changed = {k: v for k, v in fields.items() if k in reply and reply[k] != v}
+    return {**reply, **changed} if changed else reply
 
 
 def _orphan(output: list[Any], at: int, gone: set[int]) -> bool:

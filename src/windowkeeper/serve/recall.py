@@ -4,15 +4,25 @@ gateway inside the same client request.
 The client never defined it and never sees it: the tool is added to the upstream request only, a call to it is
 answered here (search of what left the view, or a cleared original by its pointer id) and the conversation goes
 upstream again with the answer, up to `MAX_ROUNDS` times; the client receives the model's final turn.
+
+Every follow-up stays within the budget (`Room`): the model's turn and the answers are what a follow-up adds, so
+each answer is cut, in the middle with a marker saying how much was left out, to its share of what the budget has
+left once the turn is paid for. A recalled tool output restored whole, or five passages, appended to a request
+already near the budget went over it (and over the model's context window).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from .._cut import cut_to_tokens
+from ..context import TokenBudgetContextManager
+from ..context.pointers import TRUNCATE_CUT
 from ..errors import ConfigurationError
+from ..tokens import TokenCounter
 from ..tools.recall import TOOL_DESCRIPTION
 from .protocols import Protocol, ToolCall
 from .threads import Thread
@@ -69,3 +79,38 @@ async def answer(thread: Thread, calls: Sequence[ToolCall]) -> dict[str, str]:
             )
             out[call.id] = "recall failed inside the gateway; continue without it"
     return out
+
+
+@dataclass
+class Room:
+    """What the follow-ups of one client request may still add: the budget less half the room the window keeps
+    for the reply, less what the request costs so far (the first request's count, then each round's turn and
+    answers).
+
+    Half, not all of the reply's room: the window keeps a long thread near the top of its budget (the model's
+    context window less that room), so a follow-up held to it would leave a recall answer a few tokens, nothing
+    the model could use; the other half stays for the reply, and the request within the model's context window.
+    """
+
+    left: int
+    counter: TokenCounter
+
+    @classmethod
+    def after(cls, thread: Thread, tokens: int) -> Room | None:
+        """The room a first request of ``tokens`` leaves in ``thread``'s budget; None for a window without one."""
+        manager = thread.window.manager
+        if not isinstance(manager, TokenBudgetContextManager):
+            return None
+        reply = manager.max_tokens - manager.budget
+        return cls(manager.max_tokens - reply // 2 - tokens, manager.counter)
+
+    def fit(self, answers: Mapping[str, str], turn: int) -> dict[str, str]:
+        """``answers`` cut to fit what is left once the model's ``turn`` (its tokens, with the answers' frames)
+        is paid for, each to an equal share; the room shrinks by what they cost."""
+        self.left -= turn
+        share = max(self.left, 0) // max(len(answers), 1)
+        out: dict[str, str] = {}
+        for call_id, text in answers.items():
+            out[call_id] = cut_to_tokens(text, share, self.counter.count_text, TRUNCATE_CUT)
+            self.left -= self.counter.count_text(out[call_id])
+        return out

@@ -17,11 +17,11 @@ a finished turn (`CallFilter.closing`).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .protocols import LIMIT_MESSAGE, LIMIT_NOTE, REASONING_KEYS, THINKING_BLOCKS, Protocol, ToolCall
+from .protocols import LIMIT_MESSAGE, LIMIT_NOTE, REASONING_KEYS, THINKING_BLOCKS, Protocol, ToolCall, echo
 
 
 @dataclass
@@ -93,6 +93,19 @@ def _reserialize(raw: bytes, payload: Any) -> bytes:
     """The event with a new data payload (its ``event:`` line kept)."""
     head = b"".join(line + b"\n" for line in raw.split(b"\n") if line.startswith(b"event:"))
     return head + b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+
+
+def echo_event(raw: bytes, fields: Mapping[str, Any]) -> bytes:
+    """A Responses event whose ``response`` echoes its request (``response.created``, ``response.completed``, ...)
+    with the echoed ``fields`` as the client sent them (`Protocol.echoed`); any other event as it came. Only an
+    event with a ``"response"`` key is parsed (inside a JSON string the quotes would be escaped)."""
+    if b'"response"' not in raw:
+        return raw
+    payload = Event(raw, _data(raw)).json()
+    if not isinstance(payload, dict) or not isinstance(payload.get("response"), dict):
+        return raw
+    response = echo(payload["response"], fields)
+    return raw if response is payload["response"] else _reserialize(raw, {**payload, "response": response})
 
 
 @dataclass(frozen=True)

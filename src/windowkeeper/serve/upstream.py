@@ -2,7 +2,13 @@
 
 Headers cross unchanged in both directions except the hop-by-hop ones (they describe one connection, not the
 message), ``host``/``content-length`` (recomputed for the body actually sent), the gateway's own ``x-windowkeeper``
-controls, and ``content-encoding`` on the way back (the relay hands the client decoded bytes).
+controls, the client's ``accept-encoding`` on the way up and ``content-encoding`` on the way back: the gateway reads
+every reply (usage, recall calls) and hands the client decoded bytes, so it asks upstream only for the encodings its
+httpx can decode (httpx's own ``accept-encoding``). A client's ``br`` forwarded as sent made the upstream answer in
+brotli, which httpx without the ``brotli`` package relays still compressed, as if it were plain JSON.
+
+The upstream's ``date`` and ``server`` come back as it sent them (a proxy forwards the origin's ``Date``, RFC 9110
+6.6.1); `windowkeeper.serve.run` turns uvicorn's own off so that a response carries one of each.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
-NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length"}
+NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
 NOT_RETURNED = HOP_BY_HOP | {"content-length", "content-encoding"}
 
 
