@@ -589,3 +589,28 @@ def _written(fmt: str, messages: list[Message]) -> tuple[Any, list[Any]]:
     else:
         system, items = to_gemini(messages)
     return system, copy.deepcopy(items)
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "openai_responses", "gemini"])
+def test_a_turn_cut_to_fit_keeps_the_parts_it_did_not_cut_as_the_caller_sent_them(fmt: str) -> None:
+    """A user turn larger than the budget (a pasted log, an image, a question) is cut in its text. Written anew,
+    its image lost the caller's keys: Chat's ``detail`` ("low": ~85 tokens) went, Responses' became "auto"
+    (1,000 and more), Gemini's ``mediaResolution`` went, at the moment the request was already at its limit."""
+    log = "ERROR something failed at line 42\n" * 2000
+    if fmt == "openai_chat":
+        image = {"type": "image_url", "image_url": {"url": "https://x.test/screen.png", "detail": "low"}}
+        turn: dict[str, Any] = {"role": "user", "content": [{"type": "text", "text": log}, image]}
+    elif fmt == "openai_responses":
+        image = {"type": "input_image", "image_url": "https://x.test/screen.png", "detail": "low"}
+        turn = {"role": "user", "content": [{"type": "input_text", "text": log}, image]}
+    else:
+        image = {
+            "fileData": {"fileUri": "https://x.test/files/screen", "mimeType": "image/png"},
+            "mediaResolution": {"level": "MEDIA_RESOLUTION_LOW"},
+        }
+        turn = {"role": "user", "parts": [{"text": log}, image]}
+    key = "parts" if fmt == "gemini" else "content"
+    fit = Window(budget=4_000, format=fmt).fit([turn])
+    sent = fit.messages[-1][key]
+    assert "[truncated " in json.dumps(sent[0])  # the text was cut
+    assert sent[1] == image

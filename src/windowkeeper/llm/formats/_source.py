@@ -134,13 +134,15 @@ def write_items(
     report: Callable[[Message, str], None],
     always_fresh: Callable[[Message], bool] | None = None,
     memo: WriteMemo | None = None,
+    refill: Callable[[Message, list[Any]], list[Any]] | None = None,
 ) -> list[Any]:
     """Messages as items of a format with one list item per message (or several): unchanged ones as the items
     they were read from, the rest by ``fresh(index, message)``; with ``passthrough`` a recall note goes into the
     user item it serves (its text first, as ``part_type`` parts) instead of being a user item of its own.
     ``always_fresh`` names messages ``fresh`` takes whatever their state (Responses system text for
     ``instructions``). ``memo`` (see `WriteMemo`) carries each message's items to the next write of the same
-    conversation, which then looks at a message it wrote before only to recognize it."""
+    conversation, which then looks at a message it wrote before only to recognize it. ``refill`` puts the caller's
+    own parts back into what is written anew for a changed message of theirs (`ProviderFormat.refill`)."""
     out: list[Any] = []
     leading: list[str] = []
     kept: dict[int, _Written] | None = {} if memo is not None else None
@@ -199,6 +201,8 @@ def write_items(
                 if passthrough and not forced:
                     report(message, fmt)
                 written = list(fresh(i, message))
+                if passthrough and not forced and refill is not None and message.raw:
+                    written = refill(message, written)
             mine = source is not None
             stored = written if mine else [dict(x) if isinstance(x, dict) else x for x in written]
             entry = (message, message.metadata, message.raw, message.fingerprint(), mine, stored)

@@ -380,6 +380,8 @@ def to_gemini(
                 parts = _model_parts(message, index=i, reasoning=reasoning, ids=call_ids)
             else:
                 parts = _user_parts(message, index=i)
+                if passthrough and message.raw:  # a turn cut to fit: the parts it did not cut as the caller sent them
+                    parts = GEMINI.refill(message, [{"parts": parts}])[0]["parts"]
         if message.role == "user" and i in notes:
             parts = [*_note_parts(messages, notes[i], passthrough), *parts]
         if message.role == "assistant":
@@ -853,6 +855,7 @@ def _response_part(part: Any) -> bool:
 class GeminiFormat(ProviderFormat):
     """Gemini ``contents``: user and model contents of parts, function responses in user contents."""
 
+    parts_key = "parts"
     name = NAME
     round_trip = RoundTripRules(
         system="each_front",

@@ -272,6 +272,7 @@ def to_openai_chat(
         part_type="text",
         report=CHAT.report,
         memo=memo,
+        refill=CHAT.refill,
     )
 
 
@@ -493,6 +494,7 @@ def read_items(
 class OpenAIChatFormat(ProviderFormat):
     """OpenAI Chat Completions ``messages``: one item per message, the system text a leading system message."""
 
+    parts_key = "content"
     name = NAME
     round_trip = RoundTripRules(
         reasoning="merge_front",

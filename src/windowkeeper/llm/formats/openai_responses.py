@@ -349,6 +349,7 @@ def to_responses_input(
         report=RESPONSES.report,
         always_fresh=_is_system if system == "instructions" else None,
         memo=memo,
+        refill=RESPONSES.refill,
     )
     return (SYSTEM_SEPARATOR.join(instructions) if instructions else None), items
 
@@ -684,6 +685,7 @@ _RESPONSES_PARTS = frozenset({"input_text", "output_text", "input_image", "input
 class OpenAIResponsesFormat(ProviderFormat):
     """OpenAI Responses ``input`` items: an assistant turn is several items, the system text ``instructions``."""
 
+    parts_key = "content"
     name = NAME
     round_trip = RoundTripRules(
         reasoning_fields=frozenset({"summary", "id", "signature"}),

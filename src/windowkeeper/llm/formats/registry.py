@@ -90,6 +90,10 @@ class ProviderFormat(ABC):
     """Whether the system text is the first item of the list (Chat Completions, LangChain) rather than a separate
     request field (Responses ``instructions``, Anthropic ``system``, Gemini ``system_instruction``)."""
 
+    parts_key: ClassVar[str | None] = None
+    """The key under which one of this format's items holds its list of content parts (Chat and Responses
+    ``content``), for `refill`; None when a format does not refill."""
+
     def __init__(self) -> None:
         # bounded (a long-running process reads many sources); read with `peek`, so the oldest entry goes first
         self._lost: LRUCache[str, frozenset[str]] = LRUCache(_MAX_SOURCES)
@@ -176,6 +180,32 @@ class ProviderFormat(ABC):
         if lead is None or not options.get("passthrough", True):
             return None
         return self.write_messages(in_place(lead, messages, options.get("system_anchors")), options=options)
+
+    def refill(self, message: Message, written: list[Any]) -> list[Any]:
+        """``written`` (the item written anew for ``message``, which changed since it was read in this format) with
+        the caller's own part wherever a content block is as it was read: a turn cut to fit keeps its image's
+        ``detail``, its file's name, every key of the parts it did not cut. Only when the parts and blocks pair
+        one to one (else ``written`` as it is)."""
+        key = self.parts_key
+        record = source_record(message)
+        if key is None or record is None or record.get("format") != self.name or record.get("parts") != 1:
+            return written
+        items = record.get("items")
+        if len(written) != 1 or not isinstance(items, list) or len(items) != 1:
+            return written
+        theirs = items[0].get(key) if isinstance(items[0], Mapping) else None
+        ours = written[0].get(key) if isinstance(written[0], Mapping) else None
+        n = len(message.content)
+        if not (isinstance(theirs, list) and isinstance(ours, list) and len(theirs) == len(ours) == n):
+            return written
+        try:
+            again = self.read_items(items, offset=0, previous=None, sources=None)
+        except FormatError:
+            return written
+        if len(again) != 1 or len(again[0].content) != n:
+            return written
+        pairs = zip(theirs, ours, message.content, again[0].content, strict=True)
+        return [{**written[0], key: [own if block == read else new for own, new, block, read in pairs]}]
 
     def write_plain(self, messages: Sequence[Message]) -> list[Any]:
         """Messages in this format with no system handling (`Window.restore`)."""
