@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from windowkeeper.serve.upstream import is_google_request
 from windowkeeper.testing.fake_servers import FakeAnthropicServer, FakeOpenAIServer, FakeReply
 
 from .conftest import GatewayFactory
@@ -200,3 +201,19 @@ def test_hostile_bodies_never_break_the_gateway(gateway: Gateway, messages: list
     assert response.status_code in (200, 400), response.text
     if response.status_code == 400:
         assert "error" in response.json()
+
+
+def test_a_gemini_client_is_refused_and_its_key_goes_nowhere(gateway: Gateway, openai_server: FakeOpenAIServer) -> None:
+    """The gateway has no Google upstream: a google-genai client pointed at it had its request, ``x-goog-api-key``
+    included, relayed to the OpenAI host. It gets a 404 in Google's error shape saying what to do instead."""
+    from google import genai
+    from google.genai import errors, types
+
+    client = genai.Client(api_key="AIza-secret", http_options=types.HttpOptions(base_url=gateway.url))
+    with pytest.raises(errors.ClientError) as caught:
+        client.models.generate_content(model="gemini-2.5-flash", contents="hello")
+    assert caught.value.code == 404 and "does not serve the Gemini API" in str(caught.value)
+    assert openai_server.requests == []
+    # an OpenAI fine-tuned model's id holds colons: still OpenAI's
+    assert not is_google_request("/v1/models/ft:gpt-4o-mini:org::abc", ["authorization"])
+    assert is_google_request("/v1/models/gemini-2.5-flash:streamGenerateContent", [])

@@ -42,7 +42,15 @@ from .protocols import PROTOCOLS, Family, Protocol, Responses, echo, error_body
 from .recall import MAX_ROUNDS, Room, answer
 from .streaming import CallFilter, Carried, EventSplitter, UsageReader, echo_event
 from .threads import CacheShares
-from .upstream import family_of, make_client, request_headers, response_headers, upstream_url
+from .upstream import (
+    GOOGLE_REFUSED,
+    family_of,
+    is_google_request,
+    make_client,
+    request_headers,
+    response_headers,
+    upstream_url,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -155,6 +163,11 @@ def build_app(config: ServeConfig) -> Starlette:
 
     async def relay(request: Request) -> Response:
         """Any other path: forwarded unchanged to its family's upstream, the answer streamed back unchanged."""
+        if is_google_request(request.url.path, request.headers.keys()):
+            # there is no Google upstream: relayed, its API key would go to the OpenAI host
+            return JSONResponse(
+                {"error": {"code": 404, "message": GOOGLE_REFUSED, "status": "NOT_FOUND"}}, status_code=404
+            )
         family = family_of(request.url.path, request.headers.items())
         raw = await read_body(request, family)
         if isinstance(raw, Response):

@@ -13,6 +13,7 @@ The upstream's ``date`` and ``server`` come back as it sent them (a proxy forwar
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import httpx
@@ -35,6 +36,27 @@ HOP_BY_HOP = frozenset(
 )
 NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
 NOT_RETURNED = HOP_BY_HOP | {"content-length", "content-encoding"}
+
+
+GOOGLE_REFUSED = (
+    "windowkeeper serve does not serve the Gemini API (it relays OpenAI and Anthropic only); point the google-genai "
+    "client at Google itself, or manage its contents with Window(format='gemini')"
+)
+
+
+_GOOGLE_METHOD = re.compile(
+    r":(?:streamGenerateContent|generateContent|countTokens|embedContent|batchEmbedContents|batchGenerateContent)$"
+)
+"""A Gemini method on a model path (``/v1/models/gemini-2.5-flash:generateContent``); an OpenAI fine-tuned model
+id holds colons too (``ft:gpt-4o-mini:org::id``), so a colon alone says nothing."""
+
+
+def is_google_request(path: str, header_names: Iterable[str]) -> bool:
+    """Whether a request is for Google's Gemini API (its ``/v1beta`` paths, a ``:generateContent``-style method, or
+    its key header): the gateway has no upstream for it and must not send its key to another host."""
+    if path.startswith(("/v1beta/", "/upload/v1beta/")) or _GOOGLE_METHOD.search(path):
+        return True
+    return any(name.lower() == "x-goog-api-key" for name in header_names)
 
 
 def family_of(path: str, headers: Iterable[tuple[str, str]]) -> Family:
