@@ -532,3 +532,23 @@ def test_tools_a_request_carries_beyond_the_managers_own_are_counted() -> None:
             assert fit.input_tokens <= BUDGET - 1000, (with_tools, end, fit.input_tokens)
         if with_tools:
             assert fit.prompt.zone_tokens["tools"] > 400
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "openai_responses"])
+def test_restore_gives_back_the_item_the_caller_sent_with_its_own_keys(fmt: str) -> None:
+    """`restore` wrote the original anew from windowkeeper's model of it, so what a provider sends that no model
+    holds (a key of the caller's own, a Responses output's id and status) came back without it. (A result that
+    shared its turn with others, in Anthropic and Gemini, comes back as its own block in a turn of its own.)"""
+    items = _provider_list(fmt, CONVERSATION)
+    key = "x_meta"
+    tagged = [{**item, key: n} if isinstance(item, dict) else item for n, item in enumerate(items)]
+    window = Window(budget=BUDGET, format=fmt)
+    pointers: list[Any] = []
+    for end in range(10, len(tagged), 5):
+        fit = window.fit(tagged[:end])
+        pointers.extend(m for m in fit.messages if "cleared from context" in json.dumps(m) and key not in m)
+    assert pointers
+    for pointer in pointers[:5]:
+        restored = window.restore(pointer)
+        restored = restored if isinstance(restored, list) else [restored]
+        assert any(isinstance(r, dict) and r.get(key) is not None and r in tagged for r in restored)

@@ -34,7 +34,6 @@ from ..context.base import ThreadSeed
 from ..context.budget import request_tools
 from ..context.pointers import approx_bytes, is_offloaded, offloaded
 from ..errors import ConfigurationError
-from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
 from ..llm.formats._source import recall_for_next
 from ..llm.formats.anthropic import MAX_CACHE_BREAKPOINTS, CacheBreakpoint, tool_cache_marks
 from ..messages import Message, fingerprints
@@ -55,6 +54,7 @@ from ._formats import (
     system_lead,
     system_text,
     write_messages,
+    write_plain,
 )
 from ._recall import WindowRecallTool, original_text, restore_tool_declared, without_restore_tool
 from ._threads import ThreadMemory, ThreadStore, chain_hasher, ref_keys, restore_keys
@@ -864,13 +864,6 @@ def as_window(
 
 
 def _write_plain(fmt: WindowFormat, messages: Sequence[Message]) -> list[Any]:
-    """Messages in ``fmt`` without any system handling (for `Window.restore`)."""
-    if fmt == "openai_chat":
-        return to_openai_chat(messages)
-    if fmt == "openai_responses":
-        return to_responses_input(messages)[1]
-    if fmt == "anthropic":
-        return to_anthropic(messages)[1]
-    if fmt == "gemini":
-        return to_gemini(messages)[1]
-    return list(to_langchain(messages))
+    """Messages in ``fmt`` without any system handling (for `Window.restore`): an original read from the caller's
+    list comes back as the item the caller sent (its ids and keys), the rest written anew."""
+    return write_plain(fmt, messages)
