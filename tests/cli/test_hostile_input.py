@@ -92,6 +92,8 @@ def test_size_limit_on_a_file(conversation: Path) -> None:
         ("deep.json", b"[" * 100_000 + b"]" * 100_000, "nested deeper than"),
         ("deep_obj.json", b'{"a":' * 5000 + b"1" + b"}" * 5000, "nested deeper than"),
         ("nan.json", b'[{"role": "user", "content": "hi", "x": NaN}]', "NaN"),
+        ("bigint.json", b'[{"role": "user", "content": "hi", "n": ' + b"9" * 5000 + b"}]", "4300 digits"),
+        ("bigint.jsonl", b'{"role": "user", "content": "hi", "n": ' + b"9" * 5000 + b"}\n", "line 1"),
         ("number.json", b"42", "top level is a number"),
         ("string.json", b'"hello"', "top level is a string"),
         ("null.json", b"null", "top level is null"),

@@ -94,6 +94,9 @@ async def test_store_addresses_with_a_lone_surrogate_are_a_configuration_error(t
         await store.append_messages(f"t{HALF_EMOJI}", [Message.text_message("x")])
     with pytest.raises(ConfigurationError, match="lone surrogate"):
         await store.add_record("ns", LISTDIR_NAME, "k", {})
+    # a NUL is refused by every store alike (SQLite took it, PostgreSQL failed with a driver error naming nothing)
+    with pytest.raises(ConfigurationError, match="thread_id 'a\\\\x00b' holds a NUL character"):
+        await store.append_messages("a\x00b", [Message.text_message("x")])
     await store.close()
 
 

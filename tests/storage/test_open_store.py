@@ -66,3 +66,21 @@ def test_bad_urls_name_the_problem(bad: str) -> None:
 def test_bad_prefixes_are_refused(prefix: str, tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="prefix"):
         SQLiteStore(tmp_path / "db", prefix=prefix)
+
+
+async def test_an_unreachable_postgres_fails_at_once_with_its_reason_and_the_fix() -> None:
+    """A wrong port waited the pool's whole timeout (10 s), then said only "pool initialization incomplete": the
+    reason (connection refused, no such database) went to a log line. One direct connection comes first now."""
+    import time
+
+    from windowkeeper.errors import StorageError
+    from windowkeeper.storage.postgres import PostgresStore
+
+    store = PostgresStore("postgresql://bob@127.0.0.1:1/db", connect_timeout=5)
+    started = time.monotonic()
+    with pytest.raises(StorageError) as caught:
+        await store.get_state("t")
+    await store.close()
+    assert time.monotonic() - started < 4
+    message = str(caught.value)
+    assert "Connection refused" in message and "check that the server is running" in message

@@ -206,6 +206,9 @@ def parse_json(text: str, *, source: str, line: int | None = None) -> Any:
         raise ConversationFileError(f"{source}: not valid JSON ({where}: {exc.msg}){hint}") from exc
     except RecursionError as exc:  # pragma: no cover - check_depth stops this first
         raise ConversationFileError(f"{source}: JSON nested too deeply") from exc
+    except ValueError as exc:  # an integer of more digits than Python converts (``sys.set_int_max_str_digits``)
+        where = f" (line {line})" if line is not None else ""
+        raise ConversationFileError(f"{source}: not valid JSON{where}: {exc}") from exc
     # valid UTF-8 cannot hold a lone surrogate, but a JSON escape (\\ud83d) can; only then walk the value
     return clean_json(value) if _SURROGATE_ESCAPE.search(text) else value
 

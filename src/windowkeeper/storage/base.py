@@ -390,9 +390,10 @@ def check_prefix(prefix: str) -> str:
 
 
 def check_id(value: object, what: str) -> str:
-    """A store address must be a non-empty string a driver can encode.
+    """A store address must be a non-empty string every driver can encode.
 
-    A lone surrogate is refused rather than replaced: rewriting an address could merge two callers' data.
+    A lone surrogate or a NUL is refused rather than replaced: rewriting an address could merge two callers'
+    data.
     """
     if not isinstance(value, str) or not value:
         raise ConfigurationError(f"{what} must be a non-empty string, got {value!r}")
@@ -400,6 +401,13 @@ def check_id(value: object, what: str) -> str:
         raise ConfigurationError(
             f"{what} {value!r} holds a lone surrogate, which no store can encode; "
             "pass windowkeeper.boundary.clean_id(value) to keep it distinct and storable",
+        )
+    if "\x00" in value:
+        # refused by every store alike, not only by the one that cannot hold it (PostgreSQL text)
+        fixed = value.replace("\x00", "\\0")
+        raise ConfigurationError(
+            f"{what} {value!r} holds a NUL character, which PostgreSQL cannot store; use {fixed!r} or another id "
+            "without it",
         )
     return value
 

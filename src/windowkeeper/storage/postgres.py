@@ -160,6 +160,7 @@ class PostgresStore(SessionStore):
         async with self._pool_lock:
             if self._pool is not None:
                 return self._pool
+            await self._reachable()
             pool: AsyncConnectionPool[AsyncConnection[Any]] = AsyncConnectionPool(
                 self.url,
                 min_size=1,
@@ -188,6 +189,22 @@ class PostgresStore(SessionStore):
             self._pool = pool
             close_at_exit(self)
             return pool
+
+    async def _reachable(self) -> None:
+        """One direct connection before the pool is made: a server that is down, a wrong port, database or user
+        fails here at once with the driver's own reason. The pool retries until its timeout and then says only
+        that it timed out (the reason went to a log line nobody sees)."""
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self.url, autocommit=True, connect_timeout=max(1, int(self._connect_timeout))
+            )
+        except psycopg.Error as exc:
+            reason = mask_url(" ".join(str(exc).split()), source=self.url)
+            raise StorageError(
+                f"{self.describe()}: cannot connect ({reason}); check that the server is running and that the URL's "
+                "host, port, database and user are right",
+            ) from exc
+        await conn.close()
 
     async def _check_connection(self, conn: AsyncConnection[Any]) -> None:
         """Pool ``check`` hook: `AsyncConnectionPool.check_connection`, and on a dead connection a check of every
