@@ -78,12 +78,16 @@ def test_a_chat_recall_follow_up_stays_within_the_budget(
     messages: Any = [*_chat_turns(6), {"role": "user", "content": "what was in file 0? line0_1 value"}]
     openai_server.reply(tool_calls=[FakeToolCall("recall", {"query": "line0_1 value=7 line0_2"})])
     openai_server.reply("file 0 had lines")
+    key = {"Idempotency-Key": "client-key-1"}
     if stream:
-        with client.chat.completions.stream(model="m", messages=messages, tools=tools) as s:
+        with client.chat.completions.stream(model="m", messages=messages, tools=tools, extra_headers=key) as s:
             text = s.get_final_completion().choices[0].message.content
     else:
-        text = client.chat.completions.create(model="m", messages=messages, tools=tools).choices[0].message.content
+        made = client.chat.completions.create(model="m", messages=messages, tools=tools, extra_headers=key)
+        text = made.choices[0].message.content
     assert text == "file 0 had lines"
+    # the client's idempotency key goes with its own request only: the follow-up is another body
+    assert [r.headers.get("idempotency-key") for r in openai_server.requests[-2:]] == ["client-key-1", None]
     first, follow_up = (r.json for r in openai_server.requests[-2:])
     assert "recall" in {t["function"]["name"] for t in first["tools"]}
     answer = follow_up["messages"][-1]

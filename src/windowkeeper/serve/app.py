@@ -136,12 +136,16 @@ def build_app(config: ServeConfig) -> Starlette:
         return PlainTextResponse(served.metrics.render(served.threads.series()), media_type="text/plain; version=0.0.4")
 
     async def open_upstream(
-        request: Request, family: Family, route: str, content: bytes, method: str = "POST"
+        request: Request, family: Family, route: str, content: bytes, method: str = "POST", *, again: bool = False
     ) -> httpx.Response | Response:
+        """``again``: a follow-up the gateway sends after answering recall, a request of its own with another body,
+        so the client's idempotency key stays with the client's request (an upstream that honours it would answer
+        the follow-up with the first reply, or refuse a reused key)."""
         url = upstream_url(config, family, request.url.path, request.url.query)
-        upstream = client().build_request(
-            method, url, headers=request_headers(request.headers.items()), content=content
-        )
+        headers = request_headers(request.headers.items())
+        if again:
+            headers = [(k, v) for k, v in headers if k.lower() != "idempotency-key"]
+        upstream = client().build_request(method, url, headers=headers, content=content)
         started = time.perf_counter()
         try:
             response = await client().send(upstream, stream=True)
@@ -296,7 +300,7 @@ def build_app(config: ServeConfig) -> Starlette:
                 gateway().metrics.recall_calls[protocol.name] += len(ours)
                 answers = await answer(thread, ours)
                 body = _follow_up(protocol, body, reply, answers, room)
-                again = await open_upstream(request, protocol.family, protocol.name, dumps_body(body))
+                again = await open_upstream(request, protocol.family, protocol.name, dumps_body(body), again=True)
                 if isinstance(again, Response):
                     return again
                 data = await again.aread()
@@ -355,7 +359,9 @@ def build_app(config: ServeConfig) -> Starlette:
                     answers = await answer(thread, filt.our_calls())
                     body = _follow_up(protocol, body, filt.reply(), answers, room)
                     carried = filt.carry()  # the next round streams on as more of the same reply
-                    reopened = await open_upstream(request, protocol.family, protocol.name, dumps_body(body))
+                    reopened = await open_upstream(
+                        request, protocol.family, protocol.name, dumps_body(body), again=True
+                    )
                     if isinstance(reopened, Response):
                         yield _error_event(protocol, bytes(reopened.body))
                         return
