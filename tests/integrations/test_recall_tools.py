@@ -50,6 +50,28 @@ def script() -> list[FakeReply]:
     return out
 
 
+def _chat_history() -> list[Any]:
+    """The scripted turns as a Chat Completions list: each turn reads a module with one tool call."""
+    history: list[Any] = []
+    for turn in range(TURNS):
+        history += [
+            {"role": "user", "content": f"Turn {turn}: read the next module."},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{turn}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{turn}.py"})},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": f"call_{turn}", "content": read_file(f"src/m{turn}.py")},
+        ]
+    return history
+
+
 def _tool_contents(request: RecordedRequest) -> dict[str, str]:
     body = request.json
     if "messages" in body:
@@ -123,23 +145,7 @@ def test_without_the_tool_a_pointer_tells_the_model_to_ask_the_user() -> None:
     from windowkeeper.llm.formats import to_openai_chat
 
     window: Window[Any, Any] = Window(manager())
-    history: list[Any] = []
-    for turn in range(TURNS):
-        history += [
-            {"role": "user", "content": f"Turn {turn}: read the next module."},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"call_{turn}",
-                        "type": "function",
-                        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{turn}.py"})},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": f"call_{turn}", "content": read_file(f"src/m{turn}.py")},
-        ]
+    history = _chat_history()
     bare = window.fit(history)
     pointers = [m["content"] for m in bare.messages if m["role"] == "tool" and "cleared" in m["content"]]
     assert pointers and all("recall(" not in p and 'ask the user to restore id "call_' in p for p in pointers)
@@ -164,23 +170,7 @@ def test_an_applications_own_recall_tool_is_not_the_one_a_pointer_names() -> Non
             "parameters": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
         },
     }
-    history: list[Any] = []
-    for turn in range(TURNS):
-        history += [
-            {"role": "user", "content": f"Turn {turn}: read the next module."},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"call_{turn}",
-                        "type": "function",
-                        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{turn}.py"})},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": f"call_{turn}", "content": read_file(f"src/m{turn}.py")},
-        ]
+    history = _chat_history()
     window: Window[Any, Any] = Window(manager())
     fit = window.fit(history, tools=[own])
     pointers = [m["content"] for m in fit.messages if m["role"] == "tool" and "cleared" in m["content"]]

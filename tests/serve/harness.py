@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -118,3 +119,37 @@ def served(*args: str) -> Iterator[tuple[str, int]]:
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+BIG_OUTPUT = "log line " * 600
+
+
+def over_budget(protocol: str) -> list[dict[str, Any]]:
+    """A conversation over a small gateway budget (one long tool output, then a new user turn), in ``protocol``'s
+    shape: the gateway cuts it and offers recall on the call that sends it."""
+    if protocol == "messages":
+        return [
+            {"role": "user", "content": "start"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_a", "name": "sh", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": BIG_OUTPUT}]},
+            {"role": "assistant", "content": "done"},
+            {"role": "user", "content": "next"},
+        ]
+    if protocol == "responses":
+        return [
+            {"role": "user", "content": "start"},
+            {"type": "function_call", "call_id": "c_a", "name": "sh", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c_a", "output": BIG_OUTPUT},
+            {"role": "assistant", "content": "done"},
+            {"role": "user", "content": "next"},
+        ]
+    return [
+        {"role": "user", "content": "start"},
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": "c_a", "type": "function", "function": {"name": "sh", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c_a", "content": BIG_OUTPUT},
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "next"},
+    ]

@@ -22,39 +22,9 @@ from windowkeeper.serve.recall import MAX_ROUNDS
 from windowkeeper.testing.fake_servers import FakeAnthropicServer, FakeOpenAIServer, FakeToolCall
 
 from .conftest import GatewayFactory
+from .harness import over_budget
 
-BIG = "log line " * 600
 SCHEMA = {"type": "object", "properties": {"cmd": {"type": "string"}}}
-
-
-def _cut(protocol: str) -> list[dict[str, Any]]:
-    """A conversation over a 1500-token budget, so the gateway cuts it and offers recall."""
-    if protocol == "messages":
-        return [
-            {"role": "user", "content": "start"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_a", "name": "sh", "input": {}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": BIG}]},
-            {"role": "assistant", "content": "done"},
-            {"role": "user", "content": "next"},
-        ]
-    if protocol == "responses":
-        return [
-            {"role": "user", "content": "start"},
-            {"type": "function_call", "call_id": "c_a", "name": "sh", "arguments": "{}"},
-            {"type": "function_call_output", "call_id": "c_a", "output": BIG},
-            {"role": "assistant", "content": "done"},
-            {"role": "user", "content": "next"},
-        ]
-    return [
-        {"role": "user", "content": "start"},
-        {
-            "role": "assistant",
-            "tool_calls": [{"id": "c_a", "type": "function", "function": {"name": "sh", "arguments": "{}"}}],
-        },
-        {"role": "tool", "tool_call_id": "c_a", "content": BIG},
-        {"role": "assistant", "content": "done"},
-        {"role": "user", "content": "next"},
-    ]
 
 
 def _tools(protocol: str) -> list[dict[str, Any]]:
@@ -82,7 +52,12 @@ def test_an_anthropic_stream_continued_after_recall_is_one_message(
     anthropic_server.reply("Checking.", reasoning="Let me recall.", tool_calls=[FakeToolCall("recall", {"query": "x"})])
     anthropic_server.reply(reasoning="Now run it.", tool_calls=[FakeToolCall("sh", {"cmd": "ls"}, id="toolu_mine")])
     client = closing.enter_context(anthropic.Anthropic(base_url=gw.url, api_key="k", max_retries=0))
-    kwargs: dict[str, Any] = {"model": "c", "max_tokens": 10, "messages": _cut("messages"), "tools": _tools("messages")}
+    kwargs: dict[str, Any] = {
+        "model": "c",
+        "max_tokens": 10,
+        "messages": over_budget("messages"),
+        "tools": _tools("messages"),
+    }
     with client.messages.stream(**kwargs, thinking={"type": "enabled", "budget_tokens": 500}) as stream:
         kinds = [event.type for event in stream]
         message = stream.get_final_message()
@@ -105,7 +80,7 @@ def test_a_responses_stream_continued_after_recall_is_one_response(
     openai_server.reply("Checking.", reasoning="Let me recall.", tool_calls=[FakeToolCall("recall", {"query": "x"})])
     openai_server.reply(reasoning="Now run it.", tool_calls=[FakeToolCall("sh", {"cmd": "ls"}, id="mine")])
     client = closing.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0))
-    with client.responses.stream(model="m", input=_cut("responses"), tools=_tools("responses")) as stream:
+    with client.responses.stream(model="m", input=over_budget("responses"), tools=_tools("responses")) as stream:
         kinds = [event.type for event in stream]
         response = stream.get_final_response()
     assert len(openai_server.requests) == 2 and "recall" in _offered(openai_server.requests[0].json)
@@ -126,7 +101,7 @@ def test_a_chat_stream_continued_after_recall_ends_with_the_client_call(
     openai_server.reply("Checking. ", tool_calls=[FakeToolCall("recall", {"query": "x"})])
     openai_server.reply("Running.", tool_calls=[FakeToolCall("sh", {"cmd": "ls"}, id="mine")])
     client = closing.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0))
-    with client.chat.completions.stream(model="m", messages=_cut("chat"), tools=_tools("chat")) as stream:
+    with client.chat.completions.stream(model="m", messages=over_budget("chat"), tools=_tools("chat")) as stream:
         completion = stream.get_final_completion()
     choice = completion.choices[0]
     assert choice.message.content == "Checking. Running." and choice.finish_reason == "tool_calls"
@@ -154,7 +129,7 @@ def test_recall_rounds_running_out_end_the_turn_with_a_note(
     server = anthropic_server if protocol == "messages" else openai_server
     for _ in range(MAX_ROUNDS + 1):
         server.reply(reasoning="look it up", tool_calls=[FakeToolCall("recall", {"query": "x"})])
-    items, tools = _cut(protocol), _tools(protocol)
+    items, tools = over_budget(protocol), _tools(protocol)
     if protocol == "messages":
         client = closing.enter_context(anthropic.Anthropic(base_url=gw.url, api_key="k", max_retries=0))
         kwargs: dict[str, Any] = {"model": "c", "max_tokens": 10, "messages": items, "tools": tools}
@@ -198,9 +173,9 @@ def test_chat_with_several_choices_is_not_offered_recall(
     """With ``n=2`` a recall call in a choice other than the first reached the client."""
     gw = make_gateway(budget=1500)
     client = closing.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0))
-    client.chat.completions.create(model="m", messages=_cut("chat"), tools=_tools("chat"), n=2)
+    client.chat.completions.create(model="m", messages=over_budget("chat"), tools=_tools("chat"), n=2)
     sent = openai_server.last_request.json
-    assert sent["messages"] != _cut("chat")  # cut, yet recall not offered and not named by the pointers
+    assert sent["messages"] != over_budget("chat")  # cut, yet recall not offered and not named by the pointers
     assert _offered(sent) == {"sh"} and "recall(" not in json.dumps(sent)
 
 
@@ -212,9 +187,9 @@ def test_chat_with_legacy_functions_is_not_offered_recall(
     gw = make_gateway(budget=1500)
     client = closing.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0))
     functions = [{"name": "recall", "description": "the client's own", "parameters": SCHEMA}]
-    client.chat.completions.create(model="m", messages=_cut("chat"), functions=functions)  # type: ignore[call-overload]
+    client.chat.completions.create(model="m", messages=over_budget("chat"), functions=functions)  # type: ignore[call-overload]
     sent = openai_server.last_request.json
-    assert sent["messages"] != _cut("chat") and sent["functions"] == functions
+    assert sent["messages"] != over_budget("chat") and sent["functions"] == functions
     assert "tools" not in sent and "recall(" not in json.dumps(sent["messages"])
 
 
@@ -246,7 +221,7 @@ def test_a_responses_recall_follow_up_sends_back_only_reasoning_the_api_can_find
     openai_server.reply("found it")
     client = closing.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key="k", max_retries=0))
     extra = {} if store is None else {"store": store}
-    response = client.responses.create(model="m", input=_cut("responses"), tools=_tools("responses"), **extra)
+    response = client.responses.create(model="m", input=over_budget("responses"), tools=_tools("responses"), **extra)
     assert response.output_text == "found it"
     follow_up = openai_server.last_request.json
     sent = [i.get("type") for i in follow_up["input"][-3:]]

@@ -17,7 +17,7 @@ import pytest
 
 from windowkeeper.testing.fake_servers import FakeAnthropicServer, FakeOpenAIServer, FakeToolCall
 
-from .harness import Gateway
+from .harness import over_budget
 
 BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 
@@ -54,37 +54,6 @@ def test_a_long_session_stays_valid_under_budget_lossless_and_recalls(
     assert report.body_reuses >= calls - 2  # the first, and the first streamed (its "stream" key comes first)
 
 
-def _cut(gw: Gateway, protocol: str) -> list[dict[str, Any]]:
-    """A conversation over the gateway's budget (so it offers recall on the next call)."""
-    big = "log line " * 600
-    if protocol == "messages":
-        return [
-            {"role": "user", "content": "start"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_a", "name": "sh", "input": {}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_a", "content": big}]},
-            {"role": "assistant", "content": "done"},
-            {"role": "user", "content": "next"},
-        ]
-    if protocol == "responses":
-        return [
-            {"role": "user", "content": "start"},
-            {"type": "function_call", "call_id": "c_a", "name": "sh", "arguments": "{}"},
-            {"type": "function_call_output", "call_id": "c_a", "output": big},
-            {"role": "assistant", "content": "done"},
-            {"role": "user", "content": "next"},
-        ]
-    return [
-        {"role": "user", "content": "start"},
-        {
-            "role": "assistant",
-            "tool_calls": [{"id": "c_a", "type": "function", "function": {"name": "sh", "arguments": "{}"}}],
-        },
-        {"role": "tool", "tool_call_id": "c_a", "content": big},
-        {"role": "assistant", "content": "done"},
-        {"role": "user", "content": "next"},
-    ]
-
-
 @pytest.mark.parametrize("protocol", ["chat_completions", "responses", "messages"])
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_recall_call_beside_a_client_call_is_removed_and_the_client_call_kept(
@@ -97,7 +66,7 @@ def test_a_recall_call_beside_a_client_call_is_removed_and_the_client_call_kept(
 ) -> None:
     gw = make_gateway(budget=1500)
     server = anthropic_server if protocol == "messages" else openai_server
-    items = _cut(gw, protocol)
+    items = over_budget(protocol)
     server.reply(tool_calls=[FakeToolCall("recall", {"query": "log"}), FakeToolCall("sh", {"cmd": "ls"}, id="mine")])
     tool = {"name": "sh", "description": "shell", "parameters": {"type": "object", "properties": {}}}
     if protocol == "messages":
