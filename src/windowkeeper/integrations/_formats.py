@@ -358,19 +358,13 @@ def lead_anchors(context: Sequence[Message], lead: Sequence[Message] | None) -> 
         return None  # every system message leads: nothing said mid-conversation (the common case, no loop)
     wanted = {id(m) for m in lead}
     anchors: dict[int, Message | None] = {}
-    began = False
-    waiting: list[int] = []
-    for message in context[began_at:]:
+    waiting: list[int] = []  # lead messages said since the last message of the conversation
+    for message in context[began_at:]:  # it opens with the conversation's first message
         if id(message) in wanted:
-            if began:
-                waiting.append(id(message))
-            continue
-        if message.role == "system":
-            continue
-        began = True
-        for key in waiting:
-            anchors[key] = message
-        waiting.clear()
+            waiting.append(id(message))
+        elif waiting and message.role != "system":
+            anchors.update(dict.fromkeys(waiting, message))
+            waiting.clear()
     anchors.update(dict.fromkeys(waiting))
     return anchors or None
 

@@ -595,7 +595,7 @@ class Window(Generic[M, Sys]):
             found = await self._original_by_ref(tid, memory, message)
             if found is None:
                 return None
-            written = _write_plain(self.format, [found])
+            written = write_plain(self.format, [found])
             return written[0] if len(written) == 1 else written
         if isinstance(message, Message):
             return await self._find_original(tid, memory, message) or message
@@ -604,7 +604,7 @@ class Window(Generic[M, Sys]):
         if not any(o is not None for o in originals):
             return message
         restored = [o if o is not None else m for o, m in zip(originals, converted, strict=True)]
-        out = _write_plain(self.format, restored)
+        out = write_plain(self.format, restored)
         return out[0] if len(out) == 1 else out
 
     async def arestore_text(self, pointer_id: str, *, thread_id: str | None = None) -> str | None:
@@ -861,9 +861,3 @@ def as_window(
         f"{owner} needs a context manager (e.g. TokenBudgetContextManager(...)), a budget in tokens (e.g. 128_000) "
         f"or a Window, got {type(manager_or_budget).__name__}"
     )
-
-
-def _write_plain(fmt: WindowFormat, messages: Sequence[Message]) -> list[Any]:
-    """Messages in ``fmt`` without any system handling (for `Window.restore`): an original read from the caller's
-    list comes back as the item the caller sent (its ids and keys), the rest written anew."""
-    return write_plain(fmt, messages)

@@ -844,7 +844,7 @@ class AnthropicFormat(ProviderFormat):
                 return self._write_own_system([plain(b) for b in source], tail, messages, options)
         blocks = [{"type": "text", "text": system}] if system else []
         out, marked = self._write_marked(blocks, 0, messages, options)
-        return out, (marked if marked != blocks else system)
+        return out, (marked if marked is not blocks else system)  # unmarked: the plain string, as before
 
     def _write_own_system(
         self, source: list[Any], tail: str, messages: Sequence[Message], options: Mapping[str, Any]

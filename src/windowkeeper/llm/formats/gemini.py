@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from ...blocks import (
@@ -486,13 +486,17 @@ def _track_calls(
 
 def _call_ids_in(items: Sequence[Any]) -> set[str]:
     """The ids on the functionCall parts of the contents ``items`` (either spelling)."""
+    return _part_ids((p for item in items for p in _parts(item)), "functionCall", "function_call")
+
+
+def _part_ids(parts: Iterable[Any], camel: str, snake: str) -> set[str]:
+    """The non-empty ``id`` strings of the ``camel`` (or ``snake``) payloads of ``parts``."""
     out: set[str] = set()
-    for item in items:
-        for part in _parts(item):
-            call = _get(part, "functionCall", "function_call") if isinstance(part, Mapping) else None
-            raw = call.get("id") if isinstance(call, Mapping) else None
-            if isinstance(raw, str) and raw:
-                out.add(raw)
+    for part in parts:
+        payload = _get(part, camel, snake) if isinstance(part, Mapping) else None
+        raw = payload.get("id") if isinstance(payload, Mapping) else None
+        if isinstance(raw, str) and raw:
+            out.add(raw)
     return out
 
 
@@ -514,13 +518,7 @@ def _unpaired_ids(message: Message, names: Mapping[str, str]) -> set[str]:
         return set()
     blocks = record.get("blocks")
     parts = blocks if isinstance(blocks, list) else [p for item in original_items(message, NAME) for p in _parts(item)]
-    out: set[str] = set()
-    for part in parts:
-        response = _get(part, "functionResponse", "function_response") if isinstance(part, Mapping) else None
-        raw = response.get("id") if isinstance(response, Mapping) else None
-        if isinstance(raw, str) and raw and raw not in names:
-            out.add(raw)
-    return out
+    return {i for i in _part_ids(parts, "functionResponse", "function_response") if i not in names}
 
 
 def _parts(item: Any) -> list[Any]:
