@@ -48,7 +48,7 @@ def test_laid_out_values_say_same_only_when_same_message_does(
     mine = _turn(0, {"q": args}, output, native=native)
     theirs = _reloaded(_turn(0, {"q": other_args}, other_output, native=native))
     expected = all(map(same_message, mine, theirs))
-    found = ViewValues.of(mine).same_as(ViewValues.of(theirs))
+    found = ViewValues.of(mine).matches(theirs)
     assert not found or expected
     # an unchanged copy is recognised here unless a value cannot be compared type for type (marshal refuses it)
     copy = _reloaded(mine)
@@ -57,7 +57,7 @@ def test_laid_out_values_say_same_only_when_same_message_does(
 
 def test_an_unchanged_copy_is_recognised_and_an_edit_of_any_kind_is_not() -> None:
     mine = [*_turn(0, {"n": 1, "x": 0.0}, "rows: 3"), *_turn(1, {"n": 2}, {"rows": [1, 2]}, native=True)]
-    assert ViewValues.of(mine).same_as(ViewValues.of(_reloaded(mine)))
+    assert ViewValues.of(mine).matches(_reloaded(mine))
     edits = [
         lambda ms: ms[1].content.__setitem__(1, ToolCallBlock(id="call_0", name="lookup", args={"n": True, "x": 0.0})),
         lambda ms: ms[1].content.__setitem__(1, ToolCallBlock(id="call_0", name="lookup", args={"n": 1.0, "x": 0.0})),
@@ -73,12 +73,12 @@ def test_an_unchanged_copy_is_recognised_and_an_edit_of_any_kind_is_not() -> Non
         theirs = _reloaded(mine)
         edit(theirs)
         assert not all(map(same_message, mine, theirs))
-        assert not ViewValues.of(mine).same_as(ViewValues.of(theirs))
+        assert not ViewValues.of(mine).matches(theirs)
 
 
 def test_blocks_holding_models_are_left_to_same_message() -> None:
     image = Message(message_id="i1", role="user", content=[ImageBlock(media=MediaRef(url="https://x/y.png"))])
-    assert not ViewValues.of([image]).same_as(ViewValues.of(_reloaded([image])))
+    assert not ViewValues.of([image]).matches(_reloaded([image]))
     assert same_message(image, _reloaded([image])[0])
 
 

@@ -93,11 +93,11 @@ class RecallStep:
         return self.recall.served(self.key)
 
     def place(
-        self, messages: Sequence[Message], room: int | Callable[[], int]
+        self, messages: Sequence[Message], room: int | Callable[[], int], *, seen: Sequence[Message] | None = None
     ) -> tuple[list[Message], int, int] | None:
         """``messages`` with the recall message for their newest user message placed in ``room`` tokens
-        (`place_recall`: decided once per user message); None when nothing is placed."""
-        return place_recall(self.recall, self.key, messages, room)
+        (`place_recall`: decided once per user message, ``seen`` as there); None when nothing is placed."""
+        return place_recall(self.recall, self.key, messages, room, seen=seen)
 
     def fit_and_place(self, messages: list[Message], budget: int, *, extra: int = 0) -> list[Message]:
         """``messages`` fitted to ``budget`` (`fit_recall`) with the recall message for a new user message placed,

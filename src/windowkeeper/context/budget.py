@@ -230,7 +230,7 @@ def _extends(messages: Sequence[Message], prefix: tuple[Message, ...], keys: _Ke
             return True
     # equal messages without fingerprints: their values laid out flat and compared in C (`ViewValues`); what that
     # cannot show the same is compared message by message (`same_message`)
-    return keys.values_of(prefix).same_as(ViewValues.of(head)) or all(map(same_message, prefix, head))
+    return keys.values_of(prefix).matches(head) or all(map(same_message, prefix, head))
 
 
 def _still_extends(view: tuple[Message, ...], track: _Track, incoming: Sequence[Message], reloaded: bool) -> bool:
@@ -607,7 +607,10 @@ class TokenBudgetContextManager(BaseContextManager[S]):
 
         if step is not None:
             step.observe(arrived)
-            placed = self._place_recall(step, working, arrived, total, known, covered)
+            # after a reload the view starts with equal copies of the remembered messages: recall is shown this
+            # manager's own objects for them, as it was on the previous call
+            seen = (*track.view, *working[len(track.view) :]) if reloaded and not compacted and track else None
+            placed = self._place_recall(step, working, arrived, total, known, covered, seen)
             if placed is not None:
                 working, tokens, known, covered = placed
                 total += tokens
@@ -700,15 +703,17 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         total: int,
         known: list[Segment],
         covered: int,
+        seen: Sequence[Message] | None = None,
     ) -> tuple[list[Message], int, list[Segment], int] | None:
-        """Insert the recall message for a user message that just arrived, sized to the room left in the budget.
+        """Insert the recall message for a user message that just arrived, sized to the room left in the budget
+        (``seen`` as in `place_recall`).
 
         Only a user message among ``arrived`` starts a turn, so a tool step costs a scan of what it appended. The
         recall is decided once per user message; once placed it is part of the view like any message.
         """
         if not any(m.role == "user" and not is_recall(m) for m in arrived):
             return None
-        found = step.place(working, self.budget - total)
+        found = step.place(working, self.budget - total, seen=seen)
         if found is None:
             return None
         placed, i, tokens = found

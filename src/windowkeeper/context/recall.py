@@ -561,7 +561,12 @@ def newest_user(messages: Sequence[Message]) -> int | None:
 
 
 def place_recall(
-    recall: Recall, thread: str, messages: Sequence[Message], room: int | Callable[[], int]
+    recall: Recall,
+    thread: str,
+    messages: Sequence[Message],
+    room: int | Callable[[], int],
+    *,
+    seen: Sequence[Message] | None = None,
 ) -> tuple[list[Message], int, int] | None:
     """``messages`` with the recall message for their newest user message inserted right before it.
 
@@ -570,7 +575,9 @@ def place_recall(
     placed for it (kept by the manager in its view) is never built again. ``room`` is the token room left for the
     recall message, or a callable computing it, called only when a search is due (counting a whole view is the
     costly part for a manager that keeps no running total). Returns ``(messages, index of the recall message,
-    its tokens)``, or None when nothing is placed.
+    its tokens)``, or None when nothing is placed. ``seen``, when given, is ``messages`` with the part a manager
+    found equal to its remembered view (a copy after a reload) as its own objects: recall knows what those show
+    by identity, where the copies would make it read the whole view again and keep them alive.
     """
     i = newest_user(messages)
     if i is None:
@@ -579,7 +586,7 @@ def place_recall(
     if recall.served(thread) == served or (i > 0 and messages[i - 1].metadata.get("serves") == served):
         return None
     space = room() if callable(room) else room
-    built = recall.build(thread, messages[i], space, exclude=recall.shown(thread, messages))
+    built = recall.build(thread, messages[i], space, exclude=recall.shown(thread, messages if seen is None else seen))
     if built is None:
         return None
     message, tokens = built
