@@ -130,6 +130,17 @@ def participant_name(message: Message) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
+WHOLE_KEY = "windowkeeper_whole"
+"""Metadata marking a tool message whose provider item holds nothing a text could stand for (a Responses
+``computer_call_output`` is one screenshot): a pointer in its place would be an item the API refuses, so a cut
+keeps it as it came or drops it with its whole unit (its call included)."""
+
+
+def kept_whole(message: Message) -> bool:
+    """Whether ``message`` may only be kept as it came or dropped with its unit, never cleared (`WHOLE_KEY`)."""
+    return message.metadata.get(WHOLE_KEY) is True
+
+
 def edited_since(message: Message, epoch: int) -> bool:
     """Whether ``message`` was edited in place after `edit_epoch` returned ``epoch``."""
     private = message.__pydantic_private__

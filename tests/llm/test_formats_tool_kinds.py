@@ -210,16 +210,16 @@ def test_a_screenshot_a_tool_returned_counts_as_an_image_not_as_its_base64() -> 
 
 
 def test_a_screenshot_inside_an_item_not_modelled_is_priced_as_an_image() -> None:
-    """A Responses ``computer_call_output`` is an item type not modelled: its stand-in text holds its JSON, and the
-    screenshot's data URI was tokenized as text (~55,000 tokens for 80 KB)."""
+    """An item of a type no format models (as ``computer_call_output`` was, see test_formats_computer_use) stands as
+    a text holding its JSON, and a screenshot's data URI in it was tokenized as text (~55,000 tokens for 80 KB)."""
     from windowkeeper.tokens import default_counter
 
     items: list[dict[str, Any]] = [{"role": "user", "content": "Open the settings page."}]
     for t in range(10):
-        items.append({"type": "computer_call", "call_id": f"cc{t}", "id": f"cu_{t}", "status": "completed",
-                      "action": {"type": "click", "x": 10, "y": 20}, "pending_safety_checks": []})  # fmt: skip
-        screenshot = {"type": "computer_screenshot", "image_url": f"data:image/png;base64,{SHOT}"}
-        items.append({"type": "computer_call_output", "call_id": f"cc{t}", "output": screenshot})
+        items.append({"type": "remote_screen_call", "call_id": f"rs{t}", "id": f"rsc_{t}", "status": "completed",
+                      "action": {"type": "click", "x": 10, "y": 20}})  # fmt: skip
+        screenshot = {"type": "screen_capture", "image_url": f"data:image/png;base64,{SHOT}"}
+        items.append({"type": "remote_screen_call_output", "call_id": f"rs{t}", "output": screenshot})
     turn = from_responses_input(items)[1]
     tokens = default_counter().count_message(turn)
     assert 10 * 100 < tokens < 10 * 2_000  # ten images and the calls' JSON, not 10 x 55 KB of base64 text
@@ -251,7 +251,7 @@ def test_a_gemini_function_response_keeps_the_media_of_its_own_parts() -> None:
 
 
 def test_recall_indexes_a_stand_in_without_the_base64_it_embeds() -> None:
-    """Recall indexes what leaves the view; 80 KB of a screenshot's base64 per computer-use step is neither
+    """Recall indexes what leaves the view; 80 KB of a screenshot's base64 in each item no format models is neither
     searchable nor readable, so the index keeps the item's JSON without the payload."""
     import asyncio
 
@@ -264,10 +264,10 @@ def test_recall_indexes_a_stand_in_without_the_base64_it_embeds() -> None:
     items: list[dict[str, Any]] = []
     for t in range(12):
         items.append({"role": "user", "content": f"Step {t}: open the settings page."})
-        items.append({"type": "computer_call", "call_id": f"cc{t}", "id": f"cu_{t}", "status": "completed",
-                      "action": {"type": "click", "x": t, "y": 20}, "pending_safety_checks": []})  # fmt: skip
-        screenshot = {"type": "computer_screenshot", "image_url": f"data:image/png;base64,{SHOT}"}
-        items.append({"type": "computer_call_output", "call_id": f"cc{t}", "output": screenshot})
+        items.append({"type": "remote_screen_call", "call_id": f"rs{t}", "id": f"rsc_{t}", "status": "completed",
+                      "action": {"type": "click", "x": t, "y": 20}})  # fmt: skip
+        screenshot = {"type": "screen_capture", "image_url": f"data:image/png;base64,{SHOT}"}
+        items.append({"type": "remote_screen_call_output", "call_id": f"rs{t}", "output": screenshot})
     messages = from_responses_input(items)
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(3_000, 500, recall=True)
     state = AgentState(context=messages)
@@ -278,7 +278,7 @@ def test_recall_indexes_a_stand_in_without_the_base64_it_embeds() -> None:
     turn = next(m for m in messages if m.role == "assistant" and view.get(m.message_id) is not m)
     manager.recall.flush(thread_key(state), None, 10**9)
     found = manager.recall.index.message_text(thread_key(state), str(turn.message_id))
-    assert found is not None and "computer_screenshot" in found[1] and SHOT[:64] not in found[1]
+    assert found is not None and "screen_capture" in found[1] and SHOT[:64] not in found[1]
 
 
 def test_openai_hosted_tool_calls_are_calls_whose_old_outputs_can_be_cleared() -> None:

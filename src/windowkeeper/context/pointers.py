@@ -35,7 +35,7 @@ from ..blocks import (
     tool_output_text,
     unknown_kind,
 )
-from ..messages import Message
+from ..messages import Message, kept_whole
 from ..tokens import TokenCounter
 
 logger = logging.getLogger(__name__)
@@ -144,8 +144,11 @@ def clear_tool_results(message: Message, calls: Mapping[str, ToolCallBlock], *, 
     """``message`` with every tool result replaced by a pointer (same id, role, call ids, names and status).
 
     Other blocks a tool message may carry (images, text) are folded into the pointer's note; they come back
-    with `OffloadStore.restore`.
+    with `OffloadStore.restore`. A message its format marks `kept_whole` (a computer-use screenshot) comes back
+    as it is: its item cannot hold a pointer, so clearing it gains nothing and only dropping its unit frees it.
     """
+    if kept_whole(message):
+        return message
     results = message.tool_result_blocks()
     extra = len(message.content) - len(results)
     blocks: list[ContentBlock] = []

@@ -30,7 +30,7 @@ from ...blocks import (
     tool_output_text,
 )
 from ...errors import FormatError
-from ...messages import Message
+from ...messages import WHOLE_KEY, Message
 from ._common import (
     CUSTOM_INPUT,
     PENDING_ID,
@@ -71,6 +71,7 @@ from ._source import WriteMemo, original_items, source_record, write_items
 from .registry import ProviderFormat, content_part_types, in_place, register_format
 from .rules import RoundTripRules
 from .wire import (
+    ResponsesComputerCallOutput,
     ResponsesInputFile,
     ResponsesInputImage,
     ResponsesInputMessage,
@@ -78,6 +79,7 @@ from .wire import (
     ResponsesItem,
     ResponsesOutputText,
     ResponsesReasoning,
+    ResponsesScreenshot,
     ResponsesShellOutput,
     ResponsesSummaryText,
 )
@@ -239,6 +241,9 @@ def _tool_items(message: Message, *, index: int) -> list[ResponsesItem]:
     custom = kind == "custom_tool_call_output"
     items: list[ResponsesItem] = []
     for block, media in tool_results_with_media(message, index=index):
+        if kind == SCREENSHOT_OUTPUT:
+            items.append(_screenshot_item(message, block, media, index=index))
+            continue
         if kind == "local_shell_call_output":
             items.append(
                 {"type": "local_shell_call_output", "id": block.call_id, "output": tool_output_text(block.output)}
@@ -271,6 +276,38 @@ def _tool_items(message: Message, *, index: int) -> list[ResponsesItem]:
         else:
             items.append({"type": "function_call_output", "call_id": block.call_id, "output": output})
     return items
+
+
+def _screenshot_item(
+    message: Message, result: ToolResultBlock, media: Sequence[ContentBlock], *, index: int
+) -> ResponsesComputerCallOutput:
+    """A ``computer_call_output`` written anew: the call id, the one screenshot and what the item carried besides
+    (`FIELDS_KEY`: the safety checks it acknowledged, the page's URL), which the API checks against its call."""
+    shots = [block for block in media if isinstance(block, ImageBlock)]
+    if len(shots) != 1:
+        raise FormatError(
+            f"a computer_call_output holds exactly one screenshot, but the result of call {result.call_id!r} in "
+            f"message {message.message_id!r} comes with {len(shots)} images; keep its one ImageBlock after the "
+            "ToolResultBlock (a screenshot cannot be cleared to text: drop the call and its output together instead)",
+            index=index,
+            key="content",
+        )
+    ref = shots[0].media
+    kind = media_kind(ref)
+    screenshot: ResponsesScreenshot = {"type": "computer_screenshot"}
+    if kind == "file_id" and ref.file_id:
+        screenshot["file_id"] = ref.file_id
+    elif kind == "data":
+        screenshot["image_url"] = data_uri(ref, default_mime="image/png")
+    elif ref.url:
+        screenshot["image_url"] = ref.url
+    else:
+        raise FormatError("media reference holds no url, file id or data", index=index, key="content")
+    item: dict[str, Any] = {"type": SCREENSHOT_OUTPUT, "call_id": result.call_id, "output": screenshot}
+    kept = message.metadata.get(FIELDS_KEY)
+    if isinstance(kept, Mapping):
+        item.update((k, v) for k, v in kept.items() if k not in item)
+    return cast(ResponsesComputerCallOutput, item)
 
 
 def _message_item(
@@ -455,11 +492,19 @@ HOSTED_CALLS: dict[str, tuple[str, str]] = {
     "local_shell_call": ("local_shell_call_output", "id"),
     "apply_patch_call": ("apply_patch_call_output", "call_id"),
     "shell_call": ("shell_call_output", "call_id"),
+    "computer_call": ("computer_call_output", "call_id"),
 }
-"""Calls of OpenAI's own tools whose output is text (a shell call's: one stdout and stderr per command): the call
-item type, its output's type and the output's key that names the call. Read as a call and its result (so a trim
-keeps them together and an old output can be cleared like a function's); the call item is kept whole and written
-back as it came."""
+"""Calls of OpenAI's own tools: the call item type, its output's type and the output's key that names the call.
+Read as a call and its result, so a trim keeps them together (the API refuses either one alone); the call item is
+kept whole and written back as it came. An output in text (a shell call's: one stdout and stderr per command) can
+be cleared like a function's; a computer call's is a screenshot (`SCREENSHOT_OUTPUT`), which cannot."""
+SCREENSHOT_OUTPUT = "computer_call_output"
+"""The output of a computer-use action: the screen after it, and nothing else. Read as a tool result with no text
+and the screenshot as an image (priced as one), marked `windowkeeper.messages.WHOLE_KEY`: no text pointer can
+stand in an item that must hold a screenshot, so an old step leaves with its call, whole."""
+FIELDS_KEY = "openai_fields"
+"""Metadata keeping what a ``computer_call_output`` carries besides its call id and screenshot (its id, the safety
+checks it acknowledged, the page's URL), so an output written anew (no pass-through) still carries them."""
 _HOSTED_OUTPUTS = {output: (call, key) for call, (output, key) in HOSTED_CALLS.items()}
 ASSISTANT_ITEM_KINDS = frozenset({"reasoning", "function_call", "custom_tool_call", *HOSTED_CALLS})
 KNOWN_ITEM_KINDS = frozenset(
@@ -529,6 +574,31 @@ def _native_call(
     if call.id in hosted:
         return {"id": call.id, "type": call.tool_type, "item": hosted[call.id]}
     return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments[call.id]}}
+
+
+def _screenshot_result(item: Mapping[str, Any], *, index: int) -> Message:
+    """A ``computer_call_output`` as a tool message: an empty result answering its call, then the screenshot."""
+    output = as_mapping(item.get("output"), index=index, key="output", what="computer_call_output 'output'")
+    if output.get("type") != "computer_screenshot":
+        raise FormatError(
+            f"computer_call_output 'output' must be a computer_screenshot, got type {output.get('type')!r}: send "
+            "{'type': 'computer_screenshot', 'image_url': ...} or {'type': 'computer_screenshot', 'file_id': ...}",
+            index=index,
+            key="output.type",
+        )
+    file_id = output.get("file_id")
+    if isinstance(file_id, str) and file_id:
+        media = MediaRef(kind="file_id", file_id=file_id)
+    else:
+        media = media_from_url(require_str(output, "image_url", index=index, key="output.image_url"))
+    result = ToolResultBlock(call_id=require_str(item, "call_id", index=index), output="")
+    answer = Message(role="tool", content=[result, ImageBlock(media=media)])
+    answer.metadata[ITEM_KEY] = SCREENSHOT_OUTPUT
+    answer.metadata[WHOLE_KEY] = True
+    fields = {str(k): plain(v) for k, v in plain(item).items() if k not in ("type", "call_id", "output")}
+    if fields:
+        answer.metadata[FIELDS_KEY] = fields
+    return answer
 
 
 @reader("OpenAI Responses input items")
@@ -616,7 +686,9 @@ def _read(
                 turn.extend(_parse_message_content(item, "assistant", index=i))
             continue
         close()
-        if kind in _HOSTED_OUTPUTS:
+        if kind == SCREENSHOT_OUTPUT:
+            add(_screenshot_result(item, index=i), item, i, provided_id(item))
+        elif kind in _HOSTED_OUTPUTS:
             output = item.get("output")
             if output is None:  # an apply_patch_call_output's is optional (a status alone)
                 output = ""

@@ -310,6 +310,23 @@ class ResponsesApplyPatchCallOutput(TypedDict):
     output: str
 
 
+class ResponsesScreenshot(TypedDict, total=False):
+    """What a ``computer_call_output`` holds: the screen after the action, by data URI or URL, or by file id."""
+
+    type: Required[Literal["computer_screenshot"]]
+    image_url: str
+    file_id: str
+
+
+class ResponsesComputerCallOutput(TypedDict, total=False):
+    type: Required[Literal["computer_call_output"]]
+    call_id: Required[str]
+    output: Required[ResponsesScreenshot]
+    id: str
+    acknowledged_safety_checks: list[dict[str, Any]]
+    status: str
+
+
 ResponsesItem: TypeAlias = (
     ResponsesInputMessage
     | ResponsesAssistantMessage
@@ -321,6 +338,7 @@ ResponsesItem: TypeAlias = (
     | ResponsesLocalShellCallOutput
     | ResponsesApplyPatchCallOutput
     | ResponsesShellCallOutput
+    | ResponsesComputerCallOutput
 )
 """One input item `to_responses_input` writes."""
 
@@ -355,6 +373,7 @@ __all__ = [
     "ResponsesAssistantMessage",
     "ResponsesApplyPatchCallOutput",
     "ResponsesAudio",
+    "ResponsesComputerCallOutput",
     "ResponsesCustomToolCall",
     "ResponsesCustomToolCallOutput",
     "ResponsesFunctionCall",
@@ -370,6 +389,7 @@ __all__ = [
     "ResponsesOutputText",
     "ResponsesReasoning",
     "ResponsesReasoningText",
+    "ResponsesScreenshot",
     "ResponsesShellCallOutput",
     "ResponsesShellOutput",
     "ResponsesSummaryText",
