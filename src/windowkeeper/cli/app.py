@@ -259,14 +259,14 @@ ERRORS_HELP = (
 INSPECT_EPILOG = (
     "\b\nExample:\n  windowkeeper inspect session.jsonl --provider anthropic --json\n\n"
     '\b\n--json prints {"schema": "windowkeeper.inspect", "version": 1, "ok", "file", "encoding",\n'
-    '  "conversations": [{"name", "format", "messages", "tool_calls", "tool_schemas", "skipped_events",\n'
+    '  "conversations": [{"name", "format", "messages", "tool_calls", "tool_schemas", "skipped_events", "warnings",\n'
     '     "tokens": {"input", "total", "tool_schemas", "zones"}, "roles", "largest",\n'
     '     "problems": {provider: [{"index", "code", "message"}]}}],\n'
     '  "totals": {"conversations", "messages", "input_tokens", "problems"}}\n\n' + ERRORS_HELP
 )
 
 
-@app.command(epilog=INSPECT_EPILOG)
+@app.command(epilog=INSPECT_EPILOG, short_help="Token breakdown by zone and role, and structural problems.")
 def inspect(
     file: Annotated[
         str, typer.Argument(help="A conversation file (any supported format), a folder of them, or - for stdin.")
@@ -290,7 +290,7 @@ def inspect(
     output = Output(json_mode=json_out, command="inspect")
 
     def body() -> int:
-        from .inspect_cmd import inspect_reports, print_collection, print_conversation, problem_count
+        from .inspect_cmd import inspect_reports, print_collection, print_conversation, print_warnings, problem_count
 
         reports = inspect_reports(
             file,
@@ -302,6 +302,7 @@ def inspect(
             timeout=timeout,
         )
         problems = sum(problem_count(r) for r in reports)
+        print_warnings(output, reports)
         if json_out:
             output.document(
                 {
@@ -331,11 +332,11 @@ COMPACT_EPILOG = (
     '\b\n--json prints {"schema": "windowkeeper.compact", "version": 1, "ok", "file", "output",\n'
     '  "conversation", "strategy", "budget", "cut", "out_format", "messages_before", "messages_after",\n'
     '  "tokens_before", "tokens_before_exact", "tokens_after", "saved_share", "summary", "over_budget",\n'
-    '  "problems"}\n\n' + ERRORS_HELP
+    '  "problems", "warnings"}\n\n' + ERRORS_HELP
 )
 
 
-@app.command(epilog=COMPACT_EPILOG)
+@app.command(epilog=COMPACT_EPILOG, short_help="Write a conversation cut down to a token budget.")
 def compact(
     file: Annotated[str, typer.Argument(help="The conversation to compact (any supported format), or - for stdin.")],
     out: Annotated[
@@ -386,8 +387,10 @@ def compact(
         result = run_compact(conversation, strategy=strategy, budget=budget, out_format=out_format, cut=cut)
         written = write_bytes(target, result.data)
         s = result.summary
+        for warning in conversation.warnings:
+            output.status(f"[yellow]warning:[/] {escape(warning)}")
         if json_out:
-            output.document({"ok": result.ok, "file": file, "output": written, **s})
+            output.document({"ok": result.ok, "file": file, "output": written, **s, "warnings": conversation.warnings})
         saved = 100 * s["saved_share"]
         output.status(
             f"{s['strategy']}: {s['messages_before']} -> {s['messages_after']} messages, "
@@ -411,6 +414,20 @@ def _has_plot() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("matplotlib") is not None
+
+
+_USAGE_ERROR: Any = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+"""click's usage error, wherever this typer takes click from: what the parser raises for options given wrongly."""
+
+
+def refuse_chart_conflict(chart: str | None, no_chart: bool) -> None:
+    """``--chart X --no-chart`` asks for a chart and for none: obeying either would ignore the other unseen, so
+    the pair is refused before anything runs, as the parser refuses any other option given wrongly."""
+    if chart is not None and no_chart:
+        raise _USAGE_ERROR(
+            f"--chart {chart} and --no-chart contradict each other: drop --no-chart to write the chart to {chart}, "
+            "or drop --chart to write none"
+        )
 
 
 def _chart_target(command: str, chart: str | None, no_chart: bool, inputs: list[str], force: bool) -> Path | None:
@@ -465,7 +482,7 @@ DEMO_EPILOG = (
 )
 
 
-@app.command(epilog=DEMO_EPILOG)
+@app.command(epilog=DEMO_EPILOG, short_help="Compare every strategy on a generated agent session.")
 def demo(
     steps: Annotated[
         int, typer.Option(callback=at_most(100_000, 10), help="Model calls in the generated agent session.")
@@ -483,6 +500,7 @@ def demo(
 
     Exit 1 when a strategy produced a sequence a provider would reject.
     """
+    refuse_chart_conflict(chart, no_chart)
     output = Output(json_mode=json_out, command="demo")
 
     def body() -> int:
@@ -550,7 +568,7 @@ SIMULATE_EPILOG = (
 )
 
 
-@app.command(epilog=SIMULATE_EPILOG)
+@app.command(epilog=SIMULATE_EPILOG, short_help="Compare every strategy on recorded trajectories.")
 def simulate(
     path: Annotated[
         str, typer.Argument(help="Trajectories: a tau-bench JSON, SWE-agent .traj files, JSONL, or a folder.")
@@ -571,6 +589,7 @@ def simulate(
 
     Exit 1 when there is nothing to simulate (no model call found) or a strategy produced an invalid sequence.
     """
+    refuse_chart_conflict(chart, no_chart)
     output = Output(json_mode=json_out, command="simulate")
 
     def body() -> int:
@@ -583,6 +602,9 @@ def simulate(
         target = _chart_target("simulate", chart, no_chart, [path], force)
         conversations = read_collection(path, limit=limit, max_bytes=max_bytes)
         output.status(f"Loaded {len(conversations)} trajectories from {path}.", markup=False)
+        for conversation in conversations:
+            for warning in conversation.warnings:
+                output.status(f"[yellow]warning:[/] {escape(warning)}")
         with Progress(
             TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), console=output.err, transient=True
         ) as progress:

@@ -142,6 +142,7 @@ class _Tally:
         scratchpad: str | None,
         reserve: int,
         skipped: dict[str, int],
+        warnings: list[str],
     ) -> dict[str, Any]:
         costs = system_costs(self.system_parts, summary, scratchpad, self.counter)
         zones = {
@@ -164,6 +165,7 @@ class _Tally:
             "tool_calls": self.tool_calls,
             "tool_schemas": len(tools),
             "skipped_events": skipped,
+            "warnings": warnings,
             "tokens": {
                 "input": input_tokens,
                 "total": input_tokens + reserve,
@@ -196,6 +198,7 @@ def _report(
         scratchpad=source.scratchpad,
         reserve=reserve,
         skipped=source.skipped,
+        warnings=list(getattr(source, "warnings", ())),  # a streamed message list has no envelope to warn about
     )
 
 
@@ -230,6 +233,14 @@ def inspect_reports(
             )
         conversations = [conversations[index]]
     return [conversation_report(c, reserve=reserve, providers=providers_for(c.format, provider)) for c in conversations]
+
+
+def print_warnings(output: Output, reports: list[dict[str, Any]]) -> None:
+    """What reading a file could not carry, on stderr whatever the mode: a count read from a file without it
+    would be trusted as the whole story."""
+    for report in reports:
+        for warning in report["warnings"]:
+            output.status(f"[yellow]warning:[/] {escape(warning)}", markup=True)
 
 
 def problem_count(report: dict[str, Any]) -> int:

@@ -20,7 +20,7 @@ SERVE_HINT = 'windowkeeper serve needs its extra; install it with: pip install "
 def register(app: typer.Typer) -> None:
     """Add the ``serve`` command to the CLI."""
 
-    @app.command("serve")
+    @app.command("serve", short_help="Run the gateway that keeps an agent inside --budget.")
     def serve(
         port: Annotated[int | None, typer.Option("--port", help="Port to listen on (default 8787).")] = None,
         budget: Annotated[

@@ -20,6 +20,7 @@ from .output import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, CliError, Output
 store_app = typer.Typer(
     name="store",
     help="Maintain a store (SQLite file, PostgreSQL, Redis): find and remove unreadable rows.",
+    short_help="Find and remove a store's unreadable rows.",
     no_args_is_help=True,
 )
 
@@ -36,7 +37,7 @@ async def _check(url: str, prefix: str | None, remove: bool) -> tuple[str, list[
         await store.close()
 
 
-@store_app.command("check")
+@store_app.command("check", short_help="List unreadable rows; --remove deletes them.")
 def check(
     url: Annotated[str, typer.Argument(help="The store: sqlite:///path or a path, postgresql://..., redis://...")],
     prefix: Annotated[str | None, typer.Option(help="Table/key prefix (default: the URL's ?prefix=, else wk).")] = None,

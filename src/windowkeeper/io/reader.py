@@ -3,7 +3,8 @@
 A file holds one or more conversations in one of these shapes (detected, or forced with ``fmt``):
 
 - ``windowkeeper``: our messages (a list, ``{"messages": [...]}`` or a saved ``AgentState`` with ``context``);
-- ``openai``: an OpenAI Chat message list or request body (``{"model", "messages", "tools"}``; tools are counted);
+- ``openai``: an OpenAI Chat message list or request body (``{"model", "messages", "tools"}``; tools are counted;
+  an Anthropic request read as one keeps its ``system`` as the leading system message, with a warning);
 - ``responses``: an OpenAI Responses ``input`` item list or request body (``input``, ``instructions``, ``tools``);
 - ``anthropic``: an Anthropic Messages request (``system`` optional) or message list with content blocks;
 - ``gemini``: a Gemini ``contents`` list or request (``system_instruction``/``systemInstruction``, ``tools``);
@@ -95,6 +96,9 @@ class Conversation:
     """For a session log: its events, so a compaction is written back as the same log."""
     container: str | None = None
     """How JSON Lines held it: ``messages-per-line`` or ``conversation-per-line``; None for a JSON document."""
+    warnings: list[str] = field(default_factory=list)
+    """What reading it in this format could not carry, or carried into another shape, one sentence each: a field
+    the format has no place for is named here rather than lost without a word."""
 
     @property
     def skipped(self) -> dict[str, int]:
@@ -382,12 +386,58 @@ def _enveloped(conversation: Conversation, data: Any, key: str) -> Conversation:
     return conversation
 
 
+_ANTHROPIC_SETTINGS = ("stop_sequences", "top_k", "thinking", "anthropic_version", "anthropic_beta", "mcp_servers")
+"""Anthropic request keys OpenAI Chat has no field for; named when an Anthropic request is read as OpenAI."""
+
+
 def _openai(source: str, name: str, data: Any) -> Conversation:
     items = _require_list(source, data.get("messages") if isinstance(data, Mapping) else data, "messages")
     messages = _convert(source, items, lambda: from_openai_chat(items), openai_chat_message_to_message)
-    return _enveloped(
-        Conversation(name, InputFormat.OPENAI.value, messages, tools=_tools(source, data)), data, "messages"
-    )
+    conversation = Conversation(name, InputFormat.OPENAI.value, messages, tools=_tools(source, data))
+    if isinstance(data, Mapping) and "system" in data:
+        conversation = _foreign_system(source, conversation, data)
+        data = {k: v for k, v in data.items() if k != "system"}  # now a message: written back as one
+    return _enveloped(conversation, data, "messages")
+
+
+def _foreign_system(source: str, conversation: Conversation, data: Mapping[str, Any]) -> Conversation:
+    """An Anthropic request read as OpenAI Chat (``--format openai``): OpenAI keeps the system prompt among the
+    messages, so the top-level ``system`` becomes the leading system message (counted, and written back where an
+    OpenAI body has it), and each field the conversion has no place for is named in a warning."""
+    system = data["system"]
+    dropped: list[str] = []
+    if isinstance(system, list):
+        for i, block in enumerate(system):
+            if not (isinstance(block, Mapping) and block.get("type") == "text" and isinstance(block.get("text"), str)):
+                raise ConversationFileError(
+                    f"{source}: system[{i}] is {_kind(block)}, not a text block; an Anthropic system prompt is a "
+                    'string or a list of {"type": "text", "text": ...} blocks',
+                    key="system",
+                )
+            dropped.extend(f"system[{i}].{key}" for key in block if key not in ("type", "text"))
+    elif system is not None and not isinstance(system, str):
+        raise ConversationFileError(
+            f"{source}: 'system' is {_kind(system)}; an Anthropic system prompt is a string or a list of text blocks",
+            key="system",
+        )
+    head = from_anthropic(system, []) if system else []
+    conversation.messages[:0] = head
+    if head:
+        conversation.warnings.append(
+            f"{source}: 'system' is an Anthropic field, not an OpenAI Chat one; read as the leading system message "
+            "(the file looks like an Anthropic request: --format anthropic reads it as one)"
+        )
+    if dropped:
+        conversation.warnings.append(
+            f"{source}: {', '.join(dropped)}: an OpenAI Chat system message has no such field; not carried"
+        )
+    settings = [key for key in _ANTHROPIC_SETTINGS if key in data]
+    if settings:
+        conversation.warnings.append(
+            f"{source}: {', '.join(settings)}: Anthropic request settings OpenAI Chat has no field for; not read "
+            "(a compacted body keeps them as they were)"
+        )
+    return conversation
 
 
 def _roles(items: Sequence[Any], default: str) -> list[str]:
