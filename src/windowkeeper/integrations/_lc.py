@@ -86,6 +86,57 @@ def tool_schemas(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
     return out
 
 
+_OUTPUT: LRUCache[tuple[int, bool], tuple[Any, list[dict[str, Any]]]] = LRUCache(64)
+"""The schemas of the response formats seen last, by identity and by how the schema is sent: ``create_agent``
+hands the same strategy object to every model call, and a schema's JSON is rebuilt from its pydantic model each
+time it is asked for."""
+
+
+def output_schemas(response_format: Any, model: Any, tools: Sequence[Any] | None) -> list[dict[str, Any]]:
+    """The structured-output schemas ``create_agent`` adds to a request after every ``wrap_model_call`` has run,
+    so a middleware never finds them in ``request.tools`` and would plan the request without their tokens: a
+    `ToolStrategy`'s output tools (as the OpenAI function schemas a chat model sends), or a `ProviderStrategy`'s
+    ``response_format``. A bare schema or an `AutoStrategy` is sent whichever way LangChain picks for ``model``."""
+    if response_format is None:
+        return []
+    from langchain.agents.structured_output import AutoStrategy, OutputToolBinding, ProviderStrategy, ToolStrategy
+
+    if isinstance(response_format, (ToolStrategy, ProviderStrategy)):
+        native = isinstance(response_format, ProviderStrategy)
+    else:
+        native = _native_structured_output(model, tools)
+    key = (id(response_format), native)
+    known = _OUTPUT.get(key)
+    if known is not None and known[0] is response_format:
+        return known[1]
+    schema = response_format.schema if isinstance(response_format, AutoStrategy) else response_format
+    if isinstance(response_format, ToolStrategy):
+        strategy: ToolStrategy[Any] | ProviderStrategy[Any] = response_format
+    elif isinstance(response_format, ProviderStrategy) or native:
+        strategy = response_format if isinstance(response_format, ProviderStrategy) else ProviderStrategy(schema)
+    else:
+        strategy = ToolStrategy(schema)
+    if isinstance(strategy, ProviderStrategy):
+        out = [dict(strategy.to_model_kwargs()["response_format"])]
+    else:
+        out = tool_schemas([OutputToolBinding.from_schema_spec(spec).tool for spec in strategy.schema_specs]) or []
+    _OUTPUT.put(key, (response_format, out))
+    return out
+
+
+def _native_structured_output(model: Any, tools: Sequence[Any] | None) -> bool:
+    """Whether ``create_agent`` sends a bare schema as the model's native structured output (else as a tool). Its
+    own test is private: a LangChain without it is taken to send a tool, the two costing about the same."""
+    try:
+        from langchain.agents.factory import _supports_provider_strategy
+    except ImportError:  # pragma: no cover - another LangChain
+        return False
+    try:
+        return bool(_supports_provider_strategy(model, tools=list(tools or ())))
+    except (AttributeError, TypeError, ValueError):  # pragma: no cover - a signature of another LangChain
+        return False
+
+
 _WRITTEN: LRUCache[int, tuple[Any, str, list[Any]]] = LRUCache(4096)
 """LangChain messages written for the messages windowkeeper made (pointers, by identity, with the fingerprint they
 were written at): a pointer stays in the view for many calls and is the same message object on each."""

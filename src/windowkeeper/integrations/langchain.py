@@ -13,6 +13,10 @@ The middleware registers the ``recall`` tool its pointers name (``create_agent``
 the agent's), so a model that asks for a cleared output by its id gets it back; pass ``recall_tool=False`` to
 leave it out, and the pointers then tell the model to ask the user instead.
 
+A structured response (``response_format=``) costs its schema in every request, which ``create_agent`` adds only
+after every middleware ran (an output tool, or the model's ``response_format``): it is counted with the request's
+tools, or the request would exceed the budget by the schema's size.
+
 The host's messages go out as they came: ``request.system_message`` (its content blocks, a ``cache_control``;
 the summary after its content once there is one) and the state's messages, its system messages included, which
 are never joined into another (the summary then follows the leading ones as a system message of its own). A
@@ -35,7 +39,14 @@ from typing import Any
 from ..context import BaseContextManager
 from ..errors import MissingDependencyError
 from ..storage import SessionStore
-from ._lc import accepts_mid_system, current_thread_id, managed, reported_input_tokens, tool_schemas
+from ._lc import (
+    accepts_mid_system,
+    current_thread_id,
+    managed,
+    output_schemas,
+    reported_input_tokens,
+    tool_schemas,
+)
 from .window import FitResult, Window, as_window
 
 try:
@@ -77,7 +88,12 @@ class WindowkeeperMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     def _fit_args(self, request: ModelRequest[Any]) -> dict[str, Any]:
         return {
             "system": request.system_message,
-            "tools": tool_schemas(request.tools),
+            # the structured-output schema goes out with the request too, added by the host after this middleware
+            "tools": [
+                *(tool_schemas(request.tools) or ()),
+                *output_schemas(request.response_format, request.model, request.tools),
+            ]
+            or None,
             "thread_id": current_thread_id(),
         }
 
