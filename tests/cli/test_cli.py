@@ -325,3 +325,45 @@ def test_in_process_run_leaves_the_callers_logging_as_it_was(conversation: Path)
     for args in (["--verbose", "inspect", str(conversation)], ["inspect", str(conversation)], ["--verbose", "nope"]):
         runner.invoke(app, args)
         assert (root.handlers, root.level) == (handlers, level), args
+
+
+def test_compact_counts_the_files_tool_definitions_on_both_sides(tmp_path: Path) -> None:
+    """The tool definitions go out with the compacted view: the cut leaves them room, and the before and after
+    numbers both count them (before: the cut planned without them and the result went over the budget; a file
+    under the budget reported a negative saving)."""
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": f"lookup_{i}",
+                "description": "Looks a record up by its key and returns every field of it. " * 3,
+                "parameters": {"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]},
+            },
+        }
+        for i in range(6)
+    ]
+    turns = [
+        message
+        for i in range(30)
+        for message in (
+            {"role": "user", "content": f"question {i}: " + "about the record " * 20},
+            {"role": "assistant", "content": f"answer {i}: " + "a detail " * 40},
+        )
+    ]
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps({"model": "gpt-4o", "messages": turns, "tools": tools}))
+    for strategy in ("budget", "summary"):
+        out = tmp_path / f"{strategy}.json"
+        result = runner.invoke(
+            app, ["compact", str(path), "--strategy", strategy, "--budget", "1500", "-o", str(out), "--json"]
+        )
+        doc = _json(result.stdout)
+        assert result.exit_code == 0, result.output
+        assert doc["over_budget"] is False and doc["tokens_after"] <= 1500
+        assert doc["tokens_before"] > doc["tokens_after"]
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"model": "gpt-4o", "messages": turns[:2], "tools": tools}))
+    result = runner.invoke(app, ["compact", str(small), "--budget", "8000", "-o", str(tmp_path / "s.json"), "--json"])
+    doc = _json(result.stdout)
+    assert result.exit_code == 0, result.output
+    assert doc["tokens_before"] == doc["tokens_after"] and doc["saved_share"] == 0.0

@@ -15,6 +15,7 @@ from ..context.summary import SummaryContextManager
 from ..io import Conversation
 from ..io.writer import OutFormat, encode, payload
 from ..prompt import assemble
+from ..prompt.cost import tool_schema_tokens
 from ..state import AgentState
 from ..summarize import ExtractiveSummarizer
 from ..tokens import default_counter
@@ -43,7 +44,11 @@ BUDGET_CUT_LOW_WATERMARK = 0.95
 decide where exactly)."""
 
 
-def _manager(strategy: Strategy, budget: int, cut: Cut) -> BaseContextManager[AgentState] | None:
+def _manager(
+    strategy: Strategy, budget: int, cut: Cut, tools: list[dict[str, Any]]
+) -> BaseContextManager[AgentState] | None:
+    """The manager of ``strategy``, planning under ``tools`` (the file's tool definitions go out with the view, so
+    the budget is what the messages may take beside them)."""
     counter = default_counter()
     if strategy is Strategy.BUDGET:
         marks = {"high_watermark": 1.0, "low_watermark": BUDGET_CUT_LOW_WATERMARK} if cut is Cut.BUDGET else {}
@@ -52,10 +57,12 @@ def _manager(strategy: Strategy, budget: int, cut: Cut) -> BaseContextManager[Ag
             reserve_tokens=0,
             counter=counter,
             summarizer=ExtractiveSummarizer(counter=counter),
+            tools=tools,
             **marks,  # type: ignore[arg-type]
         )
     if strategy is Strategy.SUMMARY:
-        return SummaryContextManager(model="extractive", max_messages=None, token_budget=budget, keep_recent=8)
+        room = max(budget - tool_schema_tokens(tools, counter), 1)
+        return SummaryContextManager(model="extractive", max_messages=None, token_budget=room, keep_recent=8)
     if strategy is Strategy.MESSAGE:
         return MessageContextManager(max_messages=max(1, budget // 1000))
     return None
@@ -84,7 +91,7 @@ def run_compact(
     counter = default_counter()
     state = conversation.state()
     tools = conversation.tools
-    manager = _manager(strategy, budget, cut)
+    manager = _manager(strategy, budget, cut, tools)
     before: int | None = None
     if not isinstance(manager, TokenBudgetContextManager):
         before = assemble(state, tools=tools, counter=counter).input_tokens
