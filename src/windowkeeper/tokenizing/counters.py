@@ -5,7 +5,9 @@ enough for budgeting):
 
 * each message costs ``MESSAGE_OVERHEAD`` (3) framing tokens plus its role name (``ROLE_TOKENS``, one token in
   every OpenAI encoding), and a request costs ``REPLY_PRIMING`` (3) more for the assistant reply header;
-* text, reasoning (the ``reasoning`` field and `ReasoningBlock`s) and error blocks are counted as text;
+* text, reasoning (the ``reasoning`` field and `ReasoningBlock`s) and error blocks are counted as text; a
+  reasoning block with a provider signature (encrypted reasoning) costs at least what the signature carries
+  (`windowkeeper.tokenizing.media.encrypted_tokens`), since the provider decrypts it into the context;
 * a tool call costs its name, its JSON arguments and ``TOOL_CALL_OVERHEAD`` (3); a tool result costs its output
   text, and each further result in the same message one more message overhead, since chat APIs send every result
   as its own message;
@@ -49,7 +51,7 @@ from ..blocks import (
 from ..errors import ConfigurationError
 from ..messages import Message, edit_epoch
 from .encodings import Encoder, encoding_name_for_model, get_offline_encoding
-from .media import media_tokens, stand_in_tokens
+from .media import encrypted_tokens, media_tokens, stand_in_tokens
 
 MESSAGE_OVERHEAD = 3
 ROLE_TOKENS = 1
@@ -186,7 +188,9 @@ class CachingCounter(ABC):
                 has_call_blocks = True
                 total += self.tool_call_overhead + count_text(block.name) + count_text(tool_arguments_json(block.args))
             elif isinstance(block, ReasoningBlock):
-                total += count_text(block.text or block.summary or "")
+                # the hidden reasoning its signature carries, when that is more than the text shown of it
+                shown = count_text(block.text or block.summary or "")
+                total += max(shown, encrypted_tokens(block.signature)) if block.signature else shown
             elif isinstance(block, ErrorBlock):
                 total += count_text(block.error)
             elif isinstance(block, AnnotationBlock):

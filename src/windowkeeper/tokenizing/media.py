@@ -1,4 +1,4 @@
-"""Token estimates for images, audio, video, documents and opaque data.
+"""Token estimates for images, audio, video, documents, opaque data and encrypted payloads.
 
 Providers bill media by what it depicts (pixels, seconds, pages), not by the characters of its base64 encoding,
 so a counter that tokenized the payload would overcount a screenshot by ~100x, and one that skipped it would count
@@ -51,6 +51,9 @@ DOCUMENT_BYTES_PER_PAGE = 60_000.0
 DATA_BYTES_PER_TOKEN = 4.0
 """Opaque data sent as a file is assumed to cost like text of the same byte length."""
 
+ENCRYPTED_CHARS_PER_TOKEN = 5.0
+"""Base64 characters of an encrypted payload per hidden token it carries (see `encrypted_tokens`)."""
+
 
 def base64_decoded_size(data: str) -> int:
     """Byte length the base64 string decodes to, without decoding it (a ``data:...;base64,`` prefix is skipped)."""
@@ -102,6 +105,28 @@ def image_tokens(media: MediaRef | None) -> int:
         side = max(1, round(math.sqrt(size / IMAGE_BYTES_PER_PIXEL)))
         return image_tokens_for_size(side, side)
     return IMAGE_DEFAULT_TOKENS
+
+
+def encrypted_tokens(payload: str) -> int:
+    """Estimated tokens of the hidden text an encrypted payload carries, from its length alone.
+
+    A provider hands back what the model must not show as ciphertext and decrypts it into the context of the next
+    request, where it takes room and is billed by its tokens: OpenAI Responses reasoning ``encrypted_content``,
+    Anthropic ``redacted_thinking`` ``data`` and a thinking ``signature``, a ``web_search_result``'s
+    ``encrypted_content`` (the page), Gemini's ``thoughtSignature`` ("an encrypted representation of the model's
+    internal reasoning state"). Neither its summary (often empty) nor its characters (o200k spends a token on
+    ~1.5 characters of base64, three times the real cost) say what it costs.
+
+    The estimate: ciphertext is about as long as its plaintext (no compression assumed), base64 turns 3 bytes into
+    4 characters, and text runs ~3.75 bytes per token, so one token per `ENCRYPTED_CHARS_PER_TOKEN` (5)
+    characters. It matches what was measured: 4.9 to 5.0 characters of gpt-5-mini ``encrypted_content`` per
+    reasoning token the API reported for it, over three turns (inspect_ai pull request 3809), and sits just above
+    OpenAI's Codex CLI, which estimates a reasoning item as its decoded bytes less a 650-byte envelope at 4 bytes
+    per token (about 5.3 characters per token): a budget should err on the side of the window. Whether a model
+    still reads reasoning from earlier turns varies by model (Anthropic drops earlier turns' thinking); sent, it is
+    counted, since the request must fit either way.
+    """
+    return math.ceil(len(payload) / ENCRYPTED_CHARS_PER_TOKEN) if payload else 0
 
 
 def _timed_tokens(
@@ -186,6 +211,9 @@ _BARE_PAYLOAD = re.compile(r'"(data|result|b64_json|file_data|image_data|bytes)"
 written): an Anthropic base64 ``source`` nested in a server tool's result (a fetched PDF), a Responses
 ``image_generation_call``'s ``result``. Only payloads whose decoded bytes start with a media file signature
 (`_sniff`) count as media: an encrypted blob or any other base64 stays text."""
+_ENCRYPTED = re.compile(r'"(encrypted_[a-z_]+)":"([A-Za-z0-9+/=_-]{16,})"')
+"""An encrypted value in a stand-in's compact JSON: an Anthropic ``web_search_result``'s page, a Responses
+``compaction`` item's summary (`encrypted_tokens` prices it)."""
 _SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
@@ -235,18 +263,36 @@ def stand_in_tokens(text: str, count_text: Callable[[str], int]) -> int:
     `windowkeeper.blocks.UNKNOWN_PREFIX`: a Responses ``computer_call_output``...), pricing the media it embeds
     (data URIs, like a screenshot, and bare base64 payloads of media files, like a generated image or a fetched
     PDF) as media, not as the characters of their base64: one 80 KB screenshot tokenized as text is ~55,000
-    tokens, as an image ~1,000. The counters call it only for such a text (they test the prefix inline, on their
-    hot path)."""
+    tokens, as an image ~1,000. An encrypted value in it (a searched page, an encrypted summary) is priced as the
+    hidden text it carries (`encrypted_tokens`), not as its base64. The counters call it only for such a text
+    (they test the prefix inline, on their hot path)."""
     sniffed: list[tuple[str, str]] = []
     stripped = without_embedded_data(text, sniffed)
+    sealed = 0
+    if "encrypted_" in stripped:
+        stripped, sealed = _without_encrypted(stripped)
     if stripped is text:
         return count_text(text)
-    media = 0
+    media = sealed
     for found in _DATA_URI.finditer(text):
         media += _payload_tokens(found.group(1), found.group(2), count_text)
     for mime, payload in sniffed:
         media += _payload_tokens(mime, payload, count_text)
     return media + count_text(stripped)
+
+
+def _without_encrypted(text: str) -> tuple[str, int]:
+    """``text`` with each encrypted value (`_ENCRYPTED`) emptied, and the tokens they carry; ``text`` itself when it
+    holds none."""
+    tokens = 0
+
+    def seal(found: re.Match[str]) -> str:
+        nonlocal tokens
+        tokens += encrypted_tokens(found.group(2))
+        return f'"{found.group(1)}":""'
+
+    out = _ENCRYPTED.sub(seal, text)
+    return (out, tokens) if tokens else (text, 0)
 
 
 def without_embedded_data(text: str, sniffed: list[tuple[str, str]] | None = None) -> str:
@@ -273,6 +319,7 @@ def without_embedded_data(text: str, sniffed: list[tuple[str, str]] | None = Non
 __all__ = [
     "AUDIO_TOKENS_PER_SECOND",
     "DOCUMENT_TOKENS_PER_PAGE",
+    "ENCRYPTED_CHARS_PER_TOKEN",
     "IMAGE_DEFAULT_TOKENS",
     "VIDEO_TOKENS_PER_SECOND",
     "MediaBlock",
@@ -280,6 +327,7 @@ __all__ = [
     "base64_decoded_size",
     "data_tokens",
     "document_tokens",
+    "encrypted_tokens",
     "image_tokens",
     "image_tokens_for_size",
     "media_size_bytes",
