@@ -92,6 +92,20 @@ def _continues_in_a_new_window(url: str) -> None:
         assert restored == originals[restored["tool_call_id"]]
 
 
+def _head(store: SQLiteStore, thread_id: str) -> dict[str, Any] | None:
+    """The thread's committed head (a versioned record of its own; older windowkeepers kept it as the state)."""
+    from windowkeeper.integrations._threads import HEAD_KEY, HEAD_NAMESPACE
+
+    record = asyncio.run(store.get_record(HEAD_NAMESPACE, thread_id, HEAD_KEY))
+    return record.doc if record is not None else None
+
+
+def _put_head(store: SQLiteStore, thread_id: str, head: dict[str, Any]) -> None:
+    from windowkeeper.integrations._threads import HEAD_KEY, HEAD_NAMESPACE
+
+    asyncio.run(store.update_record(HEAD_NAMESPACE, thread_id, HEAD_KEY, head))
+
+
 def _cleanup(url: str) -> None:
     from windowkeeper.integrations import Window
 
@@ -214,7 +228,7 @@ def test_each_call_saves_what_is_new_not_the_view(tmp_path: Path) -> None:
             longest = max(longest, len(view))
         # a snapshot per call would have written every view message every call
         assert sum(writes) < viewed / 3
-        head = asyncio.run(store.get_state("delta"))
+        head = _head(store, "delta")
         assert head is not None and head["version"] == 3
         # runs of refs, [record key, version, start, count]: about one per call that added to the view
         assert all(isinstance(ref, list) and len(ref) == 4 for ref in head["view"])
@@ -271,10 +285,10 @@ def test_a_version_2_head_of_one_ref_per_message_is_read_and_continued(tmp_path:
     for k in points[:6]:
         first.fit(items[:k])
     first.close()
-    head = asyncio.run(store.get_state("v2"))
+    head = _head(store, "v2")
     assert head is not None and head["version"] == 3
     singles = [[key, version, start + i] for key, version, start, count in head["view"] for i in range(count)]
-    asyncio.run(store.put_state("v2", {**head, "version": 2, "view": singles}))
+    _put_head(store, "v2", {**head, "version": 2, "view": singles})
     plain = Window(budget=6000, thread_id="v2")
     for k in points[:6]:
         plain.fit(items[:k])
@@ -283,15 +297,16 @@ def test_a_version_2_head_of_one_ref_per_message_is_read_and_continued(tmp_path:
         resumed = window.fit(items[: points[6]])
         reference = plain.fit(items[: points[6]])
         assert resumed.messages == reference.messages and resumed.summary == reference.summary
-        rewritten = asyncio.run(store.get_state("v2"))
+        rewritten = _head(store, "v2")
         assert rewritten is not None and rewritten["version"] == 3  # the next head is written in runs
     finally:
         window.close()
 
 
 def test_a_head_whose_view_records_were_replaced_starts_the_thread_over(tmp_path: Path, caplog: Any) -> None:
-    """Two windows writing one thread (which only the gateway's compare-and-set makes safe) can leave a head whose
-    view records the other reused: a reader sees the versions differ and manages the thread afresh, with a warning."""
+    """A head whose view records another write replaced (a head an older windowkeeper saved without a
+    compare-and-set while a second window wrote the thread): a reader sees the versions differ and manages the
+    thread afresh, with a warning."""
     import logging
 
     from windowkeeper.integrations import Window
@@ -302,7 +317,7 @@ def test_a_head_whose_view_records_were_replaced_starts_the_thread_over(tmp_path
     first = Window(budget=6000, store=store, thread_id="s")
     for k in points[:6]:
         first.fit(items[:k])
-    head = asyncio.run(store.get_state("s"))
+    head = _head(store, "s")
     assert head is not None
     key = head["view"][0][0]
     record = asyncio.run(store.get_record(VIEW_NAMESPACE, "s", key))

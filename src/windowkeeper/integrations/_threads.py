@@ -18,11 +18,15 @@ written again. A view record none of the head's messages points to any more is k
 head) and overwritten by a later call that needs one, through the store's version check, so a thread holds about
 as many view records as its view spans and no call spends a write on deleting one.
 
-The head is the store's state snapshot, so whatever the store guarantees of a state write (an atomic replace; a
-compare-and-set against the version read, as the gateway's commit store makes it) holds for the whole state: a
-call whose head write fails leaves nothing the committed head refers to. A reader checks each view record's
-version against the head's and reads the head again when a newer write reused a record meanwhile. A new process
-that opens the same store continues the thread where the last one stopped.
+The head is written with a compare-and-set against the version this memory was loaded or last saved at: a
+versioned record of its own (`HEAD_NAMESPACE`), or the store's state snapshot when the store's ``put_state`` is
+already one (``SessionStore.commits_state``, the gateway's commit store). Two windows or processes serving one
+thread therefore cannot both commit from the same head: the second save raises `StaleHeadError` and writes no
+head, and its caller re-reads the thread and redoes the call on what the store holds now (`Window` does), so no
+call's state is lost or built from a mix of two. A call whose head write fails leaves nothing the committed head
+refers to. A reader checks each view record's version against the head's and reads the head again when a newer
+write reused a record meanwhile. A new process that opens the same store continues the thread where the last one
+stopped.
 """
 
 from __future__ import annotations
@@ -54,9 +58,18 @@ STATE_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 OFFLOAD_NAMESPACE = "windowkeeper.window.offloaded"
 VIEW_NAMESPACE = "windowkeeper.window.view"
+HEAD_NAMESPACE = "windowkeeper.window.head"
+"""The head as one versioned record per thread (key `HEAD_KEY`), written only at the version last read. Heads of
+threads saved before it are state snapshots; they are read from there once and moved here by the next save."""
+HEAD_KEY = "head"
 """Records of the messages calls put into the view for the first time (``{"json": [message JSON, ...]}``)."""
 LOAD_ATTEMPTS = 4
 """Head reads a load makes when a newer write deleted a view record between reading the head and the record."""
+
+
+class StaleHeadError(ConflictError):
+    """A save lost the head's compare-and-set: another window or process committed the thread since this memory
+    was loaded. Nothing of the call is referred to by the committed head; re-read the thread and redo the call."""
 
 
 def chain_hasher(messages: Iterable[Message], hasher: Any = None) -> Any:
@@ -150,6 +163,11 @@ class ThreadMemory:
     saved_runs: list[list[Any]] = field(default_factory=list)
     saved_ends: list[int] = field(default_factory=list)
     """Where each of ``saved_runs`` ends in the view (its counts summed), to cut them at a prefix."""
+    head_version: int = 0
+    """The version of the head record this memory was loaded from or last saved (0: none yet), which the next
+    save's compare-and-set expects."""
+    started_over: bool = False
+    """Made empty in place of a stored head that could not be read whole (nothing to hand a manager)."""
 
     def keys_of(self, pointer: Message) -> list[str]:
         """`restore_keys` of ``pointer``, worked out once while it stays in the view."""
@@ -351,11 +369,13 @@ class ThreadStore:
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
+        self.rebases = not store.commits_state
+        """Whether a lost head write is this store's to resolve (`StaleHeadError`), not the store owner's."""
 
     async def load(self, thread_id: str) -> ThreadMemory | None:
         memory = await self._read(thread_id)
-        if memory is None:
-            return None
+        if memory is None or memory.started_over:
+            return memory
         memory.needs_reseed = True
         for record in await self.store.get_records(
             OFFLOAD_NAMESPACE, thread_id, sorted(view_restore_keys(memory.view))
@@ -373,8 +393,9 @@ class ThreadStore:
     async def _read(self, thread_id: str) -> ThreadMemory | None:
         """The head and the view records it refers to (read again when a newer write deleted one meanwhile)."""
         missing: list[str] = []
+        head_version = 0
         for _ in range(LOAD_ATTEMPTS):
-            doc = await self.store.get_state(thread_id)
+            doc, head_version = await self._head(thread_id)
             if doc is None:
                 return None
             wanted = view_record_versions(doc)
@@ -386,17 +407,52 @@ class ThreadStore:
             }
             missing = [key for key in wanted if key not in records]
             if not missing:
-                return ThreadMemory.from_doc(thread_id, doc, records)
-        # a head written by a process whose view went stale while another one wrote the thread (two windows on one
-        # thread without the gateway's commit): what it refers to was overwritten, so the thread starts over
+                memory = ThreadMemory.from_doc(thread_id, doc, records)
+                memory.head_version = head_version
+                return memory
+        # a head committed without a compare-and-set (a state snapshot an older windowkeeper wrote while another
+        # window wrote the thread): what it refers to was overwritten, so the thread starts over
         logger.warning(
             "thread %r: the stored window state refers to view records another write replaced (%s); the thread is "
-            "managed afresh from the caller's list (the summary is dropped). Serve one thread from one window at "
-            "a time, or through `windowkeeper serve`, whose commits are compare-and-set",
+            "managed afresh from the caller's list (the summary is dropped). It was saved by a windowkeeper whose "
+            "saves were not compare-and-set; the next save commits with one",
             thread_id,
             ", ".join(missing[:3]),
         )
-        return None
+        # empty, but at the head's version: its save replaces the unreadable head instead of losing to it
+        return ThreadMemory(head_version=head_version, started_over=True)
+
+    async def _head(self, thread_id: str) -> tuple[dict[str, Any] | None, int]:
+        """The committed head and the version a save must expect (0 for a head still in the state snapshot)."""
+        if self.rebases:
+            record = await self.store.get_record(HEAD_NAMESPACE, thread_id, HEAD_KEY)
+            if record is not None:
+                return record.doc, record.version
+        return await self.store.get_state(thread_id), 0
+
+    async def _put_head(self, thread_id: str, memory: ThreadMemory, doc: dict[str, Any]) -> None:
+        """Commit ``doc`` if the head is still at ``memory.head_version``; `StaleHeadError` otherwise."""
+        if not self.rebases:
+            await self.store.put_state(thread_id, doc)
+            return
+        expected = memory.head_version
+        try:
+            if expected == 0:
+                record = await self.store.add_record(HEAD_NAMESPACE, thread_id, HEAD_KEY, doc)
+            else:
+                record = await self.store.update_record(
+                    HEAD_NAMESPACE, thread_id, HEAD_KEY, doc, expected_version=expected
+                )
+        except (ConflictError, RecordNotFoundError) as exc:
+            # another writer committed (or deleted the thread) since this memory was read
+            raise StaleHeadError(
+                f"thread {thread_id!r}: another window or process saved the thread after this one read it "
+                f"(head version {expected} expected); re-read the thread and redo the call",
+                key=HEAD_KEY,
+                expected=expected,
+                actual=getattr(exc, "actual", None),
+            ) from exc
+        memory.head_version = record.version
 
     async def original(self, thread_id: str, keys: Sequence[str]) -> Message | None:
         """The stored original under the first of ``keys`` that has one (a pointer that has left the view)."""
@@ -440,13 +496,15 @@ class ThreadStore:
         versions = memory.record_versions
         spare = {**memory.spare, **{k: versions[k] for k in memory.view_records.keys() - live.keys()}}
         try:
-            await self.store.put_state(thread_id, memory.state_doc(fmt, runs, spare))
-        except BaseException:
+            await self._put_head(thread_id, memory, memory.state_doc(fmt, runs, spare))
+        except BaseException as exc:
             if written is not None:
-                # the head was not written: nothing refers to this call's view record. A new one is removed; a
-                # reused spare stays one (the committed head lists it, at the version before this write)
+                # the head was not written: nothing refers to this call's view record. A new one is removed, and so
+                # is a reused spare when another writer committed meanwhile: the head it committed lists the spare
+                # at the version before this write, which no writer can update any more, so it would be kept
+                # forever. Otherwise a reused spare stays one (this memory's head lists it)
                 memory.placed = {k: v for k, v in memory.placed.items() if v[1] != written}
-                if added:
+                if added or isinstance(exc, StaleHeadError):
                     versions.pop(written, None)
                     with contextlib.suppress(Exception):
                         await self.store.delete_record(VIEW_NAMESPACE, thread_id, written)
@@ -481,7 +539,7 @@ class ThreadStore:
 
     async def delete(self, thread_id: str) -> None:
         await self.store.delete_thread(thread_id)
-        for namespace in (OFFLOAD_NAMESPACE, VIEW_NAMESPACE):
+        for namespace in (OFFLOAD_NAMESPACE, VIEW_NAMESPACE, HEAD_NAMESPACE):
             with contextlib.suppress(RecordNotFoundError):
                 await self.store.delete_session(namespace, thread_id)
 
@@ -501,8 +559,10 @@ def _original_of(thread_id: str, key: str, doc: dict[str, Any]) -> Message:
 
 
 __all__ = [
+    "HEAD_NAMESPACE",
     "OFFLOAD_NAMESPACE",
     "VIEW_NAMESPACE",
+    "StaleHeadError",
     "ThreadMemory",
     "ThreadStore",
     "chain_digest",

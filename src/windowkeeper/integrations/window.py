@@ -15,11 +15,13 @@ exactly as if the caller had kept `Message` objects, the summary and the offload
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
 import logging
 import operator
 import os
+import random
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,7 +42,7 @@ from ..messages import Message, fingerprints
 from ..prompt import AssembledPrompt, assemble, tool_schema_tokens
 from ..prompt.recall import recall_flags
 from ..state import AgentState
-from ..storage import SessionStore, open_store
+from ..storage import ConflictError, SessionStore, open_store
 from ..tokenizing.calibration import feed_calibration
 from ..tokens import TokenCounter
 from ..tools.recall import RecallTool
@@ -57,7 +59,7 @@ from ._formats import (
     write_plain,
 )
 from ._recall import WindowRecallTool, original_text, restore_tool_declared, without_restore_tool
-from ._threads import ThreadMemory, ThreadStore, chain_hasher, ref_keys, restore_keys
+from ._threads import StaleHeadError, ThreadMemory, ThreadStore, chain_hasher, ref_keys, restore_keys
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -91,6 +93,10 @@ MAX_WINDOW_THREADS = 1024
 """Threads whose view a `Window` keeps in memory, least recently used out first. A server handles many threads and
 each kept view costs about a budget's worth of messages; an evicted thread is read back from the store, or without
 one is managed afresh from the caller's list on its next call (as the manager does with the threads it forgets)."""
+SAVE_ATTEMPTS = 8
+"""Times one call is redone on the thread as the store holds it when another window or process commits the thread
+between this window's read and its save; past them the call raises `ConflictError` (the thread is too contended
+to serve from several writers at once)."""
 
 
 @dataclass(frozen=True, repr=False, eq=False)
@@ -187,7 +193,14 @@ class Window(Generic[M, Sys]):
     conversation; every method also takes ``thread_id=`` to serve several conversations from one window.
     ``prompt_cache`` (Anthropic only) marks the stable prefix with ``cache_control`` breakpoints.
 
-    Calls on one thread must not overlap; different threads may run concurrently from async code.
+    Calls on one thread must not overlap within one window; different threads may run concurrently from async
+    code. Several windows or processes may serve one thread through one store (two workers behind a load
+    balancer): a window reads a thread once and commits each call's head with a compare-and-set against the
+    version it read, so a call whose read went stale (another writer committed the thread meanwhile) writes no
+    head; the window then re-reads the thread and redoes the call on it. Every call thus answers what one window
+    serving all calls in the order they committed answers, and nothing of either writer is lost or doubled. A
+    thread that another writer commits before each of `SAVE_ATTEMPTS` tries raises `ConflictError`. Each redo
+    costs a reload, so route a thread's calls to one window where you can.
 
     For type checkers a literal ``format`` fixes the message type of `fit`'s result (``Window[M, Sys]``, with the
     types of ``windowkeeper.llm.formats.wire``), so ``fit(...).messages`` passes type-checked to the SDK call:
@@ -390,14 +403,45 @@ class Window(Generic[M, Sys]):
     async def _afit(
         self, messages: Any, *, system: Any, tools: Sequence[Any] | None, thread_id: str | None, written: bool
     ) -> FitResult[M, Sys]:
+        """`_afit_once`, redone on the thread as the store holds it when another writer committed it first."""
         tid = self._thread_id(thread_id)
+        for attempt in range(1, SAVE_ATTEMPTS + 1):
+            try:
+                return await self._afit_once(messages, system=system, tools=tools, tid=tid, written=written)
+            except StaleHeadError:
+                # what this window remembers of the thread is older than the store's: read it back, as a new
+                # process would, and manage the call again on it
+                self._threads.pop(tid)
+                if self._manager is not None:
+                    self._manager.forget(self._manager_key(tid))
+                logger.info(
+                    "thread %r: another window or process committed the thread first (attempt %d of %d); "
+                    "reading it back and redoing the call",
+                    tid,
+                    attempt,
+                    SAVE_ATTEMPTS,
+                )
+                if attempt < SAVE_ATTEMPTS:
+                    # random and growing: a writer that keeps winning holds a current memory and commits at once,
+                    # so the one redoing (a reload first) must leave it room, and two losers must not collide again
+                    await asyncio.sleep(random.uniform(0, min(0.25, 0.004 * 2**attempt)))
+        raise ConflictError(
+            f"thread {tid!r}: another window or process committed the thread before each of {SAVE_ATTEMPTS} "
+            "attempts of this call, so nothing of it was saved; serve a thread from one window at a time (route "
+            "its calls to one worker), or retry the call",
+            key=tid,
+        )
+
+    async def _afit_once(
+        self, messages: Any, *, system: Any, tools: Sequence[Any] | None, tid: str, written: bool
+    ) -> FitResult[M, Sys]:
         memory = await self._memory(tid)
         incoming, memory.read_cache = read_messages_cached(self.format, messages, memory.read_cache)
         prompt_text = system_text(self.format, system)
         manager = self._manager_for(tools)
         head: list[Message] = [section_message(prompt_text)] if prompt_text else []
         if memory.needs_reseed:
-            await self._reseed(tid, manager, memory, head)
+            await self._reseed(tid, manager, memory, head, incoming[memory.source_count :])
             memory.needs_reseed = False
 
         count = memory.source_count
@@ -698,15 +742,29 @@ class Window(Generic[M, Sys]):
         return memory
 
     async def _reseed(
-        self, thread_id: str, manager: BaseContextManager[Any], memory: ThreadMemory, head: Sequence[Message]
+        self,
+        thread_id: str,
+        manager: BaseContextManager[Any],
+        memory: ThreadMemory,
+        head: Sequence[Message],
+        pending: Sequence[Message],
     ) -> None:
         """Hand a manager that never saw this thread what was kept about it in the process that stopped (the
-        view's originals; the history, read from the store only when the manager wants it)."""
+        view's originals; the history, read from the store only when the manager wants it).
+
+        ``pending`` are the call's messages beyond what the committed head covers. The log may hold them already
+        (an attempt whose head write lost to another writer appended them, as may a process that stopped between
+        the two writes); they are left out of the history, since the call hands them to the manager as new, and
+        the manager must see the thread as the head left it, as one window serving every call would."""
         pointers = offloaded(memory.view)
         pairs = [(p, o) for p in pointers if (o := self._original(memory, p)) is not None]
         history: list[Message] = []
         if manager.wants_history and self._store is not None:
-            history = [*head, *await self._store.history(thread_id)]
+            logged = await self._store.history(thread_id)
+            if pending:
+                new_ids = {m.message_id for m in pending}
+                logged = [m for m in logged if m.message_id not in new_ids]
+            history = [*head, *logged]
         seed = ThreadSeed(view=memory.view, originals=pairs, history=history, recall_served=memory.recall_served)
         manager.import_thread(self._manager_key(thread_id), seed)
 

@@ -76,6 +76,8 @@ class CacheShares:
 class CommitStore(SessionStore):
     """A `SessionStore` whose ``put_state`` is a compare-and-set (see the module docstring); the rest delegates."""
 
+    commits_state = True
+
     def __init__(self, inner: SessionStore) -> None:
         self.inner = inner
         self.versions: dict[str, int] = {}

@@ -224,6 +224,12 @@ class SessionStore(ABC):
     sleeps, executors, loop lookups), so the sync reads step them without even marking a loop as running. Read
     from the class's own namespace, like `steps_directly`."""
 
+    commits_state: ClassVar[bool] = False
+    """Whether ``put_state`` is itself a compare-and-set against the version ``get_state`` read, raising
+    `ConflictError` when another writer committed first (the gateway's ``CommitStore``). A `Window` keeps its
+    per-thread head there and leaves conflicts to the store's owner; on any other store it writes the head as a
+    versioned record of its own, so two writers on one thread cannot overwrite each other."""
+
     def describe(self) -> str:
         """How errors and logs name this store: backend, location (secrets masked, see `mask_url`) and prefix."""
         return type(self).__name__
