@@ -552,3 +552,24 @@ def test_restore_gives_back_the_item_the_caller_sent_with_its_own_keys(fmt: str)
         restored = window.restore(pointer)
         restored = restored if isinstance(restored, list) else [restored]
         assert any(isinstance(r, dict) and r.get(key) is not None and r in tagged for r in restored)
+
+
+def test_a_thread_that_starts_takes_the_summary_it_is_given_and_one_that_goes_on_keeps_its_own() -> None:
+    """``summary=``: what came before the list, summarized elsewhere; a thread that starts from the list starts with
+    it (one summary goes out, which the thread's cuts extend), a thread that goes on ignores it."""
+    window: Window[Any, Any] = Window(
+        TokenBudgetContextManager(3000, reserve_tokens=500, summarizer=ExtractiveSummarizer()), format="openai_chat"
+    )
+    chat = to_openai_chat(CONVERSATION)
+    first = window.fit(chat[:4], summary="The user named the project Kestrel.")
+    assert first.summary == "The user named the project Kestrel."
+    assert first.messages[0]["role"] == "system" and "Kestrel" in first.messages[0]["content"]
+    assert json.dumps(first.messages).count(SUMMARY_HEADER) == 1
+    goes_on = window.fit(chat[:6], summary="Something else.")
+    assert goes_on.summary == "The user named the project Kestrel."
+    for end in range(8, len(chat), 2):
+        result = window.fit(chat[:end])
+        assert json.dumps(result.messages).count(SUMMARY_HEADER) == 1
+    assert result.summary is not None and result.summary != "The user named the project Kestrel."
+    restarted = window.fit(chat[10:14], summary="A new start.")
+    assert restarted.summary == "A new start."

@@ -170,21 +170,26 @@ class WindowkeeperInputFilter:
     def _thread(self, data: Any) -> str:
         return self.thread_id if isinstance(self.thread_id, str) else str(self.thread_id(data))
 
-    def _source(self, data: Any) -> tuple[Any, str]:
-        """What to fit and on which thread: with a session, the history behind its view (the session's thread)."""
+    def _source(self, data: Any) -> tuple[Any, str, str | None]:
+        """What to fit, on which thread, and the running summary a thread that starts from it starts with: with a
+        session, the history behind its view (the session's thread)."""
         items = data.model_data.input
         if self.session is None:
-            return items, self._thread(data)
+            return items, self._thread(data), None
         source = self.session.source_of(items)
         if source is not None:
-            return source, self.session.session_id
+            return source, self.session.session_id, None
+        thread = f"{self.session.session_id}:run"
         logger.info(
             "session %r: the run's input does not start with the view get_items served (a session_input_callback "
             "or limit changed it); managing it on its own thread %r",
             self.session.session_id,
-            f"{self.session.session_id}:run",
+            thread,
         )
-        return items, f"{self.session.session_id}:run"
+        # the session's summary, served as a system item, goes to that thread as its summary (one summary per
+        # request, which that thread's cuts then extend) instead of staying in its input beside that thread's own
+        items, summary = self.session.without_summary(items)
+        return items, thread, summary
 
     def _model_input(self, result: FitResult) -> Any:
         from agents.run_config import ModelInputData
@@ -208,26 +213,34 @@ class WindowkeeperInputFilter:
 
     def __call__(self, data: Any) -> Any:
         """Sync filter: the SDK calls it inside its event loop; the work runs on a worker thread meanwhile."""
-        items, thread = self._source(data)
+        items, thread, summary = self._source(data)
         if self._switched(thread, data.agent):
             thread = self._own_thread(thread, data.agent, self.window.continues(items, thread_id=thread))
         self._last_thread = thread
         _RUN_THREAD.set(thread)
         result = self.window.fit(
-            items, system=data.model_data.instructions, tools=agent_tool_schemas(data.agent), thread_id=thread
+            items,
+            system=data.model_data.instructions,
+            tools=agent_tool_schemas(data.agent),
+            thread_id=thread,
+            summary=summary,
         )
         return self._model_input(result)
 
     async def acall(self, data: Any) -> Any:
         """Async form, for ``RunConfig(call_model_input_filter=my_filter.acall)``."""
-        items, thread = self._source(data)
+        items, thread, summary = self._source(data)
         if self._switched(thread, data.agent):
             goes_on = await self.window.acontinues(items, thread_id=thread)
             thread = self._own_thread(thread, data.agent, goes_on)
         self._last_thread = thread
         _RUN_THREAD.set(thread)
         result = await self.window.afit(
-            items, system=data.model_data.instructions, tools=agent_tool_schemas(data.agent), thread_id=thread
+            items,
+            system=data.model_data.instructions,
+            tools=agent_tool_schemas(data.agent),
+            thread_id=thread,
+            summary=summary,
         )
         return self._model_input(result)
 
@@ -366,6 +379,8 @@ class WindowkeeperSession:
         self._pops: str | None = None
         self._loaded = False
         self._served: list[tuple[list[Any], int]] = []
+        self._summary: tuple[dict[str, Any], str] | None = None
+        """The summary item the latest `get_items` served first, and the summary it holds."""
         """The views `get_items` served last (newest first) with the item count behind each: a run's input starts
         with one of them. Several, because the SDK also reads a few latest items in the middle of a streamed run
         (to check its own write), and a ``limit`` serves only the end of a view."""
@@ -419,12 +434,30 @@ class WindowkeeperSession:
         if limit is not None:
             view = latest_items(view, limit)
         if result.system:
-            view.insert(0, {"role": "system", "content": result.system})
+            head = {"role": "system", "content": result.system}
+            view.insert(0, head)
+            self._summary = (head, result.summary) if result.summary else None
+        else:
+            self._summary = None
         self._serve(view, count)
         return view
 
+    def without_summary(self, items: Sequence[Any]) -> tuple[list[Any], str | None]:
+        """``items`` without the summary item `get_items` served last (equal copies count: the SDK may copy what
+        a ``session_input_callback`` returns), and that summary when they held it."""
+        served = self._summary
+        if served is None:
+            return list(items), None
+        head, summary = served
+        kept = [item for item in items if item is not head and item != head]
+        return kept, (summary if len(kept) < len(items) else None)
+
     def _serve(self, view: list[Any], count: int) -> None:
-        self._served = [(view, count), *self._served[: _SERVED_KEPT - 1]]
+        # an empty view starts every list: once the session has served items it would claim any run's input as
+        # all new (and a reshaped one, summary item included, as the session's history), so it is kept only
+        # while it is the newest
+        kept = [served for served in self._served if served[0]] if view else self._served
+        self._served = [(view, count), *kept[: _SERVED_KEPT - 1]]
 
     def source_of(self, model_input: Sequence[Any]) -> Sequence[Any] | None:
         """The full history behind a run's model input that starts with a view `get_items` served: the stored
@@ -510,7 +543,7 @@ class WindowkeeperSession:
         await self.store.delete_session(ITEMS_NAMESPACE, self.session_id)
         await self._new_pops_token()
         await self.window.adelete_thread(self.session_id)
-        self._served = []
+        self._served, self._summary = [], None
 
     async def aclose(self) -> None:
         if self._owns_store:

@@ -366,10 +366,13 @@ class Window(Generic[M, Sys]):
         system: Any = None,
         tools: Sequence[Any] | None = None,
         thread_id: str | None = None,
+        summary: str | None = None,
     ) -> FitResult[M, Sys]:
         """Sync form of `afit`. Inside a running event loop the work runs on a worker thread (blocking until done),
         so hosts that call a sync hook from async code still work; prefer ``await afit(...)`` there."""
-        return run_sync_anywhere(lambda: self.afit(messages, system=system, tools=tools, thread_id=thread_id))
+        return run_sync_anywhere(
+            lambda: self.afit(messages, system=system, tools=tools, thread_id=thread_id, summary=summary)
+        )
 
     def _fit_unwritten(
         self, messages: Any, *, system: Any = None, tools: Sequence[Any] | None = None, thread_id: str | None = None
@@ -392,22 +395,37 @@ class Window(Generic[M, Sys]):
         system: Any = None,
         tools: Sequence[Any] | None = None,
         thread_id: str | None = None,
+        summary: str | None = None,
     ) -> FitResult[M, Sys]:
         """The managed form of ``messages`` (the whole conversation, in the window's format) for one model call.
 
         ``system`` is the system prompt (a string, or the provider's own system value); ``tools`` the tool
-        schemas sent with the call, counted in the request. The caller's list is never modified.
+        schemas sent with the call, counted in the request. The caller's list is never modified. ``summary`` is a
+        running summary of what came before ``messages`` (kept elsewhere, or made by another manager): a thread
+        that starts from this call (its first call, or a list that does not continue the last one) starts with it
+        and extends it as it cuts, so one summary goes out; a thread that goes on keeps its own.
         """
-        return await self._afit(messages, system=system, tools=tools, thread_id=thread_id, written=True)
+        return await self._afit(
+            messages, system=system, tools=tools, thread_id=thread_id, written=True, summary=summary
+        )
 
     async def _afit(
-        self, messages: Any, *, system: Any, tools: Sequence[Any] | None, thread_id: str | None, written: bool
+        self,
+        messages: Any,
+        *,
+        system: Any,
+        tools: Sequence[Any] | None,
+        thread_id: str | None,
+        written: bool,
+        summary: str | None = None,
     ) -> FitResult[M, Sys]:
         """`_afit_once`, redone on the thread as the store holds it when another writer committed it first."""
         tid = self._thread_id(thread_id)
         for attempt in range(1, SAVE_ATTEMPTS + 1):
             try:
-                return await self._afit_once(messages, system=system, tools=tools, tid=tid, written=written)
+                return await self._afit_once(
+                    messages, system=system, tools=tools, tid=tid, written=written, summary=summary
+                )
             except StaleHeadError:
                 # what this window remembers of the thread is older than the store's: read it back, as a new
                 # process would, and manage the call again on it
@@ -433,7 +451,14 @@ class Window(Generic[M, Sys]):
         )
 
     async def _afit_once(
-        self, messages: Any, *, system: Any, tools: Sequence[Any] | None, tid: str, written: bool
+        self,
+        messages: Any,
+        *,
+        system: Any,
+        tools: Sequence[Any] | None,
+        tid: str,
+        written: bool,
+        summary: str | None = None,
     ) -> FitResult[M, Sys]:
         memory = await self._memory(tid)
         incoming, memory.read_cache = read_messages_cached(self.format, messages, memory.read_cache)
@@ -462,6 +487,8 @@ class Window(Generic[M, Sys]):
                 manager.forget(self._manager_key(tid))
                 memory.summary = None
                 memory.sent, memory.sent_system = (), None
+            if summary is not None:
+                memory.summary = summary or None
             new = list(incoming)
             context = [*head, *new]
             memory.hasher = chain_hasher(new)
