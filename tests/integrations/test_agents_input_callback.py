@@ -41,7 +41,7 @@ def _reminder_first(history: list[Any], new: list[Any]) -> list[Any]:
 async def test_a_reshaped_history_keeps_one_summary_per_request(callback: Any) -> None:
     """Before: an input that does not start with the view the session served was taken for all new by the empty
     view the first run was served (the session's thread restarted on it, summary item and all), and on the
-    filter's own thread the session's summary item stayed beside that thread's summary: two in 9 of 40 requests.
+    filter's own thread the session's summary item stayed beside that thread's summary: two in 17 of 40 requests.
     Now the session's summary goes to that thread as its summary, which its cuts extend."""
     from openai import AsyncOpenAI
 
