@@ -228,3 +228,47 @@ def test_audio_video_documents_and_data_are_estimated_from_metadata() -> None:
     assert cost(image) == 255
     for block in (AudioBlock(media=MediaRef(url="u", size_bytes=1)), DataBlock(mime_type="text/csv")):
         assert cost(block) >= 1
+
+
+def _png(width: int, height: int) -> bytes:
+    """A valid PNG of ``width`` x ``height`` (one gray row repeated), built without an imaging library."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def _jpeg_header(width: int, height: int, metadata: int = 0) -> bytes:
+    """The start of a baseline JPEG: an APP1 segment of ``metadata`` bytes (EXIF, say), then the frame header that
+    states the size (what a reader of dimensions looks at; no scan data follows)."""
+    import struct
+
+    app1 = b"\xff\xe1" + struct.pack(">H", metadata + 2) + b"\x00" * metadata
+    frame = b"\xff\xc0" + struct.pack(">HBHHB", 11, 8, height, width, 1) + b"\x01\x11\x00"
+    return b"\xff\xd8" + app1 + frame + b"\xff\xd9"
+
+
+def test_an_inline_image_is_priced_by_the_size_its_header_states() -> None:
+    """Before, a 640x400 screenshot was priced as a square of its byte size (765 tokens where the tiling charges
+    425) and a wide banner could cost more than that square; the header's width and height decide now."""
+    counter = TiktokenCounter()
+    screenshot = base64.b64encode(_png(640, 400)).decode()
+    for data in (
+        screenshot,
+        f"data:image/png;base64,{screenshot}",
+        "\n".join(screenshot[i : i + 76] for i in range(0, len(screenshot), 76)),
+    ):
+        assert counter.count_message(_image(kind="data", data_base64=data)) - PER_MESSAGE == 425
+    banner = base64.urlsafe_b64encode(_jpeg_header(2000, 100, metadata=30_000)).decode()
+    assert counter.count_message(_image(kind="data", data_base64=banner)) - PER_MESSAGE == image_tokens_for_size(
+        2000, 100
+    )
+    given = _image(kind="data", data_base64=screenshot, width=1024, height=1024)
+    assert counter.count_message(given) - PER_MESSAGE == 85 + 4 * 170  # stated dimensions win
+    unreadable = base64.b64encode(b"\xff\xd8" + b"\x00" * 70_000).decode()  # no frame header in the first 64 kB
+    assert counter.count_message(_image(kind="data", data_base64=unreadable)) - PER_MESSAGE > 0

@@ -3,8 +3,9 @@
 Providers bill media by what it depicts (pixels, seconds, pages), not by the characters of its base64 encoding,
 so a counter that tokenized the payload would overcount a screenshot by ~100x, and one that skipped it would count
 it as free. Each estimate uses the best information available, in this order: explicit metadata (width/height,
-duration, pages), then the byte size (``size_bytes`` or the decoded length of inline base64, computed from the
-string length without decoding), then a documented default. Every estimate is at least 1 token.
+duration, pages), the dimensions an inline image's own header states (read with ``imagesize`` from its first
+bytes), then the byte size (``size_bytes`` or the decoded length of inline base64, computed from the string length
+without decoding), then a documented default. Every estimate is at least 1 token.
 
 The constants are published rates where one exists (OpenAI's image tiling, Gemini's per-second video and audio
 rates, Anthropic's per-page PDF range) and deliberately round assumptions otherwise; they are module constants so every
@@ -15,9 +16,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import io
 import math
 import re
 from collections.abc import Callable
+
+import imagesize
 
 from ..blocks import AudioBlock, DataBlock, DocumentBlock, ImageBlock, MediaRef, VideoBlock
 
@@ -32,6 +36,10 @@ IMAGE_DEFAULT_TOKENS = IMAGE_BASE_TOKENS + 4 * IMAGE_TILE_TOKENS
 """A square image of at least 768 px (4 tiles): what an image of unknown size is assumed to cost."""
 IMAGE_BYTES_PER_PIXEL = 0.5
 """Typical compressed size of photos and screenshots; turns a byte size into a pixel count (square assumed)."""
+IMAGE_HEADER_BYTES = 65_536
+"""How much of an inline image is decoded to read its dimensions: PNG, GIF and WebP state them in their first few
+dozen bytes; a JPEG in its frame header, which follows its metadata (EXIF, a thumbnail) and is almost always within
+the first 64 kB. An image whose header is not found there is estimated from its byte size."""
 
 AUDIO_TOKENS_PER_SECOND = 32.0
 AUDIO_BYTES_PER_SECOND = 16_000.0
@@ -96,10 +104,33 @@ def image_tokens_for_size(width: int, height: int) -> int:
     return IMAGE_BASE_TOKENS + IMAGE_TILE_TOKENS * tiles
 
 
+def inline_image_size(data_base64: str) -> tuple[int, int] | None:
+    """``(width, height)`` as the header of an inline image states them (PNG, JPEG, GIF, WebP and the other
+    formats ``imagesize`` reads), or None when its first `IMAGE_HEADER_BYTES` do not tell.
+
+    A screenshot's byte size says little about its shape: a 640x400 PNG priced as a square of its size cost 765
+    tokens where the provider's tiling charges 425, and a wide banner can cost more than its square would."""
+    start = data_base64.find(",", 0, 256) + 1 if data_base64.startswith("data:") else 0
+    head = "".join(data_base64[start : start + IMAGE_HEADER_BYTES // 3 * 4].split())
+    try:
+        if "-" in head or "_" in head:
+            raw = base64.urlsafe_b64decode(head + "=" * (-len(head) % 4))
+        else:
+            raw = base64.b64decode(head + "=" * (-len(head) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    width, height = imagesize.get(io.BytesIO(raw))
+    return (width, height) if width > 0 and height > 0 else None
+
+
 def image_tokens(media: MediaRef | None) -> int:
-    """Estimate for an image: from its dimensions, else its byte size (as a square), else the default."""
+    """Estimate for an image: from its dimensions (given, or read from its inline header), else its byte size (as
+    a square), else the default."""
     if media is not None and media.width and media.height:
         return image_tokens_for_size(media.width, media.height)
+    found = inline_image_size(media.data_base64) if media is not None and media.data_base64 else None
+    if found is not None:
+        return image_tokens_for_size(*found)
     size = media_size_bytes(media)
     if size:
         side = max(1, round(math.sqrt(size / IMAGE_BYTES_PER_PIXEL)))
