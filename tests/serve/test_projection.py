@@ -99,3 +99,51 @@ def test_the_clients_system_blocks_are_its_own_object_when_nothing_was_added() -
     summary = {"type": "text", "text": "Summary of the earlier conversation: ..."}
     assert system_value(blocks, [blocks[0], summary], "Be brief.") == [blocks[0], summary]
     assert system_value("Be brief.", "Be brief.", "Be brief.") == "Be brief."
+
+
+SCREEN = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4//8/AAX+Av4N70a4AAAAAElFTkSuQmCC"
+)
+ONE_OF_EACH: list[dict[str, Any]] = [
+    {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}], "id": "m_1"},
+    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "plan"}],
+     "encrypted_content": "e"},
+    {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f", "arguments": "{}", "status": "completed"},
+    {"type": "function_call_output", "id": "fco_1", "call_id": "c1", "output": "out", "status": "completed"},
+    {"type": "custom_tool_call", "id": "ctc_1", "call_id": "c2", "name": "apply_patch", "input": "*** a"},
+    {"type": "custom_tool_call_output", "call_id": "c2", "output": "patched"},
+    {"type": "local_shell_call", "id": "c3", "call_id": "c3", "status": "completed",
+     "action": {"type": "exec", "command": ["ls"], "env": {}}},
+    {"type": "local_shell_call_output", "id": "c3", "output": "a.py", "status": "completed"},
+    {"type": "apply_patch_call", "id": "ap_1", "call_id": "c4", "status": "completed",
+     "operation": {"type": "update_file", "path": "a.py", "diff": "@@\n-a\n+b"}},
+    {"type": "apply_patch_call_output", "id": "apo_1", "call_id": "c4", "status": "completed", "output": "done"},
+    {"type": "shell_call", "id": "sh_1", "call_id": "c5", "status": "completed", "action": {"commands": ["ls"]}},
+    {"type": "shell_call_output", "id": "sho_1", "call_id": "c5", "status": "completed",
+     "output": [{"stdout": "a.py", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]},
+    {"type": "computer_call", "id": "cu_1", "call_id": "c6", "status": "completed", "pending_safety_checks": [],
+     "action": {"type": "click", "button": "left", "x": 1, "y": 2}},
+    {"type": "computer_call_output", "id": "cuo_1", "call_id": "c6", "current_url": "https://a.test",
+     "acknowledged_safety_checks": [{"id": "sc_1", "code": "malicious_instructions"}],
+     "output": {"type": "computer_screenshot", "image_url": SCREEN}},
+]  # fmt: skip
+
+
+def _read_alone(item: Any) -> list[Any]:
+    from windowkeeper.llm.formats import from_responses_input
+
+    return [(m.role, m.content, m.tools_calls, m.metadata) for m in from_responses_input([item])]
+
+
+def test_every_responses_item_type_the_reader_models_reaches_the_window_as_it_reads_it() -> None:
+    """The projection takes the Responses item types and keys from the reader (`ITEM_FIELDS`); it kept its own
+    table once, and the types the reader learned later (computer use) reached the window as opaque text."""
+    from windowkeeper.llm.formats.openai_responses import KNOWN_ITEM_KINDS
+
+    assert {i["type"] for i in ONE_OF_EACH} == KNOWN_ITEM_KINDS  # a type taught to the reader needs a sample here
+    plain_of = PLAIN["openai_responses"]
+    for item in ONE_OF_EACH:
+        with_extra = {**item, "x_future": {"k": 1}}
+        plain = plain_of(with_extra)
+        assert plain.get("type") == item["type"], plain  # modelled, not an opaque text
+        assert _read_alone(plain) == _read_alone(with_extra), item["type"]

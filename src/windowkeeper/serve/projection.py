@@ -23,26 +23,13 @@ from typing import Any
 import orjson
 
 from ..blocks import UNKNOWN_PREFIX
+from ..llm.formats.openai_responses import ITEM_FIELDS
 
 CHAT_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "refusal", "function_call"})
 CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 """Roles the Chat reader models (``function``: the answer to a legacy ``function_call``)."""
 CHAT_PARTS = frozenset({"text", "image_url", "input_audio", "file", "refusal"})
 ANTHROPIC_BLOCKS = frozenset({"text", "image", "document", "thinking", "redacted_thinking", "tool_use", "tool_result"})
-RESPONSES_ITEMS = {
-    "message": frozenset({"type", "role", "content"}),
-    "reasoning": frozenset({"type", "id", "summary", "encrypted_content", "content"}),
-    "function_call": frozenset({"type", "call_id", "name", "arguments", "id"}),
-    "function_call_output": frozenset({"type", "call_id", "output"}),
-    "custom_tool_call": frozenset({"type", "call_id", "name", "input", "id"}),
-    "custom_tool_call_output": frozenset({"type", "call_id", "output"}),
-    "local_shell_call": frozenset({"type", "id", "call_id", "action", "status"}),
-    "local_shell_call_output": frozenset({"type", "id", "output", "status"}),
-    "apply_patch_call": frozenset({"type", "id", "call_id", "operation", "status"}),
-    "apply_patch_call_output": frozenset({"type", "id", "call_id", "status", "output"}),
-    "shell_call": frozenset({"type", "id", "call_id", "action", "status"}),
-    "shell_call_output": frozenset({"type", "id", "call_id", "output", "status"}),
-}
 RESPONSES_PARTS = frozenset({"input_text", "output_text", "text", "input_image", "input_file", "refusal"})
 TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 
@@ -144,13 +131,15 @@ def plain_responses(item: Any) -> Any:
     if not isinstance(item, dict):
         return item
     kind = item.get("type", "message" if "role" in item else None)
-    keys = RESPONSES_ITEMS.get(kind) if isinstance(kind, str) else None
-    if keys is None:
-        # an item type not modelled joins the assistant turn, where the Responses reader puts it too: a tool's
-        # output (``computer_call_output``...) is not a user turn to answer or to search recall for
+    # the item types and keys are the reader's own (`ITEM_FIELDS`): a type the window models but this projection
+    # did not would reach it as an opaque text (a computer-use step: its screenshot as base64 text, no call)
+    if not isinstance(kind, str) or kind not in ITEM_FIELDS:
+        # an item type not modelled joins the assistant turn, where the Responses reader puts it too: a hosted
+        # tool's item (``web_search_call``, ``mcp_call``...) is not a user turn to answer or to search recall for
         role = "user" if kind is None else "assistant"
         return {"type": "message", "role": role, "content": _opaque(item)}
-    plain = {k: v for k, v in _strip_marks(item).items() if k in keys and v is not None}
+    keys = ITEM_FIELDS[kind]
+    plain = {k: v for k, v in _strip_marks(item).items() if (keys is None or k in keys) and v is not None}
     plain["type"] = kind
     if kind == "message":
         if plain.get("role") not in ("user", "assistant", "system", "developer"):

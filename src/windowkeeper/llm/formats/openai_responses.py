@@ -507,18 +507,24 @@ FIELDS_KEY = "openai_fields"
 checks it acknowledged, the page's URL), so an output written anew (no pass-through) still carries them."""
 _HOSTED_OUTPUTS = {output: (call, key) for call, (output, key) in HOSTED_CALLS.items()}
 ASSISTANT_ITEM_KINDS = frozenset({"reasoning", "function_call", "custom_tool_call", *HOSTED_CALLS})
-KNOWN_ITEM_KINDS = frozenset(
-    {
-        "reasoning",
-        "function_call",
-        "function_call_output",
-        "custom_tool_call",
-        "custom_tool_call_output",
-        "message",
-        *HOSTED_CALLS,
-        *_HOSTED_OUTPUTS,
-    }
-)
+ITEM_FIELDS: Mapping[str, frozenset[str] | None] = {
+    "message": frozenset({"type", "role", "content"}),
+    "reasoning": frozenset({"type", "id", "summary", "encrypted_content", "content"}),
+    "function_call": frozenset({"type", "call_id", "name", "arguments", "id"}),
+    "function_call_output": frozenset({"type", "call_id", "output"}),
+    "custom_tool_call": frozenset({"type", "call_id", "name", "input", "id"}),
+    "custom_tool_call_output": frozenset({"type", "call_id", "output"}),
+    **dict.fromkeys(HOSTED_CALLS),
+    **{output: frozenset({"type", "id", key, "output", "status"}) for output, (_, key) in _HOSTED_OUTPUTS.items()},
+    SCREENSHOT_OUTPUT: None,
+}
+"""Every item type this reader models, with the keys of it that make what it reads (None: every key, for an item
+kept whole: a call of OpenAI's own tools, and a screenshot output, whose other fields are kept with it). Whoever
+compares items by what windowkeeper models of them (the gateway's projection) takes both from here, so a type
+taught to the reader is modelled there too, instead of staying an opaque text in a second table. A message's or a
+function output's own ``id`` and ``status`` are left out: they name the item rather than say anything, and two
+sends of one conversation may differ in them."""
+KNOWN_ITEM_KINDS = frozenset(ITEM_FIELDS)
 """Item types read into blocks; any other (``web_search_call``, ``item_reference``, ``mcp_call``...) joins the
 assistant turn it stands in as a block holding its JSON, and passes through unchanged."""
 ITEM_KEY = "openai_item"
