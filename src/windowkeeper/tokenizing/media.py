@@ -361,6 +361,7 @@ __all__ = [
     "encrypted_tokens",
     "image_tokens",
     "image_tokens_for_size",
+    "inline_image_size",
     "media_size_bytes",
     "media_tokens",
     "video_tokens",
