@@ -60,7 +60,7 @@ def test_overhead_peer_subset_is_announced(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_reload_cost(capsys: pytest.CaptureFixture[str]) -> None:
-    result = bench("reload_cost").main(["--turns", "15", "--budgets", "4000"])
+    result = bench("reload_cost").main(["--turns", "15", "--budgets", "4000", "--repeats", "2"])
     out = capsys.readouterr().out
     assert set(result["4000"]) == {"live", "reload", "new process", "caller json"}
     assert result["worst_json_ratio"] > 0 and "caller json / live" in out
