@@ -53,6 +53,20 @@ def test_demo_writes_chart_and_reports_every_strategy(tmp_path: Path) -> None:
     assert "chart written" in result.stderr and "chart written" not in result.stdout
 
 
+def test_demo_table_shows_the_calls_over_budget_beside_what_each_strategy_kept() -> None:
+    """The terminal table has the documented columns: without the calls over the budget, the unmanaged run (all
+    facts kept, every prefix stable, cheapest with a cache) looked like the best strategy on every column."""
+    result = runner.invoke(app, ["demo", "--steps", "40", "--budget", "6000", "--no-chart"])
+    assert result.exit_code == 0, result.output
+    doc = _json(runner.invoke(app, ["demo", "--steps", "40", "--budget", "6000", "--no-chart", "--json"]).stdout)
+    over = {s["name"]: s["calls_over_budget"] for s in doc["strategies"]}
+    assert over["no management"] > 0 and over["TokenBudgetContextManager"] == 0
+    assert "over" in result.stdout and "budget" in result.stdout
+    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if line.count("│") > 5}
+    for name, calls in over.items():
+        assert rows[name].split("│")[-3].strip() == f"{calls:,}", rows[name]
+
+
 def test_demo_json_is_one_document_and_chart_is_replaceable(tmp_path: Path) -> None:
     chart = tmp_path / "chart.png"
     args = ["demo", "--steps", "20", "--budget", "3000", "--chart", str(chart), "--json"]

@@ -549,7 +549,7 @@ def demo(
                 f"Generated a coding-agent session: {n_messages} messages, {report.calls} model calls, "
                 f"{n_facts} ground-truth facts (seed {seed})."
             )
-            output.out.print(report_table(report, title=title))
+            output.out.print(report_table(report, title=title, budget=budget))
         status = "every sequence valid for OpenAI and Anthropic" if not invalid else f"{invalid} invalid sequences"
         output.status(f"{status}; {time.perf_counter() - started:.1f}s")
         for r in report.strategies:
@@ -647,7 +647,7 @@ def simulate(
                 }
             )
         else:
-            output.out.print(report_table(report, title=title))
+            output.out.print(report_table(report, title=title, budget=budget))
         if invalid:
             output.status(f"[red]{invalid} invalid sequences[/]")
         return EXIT_PROBLEMS if invalid else EXIT_OK
