@@ -379,11 +379,11 @@ class WindowkeeperSession:
         self._pops: str | None = None
         self._loaded = False
         self._served: list[tuple[list[Any], int]] = []
-        self._summary: tuple[dict[str, Any], str] | None = None
-        """The summary item the latest `get_items` served first, and the summary it holds."""
         """The views `get_items` served last (newest first) with the item count behind each: a run's input starts
         with one of them. Several, because the SDK also reads a few latest items in the middle of a streamed run
         (to check its own write), and a ``limit`` serves only the end of a view."""
+        self._summary: tuple[dict[str, Any], str] | None = None
+        """The summary item the latest `get_items` served first, and the summary it holds."""
         self._filter: WindowkeeperInputFilter | None = None
 
     # -- reading ------------------------------------------------------------------------------------------------
