@@ -9,42 +9,19 @@ screenshot, which no text pointer can stand for, so an old pair is never cleared
 
 from __future__ import annotations
 
-import base64
 import json
-import random
-import struct
-import zlib
 from typing import Any
 
 from windowkeeper import Window
 from windowkeeper.blocks import ImageBlock, ToolCallBlock, ToolResultBlock
 from windowkeeper.llm.formats import from_anthropic, from_responses_input, to_anthropic, to_responses_input
+from windowkeeper.testing.images import screenshot_base64
 from windowkeeper.tokenizing.media import image_tokens_for_size
 from windowkeeper.tokens import default_counter
 
 from .sdk_types import sdk_problems
 
-
-def _png(width: int, height: int, seed: int) -> bytes:
-    """A real PNG screenshot: flat panels with noisy bands, so it compresses as a screen does (about 3:1)."""
-    rnd = random.Random(seed)
-    rows = []
-    for y in range(height):
-        row = bytearray(b"\x00")
-        for x in range(width):
-            noisy = (x // 64 + y // 48) % 3 == 0
-            row += bytes(rnd.getrandbits(8) for _ in range(3)) if noisy else b"\xf0\xf0\xf2"
-        rows.append(bytes(row))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    body = zlib.compress(b"".join(rows), 6)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
-
-
-SCREENSHOTS = [base64.b64encode(_png(640, 400, seed)).decode() for seed in range(3)]
+SCREENSHOTS = [screenshot_base64(seed) for seed in range(3)]
 """Real-sized screenshots: 640 x 400 PNGs of ~265 KB (~354,000 base64 characters each)."""
 
 

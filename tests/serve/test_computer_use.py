@@ -10,11 +10,7 @@ newest few steps go, each call with its output, every item as the client sent it
 
 from __future__ import annotations
 
-import base64
 import json
-import random
-import struct
-import zlib
 from contextlib import ExitStack
 from typing import Any
 
@@ -22,6 +18,7 @@ import openai
 
 from windowkeeper.llm.formats import from_responses_input
 from windowkeeper.testing.fake_servers import FakeOpenAIServer
+from windowkeeper.testing.images import screenshot_base64
 from windowkeeper.tokenizing.media import image_tokens_for_size
 from windowkeeper.tokens import default_counter
 
@@ -31,28 +28,7 @@ BUDGET = 6000
 STEPS = 32
 
 
-def _screen_png(width: int, height: int, seed: int) -> bytes:
-    """A PNG that compresses the way a screen does: flat panels and, every third tile, noise (photos, text)."""
-    rnd = random.Random(seed)
-    flat = b"\xf4\xf4\xf6" * 64
-    rows = []
-    for y in range(height):
-        tiles = [rnd.randbytes(192) if (x + y // 50) % 3 == 0 else flat for x in range(width // 64)]
-        rows.append(b"\x00" + b"".join(tiles))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(b"".join(rows), 6))
-        + chunk(b"IEND", b"")
-    )
-
-
-SHOTS = [base64.b64encode(_screen_png(640, 400, seed)).decode() for seed in range(3)]
+SHOTS = [screenshot_base64(seed) for seed in range(3)]
 """640 x 400 screenshots of about 350,000 base64 characters each."""
 SHOT_TOKENS = image_tokens_for_size(640, 400)
 

@@ -23,6 +23,7 @@ from windowkeeper import (
     ToolResultBlock,
     VideoBlock,
 )
+from windowkeeper.testing.images import png
 from windowkeeper.testing.sessiongen import generate_session
 from windowkeeper.tokens import (
     ApproxCounter,
@@ -230,19 +231,6 @@ def test_audio_video_documents_and_data_are_estimated_from_metadata() -> None:
         assert cost(block) >= 1
 
 
-def _png(width: int, height: int) -> bytes:
-    """A valid PNG of ``width`` x ``height`` (one gray row repeated), built without an imaging library."""
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-
-    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
-
-
 def _jpeg_header(width: int, height: int, metadata: int = 0) -> bytes:
     """The start of a baseline JPEG: an APP1 segment of ``metadata`` bytes (EXIF, say), then the frame header that
     states the size (what a reader of dimensions looks at; no scan data follows)."""
@@ -257,7 +245,7 @@ def test_an_inline_image_is_priced_by_the_size_its_header_states() -> None:
     """Before, a 640x400 screenshot was priced as a square of its byte size (765 tokens where the tiling charges
     425) and a wide banner could cost more than that square; the header's width and height decide now."""
     counter = TiktokenCounter()
-    screenshot = base64.b64encode(_png(640, 400)).decode()
+    screenshot = base64.b64encode(png(640, 400)).decode()
     for data in (
         screenshot,
         f"data:image/png;base64,{screenshot}",
