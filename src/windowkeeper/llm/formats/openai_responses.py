@@ -95,6 +95,20 @@ SystemMode = Literal["items", "instructions"]
 # -- ours -> Responses ----------------------------------------------------------------------------------------
 
 
+def _place_image(target: ResponsesInputImage | ResponsesScreenshot, media: MediaRef, *, index: int, key: str) -> None:
+    """Where an image is, as an input image and a screenshot both say it: its file id, or its data URI or URL as
+    ``image_url``."""
+    kind = media_kind(media)
+    if kind == "file_id" and media.file_id:
+        target["file_id"] = media.file_id
+    elif kind == "data":
+        target["image_url"] = data_uri(media, default_mime="image/png")
+    elif media.url:
+        target["image_url"] = media.url
+    else:
+        raise FormatError("media reference holds no url, file id or data", index=index, key=key)
+
+
 def _input_part(block: ContentBlock, role: str, *, index: int, key: str) -> ResponsesInputPart:
     block = resolve_data_block(block)
     if isinstance(block, TextBlock):
@@ -103,16 +117,8 @@ def _input_part(block: ContentBlock, role: str, *, index: int, key: str) -> Resp
         return {"type": "input_text", "text": error_text(block)}
     if role == "user":
         if isinstance(block, ImageBlock):
-            kind = media_kind(block.media)
             image: ResponsesInputImage = {"type": "input_image", "detail": "auto"}
-            if kind == "file_id" and block.media.file_id:
-                image["file_id"] = block.media.file_id
-            elif kind == "data":
-                image["image_url"] = data_uri(block.media, default_mime="image/png")
-            elif block.media.url:
-                image["image_url"] = block.media.url
-            else:
-                raise FormatError("media reference holds no url, file id or data", index=index, key=key)
+            _place_image(image, block.media, index=index, key=key)
             return image
         if isinstance(block, AudioBlock) and media_kind(block.media) == "data" and block.media.data_base64 is not None:
             return {
@@ -292,17 +298,8 @@ def _screenshot_item(
             index=index,
             key="content",
         )
-    ref = shots[0].media
-    kind = media_kind(ref)
     screenshot: ResponsesScreenshot = {"type": "computer_screenshot"}
-    if kind == "file_id" and ref.file_id:
-        screenshot["file_id"] = ref.file_id
-    elif kind == "data":
-        screenshot["image_url"] = data_uri(ref, default_mime="image/png")
-    elif ref.url:
-        screenshot["image_url"] = ref.url
-    else:
-        raise FormatError("media reference holds no url, file id or data", index=index, key="content")
+    _place_image(screenshot, shots[0].media, index=index, key="content")
     item: dict[str, Any] = {"type": SCREENSHOT_OUTPUT, "call_id": result.call_id, "output": screenshot}
     kept = message.metadata.get(FIELDS_KEY)
     if isinstance(kept, Mapping):
