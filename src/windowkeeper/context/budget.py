@@ -609,8 +609,8 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             step.observe(arrived)
             # after a reload the view starts with equal copies of the remembered messages: recall is shown this
             # manager's own objects for them, as it was on the previous call
-            seen = (*track.view, *working[len(track.view) :]) if reloaded and not compacted and track else None
-            placed = self._place_recall(step, working, arrived, total, known, covered, seen)
+            own = track.view if reloaded and not compacted and track is not None else None
+            placed = self._place_recall(step, working, arrived, total, known, covered, own)
             if placed is not None:
                 working, tokens, known, covered = placed
                 total += tokens
@@ -703,16 +703,18 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         total: int,
         known: list[Segment],
         covered: int,
-        seen: Sequence[Message] | None = None,
+        own: tuple[Message, ...] | None = None,
     ) -> tuple[list[Message], int, list[Segment], int] | None:
-        """Insert the recall message for a user message that just arrived, sized to the room left in the budget
-        (``seen`` as in `place_recall`).
+        """Insert the recall message for a user message that just arrived, sized to the room left in the budget.
+        ``own``, after a reload, is this manager's view that ``working`` starts with equal copies of (recall is
+        shown those objects, see `place_recall`'s ``seen``).
 
         Only a user message among ``arrived`` starts a turn, so a tool step costs a scan of what it appended. The
         recall is decided once per user message; once placed it is part of the view like any message.
         """
         if not any(m.role == "user" and not is_recall(m) for m in arrived):
             return None
+        seen = (*own, *working[len(own) :]) if own is not None else None
         found = step.place(working, self.budget - total, seen=seen)
         if found is None:
             return None
