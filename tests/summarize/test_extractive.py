@@ -425,3 +425,55 @@ def test_the_pruned_identifier_scan_keeps_every_alternative_a_line_can_match() -
         "(see #12) snake_case",
     ):
         assert scan(text, text.lower()) == pattern.findall(text)
+
+
+_LINE_ENDS = [
+    "", ".", "…", ")", "`", "'s", "?", "!", " ", "  ", "\t", "/", "//", "\\", "-", ":", "é", "日本", "🙂", "1", "42",
+]  # fmt: skip
+_LINE_BODIES = ['Called f({"a": 1})', "User: fix it", "run_tests: 3 failed", "x", "Error: boom\n", "a\n\nb", "\r\n"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.booleans(),
+            st.sampled_from(_LINE_BODIES) | st.text(min_size=1, max_size=12),
+            st.sampled_from(_LINE_ENDS),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sampled_from(["o200k_base", "cl100k_base", "o200k_harmony"]),
+)
+def test_summary_lines_count_as_the_whole_text(lines: list[tuple[bool, str, str]], encoding: str) -> None:
+    """The summed per-line count `_lines_tokens` uses is the encoder's count of the joined summary, whatever a line
+    ends with (punctuation the newline merges into, spaces, a newline of its own, a slash, non-ASCII text)."""
+    from windowkeeper.tokens import TiktokenCounter
+
+    counter = TiktokenCounter(encoding)
+    summarizer = ExtractiveSummarizer(counter)
+    rendered = [f"{'  ' if indented else ''}- {body}{end}" for indented, body, end in lines]
+    assert summarizer._line_summed
+    assert summarizer._lines_tokens(rendered) == counter.count_text("\n".join(rendered))
+
+
+def test_summary_lines_are_summed_only_for_the_encoders_whose_split_was_checked() -> None:
+    """Another counter (approximate, or a subclass that may count its own way) is asked for the whole text; the
+    summary is the same either way."""
+    from windowkeeper.tokenizing.encodings import SPECS
+    from windowkeeper.tokens import TiktokenCounter
+
+    assert {SPECS[name].pattern for name in ("o200k_base", "o200k_harmony", "cl100k_base")} == {
+        SPECS["o200k_base"].pattern,
+        SPECS["cl100k_base"].pattern,
+    }
+
+    class Own(TiktokenCounter):
+        pass
+
+    messages = generate_session(40, seed=3).messages[1:]
+    summed, whole = ExtractiveSummarizer(TiktokenCounter()), ExtractiveSummarizer(Own())
+    assert not ExtractiveSummarizer(ApproxCounter())._line_summed
+    assert summed.extract(messages, max_tokens=200) == whole.extract(messages, max_tokens=200)
+    assert summed._line_summed and not whole._line_summed

@@ -76,6 +76,9 @@ _PIECE_BYTES = 380
 """A cached candidate line's cost beyond its characters: the dataclass, its float and its anchor set."""
 _ANCHOR_BYTES = 80
 _TOP_UP_TRIES = 6
+_LINE_SUMMED = frozenset({"o200k_base", "o200k_harmony", "cl100k_base"})
+"""Encodings split by cl100k's or o200k's pattern, where a summary's token count is its lines' counts summed
+(`ExtractiveSummarizer._lines_tokens`)."""
 
 _OPENER = re.compile(
     r"^(?:(?:oh|ok|okay|so|well|also|and|anyway|actually|btw|by the way|speaking of [^,]{1,40}|on that note|"
@@ -156,6 +159,8 @@ class ExtractiveSummarizer:
         # summarizer, and a tool result's lines cost a hundred times a chat turn's
         self._pieces: SizedCache[tuple[Hashable, str], tuple[_Piece, ...]] = SizedCache(cache_bytes * 3 // 4)
         self._costs: SizedCache[str, int] = SizedCache(cache_bytes // 4)
+        self._summed_for: TokenCounter | None = None
+        self._summed = False
 
     def __repr__(self) -> str:
         return f"ExtractiveSummarizer(counter={self.counter.name!r})"
@@ -203,29 +208,60 @@ class ExtractiveSummarizer:
         for fact in facts:
             fact.cost = self._cost(("- " if fact.topic else "  - ") + fact.text) + 1
         chosen = self._select(facts, max_tokens)
-        text = self._render(chosen, topics)
-        while chosen and self.counter.count_text(text) > max_tokens:
+        lines = self._render_lines(chosen, topics)
+        while chosen and self._lines_tokens(lines) > max_tokens:
             chosen.remove(min(chosen, key=lambda f: (f.priority, -f.seq)))
-            text = self._render(chosen, topics)
-        text = self._top_up(facts, chosen, topics, text, max_tokens)
+            lines = self._render_lines(chosen, topics)
+        lines = self._top_up(facts, chosen, topics, lines, max_tokens)
         if not chosen:
             return self._squeeze(max(facts, key=lambda f: (f.priority, -f.seq)), max_tokens)
-        return text
+        return "\n".join(lines)
 
     def _top_up(
-        self, facts: list[_Fact], chosen: list[_Fact], topics: dict[int, int], text: str, max_tokens: int
-    ) -> str:
+        self, facts: list[_Fact], chosen: list[_Fact], topics: dict[int, int], lines: list[str], max_tokens: int
+    ) -> list[str]:
         """Try the best left-over facts against the exact count: per-line costs slightly overestimate (a newline
         can merge with the next line's indent), so a fact the estimate rejected may still fit."""
         taken = {f.seq for f in chosen}
         rest = sorted((f for f in facts if f.seq not in taken), key=lambda f: (-f.priority, f.seq))
         for fact in rest[:_TOP_UP_TRIES]:
-            trial = [*chosen, fact]
-            rendered = self._render(trial, topics)
-            if self.counter.count_text(rendered) <= max_tokens:
+            trial = self._render_lines([*chosen, fact], topics)
+            if self._lines_tokens(trial) <= max_tokens:
                 chosen.append(fact)
-                text = rendered
-        return text
+                lines = trial
+        return lines
+
+    def _lines_tokens(self, lines: list[str]) -> int:
+        """``count_text("\\n".join(lines))`` for lines that `_render_lines` made.
+
+        A summary is counted whole up to eight times (the bound, then each top-up trial), each time with all but
+        one of the lines of the count before, and re-encoding it was a sixth of the summarizer's time in the
+        session bench (`bench/adapter_overhead.py`). With a tiktoken counter whose split pattern is
+        cl100k's or o200k's (`_LINE_SUMMED`), the whole count is the sum of each line's count with its newline
+        (and the last line's without), so the lines' counts are memoized instead (`_cost`, keyed by text). Why
+        the sum is exact: tiktoken splits the text with that pattern and encodes each piece apart, and no piece
+        runs past a newline that starts a rendered line. Every line starts with ``-`` or two spaces and a ``-``;
+        a piece holding the newline is the newline alone, or whitespace ending in it, or punctuation followed by
+        newlines (and ``/`` in o200k), and none takes a ``-`` or a space after the newline (the letter pieces
+        may start with one non-letter, never a newline); and the pattern has no lookbehind, so what follows the
+        newline splits as it would alone. `test_summary_lines_count_as_the_whole_text` checks it against the
+        encoders on rendered lines with punctuation, spaces, newlines and non-ASCII text at their ends.
+        """
+        if not lines:
+            return 0
+        if not self._line_summed:
+            return self.counter.count_text("\n".join(lines))
+        return sum(self._cost(line + "\n") for line in lines[:-1]) + self._cost(lines[-1])
+
+    @property
+    def _line_summed(self) -> bool:
+        counter = self.counter
+        if counter is not self._summed_for:
+            from ..tokenizing.counters import TiktokenCounter
+
+            self._summed = type(counter) is TiktokenCounter and counter.encoding_name in _LINE_SUMMED
+            self._summed_for = counter
+        return self._summed
 
     # -- candidates ----------------------------------------------------------------------------------------
 
@@ -416,14 +452,16 @@ class ExtractiveSummarizer:
         return chosen
 
     @staticmethod
-    def _render(chosen: list[_Fact], topics: dict[int, int]) -> str:
+    def _render_lines(chosen: list[_Fact], topics: dict[int, int]) -> list[str]:
+        """The summary's lines (joined by newlines, the summary): each starts with ``-`` or, under its turn's
+        heading, with two spaces and a ``-`` (`_lines_tokens` counts them on that)."""
         present = {f.seq for f in chosen}
         lines: list[str] = []
         for fact in sorted(chosen, key=lambda f: f.seq):
             headed = fact.group in topics and topics[fact.group] in present
             indent = "  " if headed and not fact.topic else ""
             lines.append(f"{indent}- {fact.text}")
-        return "\n".join(lines)
+        return lines
 
     def _squeeze(self, fact: _Fact, max_tokens: int) -> str:
         """The single best fact cut down to fit a bound too small for any whole line."""
