@@ -458,6 +458,28 @@ def test_summary_lines_count_as_the_whole_text(lines: list[tuple[bool, str, str]
     assert summarizer._lines_tokens(rendered) == counter.count_text("\n".join(rendered))
 
 
+_TEXT_PIECES = [
+    *_LINE_ENDS, *_LINE_BODIES, "\n", "\n\n", "\n  ", "\n\t", "\n/", "\n-", "\r\n", "\n \n", "\x1c", "\u2028",
+    "\u00a0", "- a", "  - b", "x", "Ab", "12",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(_TEXT_PIECES) | st.text(max_size=6), min_size=1, max_size=12),
+    st.sampled_from(["o200k_base", "cl100k_base"]),
+)
+def test_any_text_counts_as_its_parts_cut_at_line_starts(pieces: list[str], encoding: str) -> None:
+    """`_text_tokens` (the previous summary's count) cuts a text only where no piece of the encoder's split runs
+    past a newline: what it sums is the encoder's count of the whole, for any text (blank lines, indents, a slash
+    or a whitespace that only Python counts as one after the newline)."""
+    from windowkeeper.tokens import TiktokenCounter
+
+    counter = TiktokenCounter(encoding)
+    text = "".join(pieces)
+    assert ExtractiveSummarizer(counter)._text_tokens(text) == counter.count_text(text)
+
+
 def test_summary_lines_are_summed_only_for_the_encoders_whose_split_was_checked() -> None:
     """Another counter (approximate, or a subclass that may count its own way) is asked for the whole text; the
     summary is the same either way."""

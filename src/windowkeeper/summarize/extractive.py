@@ -77,8 +77,18 @@ _PIECE_BYTES = 380
 _ANCHOR_BYTES = 80
 _TOP_UP_TRIES = 6
 _LINE_SUMMED = frozenset({"o200k_base", "o200k_harmony", "cl100k_base"})
-"""Encodings split by cl100k's or o200k's pattern, where a summary's token count is its lines' counts summed
-(`ExtractiveSummarizer._lines_tokens`)."""
+"""Encodings split by cl100k's or o200k's pattern: a text's token count is the sum of its parts' counts when each
+part begins at a `_LINE_START`."""
+_LINE_START = re.compile(r"(?<=\n)(?=[^\s/]|[^\S\r\n]+\S)")
+r"""Where, after a newline, no piece of cl100k's or o200k's split runs on: before a character that is neither
+whitespace nor ``/``, or before spaces that end at one that is not whitespace. tiktoken splits a text with the
+encoding's pattern and encodes each piece apart, and the pattern has no lookbehind, so a text cut there counts as
+its parts counted alone. A piece that holds the newline is one of: punctuation followed by newlines (and ``/`` in
+o200k), which stops at that character; whitespace ending in a newline (``\s*[\r\n]+``, tried before the other
+whitespace pieces at the same start), which ends at the run's last newline, and the spaces here hold none; the
+letter pieces may start with one non-letter, but never a newline. (Python's ``\s`` holds every character that
+tiktoken's does, so a character that is not whitespace here is not there either.)
+`test_summary_lines_count_as_the_whole_text` checks it against the encoders."""
 
 _OPENER = re.compile(
     r"^(?:(?:oh|ok|okay|so|well|also|and|anyway|actually|btw|by the way|speaking of [^,]{1,40}|on that note|"
@@ -197,7 +207,7 @@ class ExtractiveSummarizer:
         A name of its own, not a twin of `summarize`: the `Summarizer` protocol's ``summarize`` is a coroutine,
         and the package's one rule keeps a plain twin name synchronous (docs/architecture.md, "Sync and async")."""
         check_positive_int("max_tokens", max_tokens)
-        room = self.input_limit - (self.counter.count_text(previous_summary) if previous_summary else 0)
+        room = self.input_limit - (self._text_tokens(previous_summary) if previous_summary else 0)
         messages = newest_within(messages, room, self.counter.count_message)
         facts, topics = self._collect(messages, previous_summary)
         if not facts:
@@ -235,17 +245,11 @@ class ExtractiveSummarizer:
         """``count_text("\\n".join(lines))`` for lines that `_render_lines` made.
 
         A summary is counted whole up to eight times (the bound, then each top-up trial), each time with all but
-        one of the lines of the count before, and re-encoding it was a sixth of the summarizer's time in the
-        session bench (`bench/adapter_overhead.py`). With a tiktoken counter whose split pattern is
-        cl100k's or o200k's (`_LINE_SUMMED`), the whole count is the sum of each line's count with its newline
-        (and the last line's without), so the lines' counts are memoized instead (`_cost`, keyed by text). Why
-        the sum is exact: tiktoken splits the text with that pattern and encodes each piece apart, and no piece
-        runs past a newline that starts a rendered line. Every line starts with ``-`` or two spaces and a ``-``;
-        a piece holding the newline is the newline alone, or whitespace ending in it, or punctuation followed by
-        newlines (and ``/`` in o200k), and none takes a ``-`` or a space after the newline (the letter pieces
-        may start with one non-letter, never a newline); and the pattern has no lookbehind, so what follows the
-        newline splits as it would alone. `test_summary_lines_count_as_the_whole_text` checks it against the
-        encoders on rendered lines with punctuation, spaces, newlines and non-ASCII text at their ends.
+        one of the lines of the count before; re-encoding it was about an eighth of the summarizer's time in the
+        session bench (`bench/adapter_overhead.py`). With a counter that `_line_summed` vouches for, the count is
+        the sum of each line's count with its newline and the last line's without (every line starts with ``-``
+        or two spaces and a ``-``, so each newline ends a piece: `_LINE_START`), and the lines' counts are
+        memoized (`_cost`, keyed by text).
         """
         if not lines:
             return 0
@@ -253,8 +257,20 @@ class ExtractiveSummarizer:
             return self.counter.count_text("\n".join(lines))
         return sum(self._cost(line + "\n") for line in lines[:-1]) + self._cost(lines[-1])
 
+    def _text_tokens(self, text: str) -> int:
+        """``count_text(text)``, summed over the parts of ``text`` that begin where `_LINE_START` finds a line
+        start, each part's count memoized, with a counter that `_line_summed` vouches for.
+
+        For the previous summary, counted whole on every call that condenses it (about 6,000 characters in the
+        session bench): its lines are this summarizer's own, counted when it rendered them."""
+        if not self._line_summed:
+            return self.counter.count_text(text)
+        return sum(self._cost(part) for part in _LINE_START.split(text) if part)
+
     @property
     def _line_summed(self) -> bool:
+        """Whether the counter is a tiktoken one of an encoding in `_LINE_SUMMED` (a subclass may count its own
+        way, and other tokenizers' pieces may run past a newline)."""
         counter = self.counter
         if counter is not self._summed_for:
             from ..tokenizing.counters import TiktokenCounter
