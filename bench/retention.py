@@ -50,10 +50,11 @@ from longmemeval_retention import chat_steps
 
 from windowkeeper.context.budget import TokenBudgetContextManager
 from windowkeeper.evaluation.datasets import chain_trajectories, load_longmemeval
-from windowkeeper.evaluation.lineup import RESERVE_TOKENS, standard_lineup
+from windowkeeper.evaluation.lineup import RESERVE_TOKENS, memory_thresholds, standard_lineup
 from windowkeeper.evaluation.loaders import load_trajectories
 from windowkeeper.evaluation.replay import answer_shown, assembled, unit_floor, view_text
 from windowkeeper.evaluation.strategies import ManagedStrategy, Strategy, View
+from windowkeeper.memory import InMemoryMemory, MemoryContextManager
 from windowkeeper.messages import Message
 from windowkeeper.summarize import ExtractiveSummarizer
 from windowkeeper.testing.dialoguegen import generate_dialogue
@@ -64,6 +65,7 @@ from windowkeeper.units import group_units
 BM25 = "BM25-fill"
 LOW_PREFIX = "TokenBudgetContextManager (low "
 CAP_PREFIX = "TokenBudgetContextManager (chat summary <= "
+TARGET_PREFIX = "three-tier memory (recall, summarization target "
 SLIDING = "sliding window"
 KINDS = ("chat", "agent", "tau", "dialogue")
 _WORD = re.compile(r"\w+")
@@ -299,7 +301,13 @@ def lineup(budget: int, counter: TokenCounter, args: argparse.Namespace) -> list
         manager = budget_manager(budget, counter)
         manager.chat_summary_budget = min(manager.chat_summary_budget, cap)
         chosen.append(ManagedStrategy(f"{CAP_PREFIX}{cap})", manager))
-    return [s for s in chosen if not args.only or s.name in args.only or s.name.startswith((LOW_PREFIX, CAP_PREFIX))]
+    # the three-tier memory (with recall) whose summaries cut only down to a share of its threshold
+    for target in args.memory_targets or ():
+        thresholds = {**memory_thresholds(budget), "summarization_target": target}
+        memory = InMemoryMemory(thresholds=thresholds, counter=counter)
+        chosen.append(ManagedStrategy(f"{TARGET_PREFIX}{target:g})", MemoryContextManager(memory, recall=True)))
+    extra = (LOW_PREFIX, CAP_PREFIX, TARGET_PREFIX)
+    return [s for s in chosen if not args.only or s.name in args.only or s.name.startswith(extra)]
 
 
 async def run_case(case: Case, budget: int, args: argparse.Namespace, tallies: dict[str, Tally]) -> None:
@@ -357,6 +365,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         nargs="+",
         default=None,
         help="also run the budget manager with its plain-chat summary held to each of these token counts",
+    )
+    parser.add_argument(
+        "--memory-targets",
+        type=float,
+        nargs="+",
+        default=None,
+        help="also run the three-tier memory with recall with each of these summarization targets (default: off)",
     )
     parser.add_argument("--show-misses", action="store_true")
     parser.add_argument("--json", type=Path, default=None)

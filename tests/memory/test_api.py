@@ -33,6 +33,8 @@ from .conftest import event
         ({"pre_rot_threshold": 0}, "pre_rot_threshold"),
         ({"keep_recent_count": -1}, "keep_recent_count"),
         ({"pre_rot": 10}, "pre_rot"),
+        ({"summarization_target": 0.85}, "summarization_target"),
+        ({"summarization_target": 0}, "summarization_target"),
     ],
 )
 def test_bad_thresholds_name_the_key(thresholds: dict[str, Any], key: str) -> None:
@@ -51,6 +53,7 @@ def test_defaults_and_partial_thresholds() -> None:
     )
     assert th.compaction_limit == 80_000 and th.summarization_limit == 95_000
     assert InMemoryMemory().thresholds.pre_rot_threshold == 150_000
+    assert th.summarization_target is None and th.summarization_goal is None  # summaries keep the newest 10
     assert InMemoryMemory().enable_context_management is True
 
 
@@ -374,3 +377,42 @@ async def test_the_references_add_override_runs_management_by_hand() -> None:
         assert report is not None and report.failure is None
         assert await memory.tokens("s") < 1000
     assert memory.hook_calls and memory.hook_calls[:2] == [("store", "s"), ("clear", "s")]
+
+
+def _chat_turns(n: int) -> list[Message]:
+    """Short turns of two people chatting, each with one fact: nothing for compaction to shorten much."""
+    said: list[Message] = []
+    for i in range(n):
+        said.append(
+            Message.text_message(f"Turn {i}: the parcel for flat {i} arrives on day {i % 28 + 1}.", message_id=f"u{i}")
+        )
+        said.append(Message.text_message(f"Noted, flat {i}.", role="assistant", message_id=f"a{i}"))
+    return said
+
+
+async def test_a_summarization_target_keeps_the_newest_turns_that_fit_under_it() -> None:
+    thresholds = {"pre_rot_threshold": 2_000, "keep_recent_count": 4}
+    plain = InMemoryMemory(thresholds=thresholds)
+    targeted = InMemoryMemory(thresholds={**thresholds, "summarization_target": 0.6})
+    goal = targeted.thresholds.summarization_goal
+    assert goal == 1_200
+    turns = _chat_turns(120)
+    after_summary: dict[str, list[int]] = {"plain": [], "targeted": []}
+    for message in turns:
+        for name, memory in (("plain", plain), ("targeted", targeted)):
+            report = await memory.add(message, session_id="s")
+            assert report is not None and report.failure is None
+            if report.tier == "summarization":
+                after_summary[name].append(report.tokens_after)
+    assert after_summary["plain"] and after_summary["targeted"]
+    # with the target, a summary leaves the view at most at the target and keeps what fits under it (the newest
+    # turns, whole, beside room for a summary of summary_max_tokens); without it, the newest 4 events only
+    room = goal - targeted.summary_max_tokens
+    assert all(room / 2 < tokens <= goal for tokens in after_summary["targeted"]), after_summary
+    assert max(after_summary["plain"]) < min(after_summary["targeted"])
+    view = await targeted.messages("s")
+    live = [m for m in view if m.role != "system"]
+    assert live[0].role == "user" and len(live) > thresholds["keep_recent_count"]
+    assert [m.message_id for m in live] == [m.message_id for m in turns[-len(live) :]]
+    # history is whole either way
+    assert [m.message_id for m in await targeted.history_messages("s")] == [m.message_id for m in turns]

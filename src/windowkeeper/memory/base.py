@@ -693,7 +693,8 @@ class BaseMemory(Generic[S]):
     ) -> ContextReport:
         live = [e.record for e in view.events]
         messages = [e.message for e in view.events]
-        cut = self._fitting_cut(messages, [e.tokens for e in view.events], self._summary_cut(messages))
+        tokens = [e.tokens for e in view.events]
+        cut = self._fitting_cut(messages, tokens, self._summary_cut(messages, tokens))
         opener = turn_opener(messages, cut)
         cover = [r for i, r in enumerate(live[:cut]) if r.doc["event"]["message"]["role"] != "system" and i != opener]
         if not cover:
@@ -792,10 +793,31 @@ class BaseMemory(Generic[S]):
         except StorageError as exc:
             logger.debug("could not mark summary %s abandoned: %s", record.key, exc)
 
-    def _summary_cut(self, messages: builtins.list[Message]) -> int:
-        """Index before which events may be summarized: keep the newest events, never split a tool unit
-        (the context package's `unit_cut`)."""
-        return unit_cut(messages, self.thresholds.keep_recent_count)
+    def _summary_cut(self, messages: builtins.list[Message], tokens: builtins.list[int]) -> int:
+        """Index before which events are summarized: all but the newest ``keep_recent_count`` events, never part
+        of a tool unit (the context package's `unit_cut`); with a ``summarization_target``, only the oldest whole
+        turns it takes to bring the view down to the target beside a summary of ``summary_max_tokens``.
+
+        Summarizing everything but the newest few events leaves the view at a small share of its threshold after
+        each summary, so on short turns it holds less verbatim than a plain window of the same size; cutting to a
+        target keeps the recent turns, and the band between the target and the trigger is what the view grows
+        through untouched (its prefix cached) before the next summary."""
+        cut = unit_cut(messages, self.thresholds.keep_recent_count)
+        goal = self.thresholds.summarization_goal
+        if goal is None:
+            return cut
+        system = sum(t for m, t in zip(messages, tokens, strict=True) if m.role == "system")
+        room = goal - self.summary_max_tokens - system
+        kept = sum(t for m, t in zip(messages[cut:], tokens[cut:], strict=True) if m.role != "system")
+        best = cut
+        for index in range(cut - 1, -1, -1):
+            if messages[index].role != "system":
+                kept += tokens[index]
+                if kept > room:
+                    break
+            if messages[index].role == "user":
+                best = index  # a turn starts here: the kept part opens with the user's message
+        return best
 
     def _fitting_cut(self, messages: builtins.list[Message], tokens: builtins.list[int], cut: int) -> int:
         """``cut`` moved to later user messages, then (inside the newest turn) to later unit starts, while the

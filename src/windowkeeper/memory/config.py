@@ -25,7 +25,7 @@ DEFAULT_THRESHOLDS: dict[str, Any] = {
 DEFAULT_COMPACTION_TARGET = 0.6
 TARGET_SHARE = 0.75
 """When ``compaction_trigger`` is at or below the default target, the target defaults to this share of it."""
-_KNOWN = (*DEFAULT_THRESHOLDS, "compaction_target", "min_compaction_gain")
+_KNOWN = (*DEFAULT_THRESHOLDS, "compaction_target", "summarization_target", "min_compaction_gain")
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,14 @@ class Thresholds:
     """Resolved thresholds.
 
     ``compaction_target`` (default 0.6, below ``compaction_trigger``) is the level a compaction pass frees down to.
+
+    ``summarization_target`` (off by default) is the level a summary brings the view down to: only the oldest
+    turns are summarized, until the newest ones and a summary of at most ``summary_max_tokens`` fit under it,
+    never fewer than ``keep_recent_count`` events kept. Off, a summary takes everything but the newest
+    ``keep_recent_count`` events: the view then holds little verbatim right after a summary, but grows untouched
+    (its prompt prefix cached) for longest. With a target, conversations of short turns keep more of their recent
+    turns word for word, at the cost of more frequent summaries (each one changes the prompt prefix); see
+    docs/memory.md for what it measured.
 
     ``min_compaction_gain`` is in tokens (default half the band between target and trigger). A compaction
     pass that frees fewer tokens is not counted as relief: management moves on to summarization instead of
@@ -46,6 +54,7 @@ class Thresholds:
     keep_recent_count: int
     min_compaction_gain: int
     compaction_target: float = DEFAULT_COMPACTION_TARGET
+    summarization_target: float | None = None
 
     @property
     def compaction_limit(self) -> float:
@@ -55,6 +64,12 @@ class Thresholds:
     def compaction_goal(self) -> float:
         """Tokens a compaction pass frees down to (``pre_rot_threshold * compaction_target``)."""
         return self.pre_rot_threshold * self.compaction_target
+
+    @property
+    def summarization_goal(self) -> float | None:
+        """Tokens a summary brings the view down to (``pre_rot_threshold * summarization_target``), if set."""
+        target = self.summarization_target
+        return None if target is None else self.pre_rot_threshold * target
 
     @property
     def summarization_limit(self) -> float:
@@ -67,6 +82,7 @@ class Thresholds:
             "summarization_trigger": self.summarization_trigger,
             "keep_recent_count": self.keep_recent_count,
             "compaction_target": self.compaction_target,
+            "summarization_target": self.summarization_target,
             "min_compaction_gain": self.min_compaction_gain,
         }
 
@@ -115,8 +131,15 @@ def resolve_thresholds(thresholds: Mapping[str, Any] | Thresholds | None) -> Thr
             f"thresholds['compaction_target']={target} must be below thresholds['compaction_trigger']={compaction}: "
             "a compaction pass starts at the trigger and frees down to the target",
         )
+    summary_target = None if values.get("summarization_target") is None else _ratio(values, "summarization_target")
+    if summary_target is not None and summary_target >= compaction:
+        raise ConfigurationError(
+            f"thresholds['summarization_target']={summary_target} must be below "
+            f"thresholds['compaction_trigger']={compaction}: a summary must leave the view room to grow before the "
+            "next pass",
+        )
     # 0 newest events kept would let a summary swallow the user's current question (and the pending tool call)
     keep = _count(values, "keep_recent_count", positive=True)
     values.setdefault("min_compaction_gain", max(1, math.ceil(round(pre_rot * (compaction - target) / 2, 6))))
     gain = _count(values, "min_compaction_gain", positive=False)
-    return Thresholds(pre_rot, compaction, summarization, keep, gain, target)
+    return Thresholds(pre_rot, compaction, summarization, keep, gain, target, summary_target)
