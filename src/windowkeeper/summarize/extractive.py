@@ -245,7 +245,7 @@ class ExtractiveSummarizer:
         """``count_text("\\n".join(lines))`` for lines that `_render_lines` made.
 
         A summary is counted whole up to eight times (the bound, then each top-up trial), each time with all but
-        one of the lines of the count before; re-encoding it was about an eighth of the summarizer's time in the
+        one of the lines of the count before; re-encoding it was about 15% of the summarizer's time in the
         session bench (`bench/adapter_overhead.py`). With a counter that `_line_summed` vouches for, the count is
         the sum of each line's count with its newline and the last line's without (every line starts with ``-``
         or two spaces and a ``-``, so each newline ends a piece: `_LINE_START`), and the lines' counts are
