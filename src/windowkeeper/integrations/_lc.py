@@ -56,14 +56,15 @@ def current_thread_id() -> str:
         return DEFAULT_THREAD
 
 
-_SCHEMAS: LRUCache[int, tuple[Any, dict[str, Any]]] = LRUCache(256)
+_SCHEMAS: LRUCache[tuple[int, bool], tuple[Any, dict[str, Any]]] = LRUCache(256)
 """Schemas of the tool objects seen last, by identity (the tool held, so its id stays its own): a ``create_agent``
 loop hands the same tools to every model call, and LangChain builds a schema from the tool's pydantic model each
 time it is asked."""
 
 
-def tool_schemas(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
-    """LangChain tools (BaseTool objects or dicts) as the OpenAI function schemas a chat model sends, for counting."""
+def tool_schemas(tools: Sequence[Any] | None, *, strict: bool = False) -> list[dict[str, Any]] | None:
+    """LangChain tools (BaseTool objects or dicts) as the OpenAI function schemas a chat model sends, for counting;
+    ``strict`` as a model bound with ``strict=True`` sends them (every property required, no other allowed)."""
     if not tools:
         return None
     from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -71,25 +72,33 @@ def tool_schemas(tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
     out: list[dict[str, Any]] = []
     for tool in tools:
         cacheable = not isinstance(tool, Mapping)  # a dict may be edited between calls; a tool object is not
-        known = _SCHEMAS.get(id(tool)) if cacheable else None
+        known = _SCHEMAS.get((id(tool), strict)) if cacheable else None
         if known is not None and known[0] is tool:
             out.append(known[1])
             continue
         try:
-            schema = convert_to_openai_tool(tool)
+            schema = convert_to_openai_tool(tool, strict=True) if strict else convert_to_openai_tool(tool)
         except (TypeError, ValueError) as exc:
             logger.debug("tool %r has no OpenAI schema (%s); counting its repr", tool, exc)
             schema = {"tool": repr(tool)}
         if cacheable:
-            _SCHEMAS.put(id(tool), (tool, schema))
+            _SCHEMAS.put((id(tool), strict), (tool, schema))
         out.append(schema)
     return out
 
 
-_OUTPUT: LRUCache[tuple[int, bool], tuple[Any, list[dict[str, Any]]]] = LRUCache(64)
-"""The schemas of the response formats seen last, by identity and by how the schema is sent: ``create_agent``
-hands the same strategy object to every model call, and a schema's JSON is rebuilt from its pydantic model each
-time it is asked for."""
+def request_schemas(response_format: Any, model: Any, tools: Sequence[Any] | None) -> list[dict[str, Any]] | None:
+    """Every schema a ``create_agent`` model call sends besides its messages: the request's tools and the
+    structured-output schemas the host adds after the middleware ran (`output_schemas`), in the shape the host
+    binds them (strict tools beside a native response format on an OpenAI-compatible Chat Completions model)."""
+    strict = _binds_strict(response_format, model, tools)
+    return [*(tool_schemas(tools, strict=strict) or ()), *output_schemas(response_format, model, tools)] or None
+
+
+_OUTPUT: LRUCache[tuple[int, bool, int], tuple[Any, Any, list[dict[str, Any]]]] = LRUCache(64)
+"""The schemas of the response formats seen last, by identity, by how the schema is sent and by the model that
+sends it: ``create_agent`` hands the same strategy object and model to every model call, and a schema's JSON is
+rebuilt from its pydantic model (and reshaped by the model) each time it is asked for."""
 
 
 def output_schemas(response_format: Any, model: Any, tools: Sequence[Any] | None) -> list[dict[str, Any]]:
@@ -105,10 +114,10 @@ def output_schemas(response_format: Any, model: Any, tools: Sequence[Any] | None
         native = isinstance(response_format, ProviderStrategy)
     else:
         native = _native_structured_output(model, tools)
-    key = (id(response_format), native)
+    key = (id(response_format), native, id(model))
     known = _OUTPUT.get(key)
-    if known is not None and known[0] is response_format:
-        return known[1]
+    if known is not None and known[0] is response_format and known[1] is model:
+        return known[2]
     schema = response_format.schema if isinstance(response_format, AutoStrategy) else response_format
     if isinstance(response_format, ToolStrategy):
         strategy: ToolStrategy[Any] | ProviderStrategy[Any] = response_format
@@ -117,11 +126,55 @@ def output_schemas(response_format: Any, model: Any, tools: Sequence[Any] | None
     else:
         strategy = ToolStrategy(schema)
     if isinstance(strategy, ProviderStrategy):
-        out = [dict(strategy.to_model_kwargs()["response_format"])]
+        out = [_response_format_as_sent(strategy.to_model_kwargs(), model, strict=_openai_chat_completions(model))]
     else:
         out = tool_schemas([OutputToolBinding.from_schema_spec(spec).tool for spec in strategy.schema_specs]) or []
-    _OUTPUT.put(key, (response_format, out))
+    _OUTPUT.put(key, (response_format, model, out))
     return out
+
+
+def _binds_strict(response_format: Any, model: Any, tools: Sequence[Any] | None) -> bool:
+    """Whether ``create_agent`` binds the request's tools with ``strict=True``: it does beside a native response
+    format (a `ProviderStrategy`, or a bare schema the model answers natively) on an OpenAI-compatible Chat
+    Completions model, and a strict tool schema is longer (every property required, ``additionalProperties``)."""
+    if response_format is None:
+        return False
+    from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
+
+    if isinstance(response_format, ToolStrategy):
+        return False
+    if not isinstance(response_format, ProviderStrategy) and not _native_structured_output(model, tools):
+        return False
+    return _openai_chat_completions(model)
+
+
+def _openai_chat_completions(model: Any) -> bool:
+    """Whether ``create_agent`` takes ``model`` for an OpenAI-compatible Chat Completions model (its own private
+    test; another LangChain without it is taken to bind as for any other model)."""
+    try:
+        from langchain.agents.factory import _is_openai_compatible_model
+    except ImportError:  # pragma: no cover - another LangChain
+        return False
+    return bool(_is_openai_compatible_model(model)) and not getattr(model, "use_responses_api", False)
+
+
+def _response_format_as_sent(kwargs: Mapping[str, Any], model: Any, *, strict: bool) -> dict[str, Any]:
+    """A `ProviderStrategy`'s ``response_format`` in the shape ``model`` sends it. ``create_agent`` binds it with
+    the model's own ``bind_tools`` (``strict`` for an OpenAI-compatible Chat Completions model), and a chat model
+    may reshape it there: ``ChatOpenAI`` moves the description beside the name, drops the title and adds the
+    strict flag. The same binding, done once per strategy and model (no request is made), gives what is sent; a
+    model that cannot bind is counted by the strategy's dict."""
+    plain = dict(kwargs["response_format"])
+    bind = getattr(model, "bind_tools", None)
+    if not callable(bind):
+        return plain
+    try:
+        bound = bind([], **kwargs, **({"strict": True} if strict else {}))
+    except Exception as exc:  # any model's binding: NotImplementedError, a validation error...
+        logger.debug("model %r did not bind the response format (%s); counting it as the strategy wrote it", model, exc)
+        return plain
+    shaped = getattr(bound, "kwargs", {}).get("response_format")
+    return dict(shaped) if isinstance(shaped, Mapping) else plain
 
 
 def _native_structured_output(model: Any, tools: Sequence[Any] | None) -> bool:

@@ -43,9 +43,8 @@ from ._lc import (
     accepts_mid_system,
     current_thread_id,
     managed,
-    output_schemas,
     reported_input_tokens,
-    tool_schemas,
+    request_schemas,
 )
 from .window import FitResult, Window, as_window
 
@@ -89,11 +88,7 @@ class WindowkeeperMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         return {
             "system": request.system_message,
             # the structured-output schema goes out with the request too, added by the host after this middleware
-            "tools": [
-                *(tool_schemas(request.tools) or ()),
-                *output_schemas(request.response_format, request.model, request.tools),
-            ]
-            or None,
+            "tools": request_schemas(request.response_format, request.model, request.tools),
             "thread_id": current_thread_id(),
         }
 
