@@ -3,16 +3,18 @@ edit inside it is still seen: the laid-out comparison says "the same" only when 
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowkeeper.blocks import ImageBlock, MediaRef, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
-from windowkeeper.context._view_values import ViewValues
+from windowkeeper.context._view_values import ViewValues, _typed
 from windowkeeper.context.budget import TokenBudgetContextManager
 from windowkeeper.messages import Message, same_message
 from windowkeeper.state import AgentState, ExecMeta
+from windowkeeper.testing.sessiongen import generate_session
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2, allow_nan=False) | st.text(max_size=5),
@@ -68,6 +70,7 @@ def test_an_unchanged_copy_is_recognised_and_an_edit_of_any_kind_is_not() -> Non
         lambda ms: setattr(ms[1], "reasoning", "more"),
         lambda ms: setattr(ms[4], "tools_calls", [{"id": "call_1", "function": {"name": "lookup", "arguments": {}}}]),
         lambda ms: ms[1].content.__setitem__(0, TextBlock(text="thinking")),
+        lambda ms: ms[4].tools_calls[0]["function"].__setitem__("name", "search"),
     ]
     for edit in edits:
         theirs = _reloaded(mine)
@@ -132,3 +135,92 @@ def test_an_edit_inside_a_view_read_back_from_json_is_seen() -> None:
         # counted from the edited message, as a manager that never saw the thread counts it
         assert manager.last_metrics.tokens_before == fresh.last_metrics.tokens_before
         assert [m.model_dump_json() for m in state.context] == [m.model_dump_json() for m in expected.context]
+
+
+def test_native_tool_calls_of_text_alone_are_compared_too() -> None:
+    # text-only tools_calls are picked for no type-for-type comparison, so `==` must still see them differ
+    calls = [{"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "a"}'}}]
+    mine = [Message(message_id="a1", role="assistant", content=[TextBlock(text="ok")], tools_calls=calls)]
+    assert ViewValues.of(mine).matches(_reloaded(mine))
+    theirs = _reloaded(mine)
+    theirs[0].tools_calls = [{**calls[0], "function": {"name": "lookup", "arguments": '{"q": "b"}'}}]
+    assert not same_message(mine[0], theirs[0])
+    assert not ViewValues.of(mine).matches(theirs)
+
+
+def _typed_walk(value: Any) -> bool:
+    """`_typed` as first written: one call per item."""
+    kind = type(value)
+    if kind is str or value is None:
+        return False
+    if kind is list:
+        return any(map(_typed_walk, value))
+    if kind is dict:
+        return not all(type(key) is str for key in value) or any(map(_typed_walk, value.values()))
+    return True
+
+
+@given(st.recursive(json_values, lambda inner: st.dictionaries(st.integers(0, 2) | st.text(max_size=2), inner)))
+def test_typed_answers_as_the_walk_over_every_item(value: Any) -> None:
+    assert _typed(value) == _typed_walk(value)
+
+
+def _layout(values: ViewValues) -> tuple[Any, ...]:
+    return tuple(getattr(values, name) for name in ViewValues.__slots__)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(json_values, json_values, st.booleans()), min_size=1, max_size=4), st.data())
+def test_a_slice_of_a_layout_is_the_layout_of_those_messages(turns: list[Any], data: st.DataObject) -> None:
+    messages = [
+        m for i, (args, output, native) in enumerate(turns) for m in _turn(i, {"q": args}, output, native=native)
+    ]
+    whole = ViewValues.of(messages)
+    start = data.draw(st.integers(0, len(messages)))
+    stop = data.draw(st.integers(start, len(messages)))
+    head = data.draw(st.integers(0, len(messages)))
+    taken = ViewValues.of(messages[:head])
+    taken.extend_from(whole, start, stop)
+    assert _layout(taken) == _layout(ViewValues.of([*messages[:head], *messages[start:stop]]))
+
+
+def test_after_a_compaction_the_layout_kept_is_that_of_the_view() -> None:
+    # the keys of a thread read back from JSON take a compacted view's layout partly from the one before it
+    manager = _manager()
+    state = AgentState(execution_meta=ExecMeta(thread_id="t"))
+    compactions = 0
+    for turn in _session(40):
+        state = AgentState.model_validate_json(state.model_dump_json())
+        state.context = [*state.context, *turn]
+        before = manager._tracks.peek("t")
+        state = manager.trim_context(state)
+        track = manager._tracks.peek("t")
+        assert track is not None
+        if before is not None and track.keys is not before.keys and track.keys.laid_out:
+            compactions += 1
+            assert track.keys.laid_out == len(track.view)
+            assert _layout(track.keys.values) == _layout(ViewValues.of(track.view))
+    assert compactions > 3
+
+
+def test_the_callers_copies_are_not_kept_when_a_recall_message_is_placed() -> None:
+    # the view remembered after a reload holds the manager's own messages, and so does the list as the caller gave
+    # it when a recall message went into the view: the caller's copies are freed with its state, not in the next call
+    messages = generate_session(61, seed=11).messages
+    starts = [0, *(i for i, m in enumerate(messages) if m.role == "assistant" and i > 0)]
+    manager = TokenBudgetContextManager(4000, 300)
+    stored = AgentState(execution_meta=ExecMeta(thread_id="t")).model_dump_json()
+    placed = 0
+    for start, stop in itertools.pairwise(starts[:61]):
+        state = AgentState.model_validate_json(stored)
+        copies = {id(m) for m in state.context}
+        before = manager._tracks.peek("t")
+        incoming = state.context = [*state.context, *messages[start:stop]]
+        state = manager.trim_context(state)
+        track = manager._tracks.peek("t")
+        assert track is not None
+        if state.context is not incoming and before is not None and track.keys is before.keys:
+            placed += 1  # a recall message placed, no compaction
+            assert not any(id(m) in copies for m in (*track.view, *track.source))
+        stored = state.model_dump_json()
+    assert placed

@@ -178,6 +178,47 @@ class _Keys:
         self.laid_out = 0
         """How many of the view's first messages ``values`` holds."""
 
+    @classmethod
+    def after(
+        cls, keys: _Keys, before: tuple[Message, ...], view: tuple[Message, ...], copies: Sequence[Message]
+    ) -> _Keys:
+        """Keys for ``view``, a view that no longer starts with ``before`` (a compaction changed its head), given
+        ``keys``, ``before``'s. ``copies`` are the caller's messages this call found equal to ``before``'s first
+        ones, place for place, after a reload (a compacted view keeps the caller's objects).
+
+        When ``before`` was laid out (its thread's views arrive as copies, so the next one will be compared with
+        ``view``), ``view`` is laid out now, each run of messages ``before`` (or ``copies``) held in a row taken
+        from its layout (`ViewValues.extend_from`): a compaction keeps most of the view, which was otherwise laid
+        out again in full on the next call. Those are the same objects, or copies `same_message` as them, unedited
+        since: ``before`` passed the in-place edit check at the start of this call, and the copies were compared
+        in it. A live thread has nothing laid out and pays nothing.
+        """
+        made = cls()
+        old = keys.values
+        if not keys.laid_out or not old.laid_out:
+            return made
+        where: dict[int, int] = {}
+        for held in (before[: keys.laid_out], copies[: keys.laid_out]):
+            where.update(zip(map(id, held), range(len(held)), strict=True))
+        values = made.values
+        n = len(view)
+        done = j = 0
+        while j < n:
+            i = where.get(id(view[j]))
+            if i is None:
+                j += 1
+                continue
+            run = 1
+            while j + run < n and where.get(id(view[j + run])) == i + run:
+                run += 1
+            values.extend(view[done:j])
+            values.extend_from(old, i, i + run)
+            j += run
+            done = j
+        values.extend(view[done:])
+        made.laid_out = n
+        return made
+
     def ids_of(self, view: tuple[Message, ...]) -> list[Hashable]:
         known = len(self.ids)
         if known < len(view):
@@ -632,11 +673,29 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         # caller's state, not here, and the keys taken of the remembered view stay valid
         keep_own = same_head and reloaded and track is not None
         view = (*track.view, *working[n:]) if track is not None and keep_own else tuple(working)
+        if working is incoming:
+            source = view
+        elif track is not None and keep_own:
+            # likewise for the list as the caller gave it (a recall message was placed in the view): holding the
+            # copies until the next call freed them inside it, ~0.05 ms a call at a 32k budget
+            source = (*track.view, *incoming[n:])
+        else:
+            source = tuple(incoming)
         # the keys of the remembered view stay valid while the new view starts with the same (or equal) messages
-        keys = track.keys if track is not None and same_head else _Keys()
+        if track is not None and same_head:
+            keys = track.keys
+            if reloaded and keys.laid_out:
+                # this call's view came as a copy, so the next one likely will: what arrived is laid out now, while
+                # it is in the cache from being counted, not at the start of the next call (~0.04 ms a call at a
+                # 32k budget)
+                keys.values_of(view)
+        elif track is not None and extended_view and reloaded:
+            keys = _Keys.after(track.keys, track.view, view, incoming[:n])
+        else:
+            keys = _Keys()
         remembered = _Track(
             view=view,
-            source=view if working is incoming else tuple(incoming),
+            source=source,
             message_tokens=message_tokens,
             segments=known,
             covered=covered,
