@@ -112,3 +112,17 @@ def test_the_structured_output_schema_is_counted_in_the_budget(strategy: str) ->
     assert result["structured_response"] == Verdict(**ANSWER)
     # counted as sent: the output tool, and a native format in the shape the chat model gave it when binding it
     assert middleware.last_result.input_tokens == sent
+
+
+def test_a_model_that_cannot_bind_is_counted_by_the_strategys_own_format() -> None:
+    from langchain.agents.structured_output import ProviderStrategy
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from windowkeeper.integrations._lc import output_schemas, request_schemas
+
+    strategy = ProviderStrategy(Verdict)
+    model = FakeListChatModel(responses=["{}"])  # its bind_tools raises NotImplementedError
+    (schema,) = output_schemas(strategy, model, None)
+    assert schema == strategy.to_model_kwargs()["response_format"]
+    # no strict tools either: strict binding is what create_agent does for OpenAI-compatible models only
+    assert request_schemas(strategy, model, None) == [schema]
