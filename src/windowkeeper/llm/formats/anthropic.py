@@ -449,7 +449,9 @@ def to_anthropic(
             out.append({"role": "assistant", "content": content})
         elif open_turn is not None and joinable and (content or message.role == "tool"):
             open_turn.extend(content)
-            joinable = message.role == "tool"
+            # a recall note after tool results keeps the turn open for the question it serves (the user part of
+            # the same client turn): a second user turn would split the client's turn in two
+            joinable = message.role == "tool" or (passthrough and is_recall(message))
             recall_open = False
         else:
             open_turn = list(content)
