@@ -582,7 +582,9 @@ def simulate(
     chart: ChartOption = None,
     no_chart: NoChartOption = False,
     force: ForceOption = False,
+    fmt: FormatOption = InputFormat.AUTO,
     max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
+    timeout: TimeoutOption = DEFAULT_TIMEOUT,
     json_out: JsonOption = False,
 ) -> None:
     """Like demo, on recorded trajectories, aggregated over all of them.
@@ -600,7 +602,7 @@ def simulate(
         from .simulate_cmd import run_simulate
 
         target = _chart_target("simulate", chart, no_chart, [path], force)
-        conversations = read_collection(path, limit=limit, max_bytes=max_bytes)
+        conversations = read_collection(path, fmt=fmt.value, limit=limit, max_bytes=max_bytes, timeout=timeout)
         output.status(f"Loaded {len(conversations)} trajectories from {path}.", markup=False)
         for conversation in conversations:
             for warning in conversation.warnings:

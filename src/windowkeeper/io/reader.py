@@ -793,13 +793,18 @@ def read_folder(
 
 
 def read_collection(
-    path: str | os.PathLike[str], *, limit: int | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+    path: str | os.PathLike[str],
+    *,
+    fmt: str = "auto",
+    limit: int | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> list[Conversation]:
     """Conversations from a file, or from every conversation file in a folder (`read_folder`), at most
-    ``limit`` of them."""
+    ``limit`` of them; ``fmt`` and ``timeout`` as for `read_conversations`."""
     if os.fspath(path) != "-" and Path(path).is_dir():
-        return read_folder(path, limit=limit, max_bytes=max_bytes)
-    found = read_conversations(path, max_bytes=max_bytes)
+        return read_folder(path, fmt=fmt, limit=limit, max_bytes=max_bytes, timeout=timeout)
+    found = read_conversations(path, fmt=fmt, max_bytes=max_bytes, timeout=timeout)
     return found[:limit] if limit is not None else found
 
 
