@@ -106,6 +106,15 @@ def plain_chat(item: Any) -> Any:
     return plain
 
 
+def _plain_anthropic_block(block: Any) -> Any:
+    """One Anthropic content block (its marks already stripped) as the manager sees it."""
+    if isinstance(block, dict) and block.get("type") not in ANTHROPIC_BLOCKS:
+        return {"type": "text", "text": _opaque(block)}
+    if isinstance(block, dict) and block.get("type") == "tool_result":
+        return {**block, "content": _parts(block.get("content"), ANTHROPIC_BLOCKS, "text")}
+    return block
+
+
 def plain_anthropic(item: Any) -> Any:
     if not isinstance(item, dict):
         return item
@@ -114,16 +123,7 @@ def plain_anthropic(item: Any) -> Any:
         return {"role": "user", "content": _opaque(item)}
     content = _strip_marks(item.get("content"))
     if isinstance(content, list):
-        blocks = []
-        for block in content:
-            if isinstance(block, dict) and block.get("type") not in ANTHROPIC_BLOCKS:
-                blocks.append({"type": "text", "text": _opaque(block)})
-            elif isinstance(block, dict) and block.get("type") == "tool_result":
-                inner = block.get("content")
-                blocks.append({**block, "content": _parts(inner, ANTHROPIC_BLOCKS, "text")})
-            else:
-                blocks.append(block)
-        content = _lone_text(blocks)
+        content = _lone_text([_plain_anthropic_block(block) for block in content])
     return {"role": role, "content": content}
 
 
@@ -303,7 +303,7 @@ def project(fmt: str, items: Sequence[Any], cache: ItemCache | None) -> ItemCach
 
 
 def restore_originals(
-    written: Sequence[Any], items: Sequence[Any], cache: ItemCache, *, offset: int = 0
+    written: Sequence[Any], items: Sequence[Any], cache: ItemCache, *, offset: int = 0, blocks: bool = False
 ) -> tuple[list[Any], bool]:
     """The list to send: each written item that is a client item (in order) as the client's original ``items[i]``.
 
@@ -311,12 +311,14 @@ def restore_originals(
     any other written item (a pointer, a summary, or an item read back from the store after a restart) is compared
     by its key's hash. ``offset`` client items at the head are not part of ``written`` (kept apart by the caller).
     Returns ``(items, unchanged)``; ``unchanged`` is True when the result is exactly the client's items from
-    ``offset``.
+    ``offset``. With ``blocks`` (Anthropic), a written item that is no client item gets the client's own blocks
+    back where it holds them unchanged (`_restore_blocks`).
     """
     plains = cache.plains
     by_id = {id(p): index for index, p in enumerate(plains) if index >= offset}
     where: dict[bytes, list[int]] | None = None
     out: list[Any] = []
+    at: list[int | None] = []  # the client item each written item is, by position in ``out``
     last = offset - 1
     matched_all = len(written) == len(items) - offset
     for item in written:
@@ -329,6 +331,7 @@ def restore_originals(
                 for index in range(offset, len(plains)):
                     where.setdefault(cache.item_hash(index), []).append(index)
             found = next((i for i in where.get(_hash(item_key(item)), ()) if i > last), None)
+        at.append(found)
         if found is None:
             out.append(item)
             matched_all = False
@@ -337,7 +340,104 @@ def restore_originals(
             matched_all = False
         out.append(items[found])
         last = found
+    if blocks and not matched_all:
+        _restore_blocks(out, at, items, cache, offset)
     return out, matched_all
+
+
+def _restore_blocks(out: list[Any], at: list[int | None], items: Sequence[Any], cache: ItemCache, offset: int) -> None:
+    """Put the client's own blocks back into the items of ``out`` that are no client item (``at`` is None there).
+
+    The manager changes a turn by its blocks: a tool result cleared, a recall note joined to the question, the
+    tool result of a turn whose call was cut left out. The turn is then written from the manager's plain twins, so
+    its other blocks would go upstream without their ``cache_control`` and an unknown block (``search_result``,
+    ``container_upload``...) as the text standing in for it. Each such block whose twin is one of the client's
+    blocks is that block again, byte for byte.
+
+    A run of written items that are no client item sits between two that are (or the ends), and its blocks come
+    from the client items between those two. Those are searched newest first, by a cheap handle of each block
+    (`_handle`: no serializing), only until every handle the run holds was seen: a run between two kept turns
+    costs the one turn it replaces, not the history cut before it. Each client block is used once, in the
+    client's order, so of two blocks with equal twins (one marked) each keeps its own mark.
+    """
+    n = len(out)
+    p = 0
+    while p < n:
+        if at[p] is not None:
+            p += 1
+            continue
+        q = p
+        while q < n and at[q] is None:
+            q += 1
+        before = at[p - 1] if p else None
+        after = at[q] if q < n else None
+        lo = before + 1 if before is not None else offset
+        hi = after if after is not None else len(items)
+        wanted = {_handle(block) for k in range(p, q) for block in _blocks_of(out[k])}
+        missing = set(wanted)
+        sources: list[list[tuple[Any, Any]]] = []
+        for index in range(hi - 1, lo - 1, -1):
+            pairs = [pair for pair in _twin_pairs(items[index], cache.plains[index]) if _handle(pair[0]) in wanted]
+            if pairs:
+                sources.append(pairs)
+                missing.difference_update(_handle(twin) for twin, _ in pairs)
+                if not missing:
+                    break
+        pool: dict[str, list[Any]] = {}
+        for pairs in reversed(sources):
+            for twin, block in pairs:
+                pool.setdefault(_dumps(canonical(twin)), []).append(block)
+        if pool:
+            for k in range(p, q):
+                out[k] = _with_own_blocks(out[k], pool)
+        p = q
+
+
+def _handle(block: Any) -> tuple[Any, ...]:
+    """What tells blocks apart before their keys are compared: the type and the first string that names it."""
+    if not isinstance(block, dict):
+        return (None,)
+    kind = block.get("type")
+    for key in ("text", "id", "tool_use_id", "signature", "data"):
+        value = block.get(key)
+        if isinstance(value, str):
+            return (kind, key, value)
+    return (kind,)
+
+
+def _blocks_of(item: Any) -> list[Any]:
+    content = item.get("content") if isinstance(item, dict) else None
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return content if isinstance(content, list) else []
+
+
+def _twin_pairs(item: Any, twin: Any) -> list[tuple[Any, Any]]:
+    """``(plain twin, client block)`` for each block of a client item (none when its content is a string)."""
+    own = item.get("content") if isinstance(item, dict) else None
+    if not isinstance(own, list):
+        return []
+    plain = twin.get("content") if isinstance(twin, dict) else None
+    if isinstance(plain, str) and len(own) == 1:
+        plain = [{"type": "text", "text": plain}]  # a lone text block, which the twin holds as its string
+    if not isinstance(plain, list) or len(plain) != len(own):
+        return []
+    return list(zip(plain, own, strict=True))
+
+
+def _with_own_blocks(item: Any, pool: dict[str, list[Any]]) -> Any:
+    """``item`` with each block that is a plain twin in ``pool`` as the client's block (taken from the pool)."""
+    out = []
+    changed = False
+    for block in _blocks_of(item):
+        own = pool.get(_dumps(canonical(block)))
+        if own:
+            original = own.pop(0)
+            changed = changed or original != block
+            out.append(original)
+        else:
+            out.append(block)
+    return {**item, "content": out} if changed else item
 
 
 def system_value(original: Any, managed: Any, original_text: str | None) -> Any:
