@@ -35,3 +35,76 @@ def test_simulate_takes_the_format_its_errors_suggest(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["trajectories"] == 1
     wrong = runner.invoke(app, ["simulate", str(path), "--format", "gemini", "--no-chart"])
     assert wrong.exit_code == 2 and "Traceback" not in wrong.stderr, wrong.output
+
+
+def _chat_with_named_tool_results() -> list[dict[str, object]]:
+    """A tau-bench-like turn: its tool messages carry the tool's ``name``, which OpenAI Chat accepts beside
+    ``tool_call_id`` and which our message model has no field for."""
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_user", "arguments": '{"id": "u1"}'}}
+    return [
+        {"role": "system", "content": "You are an airline agent."},
+        {"role": "user", "content": "Look me up, please: u1."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "name": "get_user", "content": '{"name": "Sofia"}'},
+        {"role": "assistant", "content": "Hello Sofia, how can I help?"},
+        {"role": "user", "content": "Thanks!"},
+    ]
+
+
+def _compact(tmp_path: Path, name: str, data: object, *args: str) -> object:
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    out = tmp_path / f"out-{name}"
+    result = runner.invoke(app, ["compact", str(path), "-o", str(out), *args])
+    assert result.exit_code == 0, result.output
+    return json.loads(out.read_text())
+
+
+def test_compact_under_budget_writes_every_chat_message_back_as_it_was(tmp_path: Path) -> None:
+    """Nothing to cut, nothing changed: each item comes back equal to the file's (the tool message's name was
+    dropped: 1 of 6 messages rewritten)."""
+    chat = _chat_with_named_tool_results()
+    assert _compact(tmp_path, "chat.json", chat) == chat
+    body = {"model": "gpt-4o", "messages": chat, "temperature": 0}
+    assert _compact(tmp_path, "body.json", body) == body
+
+
+def test_compact_keeps_the_item_ids_of_unchanged_responses_items(tmp_path: Path) -> None:
+    """A Responses item's own ``id`` was replaced by one derived from its content."""
+    items = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "What is 2 + 2?"}]},
+        {
+            "type": "message",
+            "role": "assistant",
+            "id": "msg_from_the_api_0001",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "4.", "annotations": []}],
+        },
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Thanks."}]},
+    ]
+    body = {"model": "gpt-4o", "input": items}
+    assert _compact(tmp_path, "responses.json", body) == body
+
+
+def test_compact_keeps_the_fields_of_unchanged_anthropic_blocks(tmp_path: Path) -> None:
+    """An Anthropic block's ``cache_control`` was dropped and a string content became a list of blocks."""
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 512,
+        "system": "Be brief.",
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "Hi", "cache_control": {"type": "ephemeral"}}]},
+            {"role": "assistant", "content": "Hello."},
+            {"role": "user", "content": "Bye."},
+        ],
+    }
+    assert _compact(tmp_path, "anthropic.json", body) == body
+
+
+def test_compact_in_another_format_and_as_state_carries_no_source_items(tmp_path: Path) -> None:
+    """Converted, a message is written in the target's shape; a state file does not repeat every input item."""
+    chat = _chat_with_named_tool_results()
+    converted = _compact(tmp_path, "chat.json", chat, "--out-format", "anthropic")
+    assert isinstance(converted, dict) and converted["system"] == "You are an airline agent."
+    state = _compact(tmp_path, "chat2.json", chat, "--out-format", "windowkeeper")
+    assert isinstance(state, dict) and all(m["raw"] is None for m in state["context"])

@@ -37,11 +37,11 @@ from ..llm.formats import (
     from_anthropic,
     from_gemini,
     from_langchain,
-    from_openai_chat,
     from_responses_input,
     gemini_content_to_messages,
     openai_chat_message_to_message,
 )
+from ..llm.formats.registry import get_format
 from ..messages import Message
 from ..state import AgentState
 from . import claude_log, rollout
@@ -392,7 +392,7 @@ _ANTHROPIC_SETTINGS = ("stop_sequences", "top_k", "thinking", "anthropic_version
 
 def _openai(source: str, name: str, data: Any) -> Conversation:
     items = _require_list(source, data.get("messages") if isinstance(data, Mapping) else data, "messages")
-    messages = _convert(source, items, lambda: from_openai_chat(items), openai_chat_message_to_message)
+    messages = _convert(source, items, lambda: _kept("openai_chat", [], items), openai_chat_message_to_message)
     conversation = Conversation(name, InputFormat.OPENAI.value, messages, tools=_tools(source, data))
     if isinstance(data, Mapping) and "system" in data:
         conversation = _foreign_system(source, conversation, data)
@@ -440,6 +440,15 @@ def _foreign_system(source: str, conversation: Conversation, data: Mapping[str, 
     return conversation
 
 
+def _kept(fmt: str, head: list[Message], items: Sequence[Any]) -> list[Message]:
+    """``head`` (the system prompt read from a request's own field) then ``items`` read with each message's source
+    item kept on it, so that `compact` writes a message the strategy left unchanged back byte for byte (a Chat tool
+    message's ``name``, a Responses item's ``id``, Anthropic ``cache_control``) instead of in our own shape. The
+    ids are the ones the ``from_*`` converter gives (the chain continues from ``head``)."""
+    previous = str(head[-1].message_id) if head else None
+    return [*head, *get_format(fmt).read(items, previous=previous)]
+
+
 def _roles(items: Sequence[Any], default: str) -> list[str]:
     return [str(m.get("role", default)) if isinstance(m, Mapping) else default for m in items]
 
@@ -447,7 +456,9 @@ def _roles(items: Sequence[Any], default: str) -> list[str]:
 def _anthropic(source: str, name: str, data: Any) -> Conversation:
     system = data.get("system") if isinstance(data, Mapping) else None
     items = _require_list(source, data.get("messages") if isinstance(data, Mapping) else data, "messages")
-    messages = _convert(source, items, lambda: from_anthropic(system, items), anthropic_message_to_messages)
+    messages = _convert(
+        source, items, lambda: _kept("anthropic", from_anthropic(system, []), items), anthropic_message_to_messages
+    )
     conversation = Conversation(name, InputFormat.ANTHROPIC.value, messages, tools=_tools(source, data))
     conversation.wire_roles = _roles(items, "user")
     return _enveloped(conversation, data, "messages")
@@ -461,7 +472,9 @@ def _gemini(source: str, name: str, data: Any) -> Conversation:
         if system is None and isinstance(config, Mapping):
             system = config.get("system_instruction", config.get("systemInstruction"))
     items = _require_list(source, data.get("contents") if isinstance(data, Mapping) else data, "contents")
-    messages = _convert(source, items, lambda: from_gemini(system, items), gemini_content_to_messages)
+    messages = _convert(
+        source, items, lambda: _kept("gemini", from_gemini(system, []), items), gemini_content_to_messages
+    )
     conversation = Conversation(name, InputFormat.GEMINI.value, messages, tools=_tools(source, data))
     conversation.wire_roles = _roles(items, "user")
     return _enveloped(conversation, data, "contents")
@@ -486,7 +499,8 @@ def _responses(source: str, name: str, data: Any) -> Conversation:
         messages = from_responses_input(items, instructions)
     else:
         items = _require_list(source, items, "input")
-        messages = _convert(source, items, lambda: from_responses_input(items, instructions), _responses_one)
+        head = from_responses_input([], instructions)
+        messages = _convert(source, items, lambda: _kept("openai_responses", head, items), _responses_one)
     conversation = Conversation(name, InputFormat.RESPONSES.value, messages, tools=_tools(source, data))
     return _enveloped(conversation, data, "input")
 
@@ -531,7 +545,7 @@ def _langchain(source: str, name: str, data: Any) -> Conversation:
         except FormatError as exc:
             raise FormatError(_problem_text(exc, None).removeprefix("message 0: "), index=index) from exc
 
-    messages = _convert(source, items, lambda: from_langchain(_langchain_objects(items)), one)
+    messages = _convert(source, items, lambda: _kept("langchain", [], _langchain_objects(items)), one)
     conversation = Conversation(name, InputFormat.LANGCHAIN.value, messages, tools=_tools(source, data))
     first = next((item for item in items if isinstance(item, Mapping)), {})
     conversation.flavor = "dumpd" if "lc" in first else "model_dump" if _is_model_dump(first) else "dict"

@@ -14,8 +14,10 @@ from enum import StrEnum
 from typing import Any
 
 from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
+from ..llm.formats._source import SOURCE_KEY
 from ..messages import Message
 from ..prompt import assemble
+from ..prompt.recall import is_recall
 from ..state import AgentState
 from . import claude_log, rollout
 from .reader import Conversation, InputFormat
@@ -96,8 +98,30 @@ def _body(conversation: Conversation, key: str, messages: Any, **replaced: Any) 
     return {k: v for k, v in body.items() if v is not None or k not in ("system", "instructions", "system_instruction")}
 
 
-def _langchain(conversation: Conversation, rendered: list[Message]) -> Any:
-    objects = to_langchain(rendered)
+def _drop_sources(messages: list[dict[str, Any]]) -> None:
+    """Take out the source items the reader kept on each message (for writing the input's format back): in our
+    own format they would only repeat every message in its input shape, doubling the file."""
+    for message in messages:
+        raw = message.get("raw")
+        if isinstance(raw, dict) and SOURCE_KEY in raw:
+            rest = {k: v for k, v in raw.items() if k != SOURCE_KEY}
+            message["raw"] = rest or None
+
+
+def _notes_apart(messages: list[Message]) -> list[Message]:
+    """``messages`` with each recall note standing as its own user message. Written through, a note that serves
+    the user message after it would be folded into that message, so the user's own item would not come back as
+    it was read, and the file would hold one message fewer than ``compact`` counted."""
+    return [
+        m.model_copy(update={"metadata": {k: v for k, v in m.metadata.items() if k != "serves"}})
+        if is_recall(m) and "serves" in m.metadata
+        else m
+        for m in messages
+    ]
+
+
+def _langchain(conversation: Conversation, rendered: list[Message], *, passthrough: bool) -> Any:
+    objects = to_langchain(rendered, passthrough=passthrough)
     if conversation.flavor == "model_dump":
         items: Any = [m.model_dump() for m in objects]
     elif conversation.flavor == "dumpd":
@@ -121,26 +145,33 @@ def payload(conversation: Conversation, state: AgentState, out_format: OutFormat
         return module.write(conversation.transcript, state.context, state.context_summary), fmt
     if fmt is OutFormat.WINDOWKEEPER:
         data: Any = state.model_dump(mode="json", include={"context", "context_summary", "scratchpad"})
+        if conversation.format != InputFormat.WINDOWKEEPER.value:
+            _drop_sources(data["context"])
         if tools:
             data["tools"] = tools
         return data, fmt
     rendered = assemble(state, tools=tools).to_messages()
+    # a message the strategy left unchanged goes back as the item it was read from, in the format it was read in;
+    # in another format it is converted (as it would be without the source: no warnings for what it cannot carry)
+    own = fmt is resolve(OutFormat.INPUT, conversation)
+    if own:
+        rendered = _notes_apart(rendered)
     reused = conversation.envelope is not None and conversation.format == fmt.value
     has_tools = bool(tools) and not (reused and "tools" in (conversation.envelope or {}))
     extra: dict[str, Any] = {"tools": tools} if has_tools and fmt is not OutFormat.GEMINI else {}
     if fmt is OutFormat.OPENAI:
-        return _body(conversation, "messages", to_openai_chat(rendered), fmt=fmt, **extra), fmt
+        return _body(conversation, "messages", to_openai_chat(rendered, passthrough=own), fmt=fmt, **extra), fmt
     if fmt is OutFormat.RESPONSES:
-        instructions, items = to_responses_input(rendered)
+        instructions, items = to_responses_input(rendered, passthrough=own)
         return _body(conversation, "input", items, fmt=fmt, instructions=instructions, **extra), fmt
     if fmt is OutFormat.ANTHROPIC:
-        system, turns = to_anthropic(rendered)
+        system, turns = to_anthropic(rendered, passthrough=own)
         return _body(conversation, "messages", alternate(turns, "content"), fmt=fmt, system=system, **extra), fmt
     if fmt is OutFormat.GEMINI:
-        system_instruction, contents = to_gemini(rendered)
+        system_instruction, contents = to_gemini(rendered, passthrough=own)
         merged = alternate(contents, "parts")
         return _body(conversation, "contents", merged, fmt=fmt, system_instruction=system_instruction), fmt
-    return _langchain(conversation, rendered), fmt
+    return _langchain(conversation, rendered, passthrough=own), fmt
 
 
 def encode(data: Any, fmt: OutFormat, container: str | None = None) -> bytes:
