@@ -108,3 +108,14 @@ def test_compact_in_another_format_and_as_state_carries_no_source_items(tmp_path
     assert isinstance(converted, dict) and converted["system"] == "You are an airline agent."
     state = _compact(tmp_path, "chat2.json", chat, "--out-format", "windowkeeper")
     assert isinstance(state, dict) and all(m["raw"] is None for m in state["context"])
+
+
+def test_compact_keeps_a_responses_request_s_instructions_where_they_were(tmp_path: Path) -> None:
+    """The system prompt of a body with ``instructions`` was moved into ``input`` as a system item and the key
+    dropped; it stays in ``instructions`` (with the summary, when there is one)."""
+    items = [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "What is 2 + 2?"}]},
+        {"type": "message", "role": "assistant", "id": "msg_1", "content": [{"type": "output_text", "text": "4."}]},
+    ]
+    body = {"model": "gpt-4o", "instructions": "Be brief.", "input": items, "store": False}
+    assert _compact(tmp_path, "responses.json", body) == body

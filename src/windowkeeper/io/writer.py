@@ -162,7 +162,9 @@ def payload(conversation: Conversation, state: AgentState, out_format: OutFormat
     if fmt is OutFormat.OPENAI:
         return _body(conversation, "messages", to_openai_chat(rendered, passthrough=own), fmt=fmt, **extra), fmt
     if fmt is OutFormat.RESPONSES:
-        instructions, items = to_responses_input(rendered, passthrough=own)
+        # a request that held its system prompt in ``instructions`` gets it (and the summary) back there
+        held = isinstance((conversation.envelope or {}).get("instructions"), str) and reused
+        instructions, items = to_responses_input(rendered, system="instructions" if held else "items", passthrough=own)
         return _body(conversation, "input", items, fmt=fmt, instructions=instructions, **extra), fmt
     if fmt is OutFormat.ANTHROPIC:
         system, turns = to_anthropic(rendered, passthrough=own)
