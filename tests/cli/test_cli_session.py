@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -119,3 +120,17 @@ def test_compact_keeps_a_responses_request_s_instructions_where_they_were(tmp_pa
     ]
     body = {"model": "gpt-4o", "instructions": "Be brief.", "input": items, "store": False}
     assert _compact(tmp_path, "responses.json", body) == body
+
+
+def test_compact_dates_no_message_a_file_did_not_date(tmp_path: Path) -> None:
+    """An OpenAI Chat file has no times; each message was stamped with the moment it was read, so a recall note
+    quoted it as said then ("message #7, turn 3, user, 2026-12-07 15:52 UTC") and two runs a minute apart wrote
+    different files. Now a message is dated only by what the file says."""
+    chat: list[dict[str, object]] = [{"role": "system", "content": "You are a travel agent."}]
+    for turn in range(40):
+        chat.append({"role": "user", "content": f"Turn {turn}: my booking code is ZX{turn:04d}. " + "Details. " * 60})
+        chat.append({"role": "assistant", "content": f"Noted booking ZX{turn:04d}. " + "Sure. " * 60})
+    chat.append({"role": "user", "content": "What was my booking code ZX0003 about?"})
+    written = json.dumps(_compact(tmp_path, "chat.json", chat, "--budget", "2000"))
+    assert "Recalled context" in written and "ZX0003" in written
+    assert not re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", written), written

@@ -446,7 +446,16 @@ def _kept(fmt: str, head: list[Message], items: Sequence[Any]) -> list[Message]:
     message's ``name``, a Responses item's ``id``, Anthropic ``cache_control``) instead of in our own shape. The
     ids are the ones the ``from_*`` converter gives (the chain continues from ``head``)."""
     previous = str(head[-1].message_id) if head else None
-    return [*head, *get_format(fmt).read(items, previous=previous)]
+    return _undated([*head, *get_format(fmt).read(items, previous=previous)])
+
+
+def _undated(messages: list[Message]) -> list[Message]:
+    """``messages`` without the time a converter stamps on each message it makes: these formats hold no time, so
+    it would be the moment the file was read, which a recall note then quotes as when a passage was said (and
+    two runs on one file would write different files)."""
+    for message in messages:
+        message.timestamp = None
+    return messages
 
 
 def _roles(items: Sequence[Any], default: str) -> list[str]:
@@ -496,7 +505,7 @@ def _responses(source: str, name: str, data: Any) -> Conversation:
         if instructions is not None and not isinstance(instructions, str):
             raise ConversationFileError(f"{source}: 'instructions' is {_kind(instructions)}; expected a string")
     if isinstance(items, str):
-        messages = from_responses_input(items, instructions)
+        messages = _undated(from_responses_input(items, instructions))
     else:
         items = _require_list(source, items, "input")
         head = from_responses_input([], instructions)
