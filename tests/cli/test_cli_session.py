@@ -134,3 +134,11 @@ def test_compact_dates_no_message_a_file_did_not_date(tmp_path: Path) -> None:
     written = json.dumps(_compact(tmp_path, "chat.json", chat, "--budget", "2000"))
     assert "Recalled context" in written and "ZX0003" in written
     assert not re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", written), written
+
+
+def test_an_object_that_is_no_conversation_names_its_keys_once(tmp_path: Path) -> None:
+    """The error listed the keys, then "; it looks like an object with keys ..." listed them again."""
+    path = tmp_path / "wrong.json"
+    path.write_text('{"question": "q", "answer": "a"}')
+    result = runner.invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 2 and result.stderr.count("'question'") == 1, result.stderr

@@ -671,6 +671,8 @@ def parse_conversations(
             fmt = detect_format(data)
         except ConversationFileError as exc:
             shape = looks_like(data)
+            if shape is not None and shape.rpartition(" with keys ")[2] in str(exc):
+                shape = None  # the error already lists the keys: the generic shape would only repeat them
             raise ConversationFileError(f"{source}: {exc}{f'; it looks like {shape}' if shape else ''}") from exc
         try:
             return parse_conversations(data, fmt=fmt, source=source, lines=lines)
