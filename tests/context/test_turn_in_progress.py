@@ -83,3 +83,39 @@ async def test_a_turn_alone_over_the_budget_clears_its_older_results(caplog: pyt
         _calls, lacking, _ = await drive(messages, 2_500)
     assert lacking > 0  # the documented fallback: the newest results stay, the older ones become pointers
     assert any("turn in progress alone is over the budget" in r.getMessage() for r in caplog.records)
+
+
+def with_notes_after_results(messages: list[Message]) -> list[Message]:
+    """``messages`` with a short user note right after each round of tool results, before the model's next step:
+    what an Anthropic client's ``[tool_result, text]`` turn reads as (a reminder or a hint sent with the results)."""
+    out: list[Message] = []
+    for i, message in enumerate(messages):
+        out.append(message)
+        following = messages[i + 1] if i + 1 < len(messages) else None
+        if message.role == "tool" and (following is None or following.role != "tool"):
+            out.append(Message.text_message("Note: keep it short.", message_id=f"note-{message.message_id}"))
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_a_user_note_sent_with_tool_results_does_not_end_the_turn_in_progress(seed: int) -> None:
+    messages = with_notes_after_results(tool_heavy_run(seed))
+    counter = default_counter()
+    sizes = sorted(counter.count_message(m) for m in messages if m.role == "tool")
+    budget = 6 * sizes[len(sizes) // 2]
+    manager: TokenBudgetContextManager = TokenBudgetContextManager(
+        max_tokens=budget + 1000, reserve_tokens=1000, summarizer=ExtractiveSummarizer(counter=counter), counter=counter
+    )
+    strategy = ManagedStrategy("budget", manager)
+    start = lacking = calls = 0
+    for point in call_points(messages):
+        view = await strategy.step(messages[start:point])
+        start = point
+        history = messages[:point]
+        calls += 1
+        # the task the model is working on: the newest user message that is not a note sent with results
+        opened = max(i for i, m in enumerate(history) if m.role == "user" and not str(m.message_id).startswith("note"))
+        shown = {(m.message_id, m.text()) for m in view.messages}
+        lacking += any((m.message_id, m.text()) not in shown for m in history[opened:] if m.role == "tool")
+        assert counter.count_messages(view.messages) <= budget + 100
+    assert calls > 40 and lacking == 0

@@ -246,9 +246,19 @@ class Compaction:
         Their results are what the model is working from; clearing or dropping them before it answers makes it
         answer without the file it read (or read it again). Once a plain assistant reply follows them, the turn
         is answered and they age like any other result.
+
+        A user message that comes right after tool results, before the model replied to them, does not open a
+        turn of its own: it was sent with the results (an Anthropic ``[tool_result, text]`` turn, a reminder or a
+        hint a client adds), and the model still has to answer them. The turn then starts at the user message
+        before those tool turns.
         """
         if newest is None:
             return len(self.ns), set()
+        while newest > 0 and self.segs[self.ns[newest - 1]].kind == "tool_turn":
+            before = self.user_before[newest - 1]
+            if before is None:
+                break
+            newest = before
         tools = [j for j in range(newest + 1, len(self.ns)) if self.segs[self.ns[j]].kind == "tool_turn"]
         if tools and any(self.segs[self.ns[j]].kind == "assistant" for j in range(tools[-1] + 1, len(self.ns))):
             return newest, set()
