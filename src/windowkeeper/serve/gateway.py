@@ -404,9 +404,7 @@ class Gateway:
             # nothing was ever taken out of this thread and nothing added: the manager's list is the client's
             written, unchanged = list(items[lead:]), True
         else:
-            written, unchanged = restore_originals(
-                managed, items, cache, offset=lead, blocks=protocol.fmt == "anthropic"
-            )
+            written, unchanged = restore_originals(managed, items, cache, offset=lead)
         if lead:
             written = [*kept, *written]
             unchanged = unchanged and not added

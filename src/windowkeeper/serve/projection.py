@@ -303,7 +303,7 @@ def project(fmt: str, items: Sequence[Any], cache: ItemCache | None) -> ItemCach
 
 
 def restore_originals(
-    written: Sequence[Any], items: Sequence[Any], cache: ItemCache, *, offset: int = 0, blocks: bool = False
+    written: Sequence[Any], items: Sequence[Any], cache: ItemCache, *, offset: int = 0
 ) -> tuple[list[Any], bool]:
     """The list to send: each written item that is a client item (in order) as the client's original ``items[i]``.
 
@@ -311,8 +311,8 @@ def restore_originals(
     any other written item (a pointer, a summary, or an item read back from the store after a restart) is compared
     by its key's hash. ``offset`` client items at the head are not part of ``written`` (kept apart by the caller).
     Returns ``(items, unchanged)``; ``unchanged`` is True when the result is exactly the client's items from
-    ``offset``. With ``blocks`` (Anthropic), a written item that is no client item gets the client's own blocks
-    back where it holds them unchanged (`_restore_blocks`).
+    ``offset``. A written item that is no client item gets the client's own parts and keys back where it holds
+    them unchanged (`_restore_parts`).
     """
     plains = cache.plains
     by_id = {id(p): index for index, p in enumerate(plains) if index >= offset}
@@ -340,25 +340,28 @@ def restore_originals(
             matched_all = False
         out.append(items[found])
         last = found
-    if blocks and not matched_all:
-        _restore_blocks(out, at, items, cache, offset)
+    if not matched_all:
+        _restore_parts(out, at, items, cache, offset)
     return out, matched_all
 
 
-def _restore_blocks(out: list[Any], at: list[int | None], items: Sequence[Any], cache: ItemCache, offset: int) -> None:
-    """Put the client's own blocks back into the items of ``out`` that are no client item (``at`` is None there).
+def _restore_parts(out: list[Any], at: list[int | None], items: Sequence[Any], cache: ItemCache, offset: int) -> None:
+    """Put the client's own parts and keys back into the items of ``out`` that are no client item (``at`` is None).
 
-    The manager changes a turn by its blocks: a tool result cleared, a recall note joined to the question, the
-    tool result of a turn whose call was cut left out. The turn is then written from the manager's plain twins, so
-    its other blocks would go upstream without their ``cache_control`` and an unknown block (``search_result``,
-    ``container_upload``...) as the text standing in for it. Each such block whose twin is one of the client's
-    blocks is that block again, byte for byte.
+    The manager changes an item by its parts: a tool result cleared from an Anthropic turn, a recall note joined
+    to the question, the tool result of a turn whose call was cut left out. The item is then written from the
+    manager's plain twin, so its other parts would go upstream without their ``cache_control`` and an unknown part
+    (Anthropic's ``search_result``, a Chat or Responses part type the reader does not model) as the text standing
+    in for it, and the item without the keys the twin leaves out (a Chat message's vendor keys, a Responses
+    message's ``id`` and ``status``). Each part whose twin is one of the client's parts is that part again, byte
+    for byte, and an item made of the parts of one client item of its role gets that item's other keys back.
+    The same code serves every format: all three hold an item's parts in ``content``.
 
-    A run of written items that are no client item sits between two that are (or the ends), and its blocks come
-    from the client items between those two. Those are searched newest first, by a cheap handle of each block
+    A run of written items that are no client item sits between two that are (or the ends), and its parts come
+    from the client items between those two. Those are searched newest first, by a cheap handle of each part
     (`_handle`: no serializing), only until every handle the run holds was seen: a run between two kept turns
-    costs the one turn it replaces, not the history cut before it. Each client block is used once, in the
-    client's order, so of two blocks with equal twins (one marked) each keeps its own mark.
+    costs the one turn it replaces, not the history cut before it. Each client part is used once, in the
+    client's order, so of two parts with equal twins (one marked) each keeps its own mark.
     """
     n = len(out)
     p = 0
@@ -375,34 +378,46 @@ def _restore_blocks(out: list[Any], at: list[int | None], items: Sequence[Any], 
         hi = after if after is not None else len(items)
         wanted = {_handle(block) for k in range(p, q) for block in _blocks_of(out[k])}
         missing = set(wanted)
-        sources: list[list[tuple[Any, Any]]] = []
+        sources: list[tuple[int, list[tuple[Any, Any]]]] = []
         for index in range(hi - 1, lo - 1, -1):
             pairs = [pair for pair in _twin_pairs(items[index], cache.plains[index]) if _handle(pair[0]) in wanted]
             if pairs:
-                sources.append(pairs)
+                sources.append((index, pairs))
                 missing.difference_update(_handle(twin) for twin, _ in pairs)
                 if not missing:
                     break
-        pool: dict[str, list[Any]] = {}
-        for pairs in reversed(sources):
+        pool: dict[str, list[tuple[int, Any]]] = {}
+        for index, pairs in reversed(sources):
             for twin, block in pairs:
-                pool.setdefault(_dumps(canonical(twin)), []).append(block)
+                pool.setdefault(_part_key(twin), []).append((index, block))
         if pool:
             for k in range(p, q):
-                out[k] = _with_own_blocks(out[k], pool)
+                out[k] = _with_own_parts(out[k], pool, items, cache.plains)
         p = q
 
 
 def _handle(block: Any) -> tuple[Any, ...]:
-    """What tells blocks apart before their keys are compared: the type and the first string that names it."""
+    """What tells parts apart before their keys are compared: the type and the first string that names it (a
+    text of any of the formats' text types being one kind, as in `_part_key`)."""
     if not isinstance(block, dict):
         return (None,)
     kind = block.get("type")
+    if kind in TEXT_TYPES:
+        kind = "text"
     for key in ("text", "id", "tool_use_id", "signature", "data"):
         value = block.get(key)
         if isinstance(value, str):
             return (kind, key, value)
     return (kind,)
+
+
+def _part_key(block: Any) -> str:
+    """The comparison form of a part: a bare text is one whatever the text type a writer gave it (a Responses
+    message held as a string is written back as ``input_text`` or ``output_text`` parts)."""
+    value = canonical(block)
+    if isinstance(value, dict) and value.get("type") in TEXT_TYPES and value.keys() <= {"type", "text"}:
+        value = {"type": "text", "text": value.get("text")}
+    return _dumps(value)
 
 
 def _blocks_of(item: Any) -> list[Any]:
@@ -413,11 +428,14 @@ def _blocks_of(item: Any) -> list[Any]:
 
 
 def _twin_pairs(item: Any, twin: Any) -> list[tuple[Any, Any]]:
-    """``(plain twin, client block)`` for each block of a client item (none when its content is a string)."""
+    """``(plain twin, client part)`` for each part of a client item; a string content is one text whose client
+    part is None (there is no part of the client's to put back, only the item it came from)."""
     own = item.get("content") if isinstance(item, dict) else None
+    plain = twin.get("content") if isinstance(twin, dict) else None
+    if isinstance(own, str):
+        return [({"type": "text", "text": plain}, None)] if isinstance(plain, str) else []
     if not isinstance(own, list):
         return []
-    plain = twin.get("content") if isinstance(twin, dict) else None
     if isinstance(plain, str) and len(own) == 1:
         plain = [{"type": "text", "text": plain}]  # a lone text block, which the twin holds as its string
     if not isinstance(plain, list) or len(plain) != len(own):
@@ -425,19 +443,49 @@ def _twin_pairs(item: Any, twin: Any) -> list[tuple[Any, Any]]:
     return list(zip(plain, own, strict=True))
 
 
-def _with_own_blocks(item: Any, pool: dict[str, list[Any]]) -> Any:
-    """``item`` with each block that is a plain twin in ``pool`` as the client's block (taken from the pool)."""
+def _with_own_parts(
+    item: Any, pool: dict[str, list[tuple[int, Any]]], items: Sequence[Any], plains: Sequence[Any]
+) -> Any:
+    """``item`` with each part that is a plain twin in ``pool`` as the client's part (taken from the pool), and
+    with the keys of the client item most of those parts came from (`_with_own_keys`)."""
     out = []
     changed = False
+    owners: dict[int, int] = {}
     for block in _blocks_of(item):
-        own = pool.get(_dumps(canonical(block)))
+        own = pool.get(_part_key(block))
         if own:
-            original = own.pop(0)
-            changed = changed or original != block
-            out.append(original)
-        else:
-            out.append(block)
-    return {**item, "content": out} if changed else item
+            index, original = own.pop(0)
+            owners[index] = owners.get(index, 0) + 1
+            if original is not None:
+                changed = changed or original != block
+                block = original
+        out.append(block)
+    result = {**item, "content": out} if changed else item
+    if owners:
+        owner = max(owners, key=lambda index: owners[index])
+        result = _with_own_keys(result, items[owner], plains[owner])
+    return result
+
+
+def _with_own_keys(item: Any, client: Any, twin: Any) -> Any:
+    """``item`` (written from the plain twin of the client's item ``client``) with the keys of ``client`` its twin
+    left out (keys the reader does not model, a Responses message's ``id`` and ``status``, a key set to null), in
+    the client's order; a key the twin held and the manager took out stays out."""
+    if not isinstance(item, dict) or not isinstance(client, dict) or not isinstance(twin, dict):
+        return item
+    if client.get("role") != item.get("role") or client.get("type", item.get("type")) != item.get("type"):
+        return item
+    if all(key in item or key in twin for key in client):
+        return item
+    out = {}
+    for key, value in client.items():
+        if key in item:
+            out[key] = item[key]
+        elif key not in twin:
+            out[key] = value
+    for key, value in item.items():
+        out.setdefault(key, value)
+    return out
 
 
 def system_value(original: Any, managed: Any, original_text: str | None) -> Any:
