@@ -29,7 +29,7 @@ def test_simulate_gives_up_on_a_silent_pipe_after_its_timeout(tmp_path: Path) ->
 
 
 def test_simulate_takes_the_format_its_errors_suggest(tmp_path: Path) -> None:
-    """A file detection cannot place says "(or pass --format)"; simulate accepts --format like inspect."""
+    """A file detection reads wrongly says "--format picks another"; simulate accepts --format like inspect."""
     path, _ = write_sample(tmp_path, "openai-request")
     result = runner.invoke(app, ["simulate", str(path), "--format", "openai", "--no-chart", "--json"])
     assert result.exit_code in (0, 1), result.output

@@ -48,3 +48,66 @@ def test_compact_budget_reports_the_exact_tokens_before_as_inspect_counts_them(t
     assert doc["tokens_before_exact"] is True
     text = runner.invoke(app, ["compact", str(path), "--budget", "2000", "-o", str(out), "--force"])
     assert f"{counted:,} -> " in text.stderr + text.stdout
+
+
+def _longmemeval(path: Path, sessions: int = 2) -> Path:
+    """A LongMemEval question's shape: its chats under 'haystack_sessions', beside the question's fields."""
+    chat = [{"role": "user", "content": "I moved to Lisbon."}, {"role": "assistant", "content": "Welcome!"}]
+    path.write_text(
+        json.dumps(
+            {
+                "question_id": path.stem,
+                "question_type": "single-session-user",
+                "question": "Where do I live?",
+                "answer": "Lisbon",
+                "question_date": "2023/05/28 (Sun) 19:47",
+                "haystack_dates": ["2023/05/21 (Sun) 19:50"] * sessions,
+                "haystack_session_ids": [f"s{i}" for i in range(sessions)],
+                "haystack_sessions": [chat] * sessions,
+                "answer_session_ids": ["s0"],
+            }
+        )
+    )
+    return path
+
+
+def test_a_file_no_format_reads_is_not_told_to_pass_one(tmp_path: Path) -> None:
+    """Every --format needs one of the keys detection looks for, so "(or pass --format)" sent the user through
+    every format in turn; a LongMemEval question is named, with the way to read one of its chats."""
+    question = _longmemeval(tmp_path / "q1.json")
+    result = runner.invoke(app, ["inspect", str(question)])
+    assert result.exit_code == 2
+    assert "pass --format" not in result.stderr
+    assert "LongMemEval" in result.stderr and "jq '.haystack_sessions[0]'" in result.stderr
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"foo": 1, "bar": [2]}))
+    result = runner.invoke(app, ["inspect", str(other)])
+    assert result.exit_code == 2
+    assert "pass --format" not in result.stderr and "no --format reads" in result.stderr
+    assert "'foo', 'bar'" in result.stderr
+
+
+def test_a_folder_of_unreadable_files_ends_with_one_summary_line(tmp_path: Path) -> None:
+    """A folder of 500 LongMemEval questions printed 501 lines, one error per file."""
+    for i in range(40):
+        _longmemeval(tmp_path / f"q{i:02d}.json")
+    result = runner.invoke(app, ["inspect", str(tmp_path)])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    line = lines[0]
+    assert "40 of 40 files could not be read" in line
+    assert "q00.json, q01.json, q02.json and 37 more" in line
+    assert "LongMemEval" in line
+    doc = _json(runner.invoke(app, ["inspect", str(tmp_path), "--json"]).stdout)
+    assert doc["ok"] is False and len(doc["problems"]) == 1
+
+
+def test_a_folder_with_a_few_unreadable_files_lists_each(tmp_path: Path) -> None:
+    _longmemeval(tmp_path / "a.json")
+    (tmp_path / "b.json").write_text(json.dumps({"foo": 1}))
+    (tmp_path / "c.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    result = runner.invoke(app, ["inspect", str(tmp_path)])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].endswith("2 problems") and len(lines) == 3, result.stderr

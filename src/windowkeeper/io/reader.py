@@ -238,6 +238,14 @@ def looks_like(data: Any) -> str | None:
     return f"{where} with keys {keys}" if keys else None
 
 
+_LONGMEMEVAL = (
+    "a LongMemEval question is no conversation (its chats are under 'haystack_sessions') and no --format reads "
+    "it; extract one chat to inspect it: jq '.haystack_sessions[0]' FILE > session.json"
+)
+"""Not read as a conversation: a question holds dozens of separate chats and its own fields, so neither a count
+of them together nor a compaction written back in that shape is something a user of one agent's history wants."""
+
+
 def detect_format(data: Any) -> str:
     """The `InputFormat` value of parsed JSON, or a `ConversationFileError` saying why none fits."""
     if isinstance(data, list):
@@ -276,10 +284,13 @@ def detect_format(data: Any) -> str:
         if inner in (InputFormat.ANTHROPIC.value, InputFormat.LANGCHAIN.value, InputFormat.RESPONSES.value):
             return inner
         return InputFormat.OPENAI.value
+    if isinstance(data.get("haystack_sessions"), list):
+        raise ConversationFileError(_LONGMEMEVAL)
+    # every reader of an object takes its messages from one of these keys, so forcing a format cannot help
     keys = ", ".join(repr(k) for k in list(data)[:8]) or "none"
     raise ConversationFileError(
-        f"an object with keys {keys} is not a conversation; expected 'messages', 'contents', 'input', 'history', "
-        "'traj' or 'context' (or pass --format)"
+        f"an object with keys {keys} is not a conversation and no --format reads it; expected 'messages', "
+        "'contents', 'input', 'history', 'traj' or 'context'"
     )
 
 
@@ -670,7 +681,7 @@ def parse_conversations(
         try:
             fmt = detect_format(data)
         except ConversationFileError as exc:
-            shape = looks_like(data)
+            shape = looks_like(data) if str(exc) != _LONGMEMEVAL else None  # it was recognized
             if shape is not None and shape.rpartition(" with keys ")[2] in str(exc):
                 shape = None  # the error already lists the keys: the generic shape would only repeat them
             raise ConversationFileError(f"{source}: {exc}{f'; it looks like {shape}' if shape else ''}") from exc
@@ -801,10 +812,12 @@ def read_folder(
         )
     out: list[Conversation] = []
     problems: list[str] = []
+    failed: list[tuple[Path, ConversationFileError]] = []
     for f in files:
         try:
             found = read_conversations(f, fmt=fmt, max_bytes=max_bytes, timeout=timeout)
         except ConversationFileError as exc:
+            failed.append((f, exc))
             problems.extend(p if p.startswith(str(f)) else f"{f}: {p}" for p in exc.problems)
             continue
         for conversation in found:
@@ -812,9 +825,26 @@ def read_folder(
         out.extend(found)
         if limit is not None and len(out) >= limit:
             break
+    if len(failed) > FOLDER_FAILURES_LISTED:
+        raise ConversationFileError(_folder_summary(os.fspath(path), failed, len(files)))
     if problems:
         raise ConversationFileError(_summary(os.fspath(path), problems), problems=problems)
     return out[:limit] if limit is not None else out
+
+
+FOLDER_FAILURES_LISTED = 3
+"""Unreadable files of a folder listed one per line; past this many they are one summary line, since a folder of
+files in a shape no format reads (500 LongMemEval questions) would print hundreds of lines saying the same."""
+
+
+def _folder_summary(folder: str, failed: Sequence[tuple[Path, ConversationFileError]], total: int) -> str:
+    """One line for many unreadable files: how many, the first names and the first file's reason."""
+    names = ", ".join(f.name for f, _ in failed[:FOLDER_FAILURES_LISTED])
+    more = len(failed) - FOLDER_FAILURES_LISTED
+    first, exc = failed[0]
+    reason = str(exc).removeprefix(str(first)).removeprefix(": ")
+    head = f"{folder}: {len(failed)} of {total} files could not be read ({names} and {more} more)"
+    return f"{head}; {first.name}: {reason}"
 
 
 def read_collection(
