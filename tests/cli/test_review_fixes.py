@@ -111,3 +111,42 @@ def test_a_folder_with_a_few_unreadable_files_lists_each(tmp_path: Path) -> None
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert lines[0].endswith("2 problems") and len(lines) == 3, result.stderr
+
+
+def test_an_unknown_strategy_is_named_without_the_parsers_prefix(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    result = runner.invoke(app, ["compact", str(path), "--strategy", "foo", "-o", str(tmp_path / "out.json")])
+    assert result.exit_code == 2
+    assert "Value error" not in result.stderr
+    assert "'foo' is not one of 'budget', 'summary', 'message', 'window'" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["inspect", "compact"])
+def test_an_index_out_of_range_names_the_valid_range(tmp_path: Path, command: str) -> None:
+    runs = [{"task_id": i, "trial": 0, "traj": [{"role": "user", "content": f"task {i}"}]} for i in range(3)]
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(runs))
+    extra = ["-o", str(tmp_path / "out.json")] if command == "compact" else []
+    result = runner.invoke(app, [command, str(path), "--index", "7", *extra])
+    assert result.exit_code == 2
+    assert "--index 7 is out of range" in result.stderr and "use 0 to 2" in result.stderr, result.stderr
+
+
+def test_piped_tables_keep_their_titles_on_one_line_without_trailing_spaces(tmp_path: Path) -> None:
+    """Rich wrapped a title at its table's width and padded every line with spaces; piped output is read by
+    scripts and diffed, so a title is a line of its own there."""
+    path = tmp_path / "a-conversation-with-a-rather-long-name.json"
+    path.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+    result = runner.invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert [line for line in lines if line != line.rstrip()] == []
+    assert any(
+        line.startswith("a-conversation-with-a-rather-long-name (openai): 2 messages, ")
+        and line.endswith(" input tokens (o200k_base)")
+        for line in lines
+    ), result.stdout
+    folder = runner.invoke(app, ["inspect", str(tmp_path)])
+    assert folder.exit_code == 0, folder.output
+    assert [line for line in folder.stdout.splitlines() if line != line.rstrip()] == []

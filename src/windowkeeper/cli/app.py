@@ -84,7 +84,8 @@ class _Group(TyperGroup):
                 return EXIT_USAGE
             command = _command_of(argv)
             hint = f"see windowkeeper {command} -h" if command else "see windowkeeper -h"
-            message = exc.format_message()
+            # pydantic's prefix on a validator's message (an Enum option's unknown value) is its internals
+            message = exc.format_message().replace("Value error, ", "", 1)
             value = _given_value(exc, argv)
             if value is not None and repr(value) not in message and f" {value} " not in message:
                 message += f" (got {value!r})"
@@ -549,7 +550,7 @@ def demo(
                 f"Generated a coding-agent session: {n_messages} messages, {report.calls} model calls, "
                 f"{n_facts} ground-truth facts (seed {seed})."
             )
-            output.out.print(report_table(report, title=title, budget=budget))
+            output.table(report_table(report, title=title, budget=budget))
         status = "every sequence valid for OpenAI and Anthropic" if not invalid else f"{invalid} invalid sequences"
         output.status(f"{status}; {time.perf_counter() - started:.1f}s")
         for r in report.strategies:
@@ -649,7 +650,7 @@ def simulate(
                 }
             )
         else:
-            output.out.print(report_table(report, title=title, budget=budget))
+            output.table(report_table(report, title=title, budget=budget))
         if invalid:
             output.status(f"[red]{invalid} invalid sequences[/]")
         return EXIT_PROBLEMS if invalid else EXIT_OK

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ..blocks import ToolCallBlock
 from ..io import Conversation, ConversationFileError, read_text
-from ..io.reader import parse_text, read_folder
+from ..io.reader import index_out_of_range, parse_text, read_folder
 from ..io.stream import MessageStream, open_stream
 from ..messages import Message
 from ..prompt.cost import system_costs, tool_schema_tokens
@@ -228,9 +228,7 @@ def inspect_reports(
         conversations = parse_text(raw, fmt)
     if index is not None:
         if not 0 <= index < len(conversations):
-            raise ConversationFileError(
-                f"--index {index} is out of range: {path} holds {len(conversations)} conversation(s)"
-            )
+            raise ConversationFileError(index_out_of_range(index, path, len(conversations)))
         conversations = [conversations[index]]
     return [conversation_report(c, reserve=reserve, providers=providers_for(c.format, provider)) for c in conversations]
 
@@ -260,7 +258,7 @@ def print_conversation(output: Output, report: dict[str, Any]) -> None:
     by_zone.add_column("share", justify="right")
     for zone, count in tokens["zones"].items():
         by_zone.add_row(zone, f"{count:,}", f"{100 * count / total:.1f}%")
-    output.out.print(by_zone)
+    output.table(by_zone)
     by_role = Table(title="by role", title_justify="left")
     by_role.add_column("role", style="bold")
     by_role.add_column("messages", justify="right")
@@ -272,7 +270,7 @@ def print_conversation(output: Output, report: dict[str, Any]) -> None:
         if entry:
             share = f"{100 * entry['tokens'] / role_total:.1f}%"
             by_role.add_row(role, str(entry["messages"]), f"{entry['tokens']:,}", share)
-    output.out.print(by_role)
+    output.table(by_role)
     largest = ", ".join(f"#{e['index']} {e['role']} {e['tokens']:,}" for e in report["largest"])
     output.out.print(f"{report['tool_calls']} tool calls. Largest messages: {largest}", markup=False)
     skipped = report["skipped_events"]
@@ -308,6 +306,6 @@ def print_collection(output: Output, reports: list[dict[str, Any]], *, source: s
             f"{r['tokens']['input']:,}",
             f"[red]{problems}[/]" if problems else "0",
         )
-    output.out.print(table)
+    output.table(table)
     for r in reports:
         print_problems(output, r)

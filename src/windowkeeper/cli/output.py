@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -44,6 +45,20 @@ class Output:
         """A human status line (progress, files written): stderr, so stdout stays parseable. Callers escape
         interpolated names (`rich.markup.escape`) when ``markup`` is on."""
         self.err.print(text, soft_wrap=True, markup=markup, highlight=False, emoji=False)
+
+    def table(self, table: Table) -> None:
+        """A table on stdout. Piped, its title and caption are lines of their own: rich wraps them at the table's
+        width and pads each line with spaces, which a script reading or diffing the output would trip over."""
+        if self.out.is_terminal:
+            self.out.print(table)
+            return
+        title, caption = table.title, table.caption
+        table.title = table.caption = None
+        if title:
+            self.out.print(title, soft_wrap=True, highlight=False)
+        self.out.print(table)
+        if caption:
+            self.out.print(caption, soft_wrap=True, highlight=False)
 
     def document(self, payload: dict[str, Any]) -> None:
         """The command's one JSON document on stdout, tagged with its schema name and version."""

@@ -785,14 +785,18 @@ def read_conversation(
             )
         return conversations[0]
     if not 0 <= index < len(conversations):
-        raise ConversationFileError(
-            f"--index {index} is out of range: {os.fspath(path)} holds {len(conversations)} conversation(s)"
-        )
+        raise ConversationFileError(index_out_of_range(index, os.fspath(path), len(conversations)))
     return conversations[index]
 
 
 CONVERSATION_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
 """The files of a folder that are read as conversations."""
+
+
+def index_out_of_range(index: int, source: str, count: int) -> str:
+    """The error of an ``--index`` past the file's conversations, with the range that would work."""
+    valid = "use 0" if count == 1 else f"use 0 to {count - 1}"
+    return f"--index {index} is out of range: {source} holds {count} conversation(s); {valid}"
 
 
 def read_folder(
