@@ -154,3 +154,83 @@ def test_a_responses_message_changed_in_part_keeps_the_clients_parts_id_and_keys
     assert int(gw.gateway.metrics.cuts["responses"]) > 20
     assert sum("Recalled context" in _key(r.json) for r in openai_server.requests) > 2
     assert wrong == []
+
+
+def _cut_session(
+    call: Callable[[list[dict[str, Any]]], None],
+    sent: Callable[[], list[dict[str, Any]]],
+    turn: Callable[[int], list[dict[str, Any]]],
+) -> tuple[list[str], int]:
+    """A session whose every fourth step returns an output larger than the budget: what the manager cut to fit
+    of those outputs, and how many were cut."""
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Audit everything."}]
+    wrong: list[str] = []
+    cuts = 0
+    for n in range(1, 21):
+        call(copy.deepcopy(items))
+        for item in sent():
+            if "[truncated " not in _key(item):
+                continue
+            cuts += 1
+            call_id = item.get("tool_call_id", item.get("call_id"))
+            outputs = (i for i in items if i.get("role") == "tool" or i.get("type") == "function_call_output")
+            client = next(i for i in outputs if i.get("tool_call_id", i.get("call_id")) == call_id)
+            lost = {k: v for k, v in client.items() if k not in item}
+            images = [p for p in item.get("output", []) if isinstance(p, dict) and p.get("type") == "input_image"]
+            wrong += [f"call {n}: {call_id} lost {lost}"] if lost else []
+            wrong += [f"call {n}: {call_id} image {p}" for p in images if p not in client["output"]]
+        items += turn(n)
+    return wrong, cuts
+
+
+def _chat_cut_turn(n: int) -> list[dict[str, Any]]:
+    calls = [
+        {"id": f"call_{n}_{j}", "type": "function", "function": {"name": "run", "arguments": json.dumps({"j": j})}}
+        for j in range(2)
+    ]
+    out = [{"role": "assistant", "content": None, "tool_calls": calls}]
+    for j in range(2):
+        text = _output(n) * (8 if n % 4 == 0 and j == 0 else 1)
+        out.append({"role": "tool", "tool_call_id": f"call_{n}_{j}", "content": text, "name": "run", "x_tool": n})
+    return out
+
+
+def test_a_chat_tool_result_cut_to_fit_keeps_its_name_and_keys(
+    make_gateway: GatewayFactory, openai_server: FakeOpenAIServer, closing: ExitStack
+) -> None:
+    gw = make_gateway(budget=4_000)
+    client = closing.enter_context(openai.OpenAI(base_url=f"{gw.url}/v1", api_key="k", max_retries=0))
+
+    def call(messages: list[dict[str, Any]]) -> None:
+        client.chat.completions.create(model="gpt-x", messages=messages)  # type: ignore[arg-type]
+
+    wrong, cuts = _cut_session(call, lambda: openai_server.last_request.json["messages"], _chat_cut_turn)
+    assert cuts > 2
+    assert wrong == []
+
+
+def _responses_cut_turn(n: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [
+        {"type": "function_call", "id": f"fc_{n}_{j}", "call_id": f"call_{n}_{j}", "name": "run", "arguments": "{}"}
+        for j in range(2)
+    ]
+    for j in range(2):
+        text = _output(n) * (8 if n % 4 == 0 and j == 0 else 1)
+        output: Any = [{"type": "input_text", "text": text}, {"type": "input_image", "image_url": PNG, "detail": "low"}]
+        item = {"type": "function_call_output", "id": f"fco_{n}_{j}", "call_id": f"call_{n}_{j}", "output": output}
+        out.append({**item, "status": "completed", "x_out": n})
+    return out
+
+
+def test_a_responses_tool_output_cut_to_fit_keeps_its_id_keys_and_image_detail(
+    make_gateway: GatewayFactory, openai_server: FakeOpenAIServer, closing: ExitStack
+) -> None:
+    gw = make_gateway(budget=4_000)
+    client = closing.enter_context(openai.OpenAI(base_url=f"{gw.url}/v1", api_key="k", max_retries=0))
+
+    def call(items: list[dict[str, Any]]) -> None:
+        client.responses.create(model="gpt-x", input=items)  # type: ignore[arg-type]
+
+    wrong, cuts = _cut_session(call, lambda: openai_server.last_request.json["input"], _responses_cut_turn)
+    assert cuts > 2
+    assert wrong == []

@@ -32,6 +32,9 @@ CHAT_PARTS = frozenset({"text", "image_url", "input_audio", "file", "refusal"})
 ANTHROPIC_BLOCKS = frozenset({"text", "image", "document", "thinking", "redacted_thinking", "tool_use", "tool_result"})
 RESPONSES_PARTS = frozenset({"input_text", "output_text", "text", "input_image", "input_file", "refusal"})
 TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
+CUT_HEAD = 40
+"""Characters a tool output cut to fit shares with the client's at its start (`_cut_output_of`): the manager keeps
+a head of at least 32 tokens."""
 
 
 def _dumps(value: Any) -> str:
@@ -355,7 +358,8 @@ def _restore_parts(out: list[Any], at: list[int | None], items: Sequence[Any], c
     in for it, and the item without the keys the twin leaves out (a Chat message's vendor keys, a Responses
     message's ``id`` and ``status``). Each part whose twin is one of the client's parts is that part again, byte
     for byte, and an item made of the parts of one client item of its role gets that item's other keys back.
-    The same code serves every format: all three hold an item's parts in ``content``.
+    The same code serves every format: all three hold an item's parts in ``content`` (a Responses tool output in
+    ``output``). A tool output cut to fit (`_cut_output_of`) keeps every key of the client's besides its text.
 
     A run of written items that are no client item sits between two that are (or the ends), and its parts come
     from the client items between those two. Those are searched newest first, by a cheap handle of each part
@@ -390,10 +394,44 @@ def _restore_parts(out: list[Any], at: list[int | None], items: Sequence[Any], c
         for index, pairs in reversed(sources):
             for twin, block in pairs:
                 pool.setdefault(_part_key(twin), []).append((index, block))
-        if pool:
-            for k in range(p, q):
+        for k in range(p, q):
+            if pool:
                 out[k] = _with_own_parts(out[k], pool, items, cache.plains)
+            cut = _cut_output_of(out[k], items, cache.plains, lo, hi)
+            if cut is not None:
+                out[k] = _with_own_keys(out[k], items[cut], cache.plains[cut], every=True)
         p = q
+
+
+def _output_text(item: Any) -> str | None:
+    """The (first) text of a tool output: a Chat ``tool`` message's content, a Responses ``*_output``'s output."""
+    if not isinstance(item, dict):
+        return None
+    value = item.get("content") if item.get("role") == "tool" else item.get("output")
+    if isinstance(value, list):
+        value = next((v.get("text") for v in value if isinstance(v, dict) and v.get("type") in TEXT_TYPES), None)
+    return value if isinstance(value, str) else None
+
+
+def _cut_output_of(item: Any, items: Sequence[Any], plains: Sequence[Any], lo: int, hi: int) -> int | None:
+    """The client item (in ``[lo, hi)``) whose tool output ``item`` is as the manager cut it to fit, if it is one.
+
+    A result cut to fit keeps its head (and tail, around a marker), so it begins as the client's text does; a
+    pointer to a cleared result, which replaces the item, begins with words of its own and is not one."""
+    text = _output_text(item)
+    call = item.get("tool_call_id", item.get("call_id")) if isinstance(item, dict) else None
+    if text is None or not isinstance(call, str):
+        return None
+    for index in range(hi - 1, lo - 1, -1):
+        twin = plains[index]
+        if not isinstance(twin, dict) or twin.get("tool_call_id", twin.get("call_id")) != call:
+            continue
+        if twin.get("role") != item.get("role") or twin.get("type") != item.get("type"):
+            return None
+        own = _output_text(twin)
+        head = own[:CUT_HEAD] if own else None
+        return index if head and own != text and text.startswith(head) else None
+    return None
 
 
 def _handle(block: Any) -> tuple[Any, ...]:
@@ -413,15 +451,24 @@ def _handle(block: Any) -> tuple[Any, ...]:
 
 def _part_key(block: Any) -> str:
     """The comparison form of a part: a bare text is one whatever the text type a writer gave it (a Responses
-    message held as a string is written back as ``input_text`` or ``output_text`` parts)."""
+    message held as a string is written back as ``input_text`` or ``output_text`` parts), and a Responses image
+    the same whatever its ``detail``: the reader does not keep it, so an image in a tool output the manager cut
+    to fit comes back as ``auto`` (one in a message is refilled by the writer itself)."""
     value = canonical(block)
     if isinstance(value, dict) and value.get("type") in TEXT_TYPES and value.keys() <= {"type", "text"}:
         value = {"type": "text", "text": value.get("text")}
+    elif isinstance(value, dict) and value.get("type") == "input_image":
+        value = {k: v for k, v in value.items() if k != "detail"}
     return _dumps(value)
 
 
+def _parts_key(item: Any) -> str:
+    """Where an item holds its parts: ``content``, or a Responses tool output's ``output``."""
+    return "output" if isinstance(item, dict) and "content" not in item and "output" in item else "content"
+
+
 def _blocks_of(item: Any) -> list[Any]:
-    content = item.get("content") if isinstance(item, dict) else None
+    content = item.get(_parts_key(item)) if isinstance(item, dict) else None
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     return content if isinstance(content, list) else []
@@ -430,8 +477,8 @@ def _blocks_of(item: Any) -> list[Any]:
 def _twin_pairs(item: Any, twin: Any) -> list[tuple[Any, Any]]:
     """``(plain twin, client part)`` for each part of a client item; a string content is one text whose client
     part is None (there is no part of the client's to put back, only the item it came from)."""
-    own = item.get("content") if isinstance(item, dict) else None
-    plain = twin.get("content") if isinstance(twin, dict) else None
+    own = item.get(_parts_key(item)) if isinstance(item, dict) else None
+    plain = twin.get(_parts_key(twin)) if isinstance(twin, dict) else None
     if isinstance(own, str):
         return [({"type": "text", "text": plain}, None)] if isinstance(plain, str) else []
     if not isinstance(own, list):
@@ -460,28 +507,30 @@ def _with_own_parts(
                 changed = changed or original != block
                 block = original
         out.append(block)
-    result = {**item, "content": out} if changed else item
+    result = {**item, _parts_key(item): out} if changed else item
     if owners:
         owner = max(owners, key=lambda index: owners[index])
         result = _with_own_keys(result, items[owner], plains[owner])
     return result
 
 
-def _with_own_keys(item: Any, client: Any, twin: Any) -> Any:
+def _with_own_keys(item: Any, client: Any, twin: Any, *, every: bool = False) -> Any:
     """``item`` (written from the plain twin of the client's item ``client``) with the keys of ``client`` its twin
     left out (keys the reader does not model, a Responses message's ``id`` and ``status``, a key set to null), in
-    the client's order; a key the twin held and the manager took out stays out."""
+    the client's order; a key the twin held and the manager took out stays out. With ``every`` (a tool output cut
+    to fit, whose text is all the manager changed), every key of the client's the writer left out is back: a Chat
+    tool message's ``name`` too, which the writer of a changed result does not write."""
     if not isinstance(item, dict) or not isinstance(client, dict) or not isinstance(twin, dict):
         return item
     if client.get("role") != item.get("role") or client.get("type", item.get("type")) != item.get("type"):
         return item
-    if all(key in item or key in twin for key in client):
+    if all(key in item or (key in twin and not every) for key in client):
         return item
     out = {}
     for key, value in client.items():
         if key in item:
             out[key] = item[key]
-        elif key not in twin:
+        elif every or key not in twin:
             out[key] = value
     for key, value in item.items():
         out.setdefault(key, value)
