@@ -86,13 +86,16 @@ async def test_a_turn_alone_over_the_budget_clears_its_older_results(caplog: pyt
 
 
 def with_notes_after_results(messages: list[Message]) -> list[Message]:
-    """``messages`` with a short user note right after each round of tool results, before the model's next step:
-    what an Anthropic client's ``[tool_result, text]`` turn reads as (a reminder or a hint sent with the results)."""
+    """``messages`` with a short user note right after each task's last round of tool results, before the model
+    answers: what an Anthropic client's ``[tool_result, text]`` turn reads as (a reminder or a hint sent with the
+    results)."""
     out: list[Message] = []
     for i, message in enumerate(messages):
         out.append(message)
         following = messages[i + 1] if i + 1 < len(messages) else None
-        if message.role == "tool" and (following is None or following.role != "tool"):
+        if message.role == "tool" and (
+            following is None or (following.role == "assistant" and not following.tool_call_ids())
+        ):
             out.append(Message.text_message("Note: keep it short.", message_id=f"note-{message.message_id}"))
     return out
 

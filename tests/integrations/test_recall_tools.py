@@ -51,7 +51,8 @@ def script() -> list[FakeReply]:
 
 
 def _chat_history() -> list[Any]:
-    """The scripted turns as a Chat Completions list: each turn reads a module with one tool call."""
+    """The scripted turns as a Chat Completions list: each turn reads a module with one tool call, and the model
+    says it did (a turn the model never answered would still be in progress when the next request came)."""
     history: list[Any] = []
     for turn in range(TURNS):
         history += [
@@ -68,6 +69,7 @@ def _chat_history() -> list[Any]:
                 ],
             },
             {"role": "tool", "tool_call_id": f"call_{turn}", "content": read_file(f"src/m{turn}.py")},
+            {"role": "assistant", "content": f"Read src/m{turn}.py."},
         ]
     return history
 

@@ -250,15 +250,16 @@ class Compaction:
         A user message that comes right after tool results, before the model replied to them, does not open a
         turn of its own: it was sent with the results (an Anthropic ``[tool_result, text]`` turn, a reminder or a
         hint a client adds), and the model still has to answer them. The turn then starts at the user message
-        before those tool turns.
+        before those tool turns (`plan_cold` reads a long history from such a turn's start on). One step back
+        only: a client that never replies after tool results (each request right after the last one's results)
+        would otherwise make the whole conversation one turn that nothing may cut.
         """
         if newest is None:
             return len(self.ns), set()
-        while newest > 0 and self.segs[self.ns[newest - 1]].kind == "tool_turn":
+        if newest > 0 and self.segs[self.ns[newest - 1]].kind == "tool_turn":
             before = self.user_before[newest - 1]
-            if before is None:
-                break
-            newest = before
+            if before is not None:
+                newest = before
         tools = [j for j in range(newest + 1, len(self.ns)) if self.segs[self.ns[j]].kind == "tool_turn"]
         if tools and any(self.segs[self.ns[j]].kind == "assistant" for j in range(tools[-1] + 1, len(self.ns))):
             return newest, set()
@@ -673,6 +674,15 @@ class ColdPlan:
     """Exact tokens of the messages read (from ``start``, plus earlier system messages) before clearing."""
 
 
+def _opens_turn(messages: Sequence[Message], index: int) -> bool:
+    """Whether ``messages[index]`` is a user message that opens a turn: not one sent right after tool results
+    (system messages between them do not count, as units leave them out)."""
+    if messages[index].role != "user":
+        return False
+    before = next((m.role for m in reversed(messages[:index]) if m.role != "system"), None)
+    return before != "tool"
+
+
 def _has_tool_activity(messages: Sequence[Message]) -> bool:
     return any(m.role == "tool" or (m.role == "assistant" and m.tool_call_ids()) for m in messages)
 
@@ -686,7 +696,9 @@ def plan_cold(
 ) -> ColdPlan | None:
     """Set up the compaction of a long unseen history on its newest part only, or None when nothing is certain.
 
-    The newest part starts at a user message (a unit boundary, so grouping it alone gives the same units) and is
+    The newest part starts at a user message that opens a turn (a unit boundary, so grouping it alone gives the
+    same units; and not a line sent right after tool results, which belongs to the turn before it:
+    `Compaction._turn_in_progress`) and is
     taken large enough that, with everything clearable in it cleared, the view is still over the low watermark
     by more than a summary could add, and its raw size reaches the high watermark. Then the full compaction
     would clear every clearable result in it too (the view never drops to the low mark while clearing), could
@@ -705,7 +717,7 @@ def plan_cold(
     target = need
     start = n
     while True:
-        while start > 0 and (estimate < target or messages[start].role != "user"):
+        while start > 0 and (estimate < target or not _opens_turn(messages, start)):
             start -= 1
             msg = messages[start]
             size = count(msg)
