@@ -679,7 +679,7 @@ def _opens_turn(messages: Sequence[Message], index: int) -> bool:
     (system messages between them do not count, as units leave them out)."""
     if messages[index].role != "user":
         return False
-    before = next((m.role for m in reversed(messages[:index]) if m.role != "system"), None)
+    before = next((messages[i].role for i in range(index - 1, -1, -1) if messages[i].role != "system"), None)
     return before != "tool"
 
 

@@ -91,8 +91,10 @@ def request_schemas(response_format: Any, model: Any, tools: Sequence[Any] | Non
     """Every schema a ``create_agent`` model call sends besides its messages: the request's tools and the
     structured-output schemas the host adds after the middleware ran (`output_schemas`), in the shape the host
     binds them (strict tools beside a native response format on an OpenAI-compatible Chat Completions model)."""
-    strict = _binds_strict(response_format, model, tools)
-    return [*(tool_schemas(tools, strict=strict) or ()), *output_schemas(response_format, model, tools)] or None
+    native = _sent_natively(response_format, model, tools)
+    strict = native and _openai_chat_completions(model)
+    schemas = output_schemas(response_format, model, tools, native=native)
+    return [*(tool_schemas(tools, strict=strict) or ()), *schemas] or None
 
 
 _OUTPUT: LRUCache[tuple[int, bool, int], tuple[Any, Any, list[dict[str, Any]]]] = LRUCache(64)
@@ -101,19 +103,20 @@ sends it: ``create_agent`` hands the same strategy object and model to every mod
 rebuilt from its pydantic model (and reshaped by the model) each time it is asked for."""
 
 
-def output_schemas(response_format: Any, model: Any, tools: Sequence[Any] | None) -> list[dict[str, Any]]:
+def output_schemas(
+    response_format: Any, model: Any, tools: Sequence[Any] | None, *, native: bool | None = None
+) -> list[dict[str, Any]]:
     """The structured-output schemas ``create_agent`` adds to a request after every ``wrap_model_call`` has run,
     so a middleware never finds them in ``request.tools`` and would plan the request without their tokens: a
     `ToolStrategy`'s output tools (as the OpenAI function schemas a chat model sends), or a `ProviderStrategy`'s
-    ``response_format``. A bare schema or an `AutoStrategy` is sent whichever way LangChain picks for ``model``."""
+    ``response_format``. A bare schema or an `AutoStrategy` is sent whichever way LangChain picks for ``model``
+    (``native``: `_sent_natively`'s answer, when the caller already asked it)."""
     if response_format is None:
         return []
     from langchain.agents.structured_output import AutoStrategy, OutputToolBinding, ProviderStrategy, ToolStrategy
 
-    if isinstance(response_format, (ToolStrategy, ProviderStrategy)):
-        native = isinstance(response_format, ProviderStrategy)
-    else:
-        native = _native_structured_output(model, tools)
+    if native is None:
+        native = _sent_natively(response_format, model, tools)
     key = (id(response_format), native, id(model))
     known = _OUTPUT.get(key)
     if known is not None and known[0] is response_format and known[1] is model:
@@ -133,19 +136,18 @@ def output_schemas(response_format: Any, model: Any, tools: Sequence[Any] | None
     return out
 
 
-def _binds_strict(response_format: Any, model: Any, tools: Sequence[Any] | None) -> bool:
-    """Whether ``create_agent`` binds the request's tools with ``strict=True``: it does beside a native response
-    format (a `ProviderStrategy`, or a bare schema the model answers natively) on an OpenAI-compatible Chat
-    Completions model, and a strict tool schema is longer (every property required, ``additionalProperties``)."""
+def _sent_natively(response_format: Any, model: Any, tools: Sequence[Any] | None) -> bool:
+    """Whether ``create_agent`` sends ``response_format`` as the model's native structured output (a
+    `ProviderStrategy`, or a bare schema the model answers natively) rather than as an output tool. Beside a native
+    format on an OpenAI-compatible Chat Completions model it binds the request's tools with ``strict=True``, and a
+    strict tool schema is longer (every property required, ``additionalProperties``)."""
     if response_format is None:
         return False
     from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 
-    if isinstance(response_format, ToolStrategy):
-        return False
-    if not isinstance(response_format, ProviderStrategy) and not _native_structured_output(model, tools):
-        return False
-    return _openai_chat_completions(model)
+    if isinstance(response_format, (ToolStrategy, ProviderStrategy)):
+        return isinstance(response_format, ProviderStrategy)
+    return _native_structured_output(model, tools)
 
 
 def _openai_chat_completions(model: Any) -> bool:
