@@ -95,18 +95,28 @@ SystemMode = Literal["items", "instructions"]
 # -- ours -> Responses ----------------------------------------------------------------------------------------
 
 
+def _media_place(media: MediaRef, *, default_mime: str, index: int, key: str) -> tuple[str, str]:
+    """Where a media reference points, in the order Responses prefers: ``("file_id", id)``, ``("data", data URI)``
+    or ``("url", url)``. An input image, a screenshot and an input file each name the three places with keys of
+    their own."""
+    kind = media_kind(media)
+    if kind == "file_id" and media.file_id:
+        return "file_id", media.file_id
+    if kind == "data":
+        return "data", data_uri(media, default_mime=default_mime)
+    if media.url:
+        return "url", media.url
+    raise FormatError("media reference holds no url, file id or data", index=index, key=key)
+
+
 def _place_image(target: ResponsesInputImage | ResponsesScreenshot, media: MediaRef, *, index: int, key: str) -> None:
     """Where an image is, as an input image and a screenshot both say it: its file id, or its data URI or URL as
     ``image_url``."""
-    kind = media_kind(media)
-    if kind == "file_id" and media.file_id:
-        target["file_id"] = media.file_id
-    elif kind == "data":
-        target["image_url"] = data_uri(media, default_mime="image/png")
-    elif media.url:
-        target["image_url"] = media.url
+    place, value = _media_place(media, default_mime="image/png", index=index, key=key)
+    if place == "file_id":
+        target["file_id"] = value
     else:
-        raise FormatError("media reference holds no url, file id or data", index=index, key=key)
+        target["image_url"] = value
 
 
 def _input_part(block: ContentBlock, role: str, *, index: int, key: str) -> ResponsesInputPart:
@@ -132,16 +142,14 @@ def _input_part(block: ContentBlock, role: str, *, index: int, key: str) -> Resp
             return {"type": "input_text", "text": block.text}
         if isinstance(block, DocumentBlock) and block.media is not None:
             media = block.media
-            kind = media_kind(media)
             file: ResponsesInputFile = {"type": "input_file"}
-            if kind == "file_id" and media.file_id:
-                file["file_id"] = media.file_id
-            elif kind == "data":
-                file["file_data"] = data_uri(media, default_mime="application/pdf")
-            elif media.url:
-                file["file_url"] = media.url
+            place, value = _media_place(media, default_mime="application/pdf", index=index, key=key)
+            if place == "file_id":
+                file["file_id"] = value
+            elif place == "data":
+                file["file_data"] = value
             else:
-                raise FormatError("media reference holds no url, file id or data", index=index, key=key)
+                file["file_url"] = value
             if media.filename:
                 file["filename"] = media.filename
             return file
