@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import shlex
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from . import claude_log, rollout
 from .source import (
     DEFAULT_MAX_BYTES,
     DEFAULT_TIMEOUT,
+    STDIN,
     ConversationFileError,
     ParsedDocument,
     RawDocument,
@@ -238,16 +240,26 @@ def looks_like(data: Any) -> str | None:
     return f"{where} with keys {keys}" if keys else None
 
 
-_LONGMEMEVAL = (
-    "a LongMemEval question is no conversation (its chats are under 'haystack_sessions') and no --format reads "
-    "it; extract one chat to inspect it: jq '.haystack_sessions[0]' FILE > session.json"
-)
-"""Not read as a conversation: a question holds dozens of separate chats and its own fields, so neither a count
-of them together nor a compaction written back in that shape is something a user of one agent's history wants."""
+def _longmemeval(source: str | None) -> str:
+    """Why a LongMemEval question is not read, and the jq command taking one chat out of it, ready to paste (the
+    path quoted for the shell; standard input piped; ``FILE`` only when the caller named no source).
+
+    Not read as a conversation: a question holds dozens of separate chats and its own fields, so neither a count
+    of them together nor a compaction written back in that shape is something a user of one agent's history
+    wants."""
+    if source == STDIN:
+        command = "pipe it through jq '.haystack_sessions[0]' > session.json"
+    else:
+        command = f"jq '.haystack_sessions[0]' {shlex.quote(source) if source else 'FILE'} > session.json"
+    return (
+        "a LongMemEval question is no conversation (its chats are under 'haystack_sessions') and no --format reads "
+        f"it; extract one chat to inspect it: {command}"
+    )
 
 
-def detect_format(data: Any) -> str:
-    """The `InputFormat` value of parsed JSON, or a `ConversationFileError` saying why none fits."""
+def detect_format(data: Any, source: str | None = None) -> str:
+    """The `InputFormat` value of parsed JSON, or a `ConversationFileError` saying why none fits (a hint that
+    names a file names ``source``)."""
     if isinstance(data, list):
         if not data:
             raise ConversationFileError("an empty list holds no messages")
@@ -285,7 +297,7 @@ def detect_format(data: Any) -> str:
             return inner
         return InputFormat.OPENAI.value
     if isinstance(data.get("haystack_sessions"), list):
-        raise ConversationFileError(_LONGMEMEVAL)
+        raise ConversationFileError(_longmemeval(source), key="haystack_sessions")
     # every reader of an object takes its messages from one of these keys, so forcing a format cannot help
     keys = ", ".join(repr(k) for k in list(data)[:8]) or "none"
     raise ConversationFileError(
@@ -670,8 +682,12 @@ _READERS: dict[str, Callable[[str, str, Any], Conversation]] = {
 }
 
 
+_NO_SOURCE = "<data>"
+"""The source of parsed JSON handed over without naming where it came from."""
+
+
 def parse_conversations(
-    data: Any, *, fmt: str = "auto", source: str = "<data>", lines: Sequence[int] | None = None
+    data: Any, *, fmt: str = "auto", source: str = _NO_SOURCE, lines: Sequence[int] | None = None
 ) -> list[Conversation]:
     """Conversations from parsed JSON in format ``fmt`` (``auto`` detects it); ``lines`` are the file's line
     numbers of a JSON Lines document's values, for problems reported by line."""
@@ -679,9 +695,9 @@ def parse_conversations(
     name = Path(source).stem or source
     if fmt == InputFormat.AUTO.value:
         try:
-            fmt = detect_format(data)
+            fmt = detect_format(data, None if source == _NO_SOURCE else source)
         except ConversationFileError as exc:
-            shape = looks_like(data) if str(exc) != _LONGMEMEVAL else None  # it was recognized
+            shape = looks_like(data) if exc.key != "haystack_sessions" else None  # it was recognized
             if shape is not None and shape.rpartition(" with keys ")[2] in str(exc):
                 shape = None  # the error already lists the keys: the generic shape would only repeat them
             raise ConversationFileError(f"{source}: {exc}{f'; it looks like {shape}' if shape else ''}") from exc
