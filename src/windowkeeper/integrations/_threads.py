@@ -274,7 +274,9 @@ class ThreadMemory:
             "view": runs,
             "spare": [[key, version] for key, version in spare.items()],
             "sent": list(self.sent),
-            "sent_system": self.sent_system,
+            # read only beside ``sent`` (Anthropic cache breakpoints): the system text is the summary plus the
+            # caller's prompt, kilobytes a head would otherwise carry on every call of every other format
+            "sent_system": self.sent_system if self.sent else None,
             "recall_served": self.recall_served,
         }
 
