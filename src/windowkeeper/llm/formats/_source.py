@@ -293,6 +293,125 @@ def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: 
     return {**item, "content": [*({"type": part_type, "text": t} for t in texts), *own]}
 
 
+CUT_HEAD = 40
+"""Characters a tool output cut to fit shares with the caller's at its start (`cut_from`): the manager keeps a head
+of at least 32 tokens."""
+TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+"""The text part types of the formats that hold an item's parts in a list (Chat, Responses)."""
+
+
+def cut_from(text: str | None, own: str | None) -> bool:
+    """Whether the tool output ``text`` is the caller's ``own`` cut to fit: other than it and opening with its head.
+    A pointer to a cleared result, which stands in for the whole result, opens with words of its own."""
+    if text is None or not own or text == own:
+        return False
+    return text.startswith(own[:CUT_HEAD])
+
+
+def with_own_item_keys(item: Mapping[str, Any], client: Mapping[str, Any]) -> dict[str, Any]:
+    """``item`` (a tool output cut to fit, written anew) with every key of the caller's ``client`` item that was not
+    written, in the caller's order: the cut changed its text, not its ``id``, ``status``, ``name`` or vendor keys."""
+    out = {key: item.get(key, value) for key, value in client.items()}
+    for key, value in item.items():
+        out.setdefault(key, value)
+    return out
+
+
+def own_parts_in(
+    value: Any, own: Any, known: frozenset[str], stand_in: Callable[[Mapping[str, Any]], str], *, what: str
+) -> Any:
+    """``value`` (the parts or the text written for a tool output cut to fit) with each of the caller's parts in
+    ``own`` of a type the reader does not model (``known``: those it does), which the reader read as the text
+    ``stand_in(part)``, back as the part itself where that text is, in the caller's shape. Where the cut took its
+    text out, the part is left out whole, with a warning naming it (``what`` names the output): never as text.
+    ``value`` as it is when the caller's output holds no such part."""
+    if not isinstance(own, list):
+        return value
+    unknown = [p for p in own if isinstance(p, Mapping) and p.get("type") not in known]
+    if not unknown:
+        return value
+    text_type = next((p["type"] for p in own if isinstance(p, Mapping) and p.get("type") in TEXT_PARTS), "text")
+    parts = [{"type": text_type, "text": value}] if isinstance(value, str) else list(value or [])
+    if all(part in parts for part in unknown):
+        return value
+    pending = [(part, stand_in(part)) for part in unknown if part not in parts]  # those in place already stay
+    out: list[Any] = []
+    for part in parts:
+        text = part.get("text") if isinstance(part, Mapping) and part.get("type") in TEXT_PARTS else None
+        if not isinstance(text, str) or not pending:
+            out.append(part)
+            continue
+        pieces: list[Any] = []
+        while pending:
+            at, k = min(((text.find(s), k) for k, (_, s) in enumerate(pending) if s in text), default=(-1, -1))
+            if at < 0:
+                break
+            original, found = pending.pop(k)
+            pieces += [text[:at], original]
+            text = text[at + len(found) :]
+        pieces.append(_without_pieces_of(text, [s for _, s in pending]))
+        for piece in pieces:
+            if not isinstance(piece, str):
+                out.append(piece)
+            elif piece:
+                out.append({**part, "text": piece})
+    if pending:
+        kinds = ", ".join(sorted({str(part.get("type")) for part, _ in pending}))
+        text = (
+            f"{what} was cut to fit and its part(s) of type {kinds} with it: left out whole, as windowkeeper does "
+            "not read that type (raise the budget to keep the output whole)"
+        )
+        logger.warning("%s", text)
+        warnings.warn(text, UserWarning, stacklevel=3)
+    return out
+
+
+_PIECE = 12
+"""Characters of a part's stand-in text that tell a piece of it left by a cut (`_without_pieces_of`)."""
+
+
+def _without_pieces_of(text: str, stand_ins: Sequence[str]) -> str:
+    """``text`` without the pieces of ``stand_ins`` a cut left next to its marker or at an end of the text: the
+    head of one before the marker (or at the end), the tail of one after it (or at the start)."""
+    for stand_in in stand_ins:
+        if len(stand_in) < 2 * _PIECE:
+            continue
+        at = text.find(stand_in[:_PIECE])
+        while at >= 0:
+            end = at + _shared_head(stand_in, text[at : at + len(stand_in)])
+            if end == len(text) or text[end : end + 2] in _MARKER_STARTS:
+                text = text[:at] + text[end:]
+                break
+            at = text.find(stand_in[:_PIECE], at + 1)
+        at = text.find(stand_in[-_PIECE:])
+        while at >= 0:
+            stop = at + _PIECE
+            head = text[max(0, stop - len(stand_in)) : stop]
+            start = stop - _shared_head(stand_in[::-1], head[::-1])
+            if start == 0 or text[max(0, start - 2) : start] in _MARKER_ENDS:
+                text = text[:start] + text[stop:]
+                break
+            at = text.find(stand_in[-_PIECE:], at + 1)
+    return text
+
+
+def _shared_head(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share (halving: a slice comparison per step, not a character)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+_MARKER_STARTS = ("\n…", "… ")
+_MARKER_ENDS = ("…\n", " …")
+"""How the marker of a cut (``context.pointers.TRUNCATE_CUT``, with or without its line breaks) opens and ends."""
+
+
 RECALL_MARK = ("windowkeeper", "recall")
 """The metadata key and value that mark a recall note (`windowkeeper.prompt.recall`, a layer above the formats,
 which cannot be imported here; a test holds the two equal)."""
@@ -351,6 +470,9 @@ __all__ = [
     "keep_source",
     "split_parts",
     "key_paths",
+    "cut_from",
+    "own_parts_in",
+    "with_own_item_keys",
     "original_items",
     "recall_for_next",
     "source_record",

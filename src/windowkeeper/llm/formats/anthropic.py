@@ -27,6 +27,7 @@ from ...blocks import (
     VideoBlock,
     tool_output_text,
 )
+from ...boundary import clean_json
 from ...errors import FormatError
 from ...messages import Message
 from ._common import (
@@ -54,7 +55,7 @@ from ._common import (
     unknown_part,
     unsupported,
 )
-from ._source import is_recall, keep_source, split_parts, unchanged, whole_group
+from ._source import is_recall, keep_source, source_record, split_parts, unchanged, whole_group
 from .registry import ProviderFormat, content_part_types, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -310,6 +311,29 @@ def _sendable(block: _Block) -> TypeGuard[AnthropicBlock]:
     return block["type"] != "thinking" or "signature" in block
 
 
+TURN_KEYS = "keys"
+"""The source record's entry (on every message read from one turn) holding the turn's keys besides ``role`` and
+``content`` (a proxy's ``x_meta``): a turn written anew because one of its parts changed keeps them, where only
+the part that survived (its text, after its tool result went with its call) may be left to say where it came
+from."""
+
+
+def _turn_keys(message: Message) -> Mapping[str, Any] | None:
+    """The keys besides ``role`` and ``content`` of the caller's turn ``message`` was read from (`TURN_KEYS`)."""
+    record = source_record(message)
+    if record is None or record.get("format") != NAME:
+        return None
+    keys = record.get(TURN_KEYS)
+    return keys if isinstance(keys, Mapping) and keys else None
+
+
+def _with_turn_keys(message: AnthropicMessage, keys: Mapping[str, Any] | None) -> AnthropicMessage:
+    """A turn written anew with the keys of the caller's turn it came from (`TURN_KEYS`), after its own."""
+    if not keys:
+        return message
+    return cast(AnthropicMessage, {**message, **{k: v for k, v in keys.items() if k not in message}})
+
+
 def _api_message(message: AnthropicTranscriptMessage) -> AnthropicMessage:
     """A transcript message as the SDK's ``MessageParam``; for ``reasoning="signed"``/``"none"`` output, which holds
     no unsigned thinking, the content is the same blocks (the filter only proves it to the type checker)."""
@@ -407,6 +431,7 @@ def to_anthropic(
     recall_open = False  # whether ``open_turn`` holds only a recall note (the question it serves joins it)
     written: dict[int, list[_Block]] = {}
     verbatim: dict[int, int] = {}  # message index -> position in ``out`` of the caller's item written for it
+    turn_keys: dict[int, Mapping[str, Any]] = {}  # position in ``out`` -> the caller's keys of a turn written anew
     i = 0
     n = len(messages)
     while i < n:
@@ -444,6 +469,7 @@ def to_anthropic(
                 content = _tool_results(message, index=i, ids=ids)
             else:
                 content = _content(message, index=i, ids=ids, reasoning=reasoning)
+        keys = _turn_keys(message) if passthrough else None
         if message.role == "assistant":
             open_turn, recall_open = None, False
             out.append({"role": "assistant", "content": content})
@@ -460,6 +486,8 @@ def to_anthropic(
             # keep it a turn of its own, as the prompt accounting counts it (the API joins consecutive user turns)
             recall_open = passthrough and is_recall(message)
             joinable = recall_open or message.role == "tool"
+        if keys:
+            turn_keys.setdefault(len(out) - 1, keys)
         written[i] = content
         i += 1
     text = SYSTEM_SEPARATOR.join(system) if system else None
@@ -499,11 +527,17 @@ def to_anthropic(
         logger.debug("message %d has no block that can carry cache_control; no breakpoint there", index)
     if system_marked and text:
         sent = [{"type": "text", "text": text, "cache_control": CACHE_CONTROL.copy()}]
-    if reasoning == "all":
-        return sent, out
     kept = set(verbatim.values())
+    if reasoning == "all":
+        for k, keys in turn_keys.items():
+            if k not in kept:
+                out[k] = cast(AnthropicTranscriptMessage, _with_turn_keys(cast(AnthropicMessage, out[k]), keys))
+        return sent, out
     # the caller's own items are sent as they came (they are the API's shape already)
-    return sent, [cast(AnthropicMessage, m) if k in kept else _api_message(m) for k, m in enumerate(out)]
+    return sent, [
+        cast(AnthropicMessage, m) if k in kept else _with_turn_keys(_api_message(m), turn_keys.get(k))
+        for k, m in enumerate(out)
+    ]
 
 
 def _with_leading(item: Mapping[str, Any], leading: list[Any]) -> Any:
@@ -814,8 +848,16 @@ class AnthropicFormat(ProviderFormat):
         return read_items(items, offset=offset, previous=previous, sources=sources)
 
     def keep(self, source: Any, messages: Sequence[Message]) -> None:
-        blocks = split_parts(plain(source).get("content"), messages, _is_tool_result)
+        item = plain(source)
+        blocks = split_parts(item.get("content"), messages, _is_tool_result)
         keep_source(self.name, messages, [source], blocks)
+        keys = {str(k): v for k, v in item.items() if k not in ("role", "content")}
+        if keys:
+            kept = clean_json(keys)
+            for message in messages:
+                record = source_record(message)
+                if isinstance(record, dict):  # the record `keep_source` just made, owned by this message
+                    record[TURN_KEYS] = kept
 
     def read_system(self, system: Any) -> str | None:
         if system is None or isinstance(system, str):

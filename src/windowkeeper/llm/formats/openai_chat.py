@@ -511,6 +511,10 @@ class OpenAIChatFormat(ProviderFormat):
         "(roles system, developer, user, assistant with tool_calls, tool with tool_call_id)"
     )
     system_in_list = True
+    output_parts = frozenset({"text"})
+
+    def output_key(self, item: Mapping[str, Any]) -> str | None:
+        return "content" if item.get("role") == "tool" else None
 
     def read_items(
         self, items: Sequence[Any], *, offset: int, previous: str | None, sources: list[Source] | None

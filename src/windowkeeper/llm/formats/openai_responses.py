@@ -119,7 +119,42 @@ def _place_image(target: ResponsesInputImage | ResponsesScreenshot, media: Media
         target["image_url"] = value
 
 
-def _input_part(block: ContentBlock, role: str, *, index: int, key: str) -> ResponsesInputPart:
+DETAIL_KEY = "openai_image_detail"
+"""Metadata keeping the ``detail`` the caller gave each ``input_image`` of a message (by `_image_place`) other than
+``"auto"``: `ImageBlock` has no field for it, and an image written anew went out as ``"auto"`` (up to ~1,500 tokens
+where the caller asked for ``"low"``, ~85)."""
+DETAILS: frozenset[Literal["low", "high", "original"]] = frozenset({"low", "high", "original"})
+"""The ``detail`` values besides the default ``"auto"`` (those of the SDK's ``ImageDetail``)."""
+
+
+def _image_place(media: MediaRef) -> str | None:
+    """What names an image among a message's: its file id or URL, a digest of its data (no copy of the data)."""
+    if media.file_id:
+        return f"file_id:{media.file_id}"
+    if media.data_base64 is not None:
+        digest = hashlib.blake2b(media.data_base64.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+        return f"data:{digest}"
+    return f"url:{media.url}" if media.url else None
+
+
+def _image_details(parts: Sequence[Any], blocks: Sequence[ContentBlock]) -> dict[str, str]:
+    """The ``detail`` of each image part (read into ``blocks``, in order) the caller set to other than ``"auto"``."""
+    out: dict[str, str] = {}
+    images = (b for b in blocks if isinstance(b, ImageBlock))
+    for part in parts:
+        if not isinstance(part, Mapping) or part.get("type") != "input_image":
+            continue
+        block = next(images, None)
+        detail = part.get("detail")
+        place = _image_place(block.media) if block is not None else None
+        if place is not None and detail in DETAILS:
+            out[place] = detail
+    return out
+
+
+def _input_part(
+    block: ContentBlock, role: str, *, index: int, key: str, details: Mapping[str, Any] | None = None
+) -> ResponsesInputPart:
     block = resolve_data_block(block)
     if isinstance(block, TextBlock):
         return {"type": "input_text", "text": block.text}
@@ -127,7 +162,8 @@ def _input_part(block: ContentBlock, role: str, *, index: int, key: str) -> Resp
         return {"type": "input_text", "text": error_text(block)}
     if role == "user":
         if isinstance(block, ImageBlock):
-            image: ResponsesInputImage = {"type": "input_image", "detail": "auto"}
+            detail = details.get(_image_place(block.media) or "") if details else None
+            image: ResponsesInputImage = {"type": "input_image", "detail": detail if detail in DETAILS else "auto"}
             _place_image(image, block.media, index=index, key=key)
             return image
         if isinstance(block, AudioBlock) and media_kind(block.media) == "data" and block.media.data_base64 is not None:
@@ -284,7 +320,10 @@ def _tool_items(message: Message, *, index: int) -> list[ResponsesItem]:
         output: str | list[ResponsesInputPart] = text
         if media:  # what the tool returned besides its text (a screenshot), inside the output as the API takes it
             output = [{"type": "input_text", "text": text}] if text else []
-            output += [_input_part(m, "user", index=index, key=f"content[{k}]") for k, m in enumerate(media)]
+            details = message.metadata.get(DETAIL_KEY)
+            output += [
+                _input_part(m, "user", index=index, key=f"content[{k}]", details=details) for k, m in enumerate(media)
+            ]
         if custom:
             items.append({"type": "custom_tool_call_output", "call_id": block.call_id, "output": output})
         else:
@@ -318,8 +357,9 @@ def _screenshot_item(
 def _message_item(
     message: Message, role: Literal["user", "system", "developer"], *, index: int
 ) -> ResponsesInputMessage:
+    details = message.metadata.get(DETAIL_KEY)
     parts = [
-        _input_part(b, message.role, index=index, key=f"content[{j}]")
+        _input_part(b, message.role, index=index, key=f"content[{j}]", details=details)
         for j, b in enumerate(message.content)
         if not is_dropped(b)
     ]
@@ -740,6 +780,9 @@ def _read(
             answer = Message(role="tool", content=[result, *media]) if media else Message.tool_message([result])
             if kind != "function_call_output":
                 answer.metadata[ITEM_KEY] = kind
+            details = _image_details(item.get("output") or (), media) if media else None
+            if details:
+                answer.metadata[DETAIL_KEY] = details
             add(answer, item, i, provided_id(item))
         elif kind == "message":
             role = item.get("role")
@@ -747,9 +790,13 @@ def _read(
                 raise FormatError(
                     f"unknown role {role!r}; expected user, assistant, system or developer", index=i, key="role"
                 )
-            metadata = {"openai_role": "developer"} if role == "developer" else {}
+            metadata: dict[str, Any] = {"openai_role": "developer"} if role == "developer" else {}
             api_role = "user" if role == "user" else "system"
             content = _parse_message_content(item, api_role, index=i)
+            parts = item.get("content")
+            details = _image_details(parts, content) if isinstance(parts, list) else None
+            if details:
+                metadata[DETAIL_KEY] = details
             message = Message(role=api_role, content=content, metadata=metadata, message_id=PENDING_ID)
             add(message, item, i, provided_id(item))
         else:
@@ -779,6 +826,11 @@ class OpenAIResponsesFormat(ProviderFormat):
     )
     priority = 20
     title = FORMAT
+    output_parts = frozenset({"input_text", "output_text", "text", "input_image", "input_file"})
+
+    def output_key(self, item: Mapping[str, Any]) -> str | None:
+        return "output" if item.get("type") in ("function_call_output", "custom_tool_call_output") else None
+
     expected = (
         "Responses input items such as {'type': 'message', 'role': 'user', 'content': 'hi'}, "
         "{'type': 'function_call', ...} or {'type': 'function_call_output', 'call_id': ..., 'output': ...}"

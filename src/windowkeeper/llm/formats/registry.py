@@ -19,10 +19,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..._cache import LRUCache
+from ...blocks import tool_output_text
 from ...errors import ConfigurationError, FormatError
 from ...messages import Message
-from ._common import Source, plain
-from ._source import keep_source, key_paths, original_items, source_record, warn_lost
+from ._common import Source, plain, unknown_block
+from ._source import (
+    cut_from,
+    keep_source,
+    key_paths,
+    original_items,
+    own_parts_in,
+    source_record,
+    warn_lost,
+    with_own_item_keys,
+)
 from .rules import RoundTripRules
 
 logger = logging.getLogger(__name__)
@@ -193,6 +203,10 @@ class ProviderFormat(ABC):
         items = record.get("items")
         if len(written) != 1 or not isinstance(items, list) or len(items) != 1:
             return written
+        if message.role == "tool" and isinstance(items[0], Mapping) and isinstance(written[0], Mapping):
+            output = self.output_key(items[0])
+            if output is not None:
+                return [self._refill_output(message, written[0], items[0], output)]
         theirs = items[0].get(key) if isinstance(items[0], Mapping) else None
         ours = written[0].get(key) if isinstance(written[0], Mapping) else None
         n = len(message.content)
@@ -206,6 +220,37 @@ class ProviderFormat(ABC):
             return written
         pairs = zip(theirs, ours, message.content, again[0].content, strict=True)
         return [{**written[0], key: [own if block == read else new for own, new, block, read in pairs]}]
+
+    def output_key(self, item: Mapping[str, Any]) -> str | None:
+        """Where the caller's tool output ``item`` holds its text and parts (Chat ``content``, Responses
+        ``output``), for `refill`; None for an item that is no tool output whose text a cut may shorten."""
+        return None
+
+    output_parts: ClassVar[frozenset[str]] = frozenset()
+    """The part types of a tool output the reader models; it reads a part of any other type as the text
+    `unknown_block` writes for it."""
+
+    def _refill_output(
+        self, message: Message, written: Mapping[str, Any], client: Mapping[str, Any], key: str
+    ) -> Mapping[str, Any]:
+        """A tool output the manager cut to fit, written anew (``written``), with what the cut did not change as the
+        caller sent it (``client``): every key of the item, and each part the reader does not model in its own
+        shape instead of the text it was read as. Any other change (a pointer standing for a cleared result) is
+        windowkeeper's own item, written as it is."""
+        try:
+            again = self.read_items([client], offset=0, previous=None, sources=None)
+        except FormatError:
+            return written
+        own = [tool_output_text(b.output) for m in again for b in m.tool_result_blocks()]
+        now = [tool_output_text(b.output) for b in message.tool_result_blocks()]
+        if len(own) != 1 or len(now) != 1 or not cut_from(now[0], own[0]):
+            return written
+        item = with_own_item_keys(written, client)
+        call = client.get("tool_call_id", client.get("call_id"))
+        item[key] = own_parts_in(
+            item.get(key), client.get(key), self.output_parts, _stand_in, what=f"the output of tool call {call!r}"
+        )
+        return item
 
     def write_plain(self, messages: Sequence[Message]) -> list[Any]:
         """Messages in this format with no system handling (`Window.restore`)."""
@@ -298,6 +343,11 @@ class ProviderFormat(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _stand_in(part: Mapping[str, Any]) -> str:
+    """The text a reader reads a part of a type it does not model as (`unknown_block`)."""
+    return unknown_block(str(part.get("type")), part).text
 
 
 def register_format(fmt: ProviderFormat, *, replace: bool = False) -> ProviderFormat:

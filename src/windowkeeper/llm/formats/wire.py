@@ -190,7 +190,7 @@ class ResponsesInputText(TypedDict):
 
 class ResponsesInputImage(TypedDict):
     type: Literal["input_image"]
-    detail: Literal["auto", "low", "high"]
+    detail: Literal["auto", "low", "high", "original"]
     file_id: NotRequired[str]
     image_url: NotRequired[str]
 

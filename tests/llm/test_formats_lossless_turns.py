@@ -1,0 +1,73 @@
+"""An Anthropic turn windowkeeper changed in part keeps the caller's top-level keys (issue 19).
+
+A user turn ``[tool_result, text]`` is read as two messages (the result answers its call, the text is the user's);
+when one of them changed (the result cleared to a pointer, or gone with its call) the turn was written anew from
+its blocks alone, without the keys of the caller's turn next to ``role`` and ``content`` (a proxy's ``x_meta``),
+and without saying so. Turns windowkeeper did not change pass through as they came.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from windowkeeper.blocks import ToolResultBlock
+from windowkeeper.integrations import Window
+from windowkeeper.llm.formats.registry import get_format
+
+
+def _output(n: int) -> str:
+    return "\n".join(f"[{n}.{i}] line of output checksum {(n * 31 + i) % 997}" for i in range(60))
+
+
+def _names(turn: dict[str, Any]) -> set[str]:
+    content = turn["content"]
+    return {b.get("tool_use_id") or b.get("text") or "" for b in content} - {""} if isinstance(content, list) else set()
+
+
+def test_window_keeps_the_keys_of_an_anthropic_turn_it_changed() -> None:
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Audit everything."}]
+    window = Window(budget=2_500, format="anthropic", prompt_cache=False)
+    changed = 0
+    for n in range(1, 9):
+        call = {"type": "tool_use", "id": f"toolu_{n}", "name": "run", "input": {"n": n}}
+        items.append({"role": "assistant", "content": [{"type": "text", "text": f"step {n}"}, call], "x_a": n})
+        blocks: list[dict[str, Any]] = [{"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": _output(n)}]
+        if n % 2:
+            blocks.append({"type": "text", "text": f"note {n}"})
+        items.append({"role": "user", "content": blocks, "x_meta": {"n": n}})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # nothing of the caller's is lost, so nothing is said
+            sent = list(window.fit(items).messages)
+        for turn in sent:
+            if turn in items or not _names(turn):
+                continue
+            client = next(i for i in items if i["role"] == turn["role"] and _names(i) & _names(turn))
+            changed += 1
+            assert {k: v for k, v in turn.items() if k != "content"} == {
+                k: v for k, v in client.items() if k != "content"
+            }
+    assert changed > 3
+
+
+def test_a_split_turn_written_anew_keeps_its_keys_through_the_format_object() -> None:
+    fmt = get_format("anthropic")
+    turns: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "long"},
+                {"type": "text", "text": "ok?"},
+            ],
+            "x_meta": {"trace": 1},
+        },
+    ]
+    read = fmt.read(turns)
+    assert fmt.write_plain(read) == turns
+    tool = read[2]
+    cleared = [*read[:2], tool.with_content([ToolResultBlock(call_id="toolu_1", output="[cleared]")]), *read[3:]]
+    out = fmt.write_plain(cleared)
+    assert out[2]["x_meta"] == {"trace": 1}
+    assert out[2]["content"][1] == {"type": "text", "text": "ok?"}
