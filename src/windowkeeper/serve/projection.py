@@ -23,7 +23,10 @@ from typing import Any
 import orjson
 
 from ..blocks import UNKNOWN_PREFIX
-from ..llm.formats.openai_responses import ITEM_FIELDS
+from ..llm.formats._common import unknown_block
+from ..llm.formats._source import own_parts_in
+from ..llm.formats.openai_chat import CHAT
+from ..llm.formats.openai_responses import ITEM_FIELDS, RESPONSES
 
 CHAT_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "refusal", "function_call"})
 CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -32,6 +35,9 @@ CHAT_PARTS = frozenset({"text", "image_url", "input_audio", "file", "refusal"})
 ANTHROPIC_BLOCKS = frozenset({"text", "image", "document", "thinking", "redacted_thinking", "tool_use", "tool_result"})
 RESPONSES_PARTS = frozenset({"input_text", "output_text", "text", "input_image", "input_file", "refusal"})
 TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
+TOOL_TEXT = CHAT.output_parts
+"""The part types the Chat reader models in a tool message (text only: any other it reads as a text of its JSON)."""
+RESPONSES_OUTPUT_PARTS = RESPONSES.output_parts
 CUT_HEAD = 40
 """Characters a tool output cut to fit shares with the client's at its start (`_cut_output_of`): the manager keeps
 a head of at least 32 tokens."""
@@ -395,11 +401,16 @@ def _restore_parts(out: list[Any], at: list[int | None], items: Sequence[Any], c
             for twin, block in pairs:
                 pool.setdefault(_part_key(twin), []).append((index, block))
         for k in range(p, q):
+            owned = False
             if pool:
-                out[k] = _with_own_parts(out[k], pool, items, cache.plains)
+                out[k], owned = _with_own_parts(out[k], pool, items, cache.plains)
             cut = _cut_output_of(out[k], items, cache.plains, lo, hi)
             if cut is not None:
-                out[k] = _with_own_keys(out[k], items[cut], cache.plains[cut], every=True)
+                out[k] = _with_own_output(out[k], items[cut], cache.plains[cut])
+            elif not owned:
+                turn = _turn_of_results(out[k], items, cache.plains, lo, hi)
+                if turn is not None:
+                    out[k] = _with_own_keys(out[k], items[turn], cache.plains[turn])
         p = q
 
 
@@ -492,9 +503,10 @@ def _twin_pairs(item: Any, twin: Any) -> list[tuple[Any, Any]]:
 
 def _with_own_parts(
     item: Any, pool: dict[str, list[tuple[int, Any]]], items: Sequence[Any], plains: Sequence[Any]
-) -> Any:
+) -> tuple[Any, bool]:
     """``item`` with each part that is a plain twin in ``pool`` as the client's part (taken from the pool), and
-    with the keys of the client item most of those parts came from (`_with_own_keys`)."""
+    with the keys of the client item most of those parts came from (`_with_own_keys`); and whether any part was
+    the client's."""
     out = []
     changed = False
     owners: dict[int, int] = {}
@@ -511,7 +523,55 @@ def _with_own_parts(
     if owners:
         owner = max(owners, key=lambda index: owners[index])
         result = _with_own_keys(result, items[owner], plains[owner])
-    return result
+    return result, bool(owners)
+
+
+def _results_of(item: Any) -> set[str]:
+    """The call ids of the tool results an Anthropic user turn holds."""
+    content = item.get("content") if isinstance(item, dict) and item.get("role") == "user" else None
+    if not isinstance(content, list):
+        return set()
+    return {
+        b["tool_use_id"]
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str)
+    }
+
+
+def _turn_of_results(item: Any, items: Sequence[Any], plains: Sequence[Any], lo: int, hi: int) -> int | None:
+    """The client's user turn (in ``[lo, hi)``) that held the tool results of ``item``, a turn written anew with
+    none of its parts the client's (each result cleared): the turn is still the client's, its content changed,
+    so the keys windowkeeper does not read (a proxy's ``x_meta``) go with it. Anthropic's results sit in the
+    user turn; a Chat or Responses pointer is an item of windowkeeper's own."""
+    calls = _results_of(item)
+    if not calls:
+        return None
+    for index in range(hi - 1, lo - 1, -1):
+        if calls & _results_of(plains[index]):
+            return index
+    return None
+
+
+def _output_stand_in(part: Mapping[str, Any]) -> str:
+    """The text the window read a tool output's part as: the plain twin's `_opaque` text for a Chat part the twin
+    does not model, the reader's own (`windowkeeper.llm.formats._common.unknown_block`) for any other."""
+    if part.get("type") not in CHAT_PARTS:
+        return _opaque(part)
+    return unknown_block(str(part.get("type")), part).text
+
+
+def _with_own_output(item: Any, client: Any, twin: Any) -> Any:
+    """A tool output the manager cut to fit (``item``) with every key of the client's (`_with_own_keys`) and each
+    part of the client's the readers do not model in its own shape, not as the text the window read it as
+    (`windowkeeper.llm.formats._source.own_parts_in`)."""
+    item = _with_own_keys(item, client, twin, every=True)
+    if not isinstance(item, dict) or not isinstance(client, dict):
+        return item
+    key = _parts_key(client)
+    known = TOOL_TEXT if client.get("role") == "tool" else RESPONSES_OUTPUT_PARTS
+    call = client.get("tool_call_id", client.get("call_id"))
+    own = own_parts_in(item.get(key), client.get(key), known, _output_stand_in, what=f"the output of call {call!r}")
+    return item if own is item.get(key) else {**item, key: own}
 
 
 def _with_own_keys(item: Any, client: Any, twin: Any, *, every: bool = False) -> Any:
