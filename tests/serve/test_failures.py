@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from windowkeeper.serve.upstream import is_google_request
-from windowkeeper.testing.fake_servers import FakeAnthropicServer, FakeOpenAIServer, FakeReply
+from windowkeeper.testing.fake_servers import FakeAnthropicServer, FakeGeminiServer, FakeOpenAIServer, FakeReply
 
 from .conftest import GatewayFactory
 from .harness import Gateway
@@ -203,17 +203,23 @@ def test_hostile_bodies_never_break_the_gateway(gateway: Gateway, messages: list
         assert "error" in response.json()
 
 
-def test_a_gemini_client_is_refused_and_its_key_goes_nowhere(gateway: Gateway, openai_server: FakeOpenAIServer) -> None:
-    """The gateway has no Google upstream: a google-genai client pointed at it had its request, ``x-goog-api-key``
-    included, relayed to the OpenAI host. It gets a 404 in Google's error shape saying what to do instead."""
+def test_a_gemini_key_goes_to_the_gemini_upstream_only(
+    make_gateway: GatewayFactory, openai_server: FakeOpenAIServer, anthropic_server: FakeAnthropicServer
+) -> None:
+    """Before the Gemini route, a google-genai client pointed at the gateway had its request, ``x-goog-api-key``
+    included, relayed to the OpenAI host. A Gemini request (its path, key header or ``key`` query parameter) goes
+    to the Gemini upstream and to no other host."""
     from google import genai
-    from google.genai import errors, types
+    from google.genai import types
 
-    client = genai.Client(api_key="AIza-secret", http_options=types.HttpOptions(base_url=gateway.url))
-    with pytest.raises(errors.ClientError) as caught:
-        client.models.generate_content(model="gemini-2.5-flash", contents="hello")
-    assert caught.value.code == 404 and "does not serve the Gemini API" in str(caught.value)
-    assert openai_server.requests == []
+    with FakeGeminiServer() as gemini_server:
+        gateway = make_gateway(gemini_base_url=gemini_server.url)
+        client = genai.Client(api_key="AIza-secret", http_options=types.HttpOptions(base_url=gateway.url))
+        assert client.models.generate_content(model="gemini-2.5-flash", contents="hello").text == "ok"
+        client.close()
+        httpx.get(f"{gateway.url}/v1/models?key=AIza-secret").raise_for_status()
+        assert [r.headers.get("x-goog-api-key") for r in gemini_server.requests] == ["AIza-secret", None]
+    assert openai_server.requests == [] and anthropic_server.requests == []
     # an OpenAI fine-tuned model's id holds colons: still OpenAI's
     assert not is_google_request("/v1/models/ft:gpt-4o-mini:org::abc", ["authorization"])
     assert is_google_request("/v1/models/gemini-2.5-flash:streamGenerateContent", [])

@@ -40,6 +40,12 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--anthropic-base-url", help="Anthropic upstream (default https://api.anthropic.com)."),
         ] = None,
+        gemini_base_url: Annotated[
+            str | None,
+            typer.Option(
+                "--gemini-base-url", help="Gemini upstream (default https://generativelanguage.googleapis.com)."
+            ),
+        ] = None,
         summarizer: Annotated[
             str | None,
             typer.Option("--summarizer", help="'extractive' (offline, the default) or a model name for LLM summaries."),
@@ -69,6 +75,7 @@ def register(app: typer.Typer) -> None:
                 store=store,
                 openai_base_url=openai_base_url,
                 anthropic_base_url=anthropic_base_url,
+                gemini_base_url=gemini_base_url,
                 summarizer=summarizer,
             )
         except (ConfigurationError, MissingDependencyError) as exc:

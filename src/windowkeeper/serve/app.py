@@ -1,8 +1,10 @@
 """The ASGI application: routes, the request path of a managed call, and the relay of everything else.
 
-``POST /v1/chat/completions`` and ``POST /v1/responses`` go to the OpenAI upstream and ``POST /v1/messages`` to the
-Anthropic one, managed (`gateway`); every other path is relayed unchanged to the upstream of its family, query
-string included. ``GET /healthz`` and ``GET /metrics`` are the gateway's own.
+``POST /v1/chat/completions`` and ``POST /v1/responses`` go to the OpenAI upstream, ``POST /v1/messages`` to the
+Anthropic one and Gemini's ``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` to the
+Gemini one, managed (`gateway`); every other path is relayed unchanged to the upstream of its family, query
+string included (`upstream.family_of`: a Gemini key goes to the Gemini upstream only). ``GET /healthz`` and
+``GET /metrics`` are the gateway's own.
 
 Failing open: an internal error while managing forwards the client's original bytes and logs one warning naming
 the thread; an upstream HTTP error is relayed as received (status, body, headers such as ``retry-after``); a body
@@ -38,14 +40,12 @@ from .config import ServeConfig
 from .gateway import BadRequest, Behind, Gateway, Plan, check_items, new_tokens
 from .identity import scope_of
 from .projection import dumps_body
-from .protocols import PROTOCOLS, Family, Protocol, Responses, echo, error_body
+from .protocols import PROTOCOLS, Family, Protocol, echo, error_body, gemini_protocol
 from .recall import MAX_ROUNDS, Room, answer
 from .streaming import CallFilter, Carried, EventSplitter, UsageReader, echo_event
 from .threads import CacheShares
 from .upstream import (
-    GOOGLE_REFUSED,
     family_of,
-    is_google_request,
     make_client,
     request_headers,
     response_headers,
@@ -85,7 +85,7 @@ class _Gateway:
 
 
 def _error(family: Family, status: int, message: str, kind: str = "invalid_request_error") -> Response:
-    return JSONResponse(error_body(family, message, kind=kind), status_code=status)
+    return JSONResponse(error_body(family, message, kind=kind, code=status), status_code=status)
 
 
 def _parse(raw: bytes) -> Any:
@@ -166,13 +166,13 @@ def build_app(config: ServeConfig) -> Starlette:
         return response
 
     async def relay(request: Request) -> Response:
-        """Any other path: forwarded unchanged to its family's upstream, the answer streamed back unchanged."""
-        if is_google_request(request.url.path, request.headers.keys()):
-            # there is no Google upstream: relayed, its API key would go to the OpenAI host
-            return JSONResponse(
-                {"error": {"code": 404, "message": GOOGLE_REFUSED, "status": "NOT_FOUND"}}, status_code=404
-            )
-        family = family_of(request.url.path, request.headers.items())
+        """Any other path: forwarded unchanged to its family's upstream, the answer streamed back unchanged; a
+        Gemini generate method is managed (its path holds the model, so it has no route of its own)."""
+        if request.method == "POST":
+            gemini = gemini_protocol(request.url.path, request.url.query)
+            if gemini is not None:
+                return await manage(request, gemini)
+        family = family_of(request.url.path, request.headers.items(), request.url.query)
         raw = await read_body(request, family)
         if isinstance(raw, Response):
             return raw
@@ -183,7 +183,9 @@ def build_app(config: ServeConfig) -> Starlette:
         return _stream_back(opened, [])
 
     async def managed(request: Request) -> Response:
-        protocol = PROTOCOLS[request.url.path]
+        return await manage(request, PROTOCOLS[request.url.path])
+
+    async def manage(request: Request, protocol: Protocol) -> Response:
         family, route = protocol.family, protocol.name
         raw = await read_body(request, family)
         if isinstance(raw, Response):
@@ -195,15 +197,16 @@ def build_app(config: ServeConfig) -> Starlette:
             try:
                 # the client's last body of this route, if this one continues it, parsed only where it is new
                 reused = state.bodies.hits
-                body = state.bodies.parse((scope_of(request.headers), route), raw, protocol.list_key)
+                headers = _credentialed(request)
+                body = state.bodies.parse((scope_of(headers), route), raw, protocol.list_key)
                 if state.bodies.hits != reused:
                     gateway().metrics.count("body_reuses", route)
                 if not isinstance(body, dict):
                     raise BadRequest(f"the request body must be a JSON object, got {type(body).__name__}")
-                if _managed(protocol, body):
+                if protocol.manages(body):
                     items = check_items(protocol, body)
                     if items:
-                        placed = await gateway().place(protocol, request.headers, body, items, raw)
+                        placed = await gateway().place(protocol, headers, body, items, raw)
                         tokens = gateway().passes_through(placed)
                         if tokens is not None:
                             # the client's bytes go up now and the answer comes back as it arrives; the window's
@@ -235,7 +238,7 @@ def build_app(config: ServeConfig) -> Starlette:
         is_sse = opened.headers.get("content-type", "").startswith("text/event-stream")
         if early is not None:
             return _stream_back(opened, extra, early, _Usage(protocol, is_sse) if opened.status_code == 200 else None)
-        if plan is None or opened.status_code != 200:
+        if plan is None or opened.status_code != 200 or (protocol.json_stream and not is_sse):
             return _stream_back(opened, extra)
         if is_sse:
             return _stream_managed(request, opened, plan, extra)
@@ -355,6 +358,8 @@ def build_app(config: ServeConfig) -> Starlette:
                         for held in filt.closing(exhausted=filt.recall_only) if filt is not None else ():
                             yield echo_event(held, plan.echo) if plan.echo else held
                         return
+                    for out in filt.continuing():
+                        yield out
                     gateway().metrics.recall_calls[protocol.name] += len(filt.our_calls())
                     answers = await answer(thread, filt.our_calls())
                     body = _follow_up(protocol, body, filt.reply(), answers, room)
@@ -411,16 +416,13 @@ def build_app(config: ServeConfig) -> Starlette:
     return app
 
 
-def _managed(protocol: Protocol, body: Mapping[str, Any]) -> bool:
-    """Whether the gateway manages this body: not when the provider keeps the conversation itself (a Responses
-    ``previous_response_id`` or ``conversation``), the input is one string or there is none (a stored ``prompt``,
-    or ``instructions`` alone, are the provider's to expand: nothing here to manage)."""
-    if isinstance(protocol, Responses):
-        given = body.get("input")
-        return not (
-            given is None or isinstance(given, str) or body.get("previous_response_id") or body.get("conversation")
-        )
-    return True
+def _credentialed(request: Request) -> Mapping[str, str]:
+    """The request's headers, with a Gemini key sent as the ``key`` query parameter as its ``x-goog-api-key``:
+    threads are scoped by the client's credential (`identity.scope_of`), wherever the client puts it."""
+    if request.headers.get("x-goog-api-key") or "key=" not in request.url.query:
+        return request.headers
+    key = request.query_params.get("key")
+    return {**request.headers, "x-goog-api-key": key} if key else request.headers
 
 
 def _follow_up(

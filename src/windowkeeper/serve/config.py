@@ -18,6 +18,7 @@ from ..errors import ConfigurationError
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 DEFAULT_PORT = 8787
 DEFAULT_BUDGET = 128_000
 
@@ -47,6 +48,8 @@ class ServeConfig:
     store: str | None = None
     openai_base_url: str = OPENAI_BASE_URL
     anthropic_base_url: str = ANTHROPIC_BASE_URL
+    gemini_base_url: str = GEMINI_BASE_URL
+    """The Gemini API root (google-genai's ``base_url``: the ``/v1beta`` of each path is the client's)."""
     summarizer: str = "extractive"
     timeout: float = 600.0
     """Seconds an upstream call may take (reading included: a long generation streams for minutes)."""
@@ -72,7 +75,7 @@ class ServeConfig:
             raise ConfigurationError(f"budget must be a number of tokens >= 256 (e.g. 128000), got {self.budget!r}")
         if isinstance(self.port, bool) or not isinstance(self.port, int) or not 0 <= self.port <= 65535:
             raise ConfigurationError(f"port must be 0-65535, got {self.port!r}")
-        for name in ("openai_base_url", "anthropic_base_url"):
+        for name in ("openai_base_url", "anthropic_base_url", "gemini_base_url"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.startswith(("http://", "https://")):
                 raise ConfigurationError(f"{name} must be an http:// or https:// URL, got {value!r}")

@@ -30,10 +30,9 @@ from .projection import (
     item_key,
     project,
     restore_originals,
-    system_value,
     with_fields,
 )
-from .protocols import Protocol
+from .protocols import PROTOCOLS, Protocol
 from .recall import declared, offer, tool_name
 from .threads import Clean, Thread, Threads
 
@@ -103,16 +102,6 @@ class Plan:
     """The reply's fields that echo the request, as the client sent them (`Protocol.echoed`)."""
 
 
-def system_text(value: Any) -> str | None:
-    """The text of a system value: a string, or the text blocks of a list (other blocks are not text)."""
-    if isinstance(value, str):
-        return value or None
-    if isinstance(value, list):
-        parts = [b["text"] for b in value if isinstance(b, Mapping) and isinstance(b.get("text"), str)]
-        return "\n\n".join(parts) or None
-    return None
-
-
 def check_items(protocol: Protocol, body: Mapping[str, Any]) -> list[Any]:
     """The client's list, or `BadRequest` naming what is wrong with it."""
     key = protocol.list_key
@@ -138,10 +127,10 @@ def _leading_system(protocol: Protocol, items: list[Any]) -> int:
 
 
 def _content_text(item: Mapping[str, Any] | None) -> str | None:
+    """The text of a Chat Completions system message (a string, or text parts)."""
     if item is None:
         return None
-    content = item.get("content")
-    return content if isinstance(content, str) else system_text(content)
+    return PROTOCOLS["/v1/chat/completions"].system_text(item.get("content"))
 
 
 def _added(original: str | None, managed: str | None) -> str | None:
@@ -189,7 +178,7 @@ class Gateway:
         plain_of = PLAIN[protocol.fmt]
         first = _leading_system(protocol, items)
         leading = [item_key(plain_of(i)) for i in items[:first]]
-        sys_key = item_key(system_text(system)) if system is not None else ""
+        sys_key = item_key(protocol.system_text(system)) if system is not None else ""
         return Recognizer.head_of("\x1f".join([sys_key, *leading]), item_key(plain_of(items[first])))
 
     async def plan(
@@ -368,7 +357,11 @@ class Gateway:
         system, tools = placed.system, placed.tools
         internal = internal_id(scope, name)
         lead = _leading_system(protocol, items)
-        text = system_text(system) if lead == 0 else "\n\n".join(filter(None, (_content_text(i) for i in items[:lead])))
+        text = (
+            protocol.system_text(system)
+            if lead == 0
+            else "\n\n".join(filter(None, (_content_text(i) for i in items[:lead])))
+        )
         async with self.threads.lock(internal):
             if hold is not None:
                 with contextlib.suppress(TimeoutError):
@@ -409,7 +402,7 @@ class Gateway:
             written = [*kept, *written]
             unchanged = unchanged and not added
         if protocol.system_key is not None:
-            sent_system = system_value(system, fit.system, text)
+            sent_system = protocol.sent_system(system, fit.system, text)
             if sent_system is not system:
                 unchanged = False
                 changes[protocol.system_key] = sent_system

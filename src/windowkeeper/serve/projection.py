@@ -185,10 +185,40 @@ def item_key(plain: Any) -> str:
     return _dumps(canonical(plain))
 
 
+GEMINI_PARTS = frozenset(
+    {"text", "functionCall", "functionResponse", "inlineData", "fileData"}
+    | {"function_call", "function_response", "inline_data", "file_data"}
+)
+"""The Gemini part kinds the reader models, by their data key in either spelling the API reads."""
+GEMINI_PART_KEYS = GEMINI_PARTS | {"thought", "thoughtSignature", "thought_signature"}
+
+
+def plain_gemini(item: Any) -> Any:
+    """A Gemini content: its role (``user`` when it has none, as the API reads it) and parts; a part of a kind the
+    reader does not model (``executableCode``...) as a text part, a modelled one without the keys it does not
+    model (``videoMetadata``...), which its client part gets back where it is written anew (`_restore_parts`)."""
+    if not isinstance(item, dict):
+        return item
+    role = item.get("role", "user")
+    parts = item.get("parts")
+    if role not in ("user", "model", "function") or not isinstance(parts, list):
+        return {"role": "user", "parts": [{"text": _opaque(item)}]}
+    out = []
+    for part in parts:
+        if isinstance(part, dict) and part.keys() & GEMINI_PARTS:
+            out.append(
+                {k: v for k, v in part.items() if k in GEMINI_PART_KEYS} if part.keys() - GEMINI_PART_KEYS else part
+            )
+        else:
+            out.append({"text": _opaque(part)})
+    return {"role": role, "parts": out}
+
+
 PLAIN: dict[str, Callable[[Any], Any]] = {
     "openai_chat": plain_chat,
     "openai_responses": plain_responses,
     "anthropic": plain_anthropic,
+    "gemini": plain_gemini,
 }
 
 
@@ -474,8 +504,11 @@ def _part_key(block: Any) -> str:
 
 
 def _parts_key(item: Any) -> str:
-    """Where an item holds its parts: ``content``, or a Responses tool output's ``output``."""
-    return "output" if isinstance(item, dict) and "content" not in item and "output" in item else "content"
+    """Where an item holds its parts: ``content``, a Responses tool output's ``output``, a Gemini content's
+    ``parts``."""
+    if isinstance(item, dict) and "content" not in item:
+        return "parts" if "parts" in item else "output" if "output" in item else "content"
+    return "content"
 
 
 def _blocks_of(item: Any) -> list[Any]:

@@ -47,10 +47,9 @@ def tool_name(protocol: Protocol, body: Mapping[str, Any]) -> str | None:
 
 
 def offer(protocol: Protocol, body: dict[str, Any], thread: Thread, name: str) -> dict[str, Any]:
-    """``body`` with the recall tool appended to its tools (the client's tools first and unchanged)."""
+    """``body`` with the recall tool added to its tools (`Protocol.add_tool`: the client's tools unchanged)."""
     schema = {**thread.window.recall_tool().schema, "name": name}
-    tools = body.get("tools")
-    return {**body, "tools": [*(tools if isinstance(tools, list) else []), protocol.tool_schema(schema)]}
+    return {**body, "tools": protocol.add_tool(body.get("tools"), protocol.tool_schema(schema))}
 
 
 def declared(protocol: Protocol, tools: list[Any] | None, name: str | None) -> list[Any] | None:

@@ -12,6 +12,13 @@ A continued conversation reaches the client as the same reply going on (`Carried
 events are not relayed again, its block or item indices follow the ones the client already holds, and its closing
 events close the one reply. When the model still calls only recall after the last round, the closing events close
 a finished turn (`CallFilter.closing`).
+
+Gemini streams no indices and no opening or closing events: each event is a whole ``GenerateContentResponse`` with
+the next parts, the last one with the ``finishReason``, and function calls come at the end of a turn. From the
+first function call part on, its events are held until the round ends; then the gateway's calls are taken out and
+the held events relayed: without their ``finishReason`` when the conversation goes on upstream (the next round's
+events follow as more of the same turn), else with it on the last event that still has parts. google-genai's chat
+takes a turn into its history only when every event has parts and one has a ``finishReason``.
 """
 
 from __future__ import annotations
@@ -21,7 +28,18 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .protocols import LIMIT_MESSAGE, LIMIT_NOTE, REASONING_KEYS, THINKING_BLOCKS, Protocol, ToolCall, echo
+from .protocols import (
+    LIMIT_MESSAGE,
+    LIMIT_NOTE,
+    REASONING_KEYS,
+    THINKING_BLOCKS,
+    Protocol,
+    ToolCall,
+    echo,
+    function_call,
+    gemini_parts_without,
+    shows,
+)
 
 
 @dataclass
@@ -152,6 +170,10 @@ class CallFilter:
     """Responses: the ``sequence_number`` after the last event this round relayed."""
     first: dict[str, Any] | None = None
     """Responses: the response this round's ``response.created`` announced."""
+    parts: list[Any] = field(default_factory=list)
+    """Gemini: every part of the first candidate this round streamed, in order (the model's turn)."""
+    pending: list[tuple[bytes, dict[str, Any]]] = field(default_factory=list)
+    """Gemini: the events held since the round's first function call, as received and parsed."""
 
     def _shift(self, index: int) -> int:
         return self.carried.blocks + index - sum(1 for i in self.ours if i < index)
@@ -168,6 +190,8 @@ class CallFilter:
             return self._chat(event, payload)
         if name == "responses":
             return self._responses(event, payload)
+        if self.protocol.family == "google":
+            return self._gemini(event, payload)
         return self._messages(event, payload)
 
     # -- Chat Completions chunks -------------------------------------------------------------------------------
@@ -305,6 +329,75 @@ class CallFilter:
         elif kind == "citations_delta" and isinstance(delta.get("citation"), dict):
             block["citations"] = [*(block.get("citations") or []), delta["citation"]]
 
+    # -- Gemini responses ----------------------------------------------------------------------------------------
+
+    def _gemini(self, event: Event, payload: dict[str, Any]) -> list[bytes]:
+        held = bool(self.pending)
+        for part in _candidate_parts(payload):
+            self.parts.append(part)
+            fc = function_call(part)
+            if fc is not None and fc.get("name") == self.recall_name:
+                self.ours.append(len(self.parts) - 1)
+            else:
+                self.theirs += fc is not None
+                self.shown = self.shown or shows(part)
+            held = held or fc is not None
+        if held:  # from the round's first call on, until it ends
+            self.pending.append((event.raw, payload))
+            return []
+        return [event.raw]
+
+    def continuing(self) -> list[bytes]:
+        """Gemini: what the client is owed of a round the gateway continues upstream (the model called only
+        recall): the held events' other parts, without the ``finishReason`` the next round's last event brings."""
+        if self.protocol.family != "google":
+            return []
+        out = []
+        for raw, payload in self.pending:
+            parts = gemini_parts_without(_candidate_parts(payload), {self.recall_name})
+            if parts:
+                candidate = {k: v for k, v in _candidate(payload).items() if k != "finishReason"}
+                out.append(
+                    _reserialize(raw, _with_candidate(payload, {**candidate, "content": _content(candidate, parts)}))
+                )
+        return out
+
+    def _gemini_closing(self, exhausted: bool) -> list[bytes]:
+        """The held Gemini events without the gateway's calls. An event left without parts is dropped and gives
+        its ``finishReason`` and usage to the last one before it that has some (an event without parts spoils the
+        chat turn); `LIMIT_NOTE` joins the last event when the model ran out of rounds and nothing showed."""
+        if not self.pending:
+            return []
+        kept: list[tuple[bytes, dict[str, Any], list[Any], bool]] = []
+        extra: dict[str, Any] = {}
+        extra_candidate: dict[str, Any] = {}
+        for raw, payload in self.pending:
+            given = _candidate_parts(payload)
+            parts = gemini_parts_without(given, {self.recall_name})
+            if parts:
+                kept.append((raw, payload, parts, parts is not given))
+                extra, extra_candidate = {}, {}
+            else:
+                extra.update({k: v for k, v in payload.items() if k != "candidates"})
+                extra_candidate.update({k: v for k, v in _candidate(payload).items() if k != "content"})
+        if not kept:
+            raw, payload = self.pending[-1]
+            kept.append((raw, payload, [], True))
+        raw, payload, parts, changed = kept[-1]
+        if exhausted and (not (self.carried.shown or self.shown) or not parts):
+            parts, changed = [*parts, {"text": LIMIT_NOTE}], True
+        if extra or extra_candidate:
+            payload = {**payload, **extra, "candidates": [{**_candidate(payload), **extra_candidate}]}
+            changed = True
+        kept[-1] = (raw, payload, parts, changed)
+        out = []
+        for raw, payload, parts, changed in kept:
+            if changed:
+                candidate = _candidate(payload)
+                raw = _reserialize(raw, _with_candidate(payload, {**candidate, "content": _content(candidate, parts)}))
+            out.append(raw)
+        return out
+
     # -- the outcome -------------------------------------------------------------------------------------------
 
     @property
@@ -317,6 +410,8 @@ class CallFilter:
         name = self.protocol.name
         if name == "responses":
             return self.final or {"output": []}
+        if self.protocol.family == "google":
+            return {"candidates": [{"content": {"role": "model", "parts": _joined_text(self.parts)}}]}
         if name == "chat_completions":
             calls = [
                 {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
@@ -362,6 +457,8 @@ class CallFilter:
     def closing(self, *, exhausted: bool) -> list[bytes]:
         """The held closing events; ``exhausted``: the model called only recall and no round is left, so they
         close a finished turn (`Protocol.out_of_rounds`)."""
+        if self.protocol.family == "google":
+            return self._gemini_closing(exhausted)
         if not exhausted:
             return self.held
         name = self.protocol.name
@@ -421,3 +518,48 @@ def _ended(choice: Any, shown: bool) -> Any:
     if not shown:
         delta["content"] = LIMIT_NOTE
     return {**choice, "delta": delta, "finish_reason": "stop"}
+
+
+def _candidate(payload: Mapping[str, Any]) -> dict[str, Any]:
+    candidates = payload.get("candidates")
+    if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
+        return candidates[0]
+    return {}
+
+
+def _candidate_parts(payload: Mapping[str, Any]) -> list[Any]:
+    content = _candidate(payload).get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return parts if isinstance(parts, list) else []
+
+
+def _content(candidate: Mapping[str, Any], parts: list[Any]) -> dict[str, Any]:
+    content = candidate.get("content")
+    return {**(content if isinstance(content, dict) else {"role": "model"}), "parts": parts}
+
+
+def _with_candidate(payload: Mapping[str, Any], candidate: dict[str, Any]) -> dict[str, Any]:
+    candidates = payload.get("candidates")
+    rest = candidates[1:] if isinstance(candidates, list) else []
+    return {**payload, "candidates": [candidate, *rest]}
+
+
+def _joined_text(parts: list[Any]) -> list[Any]:
+    """Streamed Gemini parts as one turn: consecutive plain text parts (or thought parts) joined into one, every
+    other part (a signature, a call) as it came."""
+    out: list[Any] = []
+    for part in parts:
+        prev = out[-1] if out else None
+        if (
+            isinstance(part, dict)
+            and isinstance(prev, dict)
+            and isinstance(part.get("text"), str)
+            and isinstance(prev.get("text"), str)
+            and part.keys() == prev.keys()
+            and part.keys() <= {"text", "thought"}
+            and part.get("thought") == prev.get("thought")
+        ):
+            out[-1] = {**prev, "text": prev["text"] + part["text"]}
+        else:
+            out.append(part)
+    return out

@@ -38,42 +38,52 @@ NOT_FORWARDED = HOP_BY_HOP | {"host", "content-length", "accept-encoding"}
 NOT_RETURNED = HOP_BY_HOP | {"content-length", "content-encoding"}
 
 
-GOOGLE_REFUSED = (
-    "windowkeeper serve does not serve the Gemini API (it relays OpenAI and Anthropic only); point the google-genai "
-    "client at Google itself, or manage its contents with Window(format='gemini')"
-)
-
-
 _GOOGLE_METHOD = re.compile(
     r":(?:streamGenerateContent|generateContent|countTokens|embedContent|batchEmbedContents|batchGenerateContent)$"
 )
 """A Gemini method on a model path (``/v1/models/gemini-2.5-flash:generateContent``); an OpenAI fine-tuned model
 id holds colons too (``ft:gpt-4o-mini:org::id``), so a colon alone says nothing."""
 
+_GOOGLE_PATHS = ("/v1beta/", "/v1alpha/", "/upload/v1beta/", "/upload/v1alpha/", "/download/v1beta/")
 
-def is_google_request(path: str, header_names: Iterable[str]) -> bool:
-    """Whether a request is for Google's Gemini API (its ``/v1beta`` paths, a ``:generateContent``-style method, or
-    its key header): the gateway has no upstream for it and must not send its key to another host."""
-    if path.startswith(("/v1beta/", "/upload/v1beta/")) or _GOOGLE_METHOD.search(path):
+
+def is_google_request(path: str, header_names: Iterable[str], query: str = "") -> bool:
+    """Whether a request is for Google's Gemini API: its ``/v1beta`` paths, a ``:generateContent``-style method,
+    its key header ``x-goog-api-key`` or its ``key`` query parameter. Such a request goes to the Gemini upstream
+    and nowhere else, so its key never reaches another host (OpenAI's and Anthropic's APIs have neither)."""
+    if path.startswith(_GOOGLE_PATHS) or _GOOGLE_METHOD.search(path):
         return True
-    return any(name.lower() == "x-goog-api-key" for name in header_names)
+    if any(name.lower() == "x-goog-api-key" for name in header_names):
+        return True
+    return any(pair.partition("=")[0] == "key" for pair in query.split("&"))
 
 
-def family_of(path: str, headers: Iterable[tuple[str, str]]) -> Family:
-    """Whose API a relayed path belongs to: Anthropic's for ``/v1/messages...`` or a request carrying
-    ``anthropic-version`` (both families have ``/v1/models``), else OpenAI's."""
+def family_of(path: str, headers: Iterable[tuple[str, str]], query: str = "") -> Family:
+    """Whose API a relayed path belongs to: Google's (`is_google_request`), Anthropic's for ``/v1/messages...`` or
+    a request carrying ``anthropic-version`` (the families share ``/v1/models``), else OpenAI's."""
+    pairs = list(headers)
+    if is_google_request(path, (name for name, _ in pairs), query):
+        return "google"
     if path.startswith("/v1/messages") or path.startswith("/v1/complete"):
         return "anthropic"
-    if any(name.lower() == "anthropic-version" for name, _ in headers):
+    if any(name.lower() == "anthropic-version" for name, _ in pairs):
         return "anthropic"
     return "openai"
 
 
+def base_url(config: ServeConfig, family: Family) -> str:
+    if family == "google":
+        return config.gemini_base_url
+    return config.anthropic_base_url if family == "anthropic" else config.openai_base_url
+
+
 def upstream_url(config: ServeConfig, family: Family, path: str, query: str) -> str:
-    """The upstream URL for ``path``: a base URL given with or without its ``/v1`` (as the SDKs take it) works."""
-    base = (config.anthropic_base_url if family == "anthropic" else config.openai_base_url).rstrip("/")
-    if base.endswith("/v1") and (path == "/v1" or path.startswith("/v1/")):
-        path = path[3:]
+    """The upstream URL for ``path``: a base URL given with or without its version (``/v1``, Gemini's
+    ``/v1beta``), as the SDKs take it, works."""
+    base = base_url(config, family).rstrip("/")
+    version = "/" + base.rsplit("/", 1)[-1]
+    if version in ("/v1", "/v1beta", "/v1alpha") and (path == version or path.startswith(version + "/")):
+        path = path[len(version) :]
     return f"{base}{path}{'?' + query if query else ''}"
 
 

@@ -23,6 +23,7 @@ Usage::
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import logging
@@ -286,6 +287,14 @@ class FakeProviderServer(ABC):
         """The JSON for a side route (model lists, token counting); None when there is none."""
         return None
 
+    def streams(self, request: RecordedRequest) -> bool:
+        """Whether the request asks for a streamed answer (its body's ``"stream": true``)."""
+        return request.json.get("stream") is True
+
+    def stream_type(self, request: RecordedRequest) -> str:
+        """The content type of a streamed answer."""
+        return "text/event-stream"
+
     def render_error(self, status: int, message: str) -> dict[str, Any]:
         return {"error": {"message": message, "type": "server_error", "param": None, "code": None}}
 
@@ -355,11 +364,11 @@ def _make_handler(owner: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 logger.debug("client went away before the reply was written (a timeout test, usually)")
 
-        def _stream(self, reply: FakeReply, events: list[bytes]) -> None:
+        def _stream(self, reply: FakeReply, events: list[bytes], content_type: str = "text/event-stream") -> None:
             """Write ``events`` one chunk each (chunked encoding), or cut the connection after ``drop_after``."""
             try:
                 self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Transfer-Encoding", "chunked")
                 for name, value in reply.headers:
@@ -414,8 +423,8 @@ def _make_handler(owner: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
             elif reply.status != 200:
                 error = json.dumps(owner.render_error(reply.status, reply.error_message)).encode()
                 self._send(reply.status, error, reply.headers)
-            elif request.json.get("stream") is True:
-                self._stream(reply, owner.render_events(reply, request))
+            elif owner.streams(request):
+                self._stream(reply, owner.render_events(reply, request), owner.stream_type(request))
             else:
                 body = json.dumps(owner.render(reply, request), ensure_ascii=False).encode("utf-8")
                 self._send(200, body, reply.headers)
@@ -703,25 +712,87 @@ class FakeAnthropicServer(FakeProviderServer):
 
 
 class FakeGeminiServer(FakeProviderServer):
-    """Gemini ``POST /v1beta/models/{model}:generateContent`` (``/v1/`` too); ``base_url`` is the server root."""
+    """Gemini ``POST /v1beta/models/{model}:generateContent`` and ``:streamGenerateContent`` (``/v1/`` too);
+    ``base_url`` is the server root.
+
+    ``:streamGenerateContent?alt=sse`` (what google-genai sends) answers with server-sent events, each a whole
+    ``GenerateContentResponse`` (``\r\n\r\n`` between them, as Google writes them): the text word by word, then
+    the function calls and the ``finishReason`` with the usage in the last one; without ``alt=sse`` the same
+    responses come as one JSON array. ``countTokens``, ``embedContent``, ``batchEmbedContents`` and
+    ``GET .../models`` are answered too.
+    With ``signatures=True`` the first function call of each reply carries a ``thoughtSignature``
+    (``sig_1``, ... in base64), as Gemini 2.5 and later models' calls do."""
 
     provider = "google"
+
+    def __init__(
+        self, replies: Iterable[FakeReply | str] = (), *, default_text: str = "ok", signatures: bool = False
+    ) -> None:
+        super().__init__(replies, default_text=default_text)
+        self.signatures = signatures
 
     def route(self, method: str, path: str) -> bool:
         return (
             method == "POST"
             and path.startswith(("/v1beta/models/", "/v1/models/"))
-            and path.endswith(":generateContent")
+            and path.endswith((":generateContent", ":streamGenerateContent"))
         )
+
+    def answer_other(self, request: RecordedRequest) -> dict[str, Any] | None:
+        path = request.path
+        if request.method == "POST" and path.endswith(":countTokens"):
+            return {"totalTokens": self.usage_for(FakeReply(), request).input_tokens}
+        if request.method == "POST" and path.endswith(":embedContent"):
+            return {"embedding": {"values": [0.25, 0.5, 0.75]}}
+        if request.method == "POST" and path.endswith(":batchEmbedContents"):
+            return {"embeddings": [{"values": [0.25, 0.5, 0.75]} for _ in request.json.get("requests") or ()]}
+        if request.method == "GET" and path in ("/v1beta/models", "/v1/models"):
+            model = {"name": "models/gemini-fake", "displayName": "Gemini Fake", "inputTokenLimit": 1_048_576}
+            return {"models": [model]}
+        return None
+
+    def streams(self, request: RecordedRequest) -> bool:
+        return request.path.endswith(":streamGenerateContent")
+
+    @staticmethod
+    def _sse(request: RecordedRequest) -> bool:
+        return request.query.get("alt", [""])[-1] == "sse"
+
+    def stream_type(self, request: RecordedRequest) -> str:
+        return "text/event-stream" if self._sse(request) else "application/json"
 
     @staticmethod
     def model_of(request: RecordedRequest) -> str:
-        """The model named in a ``generateContent`` path."""
-        return request.path.partition("/models/")[2].removesuffix(":generateContent")
+        """The model named in a ``generateContent`` or ``streamGenerateContent`` path."""
+        return request.path.partition("/models/")[2].rpartition(":")[0]
 
     def render_error(self, status: int, message: str) -> dict[str, Any]:
         name = "INTERNAL" if status >= 500 else "INVALID_ARGUMENT"
         return {"error": {"code": status, "message": message, "status": name}}
+
+    def render_events(self, reply: FakeReply, request: RecordedRequest) -> list[bytes]:
+        """The reply as streamed responses: one per word of its text, the thought and the calls in the last."""
+        whole = self.render(reply, request)
+        candidate = whole["candidates"][0]
+        parts = candidate["content"].get("parts", [])
+        head = {k: whole[k] for k in ("modelVersion", "responseId")}
+        usage = {k: v for k, v in whole["usageMetadata"].items() if k == "promptTokenCount"}
+        chunks: list[dict[str, Any]] = []
+        for part in parts:
+            if set(part) == {"text"}:
+                for piece in text_pieces(part["text"]):
+                    content = {"role": "model", "parts": [{"text": piece}]}
+                    chunks.append({"candidates": [{"content": content, "index": 0}], "usageMetadata": usage, **head})
+        rest = [p for p in parts if set(p) != {"text"}]
+        last = {"role": "model", "parts": rest} if rest else {"role": "model", "parts": [{"text": ""}]}
+        if not chunks or rest:
+            chunks.append({"candidates": [{"content": last, "index": 0}], "usageMetadata": usage, **head})
+        chunks[-1] = {**chunks[-1], "usageMetadata": whole["usageMetadata"]}
+        chunks[-1]["candidates"] = [{**chunks[-1]["candidates"][0], "finishReason": "STOP"}]
+        if not self._sse(request):
+            body = json.dumps(chunks, ensure_ascii=False).encode()
+            return [body[: len(body) // 2], body[len(body) // 2 :]]
+        return [f"data: {json.dumps(c, ensure_ascii=False)}\r\n\r\n".encode() for c in chunks]
 
     def render(self, reply: FakeReply, request: RecordedRequest) -> dict[str, Any]:
         usage = self.usage_for(reply, request)
@@ -731,11 +802,14 @@ class FakeGeminiServer(FakeProviderServer):
                 parts.append({"text": reply.reasoning, "thought": True})
             if reply.text is not None:
                 parts.append({"text": reply.text})
-            for call in reply.tool_calls:
+            for n, call in enumerate(reply.tool_calls):
                 fc: dict[str, Any] = {"name": call.name, "args": call.args}
                 if call.id is not None:
                     fc["id"] = call.id
-                parts.append({"functionCall": fc})
+                part: dict[str, Any] = {"functionCall": fc}
+                if self.signatures and n == 0:
+                    part["thoughtSignature"] = base64.b64encode(self.new_id("sig").encode()).decode()
+                parts.append(part)
         content: dict[str, Any] = {"role": "model"}
         if parts:
             content["parts"] = parts
