@@ -12,14 +12,16 @@ from ..context.baselines import sliding_window
 from ..context.budget import TokenBudgetContextManager
 from ..context.message import MessageContextManager
 from ..context.summary import SummaryContextManager
-from ..io import Conversation
-from ..io.writer import OutFormat, encode, payload
+from ..io import Conversation, ConversationFileError
+from ..io.reader import parse_text
+from ..io.source import RawDocument
+from ..io.writer import JSONL_FORMATS, OutFormat, encode, payload
 from ..prompt import assemble
 from ..prompt.cost import tool_schema_tokens
 from ..state import AgentState
 from ..summarize import ExtractiveSummarizer
 from ..tokens import default_counter
-from ..units import validate
+from .inspect_cmd import conversation_report
 
 
 class Strategy(StrEnum):
@@ -38,6 +40,10 @@ class Cut(StrEnum):
     BUDGET = "budget"
     WATERMARK = "watermark"
 
+
+WRITTEN = "<compacted>"
+"""The source name of the written file when it is read back to be counted (with the suffix saying whether it
+is JSON Lines, as a file's name does)."""
 
 BUDGET_CUT_LOW_WATERMARK = 0.95
 """The low watermark of a cut to the budget: the view ends within 5% under it (whole messages and a summary
@@ -100,12 +106,13 @@ def run_compact(
         state.context = sliding_window(state.context, budget, counter=counter)
     else:
         state = asyncio.run(manager.atrim_context(state))
-    prompt = assemble(state, tools=tools, counter=counter)  # the request an Agent would send
-    rendered = prompt.to_messages()
     data, fmt = payload(conversation, state, out_format)
-    after = prompt.input_tokens
+    container = conversation.container if out_format is OutFormat.INPUT else None
+    encoded = encode(data, fmt, container)
     provider = {OutFormat.ANTHROPIC: "anthropic", OutFormat.CLAUDE_CODE: "anthropic", OutFormat.GEMINI: "gemini"}
-    problems = [str(p) for p in validate(rendered, provider.get(fmt, "openai"))]
+    lines = fmt in JSONL_FORMATS or container is not None
+    written = _recount(encoded, fmt, provider.get(fmt, "openai"), f"{WRITTEN}{'.jsonl' if lines else '.json'}")
+    after = written["tokens"]["input"]
     summary = {
         "conversation": conversation.name,
         "strategy": strategy.value,
@@ -113,14 +120,32 @@ def run_compact(
         "out_format": fmt.value,
         "cut": cut.value if strategy is Strategy.BUDGET else None,
         "messages_before": len(conversation.messages),
-        "messages_after": len(state.context),
+        "messages_after": written["messages"],
         "tokens_before": before,
         "tokens_before_exact": True,
         "tokens_after": after,
         "saved_share": round(1 - after / before, 6) if before else 0.0,
         "summary": bool(state.context_summary),
         "over_budget": after > budget,
-        "problems": problems,
+        "problems": [
+            f"[{p['index']}] {p['code']}: {p['message']}" for found in written["problems"].values() for p in found
+        ],
     }
-    container = conversation.container if out_format is OutFormat.INPUT else None
-    return Compacted(encode(data, fmt, container), summary)
+    return Compacted(encoded, summary)
+
+
+def _recount(encoded: bytes, fmt: OutFormat, provider: str, name: str) -> dict[str, Any]:
+    """The `inspect` report of the file about to be written, read back as `inspect` reads it. The numbers
+    `compact` prints are this file's: counted from the managed view instead, they missed what writing it in a
+    format does (an Anthropic or Gemini turn holding a recall note and the user's text is one message there, a
+    session log carries the summary as an event of its own), and the file disagreed with the summary line. The
+    problems are the ones a provider would find in the file, its turn order included."""
+    try:
+        text = encoded.decode("utf-8")
+        found = parse_text(RawDocument(name, text), fmt.value)
+    except ConversationFileError as exc:  # a writer defect, not the user's: say so rather than write it
+        raise ConversationFileError(
+            f"the {fmt.value} file compact made does not read back ({exc}); please report this with the input, "
+            "or pick another --out-format"
+        ) from exc
+    return conversation_report(found[0], reserve=0, providers=(provider,))

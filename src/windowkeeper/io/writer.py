@@ -14,9 +14,18 @@ from enum import StrEnum
 from typing import Any
 
 from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
-from ..llm.formats._source import SOURCE_KEY
+from ..llm.formats._source import SOURCE_KEY, source_record
+from ..llm.formats.registry import get_format
 from ..messages import Message
-from ..prompt import assemble
+from ..prompt import (
+    AssembledPrompt,
+    assemble,
+    join_sections,
+    scratchpad_section,
+    summary_section,
+    system_message,
+    system_message_text,
+)
 from ..prompt.recall import is_recall
 from ..state import AgentState
 from . import claude_log, rollout
@@ -82,6 +91,10 @@ def _as_list(value: Any, key: str) -> list[Any]:
     return []
 
 
+_SYSTEM_FIELDS = frozenset({"system", "instructions", "system_instruction", "systemInstruction"})
+"""Request keys holding a system prompt: left out of a body when there is none to write."""
+
+
 def _body(conversation: Conversation, key: str, messages: Any, **replaced: Any) -> Any:
     """The input's request body with ``key`` replaced (others in their order), or the new parts alone. Only a
     body of the format being written is reused: another provider's model name and settings mean nothing here."""
@@ -95,7 +108,7 @@ def _body(conversation: Conversation, key: str, messages: Any, **replaced: Any) 
     for k, v in replaced.items():
         if v is not None:
             body[k] = v
-    return {k: v for k, v in body.items() if v is not None or k not in ("system", "instructions", "system_instruction")}
+    return {k: v for k, v in body.items() if v is not None or k not in _SYSTEM_FIELDS}
 
 
 def _drop_sources(messages: list[dict[str, Any]]) -> None:
@@ -150,30 +163,128 @@ def payload(conversation: Conversation, state: AgentState, out_format: OutFormat
         if tools:
             data["tools"] = tools
         return data, fmt
-    rendered = assemble(state, tools=tools).to_messages()
+    prompt = assemble(state, tools=tools)
+    rendered = prompt.to_messages()
     # a message the strategy left unchanged goes back as the item it was read from, in the format it was read in;
     # in another format it is converted (as it would be without the source: no warnings for what it cannot carry)
     own = fmt is resolve(OutFormat.INPUT, conversation)
-    if own:
-        rendered = _notes_apart(rendered)
     reused = conversation.envelope is not None and conversation.format == fmt.value
     has_tools = bool(tools) and not (reused and "tools" in (conversation.envelope or {}))
     extra: dict[str, Any] = {"tools": tools} if has_tools and fmt is not OutFormat.GEMINI else {}
+    # the formats holding the system prompt as messages of their list (Anthropic and Gemini have a field for it)
+    lead = _with_own_system(state, prompt) if own and fmt in _SYSTEM_IN_LIST else None
+    if own:
+        rendered = _notes_apart(rendered if lead is None else lead)
     if fmt is OutFormat.OPENAI:
         return _body(conversation, "messages", to_openai_chat(rendered, passthrough=own), fmt=fmt, **extra), fmt
     if fmt is OutFormat.RESPONSES:
         # a request that held its system prompt in ``instructions`` gets it (and the summary) back there
         held = isinstance((conversation.envelope or {}).get("instructions"), str) and reused
-        instructions, items = to_responses_input(rendered, system="instructions" if held else "items", passthrough=own)
+        if held and lead is not None:
+            instructions, items = _responses_held(rendered)
+        else:
+            mode: Any = "instructions" if held else "items"
+            instructions, items = to_responses_input(rendered, system=mode, passthrough=own)
         return _body(conversation, "input", items, fmt=fmt, instructions=instructions, **extra), fmt
     if fmt is OutFormat.ANTHROPIC:
         system, turns = to_anthropic(rendered, passthrough=own)
+        if own:
+            system = _own_system(conversation, fmt, prompt.system, system)
         return _body(conversation, "messages", alternate(turns, "content"), fmt=fmt, system=system, **extra), fmt
     if fmt is OutFormat.GEMINI:
         system_instruction, contents = to_gemini(rendered, passthrough=own)
+        if own:
+            system_instruction = _own_system(conversation, fmt, prompt.system, system_instruction)
         merged = alternate(contents, "parts")
-        return _body(conversation, "contents", merged, fmt=fmt, system_instruction=system_instruction), fmt
+        return _body(conversation, "contents", merged, fmt=fmt, **_gemini_system(conversation, system_instruction)), fmt
     return _langchain(conversation, rendered, passthrough=own), fmt
+
+
+def _with_own_system(state: AgentState, prompt: AssembledPrompt) -> list[Message] | None:
+    """The view to write with the system text of ``prompt`` as the messages it was joined from: the file's own
+    system messages where they were, each still the item it was read from (its id and every key), and the summary
+    and scratchpad as one system message of windowkeeper's after the leading ones. Written as one new text
+    instead, an unchanged system message came back with a new id (LangChain) or without its keys (a Chat
+    message's ``name``). None when the view holds no system message, or its pieces do not make the text the
+    budget counted."""
+    view = [m for m in state.context if m.role != "system" or system_message_text(m)]
+    lead = [m for m in view if m.role == "system"]
+    if not lead:
+        return None
+    tail = join_sections([summary_section(prompt.summary), scratchpad_section(prompt.scratchpad)])
+    if join_sections([*(system_message_text(m) for m in lead), tail]) != prompt.system:
+        return None
+    if not tail:
+        return view
+    start = next((i for i, m in enumerate(view) if m.role != "system"), len(view))
+    return [*view[:start], system_message(tail), *view[start:]]
+
+
+def _responses_held(rendered: list[Message]) -> tuple[str | None, list[Any]]:
+    """A Responses request whose system prompt was ``instructions``: what was read from there (no item of its
+    own) and the summary go back there, and a system item of ``input`` stays an item, as it came."""
+    made = [m for m in rendered if m.role == "system" and source_record(m) is None]
+    instructions = join_sections(system_message_text(m) for m in made)
+    _none, items = to_responses_input([m for m in rendered if not any(m is x for x in made)], passthrough=True)
+    return instructions, items
+
+
+_SYSTEM_IN_LIST = frozenset({OutFormat.OPENAI, OutFormat.RESPONSES, OutFormat.LANGCHAIN})
+_GEMINI_SYSTEM_KEYS = ("system_instruction", "systemInstruction")
+
+
+def _gemini_place(conversation: Conversation) -> tuple[str | None, str]:
+    """Where the Gemini request read held its system instruction, as the reader looks for it: ``(None, key)`` at
+    the top (REST, either spelling), ``("config", key)`` in the SDK's ``config``."""
+    envelope = conversation.envelope if conversation.format == OutFormat.GEMINI.value else None
+    if envelope:
+        for key in _GEMINI_SYSTEM_KEYS:
+            if key in envelope:
+                return None, key
+        config = envelope.get("config")
+        if isinstance(config, dict):
+            for key in _GEMINI_SYSTEM_KEYS:
+                if key in config:
+                    return "config", key
+    return None, "system_instruction"
+
+
+def _gemini_system(conversation: Conversation, value: Any) -> dict[str, Any]:
+    """The body keys that put ``value`` where the file held its system instruction. Added as
+    ``system_instruction`` beside the file's own ``systemInstruction`` or ``config``, the request carried two,
+    or keyword arguments the SDK's ``generate_content`` does not take."""
+    container, key = _gemini_place(conversation)
+    if container is None:
+        return {key: value}
+    config = dict((conversation.envelope or {})[container])
+    if value is None:
+        config.pop(key, None)
+    else:
+        config[key] = value
+    return {container: config}
+
+
+def _system_source(conversation: Conversation, fmt: OutFormat) -> Any:
+    """The system value the file's request body held, as it came (None for a message list)."""
+    envelope = conversation.envelope if conversation.format == fmt.value else None
+    if not envelope:
+        return None
+    if fmt is OutFormat.ANTHROPIC:
+        return envelope.get("system")
+    container, key = _gemini_place(conversation)
+    held = envelope.get(container) if container else envelope
+    return held.get(key) if isinstance(held, dict) else None
+
+
+def _own_system(conversation: Conversation, fmt: OutFormat, system: str | None, written: Any) -> Any:
+    """The system value to write in a request body: the file's own (Anthropic text blocks with their
+    ``cache_control``, a Gemini content with its keys) with the summary after it, when the text is still the
+    file's; else ``written``, the system text in the format's plain shape."""
+    source = _system_source(conversation, fmt)
+    if source is None or isinstance(source, str):
+        return written
+    _items, value = get_format(fmt.value).write(system, [], system_source=source)
+    return value
 
 
 def encode(data: Any, fmt: OutFormat, container: str | None = None) -> bytes:
