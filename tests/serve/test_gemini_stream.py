@@ -76,10 +76,15 @@ def test_a_closing_event_left_without_parts_gives_its_finish_to_the_last_event_w
 
 
 def test_a_stream_of_the_clients_calls_only_is_relayed_byte_for_byte() -> None:
-    events = [_event([{"text": "Running."}]), _event([{"functionCall": {"name": "sh", "args": {}}}], finish=True)]
+    """Held from the call on, and relayed as they came: the closing event without parts too."""
+    events = [
+        _event([{"text": "Running."}]),
+        _event([{"functionCall": {"name": "sh", "args": {}}}]),
+        _event([], finish=True, usageMetadata={"promptTokenCount": 5}),
+    ]
     filt, out = _run(events)
     assert out == [events[0].replace(b"\r\n", b"\n")]
-    assert filt.closing(exhausted=False) == [events[1].replace(b"\r\n", b"\n")]
+    assert filt.closing(exhausted=False) == [e.replace(b"\r\n", b"\n") for e in events[1:]]
 
 
 def test_out_of_rounds_the_last_event_carries_the_note() -> None:

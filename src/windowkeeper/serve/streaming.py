@@ -366,8 +366,8 @@ class CallFilter:
         """The held Gemini events without the gateway's calls. An event left without parts is dropped and gives
         its ``finishReason`` and usage to the last one before it that has some (an event without parts spoils the
         chat turn); `LIMIT_NOTE` joins the last event when the model ran out of rounds and nothing showed."""
-        if not self.pending:
-            return []
+        if not self.ours:
+            return [raw for raw, _ in self.pending]  # the model called the client's tools only: as they came
         kept: list[tuple[bytes, dict[str, Any], list[Any], bool]] = []
         extra: dict[str, Any] = {}
         extra_candidate: dict[str, Any] = {}
