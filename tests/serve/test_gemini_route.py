@@ -8,6 +8,7 @@ Gemini upstream, and a Gemini key reaches no other host.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -470,3 +471,34 @@ def test_recall_is_not_offered_where_gemini_would_refuse_it(start: Any, gemini_s
     httpx.post(url, json={"contents": _over_budget(), "tools": tools}).raise_for_status()
     assert gemini_server.last_request.json["tools"][0] == {"googleSearch": {}}
     assert _offered(gemini_server.last_request.json) == ["sh", "recall"]
+
+
+def test_the_async_client_streams_through_recall_too(start: Any, gemini_server: FakeGeminiServer) -> None:
+    """google-genai's async client (``client.aio``) reads the same events."""
+    gw = start(budget=1500)
+    gemini_server.reply("Looking.", tool_calls=[FakeToolCall("recall", {"query": "log line"})])
+    gemini_server.reply("Found it.")
+    contents = [types.Content.model_validate(c) for c in _over_budget()]
+
+    async def run() -> list[Any]:
+        client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=gw.url))
+        try:
+            stream = await client.aio.models.generate_content_stream(model=MODEL, contents=contents)
+            return [chunk async for chunk in stream]
+        finally:
+            await client.aio.aclose()
+            client.close()
+
+    chunks = asyncio.run(run())
+    assert "".join(c.text or "" for c in chunks) == "Looking.Found it."
+    assert not any(c.function_calls for c in chunks) and len(gemini_server.requests) == 2
+
+
+def test_a_request_on_a_cached_content_goes_up_unmanaged(start: Any, gemini_server: FakeGeminiServer) -> None:
+    """The cache holds the conversation's head (and may hold the system instruction and tools, which the request
+    may then not set): the contents are only its tail, which the gateway leaves as sent, even over budget."""
+    gw = start(budget=1500)
+    raw = json.dumps({"cachedContent": "cachedContents/abc", "contents": _over_budget()}).encode()
+    answer = httpx.post(f"{gw.url}/v1beta/models/{MODEL}:generateContent", content=raw)
+    answer.raise_for_status()
+    assert gemini_server.last_request.raw == raw and "x-windowkeeper-thread" not in answer.headers
