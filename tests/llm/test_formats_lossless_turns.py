@@ -71,3 +71,46 @@ def test_a_split_turn_written_anew_keeps_its_keys_through_the_format_object() ->
     out = fmt.write_plain(cleared)
     assert out[2]["x_meta"] == {"trace": 1}
     assert out[2]["content"][1] == {"type": "text", "text": "ok?"}
+
+
+SEARCH = {
+    "type": "search_result",
+    "source": "https://kb.test/1",
+    "title": "kb",
+    "content": [{"type": "text", "text": "kb text"}],
+    "citations": {"enabled": True},
+}
+SHOT = {
+    "type": "image",
+    "source": {"type": "url", "url": "https://x.test/s.png"},
+    "cache_control": {"type": "ephemeral"},
+}
+
+
+def test_an_anthropic_tool_result_cut_to_fit_keeps_its_keys_and_parts_as_the_caller_sent_them() -> None:
+    """A result larger than the budget in the turn in progress is cut in its text; its ``search_result`` went out as
+    ``[unknown search_result] {...}`` text, and the block lost ``is_error`` and its vendor key, its image the
+    caller's ``cache_control``."""
+    log = "\n".join(f"line {i} of the audit log" for i in range(3000))
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "content": [{"type": "text", "text": log}, SEARCH, SHOT],
+        "is_error": False,
+        "x_b": 1,
+    }
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
+        {"role": "user", "content": [result], "x_r": 1},
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sent = list(Window(budget=4_000, format="anthropic", prompt_cache=False).fit(items).messages)
+    turn = sent[-1]
+    assert turn["x_r"] == 1
+    (block,) = turn["content"]
+    assert "[truncated " in block["content"][0]["text"]
+    assert "[unknown " not in str(block)
+    assert {k: v for k, v in block.items() if k != "content"} == {k: v for k, v in result.items() if k != "content"}
+    assert block["content"][1:] == [SEARCH, SHOT]

@@ -111,3 +111,40 @@ def test_a_tool_output_cut_to_fit_keeps_its_unknown_part_in_its_own_shape(fmt: s
             assert [p for p in sent[key] if "text" not in p] == [p for p in client[key] if "text" not in p]
         items.append({"role": "assistant", "content": f"done {n}"})
     assert cuts > 0
+
+
+def test_an_anthropic_tool_result_cut_to_fit_keeps_its_keys_and_parts() -> None:
+    """The gateway's twin of a ``tool_result`` holds a ``search_result`` as text and no ``cache_control``: a result
+    cut to fit went upstream with that text, without the block's marks and with its image unmarked."""
+    search = {
+        "type": "search_result",
+        "source": "https://kb.test/1",
+        "title": "kb",
+        "content": [{"type": "text", "text": "kb"}],
+    }
+    shot = {
+        "type": "image",
+        "source": {"type": "url", "url": "https://x.test/s.png"},
+        "cache_control": {"type": "ephemeral"},
+    }
+    log = "\n".join(f"line {i} of the audit log" for i in range(3000))
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "content": [{"type": "text", "text": log}, search, shot],
+        "is_error": False,
+        "cache_control": {"type": "ephemeral"},
+        "x_b": 1,
+    }
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]},
+        {"role": "user", "content": [result], "x_r": 1},
+    ]
+    turn = _Gateway("anthropic", 4_000).send(items)[-1]
+    assert turn["x_r"] == 1
+    (block,) = turn["content"]
+    assert "[truncated " in block["content"][0]["text"]
+    assert "[unknown " not in json.dumps(block)
+    assert {k: v for k, v in block.items() if k != "content"} == {k: v for k, v in result.items() if k != "content"}
+    assert block["content"][1:] == [search, shot]

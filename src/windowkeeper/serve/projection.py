@@ -24,7 +24,7 @@ import orjson
 
 from ..blocks import UNKNOWN_PREFIX
 from ..llm.formats._common import unknown_block
-from ..llm.formats._source import own_parts_in
+from ..llm.formats._source import cut_from, own_parts_in, with_own_item_keys
 from ..llm.formats.openai_chat import CHAT
 from ..llm.formats.openai_responses import ITEM_FIELDS, RESPONSES
 
@@ -441,6 +441,7 @@ def _restore_parts(out: list[Any], at: list[int | None], items: Sequence[Any], c
                 turn = _turn_of_results(out[k], items, cache.plains, lo, hi)
                 if turn is not None:
                     out[k] = _with_own_keys(out[k], items[turn], cache.plains[turn])
+            out[k] = _with_own_results(out[k], items, lo, hi)
         p = q
 
 
@@ -583,6 +584,66 @@ def _turn_of_results(item: Any, items: Sequence[Any], plains: Sequence[Any], lo:
         if calls & _results_of(plains[index]):
             return index
     return None
+
+
+def _result_text(block: Mapping[str, Any]) -> str | None:
+    """The (first) text of an Anthropic ``tool_result`` block."""
+    content = block.get("content")
+    if isinstance(content, list):
+        content = next((p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"), None)
+    return content if isinstance(content, str) else None
+
+
+def _client_result(call: Any, items: Sequence[Any], lo: int, hi: int) -> Mapping[str, Any] | None:
+    """The client's ``tool_result`` block for ``call`` in the user turns ``items[lo:hi]``, newest first."""
+    for index in range(hi - 1, lo - 1, -1):
+        content = items[index].get("content") if isinstance(items[index], dict) else None
+        if items[index].get("role") != "user" or not isinstance(content, list):
+            continue
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_result" and block.get("tool_use_id") == call:
+                return block
+    return None
+
+
+def _with_own_results(item: Any, items: Sequence[Any], lo: int, hi: int) -> Any:
+    """An Anthropic user turn with each ``tool_result`` the manager cut to fit as the client's block where the cut
+    did not change it: every key of the block (its ``cache_control``), its images and documents as the client's,
+    and each part of it the readers do not model (a ``search_result``) in its own shape, not as the text the
+    window read it as (`own_parts_in`). A pointer to a cleared result is windowkeeper's own block."""
+    content = item.get("content") if isinstance(item, dict) and item.get("role") == "user" else None
+    if not isinstance(content, list) or not any(_is_result(b) for b in content):
+        return item
+    out = list(content)
+    for j, block in enumerate(content):
+        if not _is_result(block):
+            continue
+        client = _client_result(block.get("tool_use_id"), items, lo, hi)
+        if client is None or client == block or not cut_from(_result_text(block), _result_text(client)):
+            continue
+        kept = with_own_item_keys(block, client)
+        call = block.get("tool_use_id")
+        kept["content"] = own_parts_in(
+            kept.get("content"), client.get("content"), RESULT_PARTS, _result_stand_in, what=f"the result of {call!r}"
+        )
+        out[j] = kept
+    return {**item, "content": out} if out != content else item
+
+
+def _is_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+RESULT_PARTS = frozenset({"text", "image", "document"})
+"""The parts of an Anthropic ``tool_result`` the reader models."""
+
+
+def _result_stand_in(part: Mapping[str, Any]) -> str:
+    """The text the window read a ``tool_result`` part as: the twin's `_opaque` text for a block the twin does not
+    model, the reader's own for any other."""
+    if part.get("type") not in ANTHROPIC_BLOCKS:
+        return _opaque(part)
+    return unknown_block(str(part.get("type")), part).text
 
 
 def _output_stand_in(part: Mapping[str, Any]) -> str:

@@ -320,20 +320,21 @@ def with_own_item_keys(item: Mapping[str, Any], client: Mapping[str, Any]) -> di
 def own_parts_in(
     value: Any, own: Any, known: frozenset[str], stand_in: Callable[[Mapping[str, Any]], str], *, what: str
 ) -> Any:
-    """``value`` (the parts or the text written for a tool output cut to fit) with each of the caller's parts in
-    ``own`` of a type the reader does not model (``known``: those it does), which the reader read as the text
-    ``stand_in(part)``, back as the part itself where that text is, in the caller's shape. Where the cut took its
-    text out, the part is left out whole, with a warning naming it (``what`` names the output): never as text.
-    ``value`` as it is when the caller's output holds no such part."""
+    """``value`` (the parts or the text written for a tool output cut to fit) with the caller's parts in ``own``
+    that the cut did not change as the caller sent them: each part of a type the reader does not model (``known``:
+    those it does), which the reader read as the text ``stand_in(part)``, back as the part itself where that text
+    is; and the media parts (the known ones besides text) as the caller's own, keys the reader does not keep
+    included (a ``cache_control``), when they are the same number of the same types. Where the cut took an
+    unknown part's text out, the part is left out whole, with a warning naming it (``what`` names the output):
+    never as text. ``value`` as it is when the caller's output holds nothing to put back."""
     if not isinstance(own, list):
         return value
     unknown = [p for p in own if isinstance(p, Mapping) and p.get("type") not in known]
-    if not unknown:
+    media = [p for p in own if isinstance(p, Mapping) and p.get("type") in known and p.get("type") not in TEXT_PARTS]
+    if not unknown and (not media or isinstance(value, str)):
         return value
     text_type = next((p["type"] for p in own if isinstance(p, Mapping) and p.get("type") in TEXT_PARTS), "text")
     parts = [{"type": text_type, "text": value}] if isinstance(value, str) else list(value or [])
-    if all(part in parts for part in unknown):
-        return value
     pending = [(part, stand_in(part)) for part in unknown if part not in parts]  # those in place already stay
     out: list[Any] = []
     for part in parts:
@@ -363,7 +364,15 @@ def own_parts_in(
         )
         logger.warning("%s", text)
         warnings.warn(text, UserWarning, stacklevel=3)
-    return out
+    places = [
+        j
+        for j, p in enumerate(out)
+        if isinstance(p, Mapping) and p.get("type") in known and p.get("type") not in TEXT_PARTS
+    ]
+    if media and [out[j].get("type") for j in places] == [m.get("type") for m in media]:
+        for j, m in zip(places, media, strict=True):
+            out[j] = m
+    return value if out == value else out
 
 
 _PIECE = 12

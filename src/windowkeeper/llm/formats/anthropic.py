@@ -55,7 +55,17 @@ from ._common import (
     unknown_part,
     unsupported,
 )
-from ._source import is_recall, keep_source, source_record, split_parts, unchanged, whole_group
+from ._source import (
+    cut_from,
+    is_recall,
+    keep_source,
+    own_parts_in,
+    source_record,
+    split_parts,
+    unchanged,
+    whole_group,
+    with_own_item_keys,
+)
 from .registry import ProviderFormat, content_part_types, register_format
 from .rules import RoundTripRules
 from .wire import (
@@ -247,6 +257,60 @@ def _tool_results(message: Message, *, index: int, ids: _IdMap) -> list[_Block]:
             item["is_error"] = True
         out.append(item)
     return out
+
+
+def _refill_results(message: Message, written: list[_Block]) -> list[_Block]:
+    """The ``tool_result`` blocks written anew for ``message`` with what a cut to fit did not change as the caller
+    sent it: every key of the block (``is_error: false``, ``cache_control``, a vendor key), its images and
+    documents as its own (their ``cache_control``), and each part the reader does not model (``search_result``)
+    in its own shape, not as the text the reader read it as (`own_parts_in`). A pointer standing for a cleared
+    result is windowkeeper's own block, written as it is."""
+    record = source_record(message)
+    if record is None or record.get("format") != NAME:
+        return written
+    blocks = record.get("blocks")
+    if not isinstance(blocks, list):
+        items = record.get("items")
+        turn = items[0] if isinstance(items, list) and len(items) == 1 and record.get("parts") == 1 else None
+        blocks = turn.get("content") if isinstance(turn, Mapping) else None
+    if not isinstance(blocks, list):
+        return written
+    own = {b.get("tool_use_id"): b for b in blocks if _is_tool_result(b)}
+    results = message.tool_result_blocks()
+    if len(results) != len(written):
+        return written
+    out = list(written)
+    for k, (result, block) in enumerate(zip(results, written, strict=True)):
+        client = own.get(result.call_id)
+        if client is None or not cut_from(tool_output_text(result.output), _client_output(client)):
+            continue
+        kept = with_own_item_keys(block, client)
+        kept["content"] = own_parts_in(
+            kept.get("content"),
+            client.get("content"),
+            _RESULT_PARTS,
+            _stand_in,
+            what=f"the tool_result of {result.call_id!r}",
+        )
+        out[k] = cast(_Block, kept)
+    return out
+
+
+def _client_output(block: Mapping[str, Any]) -> str | None:
+    """The text the reader reads of the caller's ``tool_result`` block (None for one it cannot read)."""
+    try:
+        return _result_output(block.get("content"), index=0, key="content")
+    except FormatError:
+        return None
+
+
+def _stand_in(part: Mapping[str, Any]) -> str:
+    """The text the reader reads a ``tool_result`` part of a type it does not model as."""
+    return unknown_block(str(part.get("type")), part).text
+
+
+_RESULT_PARTS = frozenset({"text", "image", "document"})
+"""The ``tool_result`` part types the reader models."""
 
 
 MAX_CACHE_BREAKPOINTS = 4
@@ -467,6 +531,8 @@ def to_anthropic(
                 ANTHROPIC.report(message, NAME)
             if message.role == "tool":
                 content = _tool_results(message, index=i, ids=ids)
+                if passthrough:
+                    content = _refill_results(message, content)
             else:
                 content = _content(message, index=i, ids=ids, reasoning=reasoning)
         keys = _turn_keys(message) if passthrough else None
