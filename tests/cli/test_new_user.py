@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from windowkeeper.cli.app import app
@@ -25,3 +26,59 @@ def test_the_jq_hint_names_the_file_the_user_passed(tmp_path: Path) -> None:
         assert result.exit_code == 2
         assert f"jq '.haystack_sessions[0]' '{question}' > session.json" in result.stderr
         assert "FILE" not in result.stderr
+
+
+@pytest.mark.parametrize("form", ["path", "url"])
+def test_store_check_of_a_missing_sqlite_file_is_an_error_and_creates_nothing(
+    tmp_path: Path, form: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mistyped path made a new empty database and reported "0 unreadable row(s)", exit 0: the user was told
+    their store was sound and found an extra file beside it. ``sqlite:///`` and an absolute path is the usual
+    slip (three slashes make the path relative): the error spells the URL of the absolute path."""
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "typo.db"
+    url = str(missing) if form == "path" else f"sqlite://{missing}"
+    result = runner.invoke(app, ["store", "check", url, "--json"])
+    assert result.exit_code == 2, result.output
+    assert not list(tmp_path.iterdir())
+    doc = json.loads(result.stdout)
+    assert doc["ok"] is False and "no such database file" in doc["error"]
+    if form == "url":
+        assert f"sqlite:///{missing}" in result.stderr  # the four-slash spelling
+        assert "relative" in result.stderr
+
+
+def test_store_check_of_an_existing_file_still_runs(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "empty.db"
+    sqlite3.connect(path).close()
+    result = runner.invoke(app, ["store", "check", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "0 unreadable row(s)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("case", "forced", "detected"),
+    [
+        ("anthropic-system", "gemini", "anthropic"),
+        ("langchain", "openai", "langchain"),
+        ("openai-list", "claude-code", "openai"),
+        ("gemini", "responses", "gemini"),
+        ("responses", "langchain", "responses"),
+    ],
+)
+def test_a_wrongly_forced_format_names_the_format_the_file_has(
+    tmp_path: Path, case: str, forced: str, detected: str
+) -> None:
+    """``--format`` given wrongly failed with what the wrong reader missed ("'contents' is null", a hundred
+    "missing required 'role'", "found None x153") and no word that the file is fine in its own format."""
+    from windowkeeper.testing.conversation_files import write_sample
+
+    source, _fmt = write_sample(tmp_path, case)
+    for command in ("inspect", "compact"):
+        result = runner.invoke(app, [command, str(source), "--format", forced])
+        assert result.exit_code == 2, result.output
+        first = result.stderr.splitlines()[0]
+        assert f"read as {forced}" in first and f"--format {detected}" in first, first
+        assert "is null" not in result.stderr and "found None" not in result.stderr

@@ -9,6 +9,7 @@ shape the memory reads (`windowkeeper.memory.stored`). The URL is printed with i
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -37,6 +38,31 @@ async def _check(url: str, prefix: str | None, remove: bool) -> tuple[str, list[
         await store.close()
 
 
+def _refuse_missing_file(url: str) -> None:
+    """A SQLite store whose file does not exist is an error, before anything opens it: opening creates an empty
+    database, so a mistyped path was reported sound ("0 unreadable row(s)", exit 0) and left a new file behind.
+    ``sqlite:///`` before an absolute path is the usual slip (three slashes make it relative): the error spells
+    the URL of the absolute path."""
+    from ..storage.url import mask_url, sqlite_target, store_kind
+
+    try:
+        if store_kind(url) != "sqlite":
+            return
+        database, _prefix, is_uri = sqlite_target(url)
+    except WindowkeeperError:
+        return  # open_store names what is wrong with the URL
+    if is_uri or database == ":memory:" or Path(database).exists():
+        return
+    message = f"{mask_url(url)}: no such database file {database}"
+    absolute = Path("/" + database)
+    if url.lower().startswith("sqlite:///") and not Path(database).is_absolute():
+        message += (
+            f" (relative to the current directory: sqlite:/// and a path is relative); for {absolute} write "
+            f"sqlite:///{absolute}"
+        )
+    raise CliError(f"{message}; check the path (store check reads an existing store and creates none)")
+
+
 @store_app.command("check", short_help="List unreadable rows; --remove deletes them.")
 def check(
     url: Annotated[str, typer.Argument(help="The store: sqlite:///path or a path, postgresql://..., redis://...")],
@@ -50,7 +76,11 @@ def check(
     """
     output = Output(json_mode=json_out, command="store.check")
     try:
+        _refuse_missing_file(url)
         described, findings = asyncio.run(_check(url, prefix, remove))
+    except CliError as exc:
+        output.error(exc)
+        raise typer.Exit(EXIT_USAGE) from None
     except WindowkeeperError as exc:
         output.error(CliError(str(exc)))
         raise typer.Exit(EXIT_USAGE) from None

@@ -362,6 +362,8 @@ def _summary(source: str, problems: list[str]) -> str:
 
 
 def _require_list(source: str, value: Any, key: str) -> list[Any]:
+    if value is None:  # absent (or null): "is null" read as if the file had the key
+        raise ConversationFileError(f"{source}: no '{key}' list", key=key)
     if not isinstance(value, list):
         raise ConversationFileError(f"{source}: '{key}' is {_kind(value)}; expected a list", key=key)
     return value
@@ -666,8 +668,11 @@ def _session_log(source: str, name: str, data: Any, lines: Sequence[int] | None,
     if problems:
         raise ConversationFileError(_summary(source, problems), problems=problems)
     if not messages:
-        kinds = ", ".join(f"{k} x{n}" for k, n in transcript.skipped.most_common(5)) or "none"
-        raise ConversationFileError(f"{source}: a {fmt} log without conversation events (found {kinds})")
+        # an event without a 'type' is counted under str(None)
+        kinds = ", ".join(
+            f"{'no type' if k in ('None', None) else k} x{n}" for k, n in transcript.skipped.most_common(5)
+        )
+        raise ConversationFileError(f"{source}: a {fmt} log without conversation events (found {kinds or 'none'})")
     return Conversation(name, fmt, messages, transcript=transcript)
 
 
@@ -702,12 +707,43 @@ def parse_conversations(
                 shape = None  # the error already lists the keys: the generic shape would only repeat them
             raise ConversationFileError(f"{source}: {exc}{f'; it looks like {shape}' if shape else ''}") from exc
         try:
-            return parse_conversations(data, fmt=fmt, source=source, lines=lines)
+            return _read_as(data, fmt, source, name, lines)
         except ConversationFileError as exc:
             # name the guess, so a wrong one is seen as such and overridden
-            how = f"{source} (read as {fmt}, detected; --format picks another): "
-            message = str(exc).replace(f"{source}: ", how, 1)
-            raise ConversationFileError(message, index=exc.index, key=exc.key, problems=exc.problems) from exc
+            raise _named(exc, source, f"{source} (read as {fmt}, detected; --format picks another): ") from exc
+    return _read_as(data, fmt, source, name, lines)
+
+
+def _named(exc: ConversationFileError, source: str, how: str) -> ConversationFileError:
+    """``exc`` with its leading ``source: `` replaced by ``how`` (which says how the file was read)."""
+    message = str(exc)
+    message = how + (message.removeprefix(f"{source}: ") if message.startswith(f"{source}: ") else message)
+    problems = exc.problems if len(exc.problems) > 1 else [message]
+    return ConversationFileError(message, index=exc.index, key=exc.key, problems=problems)
+
+
+def forced_hint(source: str, fmt: str, detected: str | None) -> str | None:
+    """How a file read in a format the user forced is named when that failed and detection finds another (a
+    wrong reader fails on what it misses, 'contents' absent or no 'role' on any message, which says nothing of
+    the file being fine in its own format); None when detection agrees or finds nothing."""
+    if detected is None or detected == fmt or fmt in (InputFormat.AUTO.value, InputFormat.JSONL.value):
+        return None
+    return f"{source} (read as {fmt}, forced; it looks like {detected}: pass --format {detected} or drop --format): "
+
+
+def _detected(doc: ParsedDocument) -> str | None:
+    """The format detection finds in a parsed document (a one-line document: in its one value), or None."""
+    data: Any = doc.data if doc.lines is None else doc.lines
+    if doc.lines is not None and len(doc.lines) == 1 and _is_conversation(doc.lines[0]):
+        data = doc.lines[0]
+    try:
+        return detect_format(data)
+    except ConversationFileError:
+        return None
+
+
+def _read_as(data: Any, fmt: str, source: str, name: str, lines: Sequence[int] | None) -> list[Conversation]:
+    """``data`` read in ``fmt``, a concrete format."""
     if fmt == InputFormat.JSONL.value:
         lines = data if isinstance(data, list) else [data]
         return _from_lines(ParsedDocument(source, lines, lines=lines), InputFormat.AUTO.value)
@@ -778,9 +814,15 @@ _LINE_FORMATS = frozenset({InputFormat.JSONL.value, InputFormat.CLAUDE_CODE.valu
 def parse_text(raw: RawDocument, fmt: str = "auto") -> list[Conversation]:
     """Every conversation in the text of one input."""
     doc = parse_document(raw, jsonl=True if fmt in _LINE_FORMATS else None)
-    if doc.lines is not None:
-        return _from_lines(doc, InputFormat.AUTO.value if fmt == InputFormat.JSONL.value else fmt)
-    return parse_conversations(doc.data, fmt=fmt, source=doc.source)
+    try:
+        if doc.lines is not None:
+            return _from_lines(doc, InputFormat.AUTO.value if fmt == InputFormat.JSONL.value else fmt)
+        return parse_conversations(doc.data, fmt=fmt, source=doc.source)
+    except ConversationFileError as exc:
+        how = forced_hint(doc.source, fmt, _detected(doc)) if fmt in {f.value for f in InputFormat} else None
+        if how is None:
+            raise
+        raise _named(exc, doc.source, how) from exc
 
 
 def read_conversation(

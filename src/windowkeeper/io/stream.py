@@ -21,7 +21,7 @@ from typing import Any
 
 from ..boundary import clean_json
 from ..messages import Message
-from .reader import _READERS, InputFormat, _is_conversation, _message_list_format
+from .reader import _READERS, InputFormat, _is_conversation, _message_list_format, forced_hint
 from .source import ConversationFileError, RawDocument, check_depth, has_surrogate_escape, is_jsonl, parse_json
 
 SLICE = 2048
@@ -59,6 +59,8 @@ class MessageStream:
     scratchpad: str | None = None
     skipped: dict[str, int] = field(default_factory=dict)
     detected: bool = False
+    looks: str | None = None
+    """The format detection finds in the first values, when the format was forced (named if reading fails)."""
 
     def slices(self) -> Iterator[tuple[list[Message], list[str]]]:
         offset = 0
@@ -68,8 +70,11 @@ class MessageStream:
             except ConversationFileError as exc:
                 problems = [_shift(p, offset) for p in exc.problems]
                 summary = problems[0] if len(problems) == 1 else f"{len(problems)} problems"
-                how = f" (read as {self.format}, detected; --format picks another)" if self.detected else ""
-                raise ConversationFileError(f"{self.source}{how}: {summary}", problems=problems) from None
+                if self.detected:
+                    how = f"{self.source} (read as {self.format}, detected; --format picks another): "
+                else:
+                    how = forced_hint(self.source, self.format, self.looks) or f"{self.source}: "
+                raise ConversationFileError(f"{how}{summary}", problems=problems) from None
             roles = [str(v.get("role", "user")) if isinstance(v, Mapping) else "user" for v in chunk]
             offset += len(chunk)
             yield conversation.messages, roles
@@ -193,4 +198,5 @@ def open_stream(doc: RawDocument, fmt: str) -> MessageStream | None:
         return None
     name = Path(doc.source).stem or doc.source
     detected = fmt in (InputFormat.AUTO.value, InputFormat.JSONL.value)
-    return MessageStream(name, found, doc.source, values(), detected=detected)
+    looks = None if detected else _message_list_format(peek)
+    return MessageStream(name, found, doc.source, values(), detected=detected, looks=looks)
