@@ -37,7 +37,7 @@ from ..storage import open_store
 from ..storage.url import sqlite_target
 from .body_memo import BodyMemo
 from .config import ServeConfig
-from .gateway import BadRequest, Behind, Gateway, Plan, check_items, new_tokens
+from .gateway import BadRequest, Behind, Gateway, Plan, Unmanaged, check_items, new_tokens
 from .identity import scope_of
 from .projection import dumps_body
 from .protocols import PROTOCOLS, Family, Protocol, echo, error_body, gemini_protocol
@@ -220,6 +220,9 @@ def build_app(config: ServeConfig) -> Starlette:
             except BadRequest as exc:
                 gateway().metrics.request(route, "400")
                 return _error(family, 400, str(exc))
+            except Unmanaged as exc:
+                # the client's bytes, as failing open sends them, and the thread the conversation stays on
+                plan, extra = None, [(b"x-windowkeeper-thread", exc.thread.encode())]
             except Exception as exc:
                 gateway().failed_open(route, exc)
                 plan, extra = None, []

@@ -34,7 +34,7 @@ from .projection import (
 )
 from .protocols import PROTOCOLS, Protocol
 from .recall import declared, offer, tool_name
-from .threads import Clean, Thread, Threads
+from .threads import Clean, Fixed, Thread, Threads
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +47,16 @@ longer (a long generation) has its window run beside it."""
 
 class BadRequest(ValueError):
     """A request the gateway can tell is malformed: answered with 400 in the upstream's error shape."""
+
+
+class Unmanaged(Exception):
+    """The request's tools and system text alone leave the manager no room (`Threads.fixed_over`): it goes as the
+    client sent it, and stays placed on its thread (``thread``), which the next request that fits continues."""
+
+    def __init__(self, thread: str, fixed: Fixed) -> None:
+        super().__init__(f"thread {thread}: tools and system text cost {fixed.tokens} tokens of {fixed.limit}")
+        self.thread = thread
+        self.fixed = fixed
 
 
 class ManagementError(Exception):
@@ -173,6 +183,8 @@ class Gateway:
         """(index session, head) -> the thread last served here under it (`_hinted`)."""
         self._waiting: Counter[str] = Counter()
         """Calls per thread in `manage` (their answer waits for the window): none may be passed by an early one."""
+        self._unmanaged: LRUCache[str, int] = LRUCache(config.max_threads, name="max_threads")
+        """Threads whose requests go unmanaged (`Unmanaged`), warned about once until one is managed again."""
 
     def _head(self, protocol: Protocol, items: list[Any], system: Any) -> str:
         plain_of = PLAIN[protocol.fmt]
@@ -256,7 +268,7 @@ class Gateway:
     async def _guarded(self, placed: Placement, hold: asyncio.Event | None) -> Plan:
         try:
             return await self._manage(placed, hold)
-        except BadRequest:
+        except (BadRequest, Unmanaged):
             raise
         except Exception as exc:
             raise ManagementError(placed.name, exc) from exc
@@ -321,6 +333,8 @@ class Gateway:
         route = placed.protocol.name
         try:
             plan = await self._guarded(placed, release)
+        except Unmanaged:
+            return None  # sent as the client sent it, which is what an unmanaged request sends
         except Exception as exc:
             self.failed_open(route, exc)  # the request went as the client sent it, which is what failing open sends
             return None
@@ -368,6 +382,11 @@ class Gateway:
                     await asyncio.wait_for(hold.wait(), HOLD_SECONDS)
             recall = tool_name(protocol, body) if self.config.recall else None
             told = declared(protocol, tools, recall)
+            fixed = self.threads.fixed_over(internal, text or None, told, len(raw))
+            if fixed is not None:
+                await self._leave(placed, internal, fixed)
+            if self._unmanaged.pop(internal) is not None:
+                logger.info("%s: thread %s: its tools and system text fit again; managing it", protocol.name, name)
             thread, fit = await self.threads.fit(
                 internal,
                 protocol.fmt,
@@ -427,6 +446,36 @@ class Gateway:
         )
         echo = protocol.echoed(body, out_json) if out_json is not body else {}
         return Plan(protocol, out, out_json, thread, name, before, after, recall, echo)
+
+    async def _leave(self, placed: Placement, internal: str, fixed: Fixed) -> None:
+        """Keep an unmanageable request on its thread (hold its lock): its list recorded as the thread's last, so
+        that the conversation's next request continues this thread whether or not it fits, then `Unmanaged`.
+
+        The thread's window is not run: it keeps the last list it managed, and the next request that fits continues
+        that list (the client's list only grows), so the window takes in everything sent meanwhile as new.
+        """
+        route, name = placed.protocol.name, placed.name
+        thread = self.threads.local(internal)
+        if thread is not None:
+            thread.items = placed.cache
+            thread.clean = None  # the window did not count this call: no next call may go out on its count
+        if placed.match is not None:
+            await self.recognizer.remember(placed.match, placed.cache)
+            self._hint(placed.match)
+        self.metrics.count("unmanaged", route)
+        if self._unmanaged.peek(internal) is None:
+            logger.warning(
+                "%s: thread %s: its tools and system text alone cost %d tokens, at or over the %d the %d-token budget "
+                "leaves them; forwarding its requests unmanaged until they fit (raise the budget, or declare fewer "
+                "or shorter tools)",
+                route,
+                name,
+                fixed.tokens,
+                fixed.limit,
+                self.config.budget,
+            )
+        self._unmanaged.put(internal, fixed.tokens)
+        raise Unmanaged(name, fixed)
 
     def _nearest(self, scope: str, match: Match) -> ItemCache | None:
         """The item cache of the locally known candidate with the longest list (its prefix is likely ours)."""

@@ -28,6 +28,7 @@ class Metrics:
         self.prefix_stable: defaultdict[str, int] = defaultdict(int)
         self.recall_calls: defaultdict[str, int] = defaultdict(int)
         self.fail_open: defaultdict[str, int] = defaultdict(int)
+        self.unmanaged: defaultdict[str, int] = defaultdict(int)
         self.upstream_errors: defaultdict[str, int] = defaultdict(int)
         self.early_forwards: defaultdict[str, int] = defaultdict(int)
         self.early_misses: defaultdict[str, int] = defaultdict(int)
@@ -84,6 +85,11 @@ class Metrics:
                 ("windowkeeper_prefix_stable_total", self.prefix_stable, "Requests whose sent prefix was unchanged."),
                 ("windowkeeper_recall_calls_total", self.recall_calls, "Recall tool calls answered by the gateway."),
                 ("windowkeeper_fail_open_total", self.fail_open, "Requests forwarded unmanaged after an error."),
+                (
+                    "windowkeeper_unmanaged_total",
+                    self.unmanaged,
+                    "Requests forwarded unmanaged because their tools and system text alone fill the budget.",
+                ),
                 ("windowkeeper_upstream_errors_total", self.upstream_errors, "Upstream connection failures."),
                 (
                     "windowkeeper_early_forwards_total",

@@ -35,6 +35,7 @@ from ..context.recall import Recall
 from ..context.recall_index import RecallIndex
 from ..integrations.window import DEFAULT_RESERVE_TOKENS, FitResult, Window
 from ..messages import Message
+from ..prompt import system_costs, tool_schema_tokens
 from ..storage import ConflictError, SessionStore
 from ..storage.base import Record, RecordUpdate
 from ..tokens import MEMO_ENTRY_BYTES, TiktokenCounter
@@ -46,6 +47,22 @@ logger = logging.getLogger(__name__)
 STATE_NAMESPACE = "windowkeeper.serve.state"
 STATE_KEY = "window"
 MAX_ATTEMPTS = 8
+FIXED_SLACK = 1024
+"""Tokens a request's fixed part may have beyond its bytes (message framing, reply priming, the recall tool's
+declaration, which the client did not send): a request this much under the limit in bytes is certainly under it."""
+
+
+def _reserve(budget: int) -> int:
+    """The room a thread's manager keeps for the reply."""
+    return min(DEFAULT_RESERVE_TOKENS, budget // 5)
+
+
+@dataclass(frozen=True)
+class Fixed:
+    """What a request's tools and system text cost together, and what the thread's manager leaves them."""
+
+    tokens: int
+    limit: int
 
 
 @dataclass(frozen=True)
@@ -206,6 +223,11 @@ class Threads:
         self.conflicts = 0
         self.evictions = 0
         self._bytes = 0
+        self._fixed_limit: int | None = None
+        self._fixed_seen: LRUCache[str, tuple[str | None, Sequence[Any] | None, int]] = LRUCache(
+            config.max_threads, name="max_threads"
+        )
+        """Thread -> its last system text, tools and their cost (`fixed_over`)."""
 
     def lock(self, thread_id: str) -> asyncio.Lock:
         """Calls on one thread in this process run one at a time (across processes the commit decides)."""
@@ -308,12 +330,43 @@ class Threads:
         if manager is not None:
             manager.forget()
 
+    def fixed_over(self, thread_id: str, system: str | None, tools: Sequence[Any] | None, size: int) -> Fixed | None:
+        """The cost of ``system`` and ``tools`` when they alone reach the manager's low watermark, else None.
+
+        Such a request leaves the manager no room for any of the conversation: a new thread's manager refuses its
+        tools outright, and a thread's existing manager would cut the conversation to its last turn and still send
+        more than the budget. ``size`` (the request's bytes; a token is at least one byte) settles most requests
+        without counting anything; the thread's last count is reused while its tools and system text are equal
+        to the last ones (a client sends the same ones call after call).
+        """
+        limit = self._fixed_limit
+        if limit is None:
+            budget = self.config.budget
+            bare = TokenBudgetContextManager(
+                budget, counter=self.counter, reserve_tokens=_reserve(budget), recall=False
+            )
+            limit = self._fixed_limit = bare.low_limit
+        if size + FIXED_SLACK < limit:
+            return None
+        seen = self._fixed_seen.peek(thread_id)
+        if seen is not None and seen[0] == system and seen[1] == tools:
+            tokens = seen[2]
+        else:
+            counter = self.counter
+            tokens = (
+                tool_schema_tokens([dict(t) for t in tools] if tools else None, counter)
+                + system_costs((system,) if system else (), None, None, counter).system
+                + counter.count_messages([])
+            )
+            self._fixed_seen.put(thread_id, (system, tools, tokens))
+        return Fixed(tokens, limit) if tokens >= limit else None
+
     def _new(self, thread_id: str, fmt: str, tools: Sequence[Any] | None) -> Thread:
         budget = self.config.budget
         manager = TokenBudgetContextManager(
             budget,
             counter=self.counter,
-            reserve_tokens=min(DEFAULT_RESERVE_TOKENS, budget // 5),
+            reserve_tokens=_reserve(budget),
             summarizer=self.summarizer(),
             tools=[dict(t) for t in tools] if tools else None,
             recall=self.recall(),
