@@ -11,6 +11,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import pytest
+
 from windowkeeper.blocks import ToolResultBlock
 from windowkeeper.integrations import Window
 from windowkeeper.llm.formats.registry import get_format
@@ -114,3 +116,65 @@ def test_an_anthropic_tool_result_cut_to_fit_keeps_its_keys_and_parts_as_the_cal
     assert "[unknown " not in str(block)
     assert {k: v for k, v in block.items() if k != "content"} == {k: v for k, v in result.items() if k != "content"}
     assert block["content"][1:] == [SEARCH, SHOT]
+
+
+LOG = "ERROR something failed at line 42\n" * 2000
+CUT_TURNS: dict[str, dict[str, Any]] = {
+    "openai_chat": {
+        "role": "user",
+        "content": [{"type": "text", "text": LOG}, {"type": "image_url", "image_url": {"url": "https://x.test/s.png"}}],
+        "name": "bob",
+        "x_u": 1,
+    },
+    "openai_responses": {
+        "type": "message",
+        "role": "user",
+        "id": "msg_1",
+        "status": "completed",
+        "content": [{"type": "input_text", "text": LOG}, {"type": "input_image", "file_id": "file-1", "detail": "low"}],
+        "x_u": 1,
+    },
+    "gemini": {
+        "role": "user",
+        "parts": [{"text": LOG}, {"fileData": {"fileUri": "https://x.test/f", "mimeType": "image/png"}}],
+        "x_u": 1,
+    },
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(CUT_TURNS))
+def test_a_turn_cut_to_fit_keeps_the_keys_of_the_callers_item(fmt: str) -> None:
+    """A user turn larger than the budget is cut in its text; written anew, it lost the keys of the caller's item
+    the reader does not model (a vendor key; a Responses message's ``id`` and ``status``), with no warning."""
+    turn = CUT_TURNS[fmt]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (sent,) = Window(budget=4_000, format=fmt, prompt_cache=False).fit([turn]).messages
+    key = "parts" if fmt == "gemini" else "content"
+    assert "[truncated " in str(sent[key][0])
+    assert {k: v for k, v in sent.items() if k != key} == {k: v for k, v in turn.items() if k != key}
+    assert sent[key][1] == turn[key][1]
+
+
+def test_a_gemini_content_written_anew_keeps_its_keys() -> None:
+    """A Gemini content ``[functionResponse, text]`` whose response was cleared lost the caller's content keys."""
+    fmt = get_format("gemini")
+    contents: list[dict[str, Any]] = [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "fc-1", "name": "f", "args": {}}}]},
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"id": "fc-1", "name": "f", "response": {"output": "long"}}},
+                {"text": "ok?"},
+            ],
+            "x_c": {"trace": 1},
+        },
+    ]
+    read = fmt.read(contents)
+    assert fmt.write_plain(read) == contents
+    tool = read[2]
+    cleared = [*read[:2], tool.with_content([ToolResultBlock(call_id="fc-1", output="[cleared]")]), *read[3:]]
+    out = fmt.write_plain(cleared)
+    assert out[2]["x_c"] == {"trace": 1}
+    assert out[2]["parts"][1] == {"text": "ok?"}

@@ -293,6 +293,42 @@ def with_leading_text(item: Mapping[str, Any], texts: Sequence[str], part_type: 
     return {**item, "content": [*({"type": part_type, "text": t} for t in texts), *own]}
 
 
+TURN_KEYS = "keys"
+"""The source record's entry (on every message read from one item) holding the item's keys its reader does not
+model (a proxy's ``x_meta`` next to ``role`` and ``content``), for the formats whose items split into several
+messages (Anthropic, Gemini): a turn written anew because one of its parts changed keeps them, where only the
+part that survived (its text, after its tool result went with its call) may be left to say where it came from."""
+
+
+def keep_turn_keys(messages: Sequence[Message], item: Mapping[str, Any], modelled: frozenset[str]) -> None:
+    """Record on the source of each of ``messages`` (just read from ``item`` by `keep_source`) the keys of
+    ``item`` besides ``modelled`` (`TURN_KEYS`)."""
+    keys = {str(k): v for k, v in item.items() if k not in modelled}
+    if not keys:
+        return
+    kept = clean_json(keys)
+    for message in messages:
+        record = source_record(message)
+        if isinstance(record, dict):  # the record `keep_source` just made, owned by this message
+            record[TURN_KEYS] = kept
+
+
+def turn_keys(message: Message, fmt: str) -> Mapping[str, Any] | None:
+    """The keys `keep_turn_keys` recorded for ``message`` read from ``fmt`` (whatever its state), or None."""
+    record = source_record(message)
+    if record is None or record.get("format") != fmt:
+        return None
+    keys = record.get(TURN_KEYS)
+    return keys if isinstance(keys, Mapping) and keys else None
+
+
+def with_turn_keys(item: Mapping[str, Any], keys: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An item written anew with the caller's keys of the item it came from (`TURN_KEYS`) after its own."""
+    if not keys:
+        return dict(item)
+    return {**item, **{k: v for k, v in keys.items() if k not in item}}
+
+
 CUT_HEAD = 40
 """Characters a tool output cut to fit shares with the caller's at its start (`cut_from`): the manager keeps a head
 of at least 32 tokens."""
@@ -479,6 +515,10 @@ __all__ = [
     "keep_source",
     "split_parts",
     "key_paths",
+    "TURN_KEYS",
+    "keep_turn_keys",
+    "turn_keys",
+    "with_turn_keys",
     "cut_from",
     "own_parts_in",
     "with_own_item_keys",

@@ -27,7 +27,6 @@ from ...blocks import (
     VideoBlock,
     tool_output_text,
 )
-from ...boundary import clean_json
 from ...errors import FormatError
 from ...messages import Message
 from ._common import (
@@ -59,12 +58,15 @@ from ._source import (
     cut_from,
     is_recall,
     keep_source,
+    keep_turn_keys,
     own_parts_in,
     source_record,
     split_parts,
+    turn_keys,
     unchanged,
     whole_group,
     with_own_item_keys,
+    with_turn_keys,
 )
 from .registry import ProviderFormat, content_part_types, register_format
 from .rules import RoundTripRules
@@ -375,27 +377,13 @@ def _sendable(block: _Block) -> TypeGuard[AnthropicBlock]:
     return block["type"] != "thinking" or "signature" in block
 
 
-TURN_KEYS = "keys"
-"""The source record's entry (on every message read from one turn) holding the turn's keys besides ``role`` and
-``content`` (a proxy's ``x_meta``): a turn written anew because one of its parts changed keeps them, where only
-the part that survived (its text, after its tool result went with its call) may be left to say where it came
-from."""
+_TURN_MODELLED = frozenset({"role", "content"})
+"""The keys of a turn the reader makes messages from; any other is kept with them (`keep_turn_keys`)."""
 
 
-def _turn_keys(message: Message) -> Mapping[str, Any] | None:
-    """The keys besides ``role`` and ``content`` of the caller's turn ``message`` was read from (`TURN_KEYS`)."""
-    record = source_record(message)
-    if record is None or record.get("format") != NAME:
-        return None
-    keys = record.get(TURN_KEYS)
-    return keys if isinstance(keys, Mapping) and keys else None
-
-
-def _with_turn_keys(message: AnthropicMessage, keys: Mapping[str, Any] | None) -> AnthropicMessage:
-    """A turn written anew with the keys of the caller's turn it came from (`TURN_KEYS`), after its own."""
-    if not keys:
-        return message
-    return cast(AnthropicMessage, {**message, **{k: v for k, v in keys.items() if k not in message}})
+def _with_keys(message: AnthropicMessage, keys: Mapping[str, Any] | None) -> AnthropicMessage:
+    """A turn written anew with the caller's keys of the turn it came from (`with_turn_keys`)."""
+    return cast(AnthropicMessage, with_turn_keys(message, keys)) if keys else message
 
 
 def _api_message(message: AnthropicTranscriptMessage) -> AnthropicMessage:
@@ -495,7 +483,7 @@ def to_anthropic(
     recall_open = False  # whether ``open_turn`` holds only a recall note (the question it serves joins it)
     written: dict[int, list[_Block]] = {}
     verbatim: dict[int, int] = {}  # message index -> position in ``out`` of the caller's item written for it
-    turn_keys: dict[int, Mapping[str, Any]] = {}  # position in ``out`` -> the caller's keys of a turn written anew
+    keys_at: dict[int, Mapping[str, Any]] = {}  # position in ``out`` -> the caller's keys of a turn written anew
     i = 0
     n = len(messages)
     while i < n:
@@ -535,7 +523,7 @@ def to_anthropic(
                     content = _refill_results(message, content)
             else:
                 content = _content(message, index=i, ids=ids, reasoning=reasoning)
-        keys = _turn_keys(message) if passthrough else None
+        keys = turn_keys(message, NAME) if passthrough else None
         if message.role == "assistant":
             open_turn, recall_open = None, False
             out.append({"role": "assistant", "content": content})
@@ -553,7 +541,7 @@ def to_anthropic(
             recall_open = passthrough and is_recall(message)
             joinable = recall_open or message.role == "tool"
         if keys:
-            turn_keys.setdefault(len(out) - 1, keys)
+            keys_at.setdefault(len(out) - 1, keys)
         written[i] = content
         i += 1
     text = SYSTEM_SEPARATOR.join(system) if system else None
@@ -595,13 +583,13 @@ def to_anthropic(
         sent = [{"type": "text", "text": text, "cache_control": CACHE_CONTROL.copy()}]
     kept = set(verbatim.values())
     if reasoning == "all":
-        for k, keys in turn_keys.items():
+        for k, keys in keys_at.items():
             if k not in kept:
-                out[k] = cast(AnthropicTranscriptMessage, _with_turn_keys(cast(AnthropicMessage, out[k]), keys))
+                out[k] = cast(AnthropicTranscriptMessage, with_turn_keys(out[k], keys))
         return sent, out
     # the caller's own items are sent as they came (they are the API's shape already)
     return sent, [
-        cast(AnthropicMessage, m) if k in kept else _with_turn_keys(_api_message(m), turn_keys.get(k))
+        cast(AnthropicMessage, m) if k in kept else _with_keys(_api_message(m), keys_at.get(k))
         for k, m in enumerate(out)
     ]
 
@@ -917,13 +905,7 @@ class AnthropicFormat(ProviderFormat):
         item = plain(source)
         blocks = split_parts(item.get("content"), messages, _is_tool_result)
         keep_source(self.name, messages, [source], blocks)
-        keys = {str(k): v for k, v in item.items() if k not in ("role", "content")}
-        if keys:
-            kept = clean_json(keys)
-            for message in messages:
-                record = source_record(message)
-                if isinstance(record, dict):  # the record `keep_source` just made, owned by this message
-                    record[TURN_KEYS] = kept
+        keep_turn_keys(messages, item, _TURN_MODELLED)
 
     def read_system(self, system: Any) -> str | None:
         if system is None or isinstance(system, str):

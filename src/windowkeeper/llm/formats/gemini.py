@@ -65,12 +65,15 @@ from ._common import (
 from ._source import (
     is_recall,
     keep_source,
+    keep_turn_keys,
     original_items,
     recall_for_next,
     source_record,
     split_parts,
+    turn_keys,
     unchanged,
     whole_group,
+    with_turn_keys,
 )
 from .registry import ProviderFormat, register_format
 from .rules import RoundTripRules
@@ -341,6 +344,7 @@ def to_gemini(
     joinable = False  # it was opened by tool results or a recall note: the next user-side message joins it
     recall_open = False  # it holds only a recall note (serving no message right after it): a user content joins it
     seq, at, notes = _served_notes(messages)
+    keys_at: dict[int, Mapping[str, Any]] = {}  # position in ``contents`` -> the caller's keys of one written anew
     v, n = 0, len(seq)
     while v < n:
         message, i = seq[v], at[v]
@@ -384,6 +388,7 @@ def to_gemini(
                     parts = GEMINI.refill(message, [{"parts": parts}])[0]["parts"]
         if message.role == "user" and i in notes:
             parts = [*_note_parts(messages, notes[i], passthrough), *parts]
+        keys = turn_keys(message, NAME) if passthrough and spelling == "rest" else None
         if message.role == "assistant":
             open_turn, recall_open = None, False
             contents.append({"role": "model", "parts": parts})
@@ -401,7 +406,11 @@ def to_gemini(
             contents.append({"role": "user", "parts": open_turn})
             recall_open = is_recall(message)
             joinable = recall_open or message.role == "tool"
+        if keys:
+            keys_at.setdefault(len(contents) - 1, keys)
         v += 1
+    for k, keys in keys_at.items():
+        contents[k] = cast(GeminiContent, with_turn_keys(contents[k], keys))
     if spelling == "sdk":
         sdk_system: GeminiSDKContent | None = (
             {"parts": [_sdk_part(p, key=f"system_instruction.parts[{j}]") for j, p in enumerate(system_parts)]}
@@ -850,6 +859,10 @@ def _response_part(part: Any) -> bool:
     return isinstance(p, Mapping) and ("functionResponse" in p or "function_response" in p)
 
 
+_CONTENT_MODELLED = frozenset({"role", "parts"})
+"""The keys of a content the reader makes messages from; any other is kept with them (`keep_turn_keys`)."""
+
+
 class GeminiFormat(ProviderFormat):
     """Gemini ``contents``: user and model contents of parts, function responses in user contents."""
 
@@ -881,8 +894,10 @@ class GeminiFormat(ProviderFormat):
         return read_items(items, offset=offset, previous=previous, sources=sources)
 
     def keep(self, source: Any, messages: Sequence[Message]) -> None:
-        blocks = split_parts(plain(source).get("parts"), messages, _response_part)
+        item = plain(source)
+        blocks = split_parts(item.get("parts"), messages, _response_part)
         keep_source(self.name, messages, [source], blocks)
+        keep_turn_keys(messages, item, _CONTENT_MODELLED)
 
     def safe_start(self, items: Sequence[Any], index: int) -> bool:
         if index == 0 or index >= len(items):

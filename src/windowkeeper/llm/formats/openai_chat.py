@@ -516,6 +516,9 @@ class OpenAIChatFormat(ProviderFormat):
     def output_key(self, item: Mapping[str, Any]) -> str | None:
         return "content" if item.get("role") == "tool" else None
 
+    def modelled_keys(self, item: Mapping[str, Any]) -> frozenset[str]:
+        return _KNOWN_KEYS
+
     def read_items(
         self, items: Sequence[Any], *, offset: int, previous: str | None, sources: list[Source] | None
     ) -> list[Message]:

@@ -831,6 +831,11 @@ class OpenAIResponsesFormat(ProviderFormat):
     def output_key(self, item: Mapping[str, Any]) -> str | None:
         return "output" if item.get("type") in ("function_call_output", "custom_tool_call_output") else None
 
+    def modelled_keys(self, item: Mapping[str, Any]) -> frozenset[str]:
+        kind = item.get("type", "message" if "role" in item else None)
+        keys = ITEM_FIELDS.get(kind) if isinstance(kind, str) else None
+        return keys if keys is not None else frozenset(item)
+
     expected = (
         "Responses input items such as {'type': 'message', 'role': 'user', 'content': 'hi'}, "
         "{'type': 'function_call', ...} or {'type': 'function_call_output', 'call_id': ..., 'output': ...}"

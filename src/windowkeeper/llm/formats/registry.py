@@ -219,7 +219,21 @@ class ProviderFormat(ABC):
         if len(again) != 1 or len(again[0].content) != n:
             return written
         pairs = zip(theirs, ours, message.content, again[0].content, strict=True)
-        return [{**written[0], key: [own if block == read else new for own, new, block, read in pairs]}]
+        item = {**written[0], key: [own if block == read else new for own, new, block, read in pairs]}
+        modelled = self.modelled_keys(items[0])
+        if not any(k not in item and k not in modelled for k in items[0]):
+            return [item]
+        # the caller's keys the reader does not model (a vendor key, a Responses message's id and status), in the
+        # caller's order: the item changed in its parts only
+        out = {k: item.get(k, v) for k, v in items[0].items() if k in item or k not in modelled}
+        out.update((k, v) for k, v in item.items() if k not in out)
+        return [out]
+
+    def modelled_keys(self, item: Mapping[str, Any]) -> frozenset[str]:
+        """The keys of the caller's ``item`` that its reader makes the message from (what is written anew from
+        the message); `refill` gives any other key of the caller's back to an item written anew for a change of
+        its parts."""
+        return frozenset({"role", self.parts_key or "content"})
 
     def output_key(self, item: Mapping[str, Any]) -> str | None:
         """Where the caller's tool output ``item`` holds its text and parts (Chat ``content``, Responses
