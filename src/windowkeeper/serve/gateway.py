@@ -24,6 +24,7 @@ from .config import ServeConfig
 from .identity import Match, Recognizer, explicit_thread, internal_id, scope_of, session_of
 from .metrics import Metrics
 from .projection import (
+    DIGEST,
     PLAIN,
     ItemCache,
     dumps_body,
@@ -152,6 +153,26 @@ def _added(original: str | None, managed: str | None) -> str | None:
     return managed
 
 
+MOVED_MIN_ITEMS = 2
+"""Items after the system text a thread's list needs before a list under another system text may continue it:
+the opening message and the model's reply. Two conversations that only open alike under two system prompts (an
+agent's sub-agents, one task under two prompts) stay two threads."""
+
+
+def _continues_after(
+    cache: ItemCache, lead: int, known: ItemCache, known_lead: int, minimum: int = MOVED_MIN_ITEMS
+) -> bool:
+    """Whether ``cache``'s items after its ``lead`` system items continue ``known``'s whole list after its own
+    ``known_lead``, which holds at least ``minimum`` items (compared by item hashes, in C)."""
+    length = len(known) - known_lead
+    if length < minimum or len(cache) - lead < length:
+        return False
+    return (
+        cache.hashes[lead * DIGEST : (lead + length) * DIGEST]
+        == known.hashes[known_lead * DIGEST : (known_lead + length) * DIGEST]
+    )
+
+
 def new_tokens(counter: Any, fmt: str, plains: Sequence[Any]) -> int | None:
     """What ``plains`` (items appended to a list the window counted) add to its count, or None when they cannot
     be read on their own (the window then counts the whole request, and the response waits for it).
@@ -181,17 +202,23 @@ class Gateway:
         self._pending: dict[asyncio.Task[Plan | None], asyncio.Event] = {}
         self._hints: LRUCache[tuple[str, str], str] = LRUCache(config.max_threads, name="max_threads")
         """(index session, head) -> the thread last served here under it (`_hinted`)."""
+        self._openers: LRUCache[tuple[str, str], tuple[str, int]] = LRUCache(config.max_threads, name="max_threads")
+        """(index session, opener) -> the thread last served here with that first item, and its list's leading
+        system items (`_opened`)."""
         self._waiting: Counter[str] = Counter()
         """Calls per thread in `manage` (their answer waits for the window): none may be passed by an early one."""
         self._unmanaged: LRUCache[str, int] = LRUCache(config.max_threads, name="max_threads")
         """Threads whose requests go unmanaged (`Unmanaged`), warned about once until one is managed again."""
 
-    def _head(self, protocol: Protocol, items: list[Any], system: Any) -> str:
+    def _head(self, protocol: Protocol, items: list[Any], system: Any) -> tuple[str, str, int]:
+        """The list's head (its system text and first item: where recognition looks), its opener (the first item
+        alone, `_opened`) and how many leading items are system text."""
         plain_of = PLAIN[protocol.fmt]
         first = _leading_system(protocol, items)
         leading = [item_key(plain_of(i)) for i in items[:first]]
         sys_key = item_key(protocol.system_text(system)) if system is not None else ""
-        return Recognizer.head_of("\x1f".join([sys_key, *leading]), item_key(plain_of(items[first])))
+        first_key = item_key(plain_of(items[first]))
+        return Recognizer.head_of("\x1f".join([sys_key, *leading]), first_key), Recognizer.head_of("", first_key), first
 
     async def plan(
         self, protocol: Protocol, headers: Mapping[str, str], body: dict[str, Any], items: list[Any], raw: bytes
@@ -216,15 +243,23 @@ class Gateway:
             local = self.threads.local(internal_id(scope, name))
             cache = project(protocol.fmt, items, local.items if local is not None else None)
         else:
-            head = self._head(protocol, items, system)
+            head, opener, lead = self._head(protocol, items, system)
             index_session = Recognizer.index_session(scope, session_of(headers, body))
             hinted = self._hinted(protocol, items, scope, index_session, head)
             if hinted is not None:
                 match, cache = hinted
             else:
                 match = await self.recognizer.candidates(index_session, head)
-                cache = project(protocol.fmt, items, self._nearest(scope, match))
+                nearest = self._nearest(scope, match)
+                opened = self._opened(scope, index_session, opener) if nearest is None else None
+                cache = project(protocol.fmt, items, nearest if opened is None else opened[2])
                 Recognizer.choose(match, cache)
+                if match.how == "continued" and self._moved_on(scope, match.name, cache, lead):
+                    match.name = Recognizer.new_name()
+                    match.how = "new"
+                if match.how == "new" and opened is not None and _continues_after(cache, lead, opened[2], opened[1]):
+                    match.name, match.how = opened[0], "continued"
+            match.opener, match.lead = opener, lead
             name = match.name
         return Placement(protocol, body, items, raw, scope, name, match, cache, system, tools)
 
@@ -253,6 +288,36 @@ class Gateway:
             return
         key = (match.index_session, match.head)
         self._hints.put(key, match.name)
+        if match.opener is not None:
+            self._openers.put((match.index_session, match.opener), (match.name, match.lead))
+
+    def _moved_on(self, scope: str, name: str, cache: ItemCache, lead: int) -> bool:
+        """Whether thread ``name``, which the index says this list continues, has since gone on here with a list
+        this one does not continue: under another system text (`_opened`), by another conversation that opens and
+        goes on alike under another system prompt. This list is then a conversation of its own (a new thread),
+        not a turn that would start that thread's window over, and the other's next turn start it over again."""
+        local = self.threads.local(internal_id(scope, name))
+        if local is None or local.items is None:
+            return False
+        return not _continues_after(cache, lead, local.items, local.lead, minimum=0)
+
+    def _opened(self, scope: str, index_session: str, opener: str) -> tuple[str, int, ItemCache] | None:
+        """The thread this process last served a list opening with ``opener`` (its first item after the system
+        text), with the count of its list's leading system items and its list, for a list whose head (system text
+        and first item) no thread has: its system text changed, as an agent's does when it carries the date or a
+        memory block. The request continues that thread when its items after the system text continue the
+        thread's whole list after its own (`_continues_after`): the same conversation under a new system text.
+
+        Known to this process only (a conversation whose system text changes just as another process, or a
+        restarted one, serves it starts a new thread, as every changed head did before).
+        """
+        seen = self._openers.peek((index_session, opener))
+        if seen is None:
+            return None
+        local = self.threads.local(internal_id(scope, seen[0]))
+        if local is None or local.items is None:
+            return None
+        return seen[0], seen[1], local.items
 
     async def manage(self, placed: Placement) -> Plan:
         """Run the thread's window on the placed request (under the thread's lock) and build the upstream body."""
@@ -395,7 +460,7 @@ class Gateway:
                 told,
                 weight=len(placed.raw),
             )
-            thread.items = cache
+            thread.items, thread.lead = cache, lead
             if match is not None:
                 await self.recognizer.remember(match, cache)
                 self._hint(match)
@@ -457,7 +522,7 @@ class Gateway:
         route, name = placed.protocol.name, placed.name
         thread = self.threads.local(internal)
         if thread is not None:
-            thread.items = placed.cache
+            thread.items, thread.lead = placed.cache, _leading_system(placed.protocol, placed.items)
             thread.clean = None  # the window did not count this call: no next call may go out on its count
         if placed.match is not None:
             await self.recognizer.remember(placed.match, placed.cache)

@@ -106,6 +106,10 @@ class Match:
     version: int = 0
     """The index entry's version as read (-1: not read, the thread was known locally)."""
     threads: dict[str, list[Any]] | None = None
+    opener: str | None = None
+    """The key of the list's first item after its system text (`Gateway._opened`)."""
+    lead: int = 0
+    """How many leading items of the list are its system text (Chat Completions system/developer messages)."""
 
 
 class Recognizer:
@@ -142,8 +146,12 @@ class Recognizer:
         if best is not None:
             match.name, match.how = best[2], "continued"
         else:
-            match.name, match.how = f"t{uuid.uuid4().hex[:20]}", "new"
+            match.name, match.how = Recognizer.new_name(), "new"
         return match
+
+    @staticmethod
+    def new_name() -> str:
+        return f"t{uuid.uuid4().hex[:20]}"
 
     async def remember(self, match: Match, items: ItemCache) -> None:
         """Record that thread ``match.name`` last received ``items`` (a compare-and-set, merged on conflict)."""

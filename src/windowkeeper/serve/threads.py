@@ -198,6 +198,8 @@ class Thread:
     None when this process did not see the thread from its start (read back from the store)."""
     clean: Clean | None = None
     """Set while every call so far went out unchanged (None after any change, and for a thread read back)."""
+    lead: int = 0
+    """How many leading items of ``items`` are system text (Chat Completions system/developer messages)."""
     weight: int = 0
     """Bytes of the thread's last request (`Threads._evict`)."""
     used: float = 0.0
