@@ -30,6 +30,7 @@ from .._cache import LRUCache
 from ..context import BaseContextManager
 from ..errors import ConfigurationError
 from ..llm.formats._common import plain
+from ..prompt.sections import SCRATCHPAD_HEADER, SECTION_SEPARATOR, SUMMARY_HEADER
 from ..storage import ConflictError, SessionStore, open_store
 from ..storage.base import RecordNotFoundError
 from ._formats import same_prefix
@@ -175,7 +176,10 @@ class WindowkeeperInputFilter:
         session, the history behind its view (the session's thread)."""
         items = data.model_data.input
         if self.session is None:
-            return items, self._thread(data), None
+            # a WindowkeeperSession's view opens with its summary item: that summary becomes the thread's own
+            # (one summary per request, in ``instructions``) rather than staying in the input beside it
+            kept, summary = split_summary_item(items)
+            return (items if summary is None else kept), self._thread(data), summary
         source = self.session.source_of(items)
         if source is not None:
             return source, self.session.session_id, None
@@ -255,6 +259,32 @@ def input_filter(
     require("agents", "openai-agents")
     window = as_window(manager_or_budget, format="openai_responses", store=store, owner="input_filter")
     return WindowkeeperInputFilter(window, thread_id)
+
+
+SUMMARY_SCAN = 8
+"""How many leading items are looked at for a session's summary item (it is served first; a
+``session_input_callback`` may put a few items before it), so the look costs the same on any history."""
+
+
+def summary_of_item(item: Any) -> str | None:
+    """The running summary a `WindowkeeperSession` view's opening system item holds, or None for any other item."""
+    if not isinstance(item, dict) or item.get("role") != "system":
+        return None
+    content = item.get("content")
+    if not isinstance(content, str) or not content.startswith(SUMMARY_HEADER + "\n"):
+        return None
+    body = content[len(SUMMARY_HEADER) + 1 :]
+    return body.split(SECTION_SEPARATOR + SCRATCHPAD_HEADER, 1)[0].strip() or None
+
+
+def split_summary_item(items: Sequence[Any]) -> tuple[list[Any], str | None]:
+    """``items`` without a session's summary item among the first `SUMMARY_SCAN`, and its summary (``items`` as
+    they are, and None, when there is none)."""
+    for index in range(min(len(items), SUMMARY_SCAN)):
+        summary = summary_of_item(items[index])
+        if summary is not None:
+            return [*items[:index], *items[index + 1 :]], summary
+    return list(items), None
 
 
 POPS_NAMESPACE = "windowkeeper.agents.pops"
@@ -446,11 +476,14 @@ class WindowkeeperSession:
         """``items`` without the summary item `get_items` served last (equal copies count: the SDK may copy what
         a ``session_input_callback`` returns), and that summary when they held it."""
         served = self._summary
-        if served is None:
-            return list(items), None
-        head, summary = served
-        kept = [item for item in items if item is not head and item != head]
-        return kept, (summary if len(kept) < len(items) else None)
+        if served is not None:
+            head, summary = served
+            kept = [item for item in items if item is not head and item != head]
+            if len(kept) < len(items):
+                return kept, summary
+        # another session object's view (one per request on the same store and id): its summary item is known
+        # by its header
+        return split_summary_item(items)
 
     def _serve(self, view: list[Any], count: int) -> None:
         # an empty view starts every list: once the session has served items it would claim any run's input as

@@ -1,0 +1,91 @@
+"""Probing the OpenAI Agents SDK adapters as a new user would wire them, with the real ``openai-agents`` package
+against the local fake OpenAI server.
+
+The docs show the session (``WindowkeeperSession``) and the filter (``input_filter``) one after the other; a user
+who puts both in one run, or who builds the filter once from one session object and opens a session object per
+request (as one does with the SDK's ``SQLiteSession``), must still send one summary per request, not the session's
+summary item beside the filter's own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from windowkeeper.prompt import SUMMARY_HEADER
+from windowkeeper.testing.fake_servers import FakeOpenAIServer, FakeReply, FakeToolCall, RecordedRequest
+
+agents = pytest.importorskip("agents")
+
+TURNS = 14
+BUDGET = 8000
+
+
+def read_file(path: str) -> str:
+    """Read a file of the repository.
+
+    Args:
+        path: Path of the file.
+    """
+    return "\n".join(f"{path}:{n}: total_{n} = total_{n - 1} + {n * 7 % 13}  # ledger step {n}" for n in range(20))
+
+
+def script() -> list[FakeReply]:
+    out: list[FakeReply] = []
+    for turn in range(TURNS):
+        calls = (
+            FakeToolCall("read_file", {"path": f"src/l_{turn}.py"}, id=f"r{turn}"),
+            FakeToolCall("read_file", {"path": f"src/m_{turn}.py"}, id=f"s{turn}"),
+        )
+        out += [FakeReply(tool_calls=calls), FakeReply(text=f"Turn {turn} done.")]
+    return out
+
+
+def _summaries(request: RecordedRequest) -> int:
+    body = request.json
+    return str(body.get("instructions") or "").count(SUMMARY_HEADER) + sum(
+        str(item.get("content")).count(SUMMARY_HEADER) for item in body.get("input") or body.get("messages") or ()
+    )
+
+
+def _model(kind: str, client: Any) -> Any:
+    if kind == "chat":
+        return agents.OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+    return agents.OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client)
+
+
+@pytest.mark.parametrize("kind", ["chat", "responses"])
+@pytest.mark.parametrize("wiring", ["separate_filter", "filter_of_another_session_object"])
+async def test_a_session_beside_a_filter_it_does_not_own_sends_one_summary(
+    kind: str, wiring: str, tmp_path: Path
+) -> None:
+    from openai import AsyncOpenAI
+
+    from windowkeeper.integrations.openai_agents import WindowkeeperSession, input_filter
+
+    db = str(tmp_path / "agents.db")
+    with FakeOpenAIServer(script()) as srv:
+        client = AsyncOpenAI(base_url=srv.base_url, api_key="test", max_retries=0)
+        model = _model(kind, client)
+        first = WindowkeeperSession("user-42", db, manager_or_budget=BUDGET)
+        model_filter = input_filter(BUDGET) if wiring == "separate_filter" else first.input_filter
+        config = agents.RunConfig(call_model_input_filter=model_filter, tracing_disabled=True)
+        agent = agents.Agent(
+            name="reviewer",
+            instructions="You review code.",
+            tools=[agents.function_tool(read_file), model_filter.recall_tool],
+            model=model,
+        )
+        try:
+            for turn in range(TURNS):
+                session = first
+                if wiring != "separate_filter":  # a session object per request, on one store and id
+                    session = WindowkeeperSession("user-42", db, manager_or_budget=BUDGET)
+                await agents.Runner.run(agent, f"Turn {turn}: review l_{turn}.", session=session, run_config=config)
+        finally:
+            await client.close()
+        counts = [_summaries(r) for r in srv.requests]
+    assert len(counts) == 2 * TURNS
+    assert max(counts) == 1, counts  # the run was managed (a summary went out) and never twice
