@@ -82,3 +82,26 @@ def test_a_wrongly_forced_format_names_the_format_the_file_has(
         first = result.stderr.splitlines()[0]
         assert f"read as {forced}" in first and f"--format {detected}" in first, first
         assert "is null" not in result.stderr and "found None" not in result.stderr
+
+
+def test_simulate_counts_one_trajectory_in_the_singular(tmp_path: Path) -> None:
+    """ "Loaded 1 trajectories" and a table titled "1 trajectories, ..." for a single recorded conversation."""
+    from windowkeeper.testing.conversation_files import write_sample
+
+    source, _fmt = write_sample(tmp_path, "openai-list")
+    result = runner.invoke(app, ["simulate", str(source), "--no-chart"])
+    assert result.exit_code == 0, result.output
+    assert f"Loaded 1 trajectory from {source}." in result.stderr
+    assert "1 trajectory, " in result.stdout and "1 trajectories" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("command", "name"), [("inspect", "FILE"), ("compact", "FILE"), ("simulate", "PATH"), ("store check", "URL")]
+)
+def test_usage_names_the_argument_as_the_docs_do(command: str, name: str) -> None:
+    """The usage line read ``windowkeeper inspect [OPTIONS] {file}`` where docs/cli.md says FILE."""
+    result = runner.invoke(app, [*command.split(), "-h"])
+    assert result.exit_code == 0
+    assert f"windowkeeper {command} [OPTIONS] {{{name}}}" in result.stdout or f"[OPTIONS] {name}" in result.stdout
+    missing = runner.invoke(app, command.split())
+    assert missing.exit_code == 2 and f"Missing argument '{name}'" in missing.stderr

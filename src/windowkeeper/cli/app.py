@@ -270,7 +270,10 @@ INSPECT_EPILOG = (
 @app.command(epilog=INSPECT_EPILOG, short_help="Token breakdown by zone and role, and structural problems.")
 def inspect(
     file: Annotated[
-        str, typer.Argument(help="A conversation file (any supported format), a folder of them, or - for stdin.")
+        str,
+        typer.Argument(
+            metavar="FILE", help="A conversation file (any supported format), a folder of them, or - for stdin."
+        ),
     ],
     fmt: FormatOption = InputFormat.AUTO,
     index: Annotated[
@@ -339,7 +342,10 @@ COMPACT_EPILOG = (
 
 @app.command(epilog=COMPACT_EPILOG, short_help="Write a conversation cut down to a token budget.")
 def compact(
-    file: Annotated[str, typer.Argument(help="The conversation to compact (any supported format), or - for stdin.")],
+    file: Annotated[
+        str,
+        typer.Argument(metavar="FILE", help="The conversation to compact (any supported format), or - for stdin."),
+    ],
     out: Annotated[
         str | None,
         typer.Option(
@@ -572,7 +578,10 @@ SIMULATE_EPILOG = (
 @app.command(epilog=SIMULATE_EPILOG, short_help="Compare every strategy on recorded trajectories.")
 def simulate(
     path: Annotated[
-        str, typer.Argument(help="Trajectories: a tau-bench JSON, SWE-agent .traj files, JSONL, or a folder.")
+        str,
+        typer.Argument(
+            metavar="PATH", help="Trajectories: a tau-bench JSON, SWE-agent .traj files, JSONL, or a folder."
+        ),
     ],
     budget: Annotated[
         int, typer.Option(callback=at_least(500), help="Token budget for the budgeted strategies.")
@@ -604,7 +613,7 @@ def simulate(
 
         target = _chart_target("simulate", chart, no_chart, [path], force)
         conversations = read_collection(path, fmt=fmt.value, limit=limit, max_bytes=max_bytes, timeout=timeout)
-        output.status(f"Loaded {len(conversations)} trajectories from {path}.", markup=False)
+        output.status(f"Loaded {_trajectories(len(conversations))} from {path}.", markup=False)
         for conversation in conversations:
             for warning in conversation.warnings:
                 output.status(f"[yellow]warning:[/] {escape(warning)}")
@@ -634,7 +643,7 @@ def simulate(
                 )
             output.status(f"[red]{escape(message)}[/]")
             return EXIT_PROBLEMS
-        title = f"{len(conversations)} trajectories, {report.calls} model calls, budget {budget:,}"
+        title = f"{_trajectories(len(conversations))}, {report.calls} model calls, budget {budget:,}"
         written = _write_chart(output, target, report, title=title, budget=budget, no_chart=no_chart)
         invalid = sum(r.invalid_calls for r in report.strategies)
         if json_out:
@@ -656,6 +665,10 @@ def simulate(
         return EXIT_PROBLEMS if invalid else EXIT_OK
 
     _guarded(output, body)
+
+
+def _trajectories(count: int) -> str:
+    return f"{count} trajectory" if count == 1 else f"{count} trajectories"
 
 
 app.add_typer(store_app, name="store")

@@ -65,7 +65,9 @@ def _refuse_missing_file(url: str) -> None:
 
 @store_app.command("check", short_help="List unreadable rows; --remove deletes them.")
 def check(
-    url: Annotated[str, typer.Argument(help="The store: sqlite:///path or a path, postgresql://..., redis://...")],
+    url: Annotated[
+        str, typer.Argument(metavar="URL", help="The store: sqlite:///path or a path, postgresql://..., redis://...")
+    ],
     prefix: Annotated[str | None, typer.Option(help="Table/key prefix (default: the URL's ?prefix=, else wk).")] = None,
     remove: Annotated[bool, typer.Option("--remove", help="Delete every unreadable row found.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
