@@ -46,7 +46,7 @@ from ._common import (
     tool_results_with_media,
     unknown_block,
 )
-from ._source import keep_source, unchanged
+from ._source import cut_from, keep_source, own_parts_in, source_record, unchanged
 from .registry import ProviderFormat, register_format
 from .rules import RoundTripRules
 
@@ -156,47 +156,109 @@ def to_langchain(messages: Sequence[Message], *, passthrough: bool = False) -> l
                 out.extend(_from_dicts(source["items"]))
                 continue
             LANGCHAIN.report(message, NAME)
-        mid = str(message.message_id)
-        name = message.metadata.get("name") if isinstance(message.metadata.get("name"), str) else None
-        if message.role == "tool":
-            first = True
-            for block, media in tool_results_with_media(message, index=i):
-                text = tool_output_text(block.output)
-                content: str | list[str | dict[str, Any]] = text
-                if media:  # what the tool returned besides its text (a screenshot), as content blocks
-                    content = [{"type": "text", "text": text}] if text else []
-                    content += [_media_dict(m, index=i, key=f"content[{k}]") for k, m in enumerate(media)]
-                out.append(
-                    lc.ToolMessage(
-                        content=content,
-                        tool_call_id=block.call_id,
-                        name=block.name,
-                        status="error" if block.status == "error" else "success",
-                        id=mid if first else None,
-                    )
-                )
-                first = False
-            continue
-        content = _content(message, index=i)
-        if message.role == "system":
-            out.append(lc.SystemMessage(content=content, id=mid, name=name))
-        elif message.role == "user":
-            out.append(lc.HumanMessage(content=content, id=mid, name=name))
-        else:
-            blocks = message.tool_call_blocks()
-            calls = [
-                {"name": c.name, "args": dict(c.args), "id": c.id, "type": "tool_call"}
-                for c in blocks
-                if c.tool_type != INVALID_CALL
-            ]
-            raw = original_arguments(message)
-            invalid = [
-                {"type": "invalid_tool_call", "name": c.name, "args": raw.get(c.id, ""), "id": c.id, "error": None}
-                for c in blocks
-                if c.tool_type == INVALID_CALL
-            ]
-            out.append(lc.AIMessage(content=content, tool_calls=calls, invalid_tool_calls=invalid, id=mid, name=name))
+        written = _written(message, i, lc)
+        out.extend(_refill(message, written) if passthrough and message.raw else written)
     return out
+
+
+def _written(message: Message, i: int, lc: Any) -> list[BaseMessage]:
+    """One of our messages written anew as LangChain messages."""
+    mid = str(message.message_id)
+    name = message.metadata.get("name") if isinstance(message.metadata.get("name"), str) else None
+    if message.role == "tool":
+        out: list[BaseMessage] = []
+        for block, media in tool_results_with_media(message, index=i):
+            text = tool_output_text(block.output)
+            content: str | list[str | dict[str, Any]] = text
+            if media:  # what the tool returned besides its text (a screenshot), as content blocks
+                content = [{"type": "text", "text": text}] if text else []
+                content += [_media_dict(m, index=i, key=f"content[{k}]") for k, m in enumerate(media)]
+            out.append(
+                lc.ToolMessage(
+                    content=content,
+                    tool_call_id=block.call_id,
+                    name=block.name,
+                    status="error" if block.status == "error" else "success",
+                    id=mid if not out else None,
+                )
+            )
+        return out
+    content = _content(message, index=i)
+    if message.role == "system":
+        return [lc.SystemMessage(content=content, id=mid, name=name)]
+    if message.role == "user":
+        return [lc.HumanMessage(content=content, id=mid, name=name)]
+    blocks = message.tool_call_blocks()
+    calls = [
+        {"name": c.name, "args": dict(c.args), "id": c.id, "type": "tool_call"}
+        for c in blocks
+        if c.tool_type != INVALID_CALL
+    ]
+    raw = original_arguments(message)
+    invalid = [
+        {"type": "invalid_tool_call", "name": c.name, "args": raw.get(c.id, ""), "id": c.id, "error": None}
+        for c in blocks
+        if c.tool_type == INVALID_CALL
+    ]
+    return [lc.AIMessage(content=content, tool_calls=calls, invalid_tool_calls=invalid, id=mid, name=name)]
+
+
+_TOOL_PARTS = frozenset({"text", "text-plain", "reasoning", "image_url", "image", "audio", "video", "file"})
+"""The content part types the reader models; it reads a part of any other type as the text `unknown_block` writes."""
+_WRITTEN_FIELDS = frozenset({"content", "type", "tool_calls", "invalid_tool_calls", "tool_call_id", "status"})
+"""The fields of a LangChain message written anew from what the reader made of it."""
+
+
+def _refill(message: Message, written: list[BaseMessage]) -> list[BaseMessage]:
+    """A ``HumanMessage`` changed in its parts, or a ``ToolMessage`` cut to fit, written anew (``written``) with
+    what the change did not touch as the caller sent it: every other field of the caller's message
+    (``additional_kwargs``, ``response_metadata``, an ``artifact``), each part the reader keeps as it was read as
+    the caller's own part, and each part of a type the reader does not model in its own shape, not as the text it
+    was read as (`own_parts_in`). A pointer standing for a cleared result is windowkeeper's own message; an
+    ``AIMessage`` is written as it is (its fields say what the model did, which a change may have changed)."""
+    record = source_record(message)
+    items = record.get("items") if record is not None and record.get("format") == NAME else None
+    if not isinstance(items, list) or len(items) != 1 or len(written) != 1 or message.role not in ("user", "tool"):
+        return written
+    source = items[0]
+    data = source.get("data") if isinstance(source, Mapping) else None
+    mine = _dump(written[0])
+    if not isinstance(data, Mapping) or mine.get("type") != source.get("type"):
+        return written
+    theirs = data.get("content")
+    content = mine["data"].get("content")
+    if message.role == "tool":
+        results = message.tool_result_blocks()
+        try:
+            again = _to_message(_from_dicts([source])[0], 0).tool_result_blocks()
+        except FormatError:
+            return written
+        if len(results) != 1 or len(again) != 1:
+            return written
+        if not cut_from(tool_output_text(results[0].output), tool_output_text(again[0].output)):
+            return written
+        call = data.get("tool_call_id")
+        content = own_parts_in(content, theirs, _TOOL_PARTS, _stand_in, what=f"the ToolMessage of call {call!r}")
+    else:
+        if not (isinstance(theirs, list) and isinstance(content, list) and len(theirs) == len(content)):
+            return written
+        try:
+            read = _parse_content(theirs, index=0)
+        except FormatError:
+            return written
+        if len(read) != len(message.content):
+            return written
+        pairs = zip(theirs, content, message.content, read, strict=True)
+        content = [own if block == was else new for own, new, block, was in pairs]
+    fields = {k: v for k, v in data.items() if k not in _WRITTEN_FIELDS}
+    fields.update((k, v) for k, v in mine["data"].items() if k in _WRITTEN_FIELDS)
+    fields["content"] = content
+    return _from_dicts([{"type": source.get("type"), "data": fields}])
+
+
+def _stand_in(part: Mapping[str, Any]) -> str:
+    """The text the reader reads a part of a type it does not model as (`unknown_block`)."""
+    return unknown_block(str(part.get("type")), part).text
 
 
 # -- LangChain -> ours ----------------------------------------------------------------------------------------
