@@ -60,6 +60,10 @@ class Unmanaged(Exception):
         self.fixed = fixed
 
 
+class _Branched(Exception):
+    """Under its thread's lock, a recognized request no longer continues the thread's list (`Gateway._manage`)."""
+
+
 class ManagementError(Exception):
     """Managing a request failed inside the gateway (the request is then forwarded as the client sent it)."""
 
@@ -292,10 +296,11 @@ class Gateway:
             self._openers.put((match.index_session, match.opener), (match.name, match.lead))
 
     def _moved_on(self, scope: str, name: str, cache: ItemCache, lead: int) -> bool:
-        """Whether thread ``name``, which the index says this list continues, has since gone on here with a list
-        this one does not continue: under another system text (`_opened`), by another conversation that opens and
-        goes on alike under another system prompt. This list is then a conversation of its own (a new thread),
-        not a turn that would start that thread's window over, and the other's next turn start it over again."""
+        """Whether thread ``name``, which this list was found to continue, has gone on here with a list this one
+        does not continue: a conversation alike but for its system prompt took the thread (`_opened`), or, checked
+        again under the thread's lock, a sibling in flight beside this one ran first. This list is then a
+        conversation of its own (a new thread), not a turn that would start that thread's window over, and the
+        other's next turn start it over again."""
         local = self.threads.local(internal_id(scope, name))
         if local is None or local.items is None:
             return False
@@ -431,6 +436,22 @@ class Gateway:
         logger.debug("management failure", exc_info=True)
 
     async def _manage(self, placed: Placement, hold: asyncio.Event | None) -> Plan:
+        try:
+            return await self._run(placed, hold)
+        except _Branched:
+            # another call of the thread ran first with a list this one does not continue: a sibling in flight
+            # beside it (an agent's side call), which is a branch of its own, not a reason to start the thread's
+            # window over (and the conversation's next turn, which continues the other, to start it over again)
+            match = placed.match
+            assert match is not None
+            placed.name = match.name = Recognizer.new_name()
+            match.how = "new"
+            logger.debug(
+                "%s: a call branched off its thread while in flight; thread %s", placed.protocol.name, match.name
+            )
+            return await self._run(placed, None)
+
+    async def _run(self, placed: Placement, hold: asyncio.Event | None) -> Plan:
         protocol, body, items, raw = placed.protocol, placed.body, placed.items, placed.raw
         scope, name, match, cache = placed.scope, placed.name, placed.match, placed.cache
         system, tools = placed.system, placed.tools
@@ -445,6 +466,8 @@ class Gateway:
             if hold is not None:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(hold.wait(), HOLD_SECONDS)
+            if match is not None and match.how == "continued" and self._moved_on(scope, name, cache, lead):
+                raise _Branched
             recall = tool_name(protocol, body) if self.config.recall else None
             told = declared(protocol, tools, recall)
             fixed = self.threads.fixed_over(internal, text or None, told, len(raw))
