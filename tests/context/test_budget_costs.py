@@ -299,3 +299,26 @@ def test_pointer_first_line_reads_only_a_head_and_matches_a_full_split(text: str
         patch.setattr(pointers, "_FIRST_LINE_SCAN", scan)
         assert pointers._first_line(text) == expected
     assert pointers._first_line("\n" * 100_000 + "  found  \nrest") == "found"
+
+
+def test_a_system_or_recall_message_appended_to_a_continuing_thread_is_priced_in_its_zone() -> None:
+    """The scan of what a call appended (two C passes when it holds neither kind) still finds a recall message (its
+    own zone) and a system message (moved into the system text), each arriving alone among the new messages."""
+    manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(100_000, 2_000, recall=False)
+    state = manager.trim_context(AgentState(context=tool_turn(0)))
+    plain = manager.last_metrics
+    assert plain is not None and plain.zones["recall"] == 0
+    note = Message.text_message(
+        "earlier: the password is swordfish", message_id="r1", timestamp=0.0, metadata={"windowkeeper": "recall"}
+    )
+    state.context = [*state.context, *tool_turn(1), note]
+    state = manager.trim_context(state)
+    recalled = manager.last_metrics
+    assert recalled is not None and recalled.zones["recall"] == COUNTER.count_message(note)
+    assert recalled.zones["recent"] == plain.zones["recent"] + COUNTER.count_messages(tool_turn(1)) - 3
+    rule = Message.text_message("answer in French", "system", message_id="s1", timestamp=0.0)
+    state.context = [*state.context, *tool_turn(2), rule]
+    manager.trim_context(state)
+    ruled = manager.last_metrics
+    assert ruled is not None and ruled.zones["system"] > recalled.zones["system"]
+    assert ruled.zones["recent"] == recalled.zones["recent"] + COUNTER.count_messages(tool_turn(2)) - 3

@@ -139,6 +139,27 @@ def test_same_id_with_different_content_is_cached_separately() -> None:
     assert counter.calls == 0
 
 
+def test_count_message_once_reads_and_fills_the_memo_of_a_hashed_message() -> None:
+    """A message whose fingerprint is known is priced through the memo (`count_message`'s key), once; a message
+    without one is priced and left unhashed; a subclass that prices messages its own way keeps its pricing."""
+    counter = CountingCounter()
+    hashed = Message.text_message("the deploy failed on step three", message_id="h")
+    hashed.fingerprint()
+    tokens = counter.count_message_once(hashed)
+    assert counter.cache_size == 1 and counter.calls == 1
+    assert counter.count_message(hashed) == tokens and counter.calls == 1  # count_message finds it
+    assert counter.count_message_once(hashed) == tokens and counter.calls == 1  # and so does the next call
+    fresh = Message.text_message("the deploy failed on step three", message_id="f")
+    assert counter.count_message_once(fresh) == tokens and counter.cache_size == 1
+    assert fresh.__pydantic_private__.get("_fingerprint") is None
+
+    class Flat(CountingCounter):
+        def count_message(self, message: Message) -> int:
+            return 7
+
+    assert Flat().count_message_once(hashed) == 7
+
+
 def test_cache_is_bounded() -> None:
     counter = TiktokenCounter(max_cache_entries=8)
     for i in range(50):

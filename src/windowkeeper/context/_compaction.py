@@ -32,6 +32,7 @@ from .base import SummaryRequest
 from .pointers import OffloadStore, _cut_middle, clear_reply, clear_tool_results, offload_info, truncate_message
 
 if TYPE_CHECKING:
+    from ..blocks import ToolCallBlock
     from ..tokens import TokenCounter
 
 logger = logging.getLogger(__name__)
@@ -322,7 +323,7 @@ class Compaction:
             messages, counts = seg.messages, seg.counts
             new_messages: list[Message] | None = None
             new_counts: list[int] = []
-            calls = {b.id: b for b in messages[0].tool_call_blocks()}
+            calls: dict[str, ToolCallBlock] | None = None  # made for the first result worth clearing
             for position in range(1, len(messages)):
                 msg, size = messages[position], counts[position]
                 if size < lim.clear_min_tokens:
@@ -330,6 +331,8 @@ class Compaction:
                 info = offload_info(msg)
                 if info is not None and info.get("kind") == "cleared":
                     continue
+                if calls is None:
+                    calls = {b.id: b for b in messages[0].tool_call_blocks()}
                 replacement = clear_tool_results(msg, calls, tokens_before=size)
                 new_count = self.count_new(replacement)
                 if new_count >= size:
@@ -436,8 +439,14 @@ class Compaction:
             k = self._choose(ask + _SUMMARY_SLACK if summarize else 0)
             if k == self.dropped and self._pin_for(k) == self.pin and not self.unsummarized:
                 return
+            cut = self._apply_cut(k)
+            if not (summarize or self.summarizer_failed):
+                # nothing reads what left (no summarizer, or its rounds are spent): a manager without one drops
+                # units on every compaction, and sorting recall messages out of them was most of this loop
+                self.unsummarized = []
+                continue
             # recall messages repeat history that is indexed already: they age out unsummarized
-            gone = [m for m in (*self.unsummarized, *self._apply_cut(k)) if not is_recall(m)]
+            gone = [m for m in (*self.unsummarized, *cut) if not is_recall(m)]
             self.unsummarized = []
             if self.summarizer_failed and gone:
                 self._mark_unsummarized(len(gone))

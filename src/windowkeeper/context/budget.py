@@ -36,7 +36,7 @@ from .._validate import check_int, check_timeout
 from ..errors import ConfigurationError
 from ..messages import Message, edit_epoch, edited_since, same_message
 from ..prompt import SystemCost, summary_tokens, system_costs, system_message_text, tool_schema_tokens
-from ..prompt.recall import is_recall
+from ..prompt.recall import is_recall, recall_flags
 from ..state import AgentState
 from ..summarize.limits import DEFAULT_INPUT_LIMIT, input_limit_of
 from ..tokens import TokenCounter, counting_once, default_counter
@@ -120,14 +120,17 @@ class _Scan:
     recall_tokens: int = 0
 
 
+_ROLE = operator.attrgetter("role")
+
+
 def _scan(messages: Sequence[Message], counter: TokenCounter, base: _Scan | None = None) -> _Scan:
     """``base`` extended by ``messages``: the texts and tokens of their system messages, the tokens of recall.
 
     ``base`` itself when ``messages`` hold neither (the common case of a call that appended a turn).
     """
+    if base is not None and "system" not in map(_ROLE, messages) and not any(recall_flags(messages)):
+        return base  # two C passes: this runs on every call, over what it appended
     found = [m for m in messages if m.role == "system" or is_recall(m)]
-    if not found and base is not None:
-        return base
     texts = list(base.system_texts) if base is not None else []
     system_tokens = base.system_tokens if base is not None else 0
     recall_tokens = base.recall_tokens if base is not None else 0

@@ -162,9 +162,17 @@ class CachingCounter(ABC):
         `count_message` either way.
         """
         private = message.__pydantic_private__
-        if private and private.get("_fingerprint") is not None:
-            return self.count_message(message)
-        return self.count_message_uncached(message)
+        fp = private.get("_fingerprint") if private else None
+        if fp is None:
+            return self.count_message_uncached(message)
+        if type(self).count_message is not CachingCounter.count_message:
+            return self.count_message(message)  # a subclass that prices messages its own way
+        # `count_message` inlined with the fingerprint already read: this runs once per message a manager receives
+        key = (message.message_id, fp)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        return self._remember(key, self.count_message_uncached(message))
 
     def remember(self, message: Message, tokens: int) -> None:
         """Memoize ``tokens`` as ``message``'s count, for a caller that priced it exactly another way (a recall
