@@ -89,3 +89,23 @@ async def test_a_session_beside_a_filter_it_does_not_own_sends_one_summary(
         counts = [_summaries(r) for r in srv.requests]
     assert len(counts) == 2 * TURNS
     assert max(counts) == 1, counts  # the run was managed (a summary went out) and never twice
+
+
+async def test_a_session_takes_a_responses_window_and_keeps_its_items_in_the_windows_store(tmp_path: Path) -> None:
+    """Every adapter takes a manager, a budget or a `Window`; the session raised 'pass store= to the Window, not
+    beside it' for a Window given alone, naming a store the caller never passed."""
+    from windowkeeper import Window
+    from windowkeeper.integrations.openai_agents import WindowkeeperSession
+
+    window = Window(budget=BUDGET, format="openai_responses", store=str(tmp_path / "w.db"))
+    session = WindowkeeperSession("user-42", manager_or_budget=window)
+    assert session.window is window and session.store is window.store
+    await session.add_items([{"role": "user", "content": "hi"}])
+    assert await session.get_items() == [{"role": "user", "content": "hi"}]
+    again = WindowkeeperSession("user-42", manager_or_budget=Window(budget=BUDGET, format="openai_responses"))
+    assert await again.get_items() == []  # a window without a store: the session's own in-memory store
+
+    with pytest.raises(Exception, match=r"store='other.db'.*pass the store once") as caught:
+        WindowkeeperSession("user-42", "other.db", manager_or_budget=window)
+    assert type(caught.value).__name__ == "ConfigurationError"
+    window.close()

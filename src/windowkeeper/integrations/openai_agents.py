@@ -373,7 +373,8 @@ class WindowkeeperSession:
     """The SDK's ``Session`` protocol on a windowkeeper store (see the module docstring).
 
     ``store`` is a SQLite path, a ``sqlite:///``, ``postgresql://`` or ``redis://`` URL, or a `SessionStore`
-    (default: an in-memory store). ``manager_or_budget`` manages the view `get_items` returns; `input_filter`
+    (default: an in-memory store). ``manager_or_budget`` (a manager, a budget in tokens, or a Responses `Window`,
+    whose own store then keeps the items too) manages the view `get_items` returns; `input_filter`
     is the filter that shares it, for runs whose tool calls grow the input past the budget within one run.
 
     Each `add_items` call is one record (its items stay together and in order); the store orders records, so
@@ -389,16 +390,29 @@ class WindowkeeperSession:
         session_id: str,
         store: str | os.PathLike[str] | SessionStore | None = None,
         *,
-        manager_or_budget: BaseContextManager[Any] | int = DEFAULT_SESSION_BUDGET,
+        manager_or_budget: Window | BaseContextManager[Any] | int = DEFAULT_SESSION_BUDGET,
         session_settings: Any = None,
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise ConfigurationError(f"session_id must be a non-empty string, got {session_id!r}")
         self.session_id = session_id
         self.session_settings = session_settings
+        given = manager_or_budget if isinstance(manager_or_budget, Window) else None
+        if given is not None:
+            # a Window of the caller's keeps its thread state in its own store; the items go there too, unless
+            # the window keeps none (then into ``store``)
+            as_window(given, format="openai_responses", owner="WindowkeeperSession")
+            if given.store is not None and store is not None and store is not given.store:
+                raise ConfigurationError(
+                    f"WindowkeeperSession was given store={store!r} and a Window that keeps its own store "
+                    f"({type(given.store).__name__}); pass the store once: to the Window (the session then keeps "
+                    "its items there too) or to the session with a Window(..., store=None)"
+                )
+            if store is None and given.store is not None:
+                store = given.store
         self._owns_store = not isinstance(store, SessionStore)
         self.store: SessionStore = store if isinstance(store, SessionStore) else open_store(store or "memory://")
-        self.window = as_window(
+        self.window = given or as_window(
             manager_or_budget, format="openai_responses", store=self.store, owner="WindowkeeperSession"
         )
         self.window.thread_id = session_id
