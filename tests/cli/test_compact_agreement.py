@@ -157,3 +157,26 @@ def test_a_gemini_system_instruction_is_written_where_the_file_held_it(
     assert doc["summary"] and "Summary of the earlier conversation" in held["parts"][-1]["text"]
     if place.startswith("config."):
         assert list(written["config"]) == list(data["config"])
+
+
+@pytest.mark.parametrize("strategy", ["window", "budget"])
+@pytest.mark.parametrize("place", ["system_instruction", "config.system_instruction"])
+def test_a_gemini_system_instruction_given_as_text_stays_text(
+    tmp_path: Path, place: str, strategy: str, long_session: Any
+) -> None:
+    """The SDK takes ``config.system_instruction`` as a plain string (its most common form): it came back as a
+    ``{"parts": [...]}`` content even when nothing was summarized."""
+    source, _fmt = write_sample(tmp_path, "gemini", long_session)
+    data = json.loads(source.read_text())
+    text = data.pop("system_instruction")["parts"][0]["text"]
+    if place.startswith("config."):
+        data = {**data, "config": {"system_instruction": text, "temperature": 0.2}}
+    else:
+        data = {"system_instruction": text, **data}
+    source.write_text(json.dumps(data))
+    out = tmp_path / "out.json"
+    doc = _compact(source, out, "--strategy", strategy, "--budget", "8000")
+    written = json.loads(out.read_text())
+    held = (written["config"] if place.startswith("config.") else written)["system_instruction"]
+    assert isinstance(held, str) and held.startswith(text)
+    assert held == text if not doc["summary"] else "Summary of the earlier conversation" in held

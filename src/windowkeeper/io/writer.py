@@ -278,11 +278,13 @@ def _system_source(conversation: Conversation, fmt: OutFormat) -> Any:
 
 def _own_system(conversation: Conversation, fmt: OutFormat, system: str | None, written: Any) -> Any:
     """The system value to write in a request body: the file's own (Anthropic text blocks with their
-    ``cache_control``, a Gemini content with its keys) with the summary after it, when the text is still the
-    file's; else ``written``, the system text in the format's plain shape."""
+    ``cache_control``, a Gemini content with its keys, or plain text) with the summary after it, when the text is
+    still the file's; else ``written``, the system text in the format's plain shape."""
     source = _system_source(conversation, fmt)
-    if source is None or isinstance(source, str):
+    if source is None:
         return written
+    if isinstance(source, str):  # text stays text (the SDK's usual config.system_instruction), summary appended
+        return system if fmt is OutFormat.GEMINI else written
     _items, value = get_format(fmt.value).write(system, [], system_source=source)
     return value
 
