@@ -494,8 +494,8 @@ def _handle(block: Any) -> tuple[Any, ...]:
 def _part_key(block: Any) -> str:
     """The comparison form of a part: a bare text is one whatever the text type a writer gave it (a Responses
     message held as a string is written back as ``input_text`` or ``output_text`` parts), and a Responses image
-    the same whatever its ``detail``: the reader does not keep it, so an image in a tool output the manager cut
-    to fit comes back as ``auto`` (one in a message is refilled by the writer itself)."""
+    the same whatever its ``detail``: one the client sent without it is written back with ``"auto"``, which the
+    SDK's type requires."""
     value = canonical(block)
     if isinstance(value, dict) and value.get("type") in TEXT_TYPES and value.keys() <= {"type", "text"}:
         value = {"type": "text", "text": value.get("text")}
