@@ -148,3 +148,22 @@ def test_an_anthropic_tool_result_cut_to_fit_keeps_its_keys_and_parts() -> None:
     assert "[unknown " not in json.dumps(block)
     assert {k: v for k, v in block.items() if k != "content"} == {k: v for k, v in result.items() if k != "content"}
     assert block["content"][1:] == [search, shot]
+
+
+@pytest.mark.parametrize("budget", [6_000, 14_000])
+@pytest.mark.parametrize("fmt", ["openai_chat", "openai_responses", "anthropic"])
+def test_documented_shapes_through_the_gateway(fmt: str, budget: int) -> None:
+    """The managed runs of `tests/llm/test_formats_lossless_runs.py` through the gateway's projection: every item
+    sent upstream is the client's, windowkeeper's, or a client's item cut to fit that keeps its keys and parts."""
+    from llm.test_formats_lossless_runs import ROUNDS, _check, _is_result  # tests/ is on the path (rootdir)
+
+    gateway = _Gateway(fmt, budget)
+    items: list[dict[str, Any]] = []
+    cut = 0
+    for n in range(1, 9):
+        rounds = ROUNDS[fmt](n)
+        at = next(k for k, item in enumerate(rounds) if _is_result(item)) + 1
+        for part in (rounds[:at], rounds[at:]):
+            items += part
+            cut += sum(_check(fmt, n, item, items) == "cut" for item in gateway.send(items) if item not in items)
+    assert cut > 0
