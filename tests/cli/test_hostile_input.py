@@ -166,15 +166,18 @@ def test_bad_output_paths(conversation: Path, tmp_path: Path, target: str) -> No
 def test_bad_chart_paths(tmp_path: Path, conversation: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("my notes")
+    named_png = tmp_path / "notes.png"  # a file that is no chart, under a chart's name
+    named_png.write_text("my notes")
     for args, needle in (
-        (["--chart", str(text)], "already exists"),
+        (["--chart", str(text)], "PNG"),  # its name is refused before --force could matter
+        (["--chart", str(named_png)], "already exists"),
         (["--chart", str(tmp_path / "chart.svg")], "PNG"),
         (["--chart", "-"], "--no-chart"),
         (["--chart", str(conversation)], "is the input file"),
     ):
         result = runner.invoke(app, ["simulate", str(conversation), "--limit", "1", *args])
         _assert_one_line_error(result, *([needle] if needle else []))
-    assert text.read_text() == "my notes"
+    assert text.read_text() == "my notes" and named_png.read_text() == "my notes"
 
 
 def test_symlink_to_the_input_is_the_input(conversation: Path, tmp_path: Path) -> None:

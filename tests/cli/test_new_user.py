@@ -105,3 +105,14 @@ def test_usage_names_the_argument_as_the_docs_do(command: str, name: str) -> Non
     assert f"windowkeeper {command} [OPTIONS] {{{name}}}" in result.stdout or f"[OPTIONS] {name}" in result.stdout
     missing = runner.invoke(app, command.split())
     assert missing.exit_code == 2 and f"Missing argument '{name}'" in missing.stderr
+
+
+def test_a_chart_name_that_is_not_png_is_refused_for_that_first(tmp_path: Path) -> None:
+    """``--chart results.json`` naming an existing file said "pass --force to overwrite it", and with --force the
+    chart was refused for not being a PNG: the first error pointed at a fix that could not work."""
+    existing = tmp_path / "results.json"
+    existing.write_text("{}")
+    result = runner.invoke(app, ["demo", "--steps", "10", "--chart", str(existing)])
+    assert result.exit_code == 2
+    assert ".png" in result.stderr and "--force" not in result.stderr
+    assert existing.read_text() == "{}"

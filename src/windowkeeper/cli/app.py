@@ -452,10 +452,12 @@ def _chart_target(command: str, chart: str | None, no_chart: bool, inputs: list[
         return Path(tempfile.gettempdir()) / f"windowkeeper-{command}-{secrets.token_hex(6)}.png"
     if chart == "-":
         raise CliError("--chart -: a chart is a PNG file; give a file name or pass --no-chart")
-    target = check_target(chart, inputs=inputs, force=force, option="--chart", replaceable_png=True)
-    if target is not None and target.suffix.lower() != ".png":
+    if Path(chart).suffix.lower() != ".png":
+        # the name before "already exists": an existing results.json was told to pass --force, then refused for
+        # its name; what check_target says of the input file or a directory still comes first
+        check_target(chart, inputs=inputs, force=True, option="--chart")
         raise CliError(f"--chart {chart}: the chart is a PNG; use a name ending in .png")
-    return target
+    return check_target(chart, inputs=inputs, force=force, option="--chart", replaceable_png=True)
 
 
 def _write_chart(
