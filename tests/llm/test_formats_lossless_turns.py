@@ -178,3 +178,22 @@ def test_a_gemini_content_written_anew_keeps_its_keys() -> None:
     out = fmt.write_plain(cleared)
     assert out[2]["x_c"] == {"trace": 1}
     assert out[2]["parts"][1] == {"text": "ok?"}
+
+
+REFUSAL = {"role": "assistant", "content": None, "refusal": "I can't identify people."}
+
+
+def test_a_chat_refusal_is_what_the_model_said_in_every_format() -> None:
+    """A Chat refusal (``content: null``) was kept beside the message, not in it: written in another format it
+    was gone without a word (an empty assistant turn, which Anthropic refuses), and the window did not count it."""
+    from windowkeeper.llm.formats import from_openai_chat, to_openai_chat
+    from windowkeeper.llm.formats.registry import convert
+
+    items = [{"role": "user", "content": "Who is this?"}, REFUSAL]
+    assert to_openai_chat(from_openai_chat(items)) == items
+    assert from_openai_chat(items)[1].text() == REFUSAL["refusal"]
+    for target in ("openai_responses", "anthropic", "gemini", "langchain"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = convert(items, "openai_chat", target)
+        assert REFUSAL["refusal"] in str(out[-1]), target

@@ -205,6 +205,8 @@ def message_to_openai_chat(
         out: OpenAIChatAssistantMessage = {"role": "assistant"}
         extra = message.metadata.get("openai_extra")
         refusal = extra.get("refusal") if isinstance(extra, Mapping) else None
+        if isinstance(refusal, str) and [t["text"] for t in texts] == [refusal]:
+            texts = []  # the refusal read as the message's text (`_to_message`): written as the refusal alone
         out["content"] = _text_content(texts) if texts else (None if calls or isinstance(refusal, str) else "")
         if isinstance(refusal, str):
             out["refusal"] = refusal
@@ -440,6 +442,11 @@ def _to_message(d: Any, index: int) -> Message:
     content = _parse_content(msg, role, index=index)
     tools_calls: list[dict[str, Any]] | None = None
     if role == "assistant":
+        refusal = msg.get("refusal")
+        if isinstance(refusal, str) and refusal and not content:
+            # a refusal is what the model said (``content`` is null beside it): its text, which every format carries
+            # and the window counts; the writer puts it back as the refusal (`_refusal_only`)
+            content.append(TextBlock(text=refusal))
         reasoning = msg.get("reasoning_content")
         if reasoning is not None and not isinstance(reasoning, str):
             raise FormatError("'reasoning_content' must be a string", index=index, key="reasoning_content")
