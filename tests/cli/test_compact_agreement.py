@@ -180,3 +180,13 @@ def test_a_gemini_system_instruction_given_as_text_stays_text(
     held = (written["config"] if place.startswith("config.") else written)["system_instruction"]
     assert isinstance(held, str) and held.startswith(text)
     assert held == text if not doc["summary"] else "Summary of the earlier conversation" in held
+
+
+def test_a_responses_input_given_as_text_stays_text(tmp_path: Path) -> None:
+    """``"input": "..."`` (the Responses API's plain-text input) came back as a list holding one message item."""
+    source = tmp_path / "request.json"
+    body = {"model": "gpt-4o", "instructions": "Be brief.", "input": "Which file holds the parser?", "store": False}
+    source.write_text(json.dumps(body))
+    out = tmp_path / "out.json"
+    _compact(source, out, "--strategy", "window")
+    assert json.loads(out.read_text()) == body

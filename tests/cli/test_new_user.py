@@ -116,3 +116,12 @@ def test_a_chart_name_that_is_not_png_is_refused_for_that_first(tmp_path: Path) 
     assert result.exit_code == 2
     assert ".png" in result.stderr and "--force" not in result.stderr
     assert existing.read_text() == "{}"
+
+
+@pytest.mark.parametrize("command", ["demo", "simulate"])
+def test_force_says_what_it_overwrites_where_the_only_output_is_the_chart(command: str) -> None:
+    """demo and simulate write nothing but the chart, yet --force read "Overwrite an existing output file."."""
+    result = runner.invoke(app, [command, "-h"], terminal_width=200)
+    assert result.exit_code == 0
+    line = next(line for line in result.stdout.splitlines() if line.strip().startswith("--force"))
+    assert "chart" in line and "output file" not in line

@@ -156,6 +156,10 @@ MaxBytesOption = Annotated[
     ),
 ]
 ForceOption = Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")]
+ChartForceOption = Annotated[
+    bool,
+    typer.Option("--force", help="Write the chart over an existing file (an earlier chart is replaced without it)."),
+]
 FormatOption = Annotated[
     InputFormat, typer.Option("--format", case_sensitive=False, help="Input format; auto detects it.")
 ]
@@ -502,7 +506,7 @@ def demo(
     seed: Annotated[int, typer.Option(callback=at_least(0), help="Seed of the session generator.")] = 0,
     chart: ChartOption = None,
     no_chart: NoChartOption = False,
-    force: ForceOption = False,
+    force: ChartForceOption = False,
     json_out: JsonOption = False,
 ) -> None:
     """Replay a generated coding-agent session through every strategy and compare them (offline).
@@ -593,7 +597,7 @@ def simulate(
     ] = None,
     chart: ChartOption = None,
     no_chart: NoChartOption = False,
-    force: ForceOption = False,
+    force: ChartForceOption = False,
     fmt: FormatOption = InputFormat.AUTO,
     max_bytes: MaxBytesOption = DEFAULT_MAX_BYTES,
     timeout: TimeoutOption = DEFAULT_TIMEOUT,

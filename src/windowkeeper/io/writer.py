@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
-from ..llm.formats import to_anthropic, to_gemini, to_langchain, to_openai_chat, to_responses_input
+from ..llm.formats import (
+    from_responses_input,
+    to_anthropic,
+    to_gemini,
+    to_langchain,
+    to_openai_chat,
+    to_responses_input,
+)
 from ..llm.formats._source import SOURCE_KEY, source_record
 from ..llm.formats.registry import get_format
 from ..messages import Message
@@ -185,6 +192,8 @@ def payload(conversation: Conversation, state: AgentState, out_format: OutFormat
         else:
             mode: Any = "instructions" if held else "items"
             instructions, items = to_responses_input(rendered, system=mode, passthrough=own)
+        if own and reused:
+            items = _text_input(conversation, items)
         return _body(conversation, "input", items, fmt=fmt, instructions=instructions, **extra), fmt
     if fmt is OutFormat.ANTHROPIC:
         system, turns = to_anthropic(rendered, passthrough=own)
@@ -198,6 +207,15 @@ def payload(conversation: Conversation, state: AgentState, out_format: OutFormat
         merged = alternate(contents, "parts")
         return _body(conversation, "contents", merged, fmt=fmt, **_gemini_system(conversation, system_instruction)), fmt
     return _langchain(conversation, rendered, passthrough=own), fmt
+
+
+def _text_input(conversation: Conversation, items: list[Any]) -> Any:
+    """The request's own ``input`` text when the items written are exactly what it was read as (a plain-text
+    input holds one user message, which has no item of its own to pass through): else ``items``."""
+    original = (conversation.envelope or {}).get("input")
+    if isinstance(original, str) and items == to_responses_input(from_responses_input(original))[1]:
+        return original
+    return items
 
 
 def _with_own_system(state: AgentState, prompt: AssembledPrompt) -> list[Message] | None:
