@@ -4,8 +4,14 @@ The split between "summarize" and "keep" is made on a user-message boundary at o
 point, and never after the newest user message. That keeps every tool call with its results, and the kept part
 starts with a user turn (the newest request at least, even with ``keep_recent=0``), which Anthropic and Gemini
 require and which no manager may fake by inventing a message. So the kept part may hold more than ``keep_recent``
-messages. When a trigger fires but nothing lies before that turn (one long request over ``token_budget``, say),
-nothing can be summarized: the context is left as it is and an INFO log line says why.
+messages. Nor is the cut made after the start of the turn in progress: a user message sent right after tool
+results, before the model replied (an Anthropic ``[tool_result, text]`` turn, a constraint added while the agent
+works), does not open a turn of its own, so the task before it, its calls and results stay with it
+(`windowkeeper.context._turns`, the rule the budget manager follows too). When that turn does not fit
+``token_budget`` beside the summary, it starts at the newest user message instead, as if the line had opened a turn
+(logged), so the budget is held and the newest request is still never summarized. When a trigger fires but
+nothing lies before that turn (one long request over ``token_budget``, say), nothing can be summarized: the
+context is left as it is and an INFO log line says why.
 
 The running summary is bounded. Each new summary is appended (the documented behaviour), and the token trigger
 counts the summary along with the messages, since both are sent. Once the summary passes
@@ -46,6 +52,7 @@ from ..tokens import TokenCounter, default_counter
 from ..units import group_units
 from ._policy import remove_completed_tool_sequences, split_system, summary_cut
 from ._recall_step import make_recall
+from ._turns import newest_user_index, turn_start
 from .base import BaseContextManager, S, SummaryRequest, adapt_summarizer
 from .message import check_non_negative_int
 from .recall import Recall, join_recall, split_recall
@@ -341,6 +348,14 @@ class SummaryContextManager(BaseContextManager[S]):
             cut = nxt
         return cut
 
+    def _fits(self, systems: list[Message], others: list[Message], cut: int, summary: str | None) -> bool:
+        """Whether what is kept from ``cut`` on fits ``token_budget`` beside the summary so far and a new one."""
+        if self.token_budget is None:
+            return True
+        count = self.counter.count_message
+        room = self.token_budget - self.sent_tokens(systems, summary) - self.max_summary_tokens
+        return sum(count(m) for m in others[cut:]) <= room
+
     def _turn_cut(
         self, systems: list[Message], others: list[Message], cut: int, newest: int, summary: str | None
     ) -> int:
@@ -387,9 +402,19 @@ class SummaryContextManager(BaseContextManager[S]):
         systems, others = split_system(working)
         # the newest user message (the request being answered) always stays, whatever keep_recent says: a view
         # without a user turn is rejected by Anthropic and Gemini, and the model would not know what it is doing
-        newest_user = max((i for i, m in enumerate(others) if m.role == "user"), default=0)
-        cut = min(summary_cut(others, self.keep_recent), newest_user)
-        cut = self._fitting_cut(systems, others, cut, newest_user, summary)
+        newest_user = newest_user_index(others) or 0
+        # and with it the turn in progress: a user line sent right after tool results does not open a turn, the
+        # task those calls serve is still being answered (`turn_start`)
+        start = turn_start(others) or 0
+        cut = self._fitting_cut(systems, others, min(summary_cut(others, self.keep_recent), start), start, summary)
+        if cut == start < newest_user and not self._fits(systems, others, start, summary):
+            cut = self._fitting_cut(systems, others, cut, newest_user, summary)
+            logger.info(
+                "SummaryContextManager: the turn in progress (from the user message before the tool results the "
+                "newest user message was sent with) does not fit token_budget=%d; the turn starts at the newest "
+                "user message instead, and the task before it is summarized",
+                self.token_budget,
+            )
         inside = self._turn_cut(systems, others, cut, newest_user, summary)
         if inside > newest_user:  # the opener stays live, what it led to up to ``inside`` is summarized
             old = [*others[:newest_user], *others[newest_user + 1 : inside]]
@@ -397,7 +422,7 @@ class SummaryContextManager(BaseContextManager[S]):
         if cut == 0:
             logger.info(
                 "SummaryContextManager: a trigger fired but nothing can be summarized (%d messages; keep_recent=%d, "
-                "and the newest user turn, the request being answered, is always kept whole); context left as it is",
+                "and the turn in progress, the request being answered, is always kept whole); context left as it is",
                 len(others),
                 self.keep_recent,
             )
