@@ -44,8 +44,16 @@ logger = logging.getLogger(__name__)
 def _messages(state: Any) -> list[Any]:
     messages = state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
     if messages is None:
+        if isinstance(state, Sequence) and not isinstance(state, str):
+            raise ConfigurationError(
+                f"pre_model_hook takes the graph state, not its list of messages (got a {type(state).__name__} of "
+                f"{len(state)}): call hook(state, config), or hook({{'messages': messages}}, config)"
+            )
+        keys = sorted(map(str, state)) if isinstance(state, Mapping) else None
         raise ConfigurationError(
             f"pre_model_hook expects the agent state to hold 'messages'; got {type(state).__name__} without them"
+            + (f" (its keys: {keys})" if keys is not None else "")
+            + ": pass a state with the conversation under 'messages' (MessagesState)"
         )
     return list(messages)
 
@@ -57,6 +65,34 @@ def _update(result: FitResult, messages: list[Any], in_place: bool) -> dict[str,
     own = lone if getattr(lone, "type", None) == "system" else None
     head, view = managed(result, messages, own, in_place=in_place)
     return {"llm_input_messages": [head, *view] if head is not None else view}
+
+
+def agent_tools(tools: Any) -> list[Any]:
+    """The agent's tools as ``create_react_agent`` takes them (a list of tools, functions and tool dicts, or a
+    ``ToolNode``), to count; anything else raises naming it, since a tool left uncounted makes every request
+    larger than the budget planned."""
+    if tools is None:
+        return []
+    by_name = getattr(tools, "tools_by_name", None)
+    if isinstance(by_name, Mapping):  # a ToolNode
+        return list(by_name.values())
+    if isinstance(tools, Mapping) or not isinstance(tools, Sequence) or isinstance(tools, str):
+        raise ConfigurationError(
+            f"pre_model_hook(tools=...) takes the agent's tools as a list (or its ToolNode), as create_react_agent "
+            f"does; got {type(tools).__name__} {_name(tools)!r}: pass tools=[...]"
+        )
+    for index, tool in enumerate(tools):
+        if not (isinstance(tool, Mapping) or callable(tool) or hasattr(tool, "args_schema")):
+            raise ConfigurationError(
+                f"pre_model_hook(tools=...): item {index} is {type(tool).__name__} {tool!r}, not a tool; pass "
+                "LangChain tools, functions or tool dicts (the agent's own tools, counted in every request)"
+            )
+    return list(tools)
+
+
+def _name(tool: Any) -> str:
+    name = getattr(tool, "name", None)
+    return name if isinstance(name, str) else repr(tool)[:80]
 
 
 class WindowkeeperHook:
@@ -74,9 +110,7 @@ class WindowkeeperHook:
     one said mid-conversation stays where it was. ChatAnthropic raises on any other order.
     """
 
-    def __init__(
-        self, window: Window, *, tools: Sequence[Any] | None = None, recall_tool: bool = True, model: Any = None
-    ) -> None:
+    def __init__(self, window: Window, *, tools: Any = None, recall_tool: bool = True, model: Any = None) -> None:
         self.window = window
         self.in_place = accepts_mid_system(model)
         """Whether a system message of the state said mid-conversation stays where it was (``model`` takes it)."""
@@ -87,7 +121,7 @@ class WindowkeeperHook:
         self.recall_tool = recall.as_langchain_tool()
         self.tools: list[Any] = [self.recall_tool] if recall_tool else []
         """What to add to the agent's tools (the recall tool, unless ``recall_tool=False``)."""
-        self._schemas = tool_schemas([*(tools or ()), *self.tools])
+        self._schemas = tool_schemas([*agent_tools(tools), *self.tools])
 
     def _observe(self, messages: list[Any], thread_id: str) -> None:
         """The newest AI message answers the previous request of this thread: its reported prompt size calibrates
@@ -118,14 +152,15 @@ def pre_model_hook(
     manager_or_budget: Window | BaseContextManager[Any] | int,
     *,
     store: str | os.PathLike[str] | SessionStore | None = None,
-    tools: Sequence[Any] | None = None,
+    tools: Any = None,
     recall_tool: bool = True,
     model: Any = None,
 ) -> Any:
     """A LangGraph node for ``create_react_agent(pre_model_hook=...)`` (sync and async graphs).
 
     ``manager_or_budget`` is a context manager, a budget in tokens, or a `Window` with ``format="langchain"``.
-    ``tools`` are the agent's own tools (counted in every request). The returned runnable has the hook object
+    ``tools`` are the agent's own tools (counted in every request): a list, or the ``ToolNode`` given to
+    ``create_react_agent``. The returned runnable has the hook object
     as ``.hook`` (its ``window`` and ``last_result``) and ``.tools``: the recall tool the pointers name, to add to
     the agent's tools (``create_react_agent(model, [*tools, *hook.tools], pre_model_hook=hook)``); with
     ``recall_tool=False`` it is empty and the pointers tell the model to ask the user instead. ``model`` is the
@@ -160,4 +195,4 @@ def pre_model_hook(
     return node
 
 
-__all__ = ["WindowkeeperHook", "pre_model_hook"]
+__all__ = ["WindowkeeperHook", "agent_tools", "pre_model_hook"]
