@@ -125,3 +125,14 @@ def test_force_says_what_it_overwrites_where_the_only_output_is_the_chart(comman
     assert result.exit_code == 0
     line = next(line for line in result.stdout.splitlines() if line.strip().startswith("--force"))
     assert "chart" in line and "output file" not in line
+
+
+def test_compact_help_says_what_each_strategy_does() -> None:
+    """--strategy's help was "What to apply.": nothing said that message keeps budget // 1000 user turns (so it
+    may end over the budget) or which strategy summarizes."""
+    result = runner.invoke(app, ["compact", "-h"])
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    line = text.split("--strategy <budget|summary|message|window>", 1)[1].split("--budget <int>", 1)[0]
+    for name in ("budget:", "summary:", "message:", "window:", "budget // 1000"):
+        assert name in line, (name, line)

@@ -356,7 +356,14 @@ def compact(
             "-o", "--out", help="Where to write the result; - for stdout. [default: compacted.json; .jsonl for logs]"
         ),
     ] = None,
-    strategy: Annotated[Strategy, typer.Option(case_sensitive=False, help="What to apply.")] = Strategy.BUDGET,
+    strategy: Annotated[
+        Strategy,
+        typer.Option(
+            case_sensitive=False,
+            help="budget: the token budget manager (summarizes what it drops); summary: the summary manager; "
+            "message: the newest budget // 1000 user turns, whole; window: a sliding window.",
+        ),
+    ] = Strategy.BUDGET,
     budget: Annotated[int, typer.Option(callback=at_least(500), help="Target token budget of the result.")] = 8000,
     cut: Annotated[
         Cut,
