@@ -87,6 +87,8 @@ class Placement:
     cache: ItemCache
     system: Any
     tools: list[Any] | None
+    seq: int = 0
+    """The order in which requests were placed in this process (`Thread.seq`)."""
 
 
 @dataclass
@@ -177,6 +179,15 @@ def _continues_after(
     )
 
 
+def _moved_on(known: ItemCache | None, known_lead: int, cache: ItemCache, lead: int) -> bool:
+    """Whether a thread, which this list was found to continue, has gone on here with a list (``known``) this one
+    does not continue: a conversation alike but for its system prompt took the thread (`Gateway._opened`), or,
+    checked again under the thread's lock against the list its window last ran on, a sibling in flight beside this
+    one ran first. This list is then a conversation of its own (a new thread), not a turn that would start that
+    thread's window over, and the other's next turn start it over again."""
+    return known is not None and not _continues_after(cache, lead, known, known_lead, minimum=0)
+
+
 def new_tokens(counter: Any, fmt: str, plains: Sequence[Any]) -> int | None:
     """What ``plains`` (items appended to a list the window counted) add to its count, or None when they cannot
     be read on their own (the window then counts the whole request, and the response waits for it).
@@ -209,6 +220,7 @@ class Gateway:
         self._openers: LRUCache[tuple[str, str], tuple[str, int]] = LRUCache(config.max_threads, name="max_threads")
         """(index session, opener) -> the thread last served here with that first item, and its list's leading
         system items (`_opened`)."""
+        self._placed = itertools.count(1)
         self._waiting: Counter[str] = Counter()
         """Calls per thread in `manage` (their answer waits for the window): none may be passed by an early one."""
         self._unmanaged: LRUCache[str, int] = LRUCache(config.max_threads, name="max_threads")
@@ -258,14 +270,15 @@ class Gateway:
                 opened = self._opened(scope, index_session, opener) if nearest is None else None
                 cache = project(protocol.fmt, items, nearest if opened is None else opened[2])
                 Recognizer.choose(match, cache)
-                if match.how == "continued" and self._moved_on(scope, match.name, cache, lead):
+                local = self.threads.local(internal_id(scope, match.name))
+                if match.how == "continued" and local is not None and _moved_on(local.items, local.lead, cache, lead):
                     match.name = Recognizer.new_name()
                     match.how = "new"
                 if match.how == "new" and opened is not None and _continues_after(cache, lead, opened[2], opened[1]):
                     match.name, match.how = opened[0], "continued"
             match.opener, match.lead = opener, lead
             name = match.name
-        return Placement(protocol, body, items, raw, scope, name, match, cache, system, tools)
+        return Placement(protocol, body, items, raw, scope, name, match, cache, system, tools, next(self._placed))
 
     def _hinted(
         self, protocol: Protocol, items: list[Any], scope: str, index_session: str, head: str
@@ -294,17 +307,6 @@ class Gateway:
         self._hints.put(key, match.name)
         if match.opener is not None:
             self._openers.put((match.index_session, match.opener), (match.name, match.lead))
-
-    def _moved_on(self, scope: str, name: str, cache: ItemCache, lead: int) -> bool:
-        """Whether thread ``name``, which this list was found to continue, has gone on here with a list this one
-        does not continue: a conversation alike but for its system prompt took the thread (`_opened`), or, checked
-        again under the thread's lock, a sibling in flight beside this one ran first. This list is then a
-        conversation of its own (a new thread), not a turn that would start that thread's window over, and the
-        other's next turn start it over again."""
-        local = self.threads.local(internal_id(scope, name))
-        if local is None or local.items is None:
-            return False
-        return not _continues_after(cache, lead, local.items, local.lead, minimum=0)
 
     def _opened(self, scope: str, index_session: str, opener: str) -> tuple[str, int, ItemCache] | None:
         """The thread this process last served a list opening with ``opener`` (its first item after the system
@@ -384,7 +386,7 @@ class Gateway:
             return None
         # what the window will record for this call, recorded now: the thread's next call compares with it even
         # while this call's window is still queued behind the response
-        thread.items = placed.cache
+        thread.items, thread.lead, thread.seq = placed.cache, _leading_system(placed.protocol, placed.items), placed.seq
         thread.clean = Clean(clean.fmt, count, clean.tokens + new, clean.system, clean.tools)
         return clean.tokens + new
 
@@ -466,7 +468,13 @@ class Gateway:
             if hold is not None:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(hold.wait(), HOLD_SECONDS)
-            if match is not None and match.how == "continued" and self._moved_on(scope, name, cache, lead):
+            ran = self.threads.local(internal)
+            if (
+                match is not None
+                and match.how == "continued"
+                and ran is not None
+                and _moved_on(ran.ran, ran.ran_lead, cache, lead)
+            ):
                 raise _Branched
             recall = tool_name(protocol, body) if self.config.recall else None
             told = declared(protocol, tools, recall)
@@ -483,7 +491,12 @@ class Gateway:
                 told,
                 weight=len(placed.raw),
             )
-            thread.items, thread.lead = cache, lead
+            # a later request sent before its window ran (`passes_through`) already holds the thread's latest list
+            # and count: this window, running late, leaves them (the next request compares with those)
+            latest = placed.seq >= thread.seq
+            if latest:
+                thread.items, thread.lead, thread.seq = cache, lead, placed.seq
+            thread.ran, thread.ran_lead = cache, lead
             if match is not None:
                 await self.recognizer.remember(match, cache)
                 self._hint(match)
@@ -516,7 +529,8 @@ class Gateway:
         before = after + (thread.removed or 0)
         recall = recall if not unchanged else None
         clean = unchanged and thread.removed == 0 and fit.summary is None
-        thread.clean = Clean(protocol.fmt, len(items), after, system, tools) if clean else None
+        if latest:
+            thread.clean = Clean(protocol.fmt, len(items), after, system, tools) if clean else None
         if unchanged:
             out_json, out = body, raw
         else:
@@ -546,6 +560,7 @@ class Gateway:
         thread = self.threads.local(internal)
         if thread is not None:
             thread.items, thread.lead = placed.cache, _leading_system(placed.protocol, placed.items)
+            thread.seq = max(thread.seq, placed.seq)
             thread.clean = None  # the window did not count this call: no next call may go out on its count
         if placed.match is not None:
             await self.recognizer.remember(placed.match, placed.cache)

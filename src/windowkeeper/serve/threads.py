@@ -200,6 +200,12 @@ class Thread:
     """Set while every call so far went out unchanged (None after any change, and for a thread read back)."""
     lead: int = 0
     """How many leading items of ``items`` are system text (Chat Completions system/developer messages)."""
+    ran: ItemCache | None = None
+    """The list the window last ran on here, and its leading system items (``items`` may be a later one, sent
+    before its window ran: `Gateway.passes_through`); None for a window read back from the store."""
+    ran_lead: int = 0
+    seq: int = 0
+    """`Placement.seq` of the request whose list ``items`` is."""
     weight: int = 0
     """Bytes of the thread's last request (`Threads._evict`)."""
     used: float = 0.0
@@ -403,7 +409,8 @@ class Threads:
                 fresh = self._new(thread_id, fmt, tools)
                 old = self._threads.pop(thread_id)
                 self._release(old)
-                fresh.items = old.items if old is not None else None
+                if old is not None:
+                    fresh.items, fresh.lead, fresh.seq = old.items, old.lead, old.seq
                 fresh.removed = None if committed else 0
                 thread = fresh
             self._threads.put(thread_id, thread)
