@@ -32,6 +32,7 @@ from typing import Any, Generic, TypeVar, cast
 
 from .._validate import check_timeout
 from ..context._policy import turn_opener, unit_cut
+from ..context._turns import newest_user_index, results_unit_start, turn_start
 from ..errors import ConfigurationError, FormatError, ProviderError, StorageError
 from ..messages import Message
 from ..prompt import summary_tokens as sent_summary_tokens
@@ -580,34 +581,58 @@ class BaseMemory(Generic[S]):
         view fits. A tool-heavy agent turn is one unit of the conversation that no summary may split, so its
         results would otherwise keep every later prompt over the budget. Compaction is reversible (`decompress`),
         and the user message that opened the turn is never touched; when even that is not enough (the newest
-        message alone is over), the view stays over and it is logged."""
+        message alone is over), the view stays over and it is logged.
+
+        The turn opens at `turn_start`: when the newest user message was sent right after tool results, the task
+        before it opened the turn, and both stay whole. Only when every other event is compacted and the view is
+        still over does the task's message go too (logged), as if the newest line had opened the turn."""
         limit = self.thresholds.pre_rot_threshold
         now = self._sent_total(view)
         if now <= limit or report.failure:
             return report
         events = view.events
-        opener = max((i for i, e in enumerate(events) if e.message.role == "user"), default=-1)
+        messages = [e.message for e in events]
+        newest = newest_user_index(messages)
+        start = turn_start(messages)
+        spared = {i for i in (newest, start) if i is not None}
         docs: dict[str, dict[str, Any]] = {}
         compacted: builtins.list[str] = []
-        for index in range(view.settled, len(events)):
-            if now <= limit:
-                break
+
+        async def compact(index: int) -> int:
+            """Compact ``events[index]`` into ``docs``; the tokens it saved (0: left as it is)."""
             entry = events[index]
             record = entry.record
-            if index == opener or self._exempt(entry) or view.declined.get(record.key) == record.version:
-                continue
+            if self._exempt(entry) or view.declined.get(record.key) == record.version:
+                return 0
             event = _copy_json(record.doc["event"])
             await self._compact_event(event)
             if not is_compacted(event):
-                continue
+                return 0
             new_doc = {**record.doc, "event": event}
             with_tokens(new_doc, self.counter)
             saved = entry.tokens - int(new_doc[TOKENS_KEY]["n"])
             if saved <= 0:
-                continue
+                return 0
             docs[record.key] = new_doc
-            now -= saved
             compacted.append(_event_id(record))
+            return saved
+
+        for index in range(view.settled, len(events)):
+            if now <= limit:
+                break
+            if index not in spared:
+                now -= await compact(index)
+        if now > limit and start is not None and start != newest and start >= view.settled:
+            saved = await compact(start)
+            if saved:
+                now -= saved
+                logger.info(
+                    "session %r: the message that opened the turn in progress was compacted too (%d tokens saved): "
+                    "every other event is compacted and the view was still over pre_rot_threshold %d",
+                    sid,
+                    saved,
+                    limit,
+                )
         if docs:
             await self._archive(sid, view, docs)
             await self._commit(sid, view, [(k, d, view.by_key[k].record.version) for k, d in docs.items()])
@@ -801,8 +826,13 @@ class BaseMemory(Generic[S]):
         Summarizing everything but the newest few events leaves the view at a small share of its threshold after
         each summary, so on short turns it holds less verbatim than a plain window of the same size; cutting to a
         target keeps the recent turns, and the band between the target and the trigger is what the view grows
-        through untouched (its prefix cached) before the next summary."""
-        cut = unit_cut(messages, self.thresholds.keep_recent_count)
+        through untouched (its prefix cached) before the next summary.
+
+        A user line sent right after tool results does not open a turn (`windowkeeper.context._turns`): the cut
+        never falls at or after it but at the latest before the tool exchange it was sent with, so the task, its
+        calls and results are not summarized while the model answers them (the task message stays as the turn's
+        opener, `turn_opener`, as in any turn cut inside)."""
+        cut = min(unit_cut(messages, self.thresholds.keep_recent_count), self._turn_limit(messages))
         goal = self.thresholds.summarization_goal
         if goal is None:
             return cut
@@ -819,22 +849,47 @@ class BaseMemory(Generic[S]):
                 best = index  # a turn starts here: the kept part opens with the user's message
         return best
 
+    @staticmethod
+    def _turn_limit(messages: builtins.list[Message]) -> int:
+        """The latest cut that keeps the turn in progress together: where the tool exchange starts that the newest
+        user message was sent right after (`results_unit_start`), ``len(messages)`` when that message opens a
+        turn of its own."""
+        newest = newest_user_index(messages)
+        if newest is None or turn_start(messages) == newest:
+            return len(messages)
+        return results_unit_start(messages, newest)
+
     def _fitting_cut(self, messages: builtins.list[Message], tokens: builtins.list[int], cut: int) -> int:
         """``cut`` moved to later user messages, then (inside the newest turn) to later unit starts, while the
         events kept after it and a summary of ``summary_max_tokens`` would not fit under the compaction trigger:
         ``keep_recent_count`` long events (pasted documents, long replies, an agent turn's tool results) must not
         keep the view over ``pre_rot_threshold``. A cut inside the newest turn keeps the user message that opened
-        it live (`_turn_opener`), and the newest unit is always kept, so it alone (with that opener and the
+        it live (`turn_opener`), and the newest unit is always kept, so it alone (with that opener and the
         summary) may stay over: the one case the threshold cannot hold. System events are never summarized, so
-        wherever they stand they take their room first (an agent's instructions can be most of a small budget)."""
+        wherever they stand they take their room first (an agent's instructions can be most of a small budget).
+
+        When the newest user message was sent right after tool results, the turn in progress starts at the user
+        message before them (`turn_start`), and moving user by user the cut stops there once the turn fits. When
+        it does not, the cut goes on to the newest user message as before, as if that line had opened a turn
+        (logged): the threshold is held and the newest user message is still never summarized. (Cutting inside
+        that turn instead, keeping its task as the opener, was tried: it kept more after each summary and lost
+        prefix-stable calls on the generated agent sessions.)"""
         pinned = [t if m.role == "system" else 0 for m, t in zip(messages, tokens, strict=True)]
         room = self.thresholds.compaction_limit - self.summary_max_tokens - sum(pinned[:cut])
-        newest = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+        newest = newest_user_index(messages)
         if newest is None:
             return cut
+        start = turn_start(messages)
         kept = sum(tokens[cut:])
         while kept > room and cut < newest:
             nxt = next(i for i in range(cut + 1, newest + 1) if messages[i].role == "user")
+            if nxt == newest != start:
+                logger.info(
+                    "the turn in progress (from the user message before the tool results the newest user message "
+                    "was sent with) does not fit the compaction trigger (%g) beside a summary; it starts at the "
+                    "newest user message instead, and the task before it is summarized",
+                    self.thresholds.compaction_limit,
+                )
             kept -= sum(tokens[cut:nxt]) - sum(pinned[cut:nxt])
             cut = nxt
         if kept <= room:
