@@ -190,3 +190,33 @@ def test_a_responses_input_given_as_text_stays_text(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     _compact(source, out, "--strategy", "window")
     assert json.loads(out.read_text()) == body
+
+
+LIST_KEYS = {"openai-list": None, "openai-request": "messages", "responses": "input", "jsonl-messages": "lines"}
+LIST_KEYS |= {"anthropic-system": "messages", "gemini": "contents", "langchain": None}
+
+
+def _items(path: Path, key: str | None) -> tuple[list[Any], dict[str, Any]]:
+    """The message items of a file and the rest of its body."""
+    if key == "lines":
+        return [json.loads(line) for line in path.read_text().splitlines()], {}
+    data = json.loads(path.read_text())
+    if key is None:
+        return data, {}
+    return data[key], {k: v for k, v in data.items() if k != key}
+
+
+@pytest.mark.parametrize("case", sorted(LIST_KEYS))
+def test_a_strategy_that_changes_nothing_writes_only_the_files_own_items(
+    tmp_path: Path, case: str, long_session: Any
+) -> None:
+    """--strategy window drops messages and changes none: every item written is one of the file's, byte for
+    byte, and the body around them (model, tools, system, settings) is the file's."""
+    source, _fmt = write_sample(tmp_path, case, long_session)
+    out = tmp_path / f"out{source.suffix}"
+    _compact(source, out, "--strategy", "window", "--budget", "8000")
+    items, body = _items(source, LIST_KEYS[case])
+    written, written_body = _items(out, LIST_KEYS[case])
+    assert 0 < len(written) < len(items)
+    assert all(item in items for item in written)
+    assert written_body == body

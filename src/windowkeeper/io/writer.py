@@ -115,7 +115,9 @@ def _body(conversation: Conversation, key: str, messages: Any, **replaced: Any) 
     for k, v in replaced.items():
         if v is not None:
             body[k] = v
-    return {k: v for k, v in body.items() if v is not None or k not in _SYSTEM_FIELDS}
+    envelope = conversation.envelope
+    # no system prompt to write: its key goes, unless the file held it as null too
+    return {k: v for k, v in body.items() if v is not None or k not in _SYSTEM_FIELDS or envelope.get(k, 0) is None}
 
 
 def _drop_sources(messages: list[dict[str, Any]]) -> None:
