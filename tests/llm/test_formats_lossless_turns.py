@@ -197,3 +197,16 @@ def test_a_chat_refusal_is_what_the_model_said_in_every_format() -> None:
             warnings.simplefilter("ignore")
             out = convert(items, "openai_chat", target)
         assert REFUSAL["refusal"] in str(out[-1]), target
+
+
+def test_an_anthropic_user_turn_cut_to_fit_keeps_its_other_blocks_as_sent() -> None:
+    """A pasted log too large for the budget is cut in its text; written anew, the turn's ``search_result`` went
+    out as ``[unknown search_result] {...}`` text and its question without its ``cache_control``."""
+    question = {"type": "text", "text": "what now?", "cache_control": {"type": "ephemeral"}}
+    turn = {"role": "user", "content": [{"type": "text", "text": LOG}, SEARCH, question], "x_u": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (sent,) = Window(budget=4_000, format="anthropic", prompt_cache=False).fit([turn]).messages
+    assert "[truncated " in sent["content"][0]["text"]
+    assert sent["content"][1:] == [SEARCH, question]
+    assert sent["x_u"] == 1

@@ -298,6 +298,31 @@ def _refill_results(message: Message, written: list[_Block]) -> list[_Block]:
     return out
 
 
+def _refill_blocks(message: Message, written: list[_Block]) -> list[_Block]:
+    """The blocks written anew for the user ``message`` (changed since it was read: a text cut to fit) with each
+    block it holds as it was read as the caller's own block: a ``search_result`` in its own shape rather than the
+    text it was read as, a text with its ``cache_control``. Only when its blocks and the caller's pair one to
+    one (else ``written`` as it is)."""
+    record = source_record(message)
+    if record is None or record.get("format") != NAME:
+        return written
+    blocks = record.get("blocks")
+    if not isinstance(blocks, list):
+        items = record.get("items")
+        turn = items[0] if isinstance(items, list) and len(items) == 1 and record.get("parts") == 1 else None
+        content = turn.get("content") if isinstance(turn, Mapping) else None
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    n = len(message.content)
+    if not isinstance(blocks, list) or not len(blocks) == len(written) == n:
+        return written
+    try:
+        read = [_parse_block(b, index=0, key=f"content[{j}]") for j, b in enumerate(blocks)]
+    except FormatError:
+        return written
+    pairs = zip(blocks, written, message.content, read, strict=True)
+    return [cast(_Block, own) if block == was else new for own, new, block, was in pairs]
+
+
 def _client_output(block: Mapping[str, Any]) -> str | None:
     """The text the reader reads of the caller's ``tool_result`` block (None for one it cannot read)."""
     try:
@@ -523,6 +548,8 @@ def to_anthropic(
                     content = _refill_results(message, content)
             else:
                 content = _content(message, index=i, ids=ids, reasoning=reasoning)
+                if passthrough and message.role == "user":
+                    content = _refill_blocks(message, content)
         keys = turn_keys(message, NAME) if passthrough else None
         if message.role == "assistant":
             open_turn, recall_open = None, False
