@@ -62,7 +62,12 @@ async def _siblings(send: Send) -> None:
     thread, _ = await send(main)
     main = [*main, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "go on"}]
     side = [*main[:-1], {"role": "user", "content": "a side question: name this conversation"}]
-    (main_thread, main_after), (side_thread, side_after) = await asyncio.gather(send(main), send(side))
+
+    async def side_call() -> tuple[str, int]:
+        await asyncio.sleep(0.05)  # placed while the main turn's window runs (`_slow_windows`), never before it
+        return await send(side)
+
+    (main_thread, main_after), (side_thread, side_after) = await asyncio.gather(send(main), side_call())
     assert main_after < BUDGET and side_after < BUDGET
     assert main_thread == thread
     assert side_thread != thread  # the side call is a branch: its own thread
