@@ -136,3 +136,17 @@ def test_compact_help_says_what_each_strategy_does() -> None:
     line = text.split("--strategy <budget|summary|message|window>", 1)[1].split("--budget <int>", 1)[0]
     for name in ("budget:", "summary:", "message:", "window:", "budget // 1000"):
         assert name in line, (name, line)
+
+
+@pytest.mark.parametrize("unreadable", [1, 5])
+def test_a_folder_with_an_unreadable_file_says_what_to_do(tmp_path: Path, unreadable: int) -> None:
+    """ "two: two/empty.json: empty file" stopped the whole folder and named no way on."""
+    from windowkeeper.testing.conversation_files import write_sample
+
+    write_sample(tmp_path, "openai-list")
+    for i in range(unreadable):
+        (tmp_path / f"empty{i}.json").write_text("")
+    result = runner.invoke(app, ["inspect", str(tmp_path)])
+    assert result.exit_code == 2
+    first = result.stderr.splitlines()[0]
+    assert "empty0.json" in first and "move it out" in first, first

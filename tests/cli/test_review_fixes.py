@@ -110,7 +110,7 @@ def test_a_folder_with_a_few_unreadable_files_lists_each(tmp_path: Path) -> None
     result = runner.invoke(app, ["inspect", str(tmp_path)])
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
-    assert lines[0].endswith("2 problems") and len(lines) == 3, result.stderr
+    assert ": 2 problems; " in lines[0] and len(lines) == 3, result.stderr
 
 
 def test_an_unknown_strategy_is_named_without_the_parsers_prefix(tmp_path: Path) -> None:

@@ -888,10 +888,14 @@ def read_folder(
         if limit is not None and len(out) >= limit:
             break
     if len(failed) > FOLDER_FAILURES_LISTED:
-        raise ConversationFileError(_folder_summary(os.fspath(path), failed, len(files)))
+        raise ConversationFileError(_folder_summary(os.fspath(path), failed, len(files)) + FOLDER_FIX)
     if problems:
-        raise ConversationFileError(_summary(os.fspath(path), problems), problems=problems)
+        raise ConversationFileError(_summary(os.fspath(path), problems) + FOLDER_FIX, problems=problems)
     return out[:limit] if limit is not None else out
+
+
+FOLDER_FIX = "; every conversation file of a folder is read: fix the file or move it out, or pass one file"
+"""What to do about a folder's unreadable file (the others are not read past it)."""
 
 
 FOLDER_FAILURES_LISTED = 3
