@@ -114,3 +114,55 @@ def test_a_managed_thread_whose_tools_outgrow_the_budget_is_forwarded_and_resume
     assert len(_warnings(caplog)) == 1, _warnings(caplog)
     assert _metric(gw.url, "windowkeeper_unmanaged_total", "messages") == 2
     assert sizes[2] is not None and int(sizes[2]) < BUDGET
+
+
+def test_responses_and_gemini_keep_their_thread_while_their_tools_fill_the_budget(
+    make_gateway: GatewayFactory, openai_server: FakeOpenAIServer, closing: ExitStack, caplog: pytest.LogCaptureFixture
+) -> None:
+    genai = pytest.importorskip("google.genai")
+    from google.genai import types
+
+    from windowkeeper.testing.fake_servers import FakeGeminiServer
+
+    gemini_server = closing.enter_context(FakeGeminiServer())
+    gw = make_gateway(budget=BUDGET, gemini_base_url=gemini_server.url)
+    caplog.set_level(logging.WARNING, logger="windowkeeper")
+    oa = closing.enter_context(openai.OpenAI(base_url=gw.url + "/v1", api_key="sk-fixed", max_retries=0))
+    tools: Any = [
+        {"type": "function", "name": f"t{i}", "description": "a clause " * 200, "parameters": {"type": "object"}}
+        for i in range(3)
+    ]
+    items: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+    names = []
+    for turn in range(2):
+        raw = oa.responses.with_raw_response.create(model="m", input=items, tools=tools)  # type: ignore[arg-type]
+        names.append(raw.headers.get("x-windowkeeper-thread"))
+        assert openai_server.last_request.json["input"] == items
+        items = [*items, {"role": "assistant", "content": "ok"}, {"role": "user", "content": f"on {turn}"}]
+    raw = oa.responses.with_raw_response.create(model="m", input=items)
+    names.append(raw.headers.get("x-windowkeeper-thread"))
+    assert names[0] is not None and names == [names[0]] * 3, names
+
+    client = genai.Client(api_key="g-fixed", http_options=types.HttpOptions(base_url=gw.url))
+    closing.callback(client.close)
+    big = types.Tool(
+        function_declarations=[
+            types.FunctionDeclaration(name=f"t{i}", description="a clause " * 200, parameters_json_schema={})
+            for i in range(3)
+        ]
+    )
+    contents: list[Any] = [{"role": "user", "parts": [{"text": "hi"}]}]
+    threads = []
+    for turn, config in enumerate([types.GenerateContentConfig(tools=[big])] * 2 + [None]):
+        reply = client.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)
+        assert reply.sdk_http_response is not None
+        threads.append(reply.sdk_http_response.headers.get("x-windowkeeper-thread"))
+        contents = [
+            *contents,
+            {"role": "model", "parts": [{"text": "ok"}]},
+            {"role": "user", "parts": [{"text": f"{turn}"}]},
+        ]
+    assert threads[0] is not None and threads == [threads[0]] * 3, threads
+    assert len(_warnings(caplog)) == 2, _warnings(caplog)  # one per thread
+    assert _metric(gw.url, "windowkeeper_unmanaged_total", "responses") == 2
+    assert _metric(gw.url, "windowkeeper_managed_requests_total", "responses") == 1
