@@ -169,10 +169,15 @@ def _continues_after(
     cache: ItemCache, lead: int, known: ItemCache, known_lead: int, minimum: int = MOVED_MIN_ITEMS
 ) -> bool:
     """Whether ``cache``'s items after its ``lead`` system items continue ``known``'s whole list after its own
-    ``known_lead``, which holds at least ``minimum`` items (compared by item hashes, in C)."""
+    ``known_lead``, which holds at least ``minimum`` items.
+
+    One digest compared when the lists agree from their first item (a turn that continues the thread, the usual
+    case), else the item hashes after the system items (a slice compared in C: 0.2 ms for 100,000 items)."""
     length = len(known) - known_lead
     if length < minimum or len(cache) - lead < length:
         return False
+    if lead == known_lead and cache.digest(len(known)) == known.digest(len(known)):
+        return True
     return (
         cache.hashes[lead * DIGEST : (lead + length) * DIGEST]
         == known.hashes[known_lead * DIGEST : (known_lead + length) * DIGEST]
