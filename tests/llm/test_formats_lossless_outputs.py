@@ -150,3 +150,36 @@ def test_a_part_whose_text_the_cut_took_out_leaves_whole_with_a_warning_naming_i
         BLOB,
         {"type": "text", "text": "tail " * 3 + marker + "tail " * 5},
     ]
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "openai_responses", "anthropic"])
+def test_a_tool_output_of_text_parts_cut_to_fit_stays_a_list_of_parts(fmt: str) -> None:
+    """An output the caller sent as a list of text parts went out, once cut, as a string: another shape than the
+    caller's for the one item windowkeeper changed."""
+    log = "\n".join(f"line {i} of the audit log" for i in range(3000))
+    user: dict[str, Any] = {"role": "user", "content": "go"}
+    if fmt == "openai_chat":
+        call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        items: list[dict[str, Any]] = [
+            user,
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": log}]},
+        ]
+    elif fmt == "openai_responses":
+        items = [
+            user,
+            {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": [{"type": "input_text", "text": log}]},
+        ]
+    else:
+        result = {"type": "tool_result", "tool_use_id": "c1", "content": [{"type": "text", "text": log}]}
+        items = [
+            user,
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "f", "input": {}}]},
+            {"role": "user", "content": [result]},
+        ]
+    sent = list(Window(budget=4_000, format=fmt, prompt_cache=False).fit(items).messages)[-1]
+    output = sent["content"][0]["content"] if fmt == "anthropic" else sent.get("output", sent.get("content"))
+    assert isinstance(output, list) and len(output) == 1, output
+    assert output[0]["type"] == ("input_text" if fmt == "openai_responses" else "text")
+    assert "[truncated " in output[0]["text"]

@@ -362,14 +362,16 @@ def own_parts_in(
     is; and the media parts (the known ones besides text) as the caller's own, keys the reader does not keep
     included (a ``cache_control``), when they are the same number of the same types. Where the cut took an
     unknown part's text out, the part is left out whole, with a warning naming it (``what`` names the output):
-    never as text. ``value`` as it is when the caller's output holds nothing to put back."""
+    never as text. A text written for a list of parts is a list of one text part, in the caller's text type."""
     if not isinstance(own, list):
         return value
     unknown = [p for p in own if isinstance(p, Mapping) and p.get("type") not in known]
     media = [p for p in own if isinstance(p, Mapping) and p.get("type") in known and p.get("type") not in TEXT_PARTS]
+    text_type = next((p["type"] for p in own if isinstance(p, Mapping) and p.get("type") in TEXT_PARTS), None)
     if not unknown and (not media or isinstance(value, str)):
-        return value
-    text_type = next((p["type"] for p in own if isinstance(p, Mapping) and p.get("type") in TEXT_PARTS), "text")
+        # a list of text parts cut to one text: still a list, as the caller sent it (a writer writes a string)
+        return [{"type": text_type, "text": value}] if isinstance(value, str) and text_type else value
+    text_type = text_type or "text"
     parts = [{"type": text_type, "text": value}] if isinstance(value, str) else list(value or [])
     pending = [(part, stand_in(part)) for part in unknown if part not in parts]  # those in place already stay
     out: list[Any] = []
