@@ -246,3 +246,15 @@ def test_cut_summary_keeps_whole_lines_from_both_ends_and_one_marker() -> None:
     assert twice.splitlines()[-1].startswith("new 39")
     assert cut_summary("short", 100) == "short"
     assert estimate_text_tokens(cut_summary("z" * 4000, 50)) <= 50  # one long line is cut by characters
+
+
+@pytest.mark.parametrize("token_budget", [1, 2, 3, 5])
+def test_a_running_summary_cut_to_a_tiny_bound_is_within_it_in_exact_tokens(token_budget: int) -> None:
+    """The bound is in exact tokens; at a budget of a token or two the cut marker alone is over it, and the summary
+    stayed a token over (hypothesis found it with token_budget=1: '[...' is 2 tokens)."""
+    manager: SummaryContextManager[AgentState] = SummaryContextManager(
+        summarizer=echo, max_messages=None, token_budget=token_budget, keep_recent=0
+    )
+    long = "Earlier: the user is Sam from Berlin.\n\nsummary of 48 messages\n" * 5
+    bound = manager.max_running_summary_tokens
+    assert manager.counter.count_text(manager._cut_exact(long, bound)) <= bound

@@ -493,13 +493,19 @@ class SummaryContextManager(BaseContextManager[S]):
         return (yield from self._bounded(summary, bound, bound))
 
     def _cut_exact(self, summary: str, target: int) -> str:
-        """`cut_summary` to ``target`` exact tokens: the estimated cut, tightened by the measured ratio."""
+        """`cut_summary` to ``target`` exact tokens: the estimated cut, tightened by the measured ratio.
+
+        A bound of a token or two is below what the cut marker alone costs, so when the tightened cut is still
+        over, the text is shortened by characters until it is within ``target``: the bound is documented in exact
+        tokens, and a summary one token over it at a tiny ``token_budget`` was a prompt over the budget."""
         text = cut_summary(summary, target)
         for _ in range(4):
             exact = self.counter.count_text(text)
             if exact <= target:
-                break
+                return text
             text = cut_summary(summary, max(1, int(estimate_text_tokens(text) * target / exact * 0.95)))
+        while text and self.counter.count_text(text) > target:
+            text = text[: len(text) * 3 // 4]
         return text
 
     # -- the planning core (`BaseContextManager` drives it sync and async) ------------------------------------
