@@ -564,8 +564,9 @@ class Gateway:
         route, name = placed.protocol.name, placed.name
         thread = self.threads.local(internal)
         if thread is not None:
-            thread.items, thread.lead = placed.cache, _leading_system(placed.protocol, placed.items)
-            thread.seq = max(thread.seq, placed.seq)
+            if placed.seq >= thread.seq:
+                thread.items, thread.lead = placed.cache, _leading_system(placed.protocol, placed.items)
+                thread.seq = placed.seq
             thread.clean = None  # the window did not count this call: no next call may go out on its count
         if placed.match is not None:
             await self.recognizer.remember(placed.match, placed.cache)

@@ -151,6 +151,7 @@ class Recognizer:
 
     @staticmethod
     def new_name() -> str:
+        """A name no other thread has (random: names are sent to clients, so they must not be guessable either)."""
         return f"t{uuid.uuid4().hex[:20]}"
 
     async def remember(self, match: Match, items: ItemCache) -> None:
