@@ -138,3 +138,20 @@ def test_a_responses_call_on_a_stored_response_is_relayed_and_touches_no_thread(
     assert metric(gw.url, "windowkeeper_managed_requests_total") == 2
     assert metric(gw.url, "windowkeeper_requests_total") == 3
     assert httpx.get(gw.url + "/healthz").status_code == 200
+
+
+@pytest.mark.parametrize("route", ["chat", "messages"])
+def test_a_dropped_last_message_then_another_is_one_new_thread(route: str, route_sender: RouteSender) -> None:
+    """The client drops its last user message and sends the list without it, then with another in its place: both
+    calls are one branch (a thread of its own), each under the budget, and the original thread is left as it was."""
+    send, _, gw = route_sender(route)
+    history = turns(15)
+    original = send(SYSTEM, history)
+    dropped = send(SYSTEM, history[:-1])
+    assert dropped.thread != original.thread
+    replaced = send(SYSTEM, [*history[:-1], "another question instead"])
+    assert replaced.thread == dropped.thread
+    for sent in (original, dropped, replaced):
+        assert sent.after is not None and sent.after < BUDGET
+    assert send(SYSTEM, [*history, "reply", "on"]).thread == original.thread
+    assert metric(gw.url, "windowkeeper_managed_requests_total") == 4
