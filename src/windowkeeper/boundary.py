@@ -139,15 +139,24 @@ def clean_json(value: Any, *, _depth: int = 0) -> Any:
     return value
 
 
+_CONTAINERS = (dict, list, tuple)
+_SEQUENCES = (list, tuple)
+
+
 def json_depth(value: Any, *, limit: int) -> int:
-    """Nesting depth of ``value`` (a scalar is 0, ``[1]`` is 1); stops counting once it passes ``limit``."""
+    """Nesting depth of ``value`` (a scalar is 0, ``[1]`` is 1); stops counting once it passes ``limit``.
+
+    Every payload a reader is handed is walked here first, so the kinds are tested against class tuples built once
+    (``dict | list | tuple`` written inline made a union object per child, most of the walk's cost).
+    """
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
+    pop, push = stack.pop, stack.append
     while stack:
-        item, depth = stack.pop()
+        item, depth = pop()
         if isinstance(item, dict):
             children: Any = item.values()
-        elif isinstance(item, list | tuple):
+        elif isinstance(item, _SEQUENCES):
             children = item
         else:
             continue
@@ -156,7 +165,9 @@ def json_depth(value: Any, *, limit: int) -> int:
             deepest = depth
             if deepest > limit:
                 return deepest
-        stack.extend((child, depth) for child in children if isinstance(child, dict | list | tuple))
+        for child in children:
+            if isinstance(child, _CONTAINERS):
+                push((child, depth))
     return deepest
 
 

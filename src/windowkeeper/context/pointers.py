@@ -63,6 +63,8 @@ _JSON = json.JSONEncoder(ensure_ascii=False)
 _SORTED_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
 _LOOSE_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 """Encoders built once (``json.dumps`` with options builds one per call; the output is the same)."""
+_JSON_CONTAINERS = (dict, list)
+"""A class tuple built once: ``dict | list`` written in a loop makes a union object on every test."""
 
 
 def offload_info(message: Message) -> dict[str, Any] | None:
@@ -289,7 +291,7 @@ def approx_bytes(message: Message) -> int:
                 size += len(value)
             elif isinstance(value, MediaRef) and value.data_base64:
                 size += len(value.data_base64)
-            elif isinstance(value, dict | list):
+            elif isinstance(value, _JSON_CONTAINERS):
                 size += len(_LOOSE_JSON.encode(value))
     return size
 
