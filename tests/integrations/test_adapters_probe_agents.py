@@ -9,6 +9,7 @@ summary item beside the filter's own.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,60 @@ async def test_a_session_takes_a_responses_window_and_keeps_its_items_in_the_win
         WindowkeeperSession("user-42", "other.db", manager_or_budget=window)
     assert type(caught.value).__name__ == "ConfigurationError"
     window.close()
+
+
+RECALLED = "call_1"
+
+
+def _module(path: str) -> str:
+    return "\n".join(f"{path}:{n}: value_{n} = {n * n}  # computed by step {n}" for n in range(60))
+
+
+def read_module(path: str) -> str:
+    """Read a module of the repository.
+
+    Args:
+        path: Path of the module.
+    """
+    return _module(path)
+
+
+@pytest.mark.parametrize("kind", ["chat", "responses"])
+async def test_the_session_alone_names_the_recall_tool_it_hands_out_and_the_model_gets_the_original(
+    kind: str,
+) -> None:
+    """The docs give the session's tool to the agent (``Agent(tools=[..., session.recall_tool])``) and say the
+    pointers name it; a session without the filter never sees the agent, and its view's pointers told the model
+    to ask the user, so the tool it was given could never be used."""
+    from openai import AsyncOpenAI
+
+    from windowkeeper import ExtractiveSummarizer, TokenBudgetContextManager
+    from windowkeeper.integrations.openai_agents import WindowkeeperSession
+
+    manager = TokenBudgetContextManager(
+        4500, reserve_tokens=900, summarizer=ExtractiveSummarizer(), keep_tool_results=1
+    )
+    replies: list[FakeReply] = []
+    for turn in range(4):
+        replies.append(FakeReply(tool_calls=(FakeToolCall("read_module", {"path": f"m{turn}.py"}, id=f"call_{turn}"),)))
+        replies.append(FakeReply(text=f"Read m{turn}."))
+    replies.append(FakeReply(tool_calls=(FakeToolCall("recall", {"pointer_id": RECALLED}, id="call_recall"),)))
+    replies.append(FakeReply(text="m1 defines value_59."))
+    with FakeOpenAIServer(replies) as srv:
+        client = AsyncOpenAI(base_url=srv.base_url, api_key="test", max_retries=0)
+        session = WindowkeeperSession("user-42", manager_or_budget=manager)
+        agent = agents.Agent(
+            name="reader", tools=[agents.function_tool(read_module), session.recall_tool], model=_model(kind, client)
+        )
+        config = agents.RunConfig(tracing_disabled=True)
+        try:
+            for turn in range(5):
+                await agents.Runner.run(
+                    agent, f"Turn {turn}: read the next module.", session=session, run_config=config
+                )
+        finally:
+            await client.close()
+        asked, answered = srv.requests[-2].raw.decode(), srv.requests[-1].raw.decode()
+    assert f'recall(pointer_id=\\"{RECALLED}\\")' in asked  # the pointer names the tool the agent has
+    assert "ask the user" not in asked
+    assert json.dumps(_module("m1.py"))[1:-1] in answered  # and calling it gave the original back

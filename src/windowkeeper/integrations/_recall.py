@@ -214,6 +214,13 @@ class WindowRecallTool:
             {"query": args.get("query"), "max_results": max_results}, thread_id=self._key(thread)
         )
 
+    def invoke(self, arguments: Mapping[str, Any] | str | None = None, *, thread_id: str | None = None) -> str:
+        """`ainvoke` for synchronous code (a raw SDK loop with the sync client); it also works when called from
+        inside a running event loop (a notebook, a sync callback of an async host), where ``asyncio.run`` raises."""
+        from .._bridge import run_sync_anywhere
+
+        return run_sync_anywhere(lambda: self.ainvoke(arguments, thread_id=thread_id))
+
     def as_langchain_tool(self) -> Any:
         """A LangChain ``StructuredTool`` named ``recall`` (the running LangGraph thread is the one searched)."""
         from langchain_core.tools import StructuredTool
@@ -226,9 +233,7 @@ class WindowRecallTool:
         def recall_sync(
             query: str | None = None, pointer_id: str | None = None, max_results: int = DEFAULT_RESULTS
         ) -> str:
-            from .._bridge import run_sync_anywhere
-
-            return run_sync_anywhere(lambda: recall(query, pointer_id, max_results))
+            return self.invoke({"query": query, "pointer_id": pointer_id, "max_results": max_results})
 
         return StructuredTool.from_function(
             func=recall_sync, coroutine=recall, name=self.name, description=self.description

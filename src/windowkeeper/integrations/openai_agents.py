@@ -429,6 +429,9 @@ class WindowkeeperSession:
         self._summary: tuple[dict[str, Any], str] | None = None
         """The summary item the latest `get_items` served first, and the summary it holds."""
         self._filter: WindowkeeperInputFilter | None = None
+        self._tools: list[dict[str, Any]] | None = None
+        """What `get_items` tells the window the agent declares: the recall tool once `recall_tool` was handed
+        out (for the agent's tools), so the view's pointers name it; before, they say to ask the user."""
 
     # -- reading ------------------------------------------------------------------------------------------------
 
@@ -472,7 +475,7 @@ class WindowkeeperSession:
             self._serve([], 0)  # a run's input is then all new: the filter starts the session's thread
             return []
         count = len(items)
-        result = await self.window.afit(items, thread_id=self.session_id)
+        result = await self.window.afit(items, tools=self._tools, thread_id=self.session_id)
         self.last_result = result
         view: list[Any] = list(result.messages)
         if limit is not None:
@@ -520,8 +523,16 @@ class WindowkeeperSession:
 
     @property
     def recall_tool(self) -> Any:
-        """The ``recall`` ``FunctionTool`` for this session's thread (the same as ``input_filter.recall_tool``)."""
-        return self.input_filter.recall_tool
+        """The ``recall`` ``FunctionTool`` for this session's thread (the same as ``input_filter.recall_tool``), to
+        put among the agent's tools: ``Agent(tools=[..., session.recall_tool])``.
+
+        From then on the pointers of the view `get_items` serves name it (a session without the filter never
+        sees the agent, so it takes handing the tool out as declaring it); the session's filter, which sees the
+        agent, still names it only to an agent that has it."""
+        tool = self.input_filter.recall_tool
+        if self._tools is None:
+            self._tools = [self.window.recall_tool().definition("openai_responses")]
+        return tool
 
     @property
     def input_filter(self) -> WindowkeeperInputFilter:
