@@ -28,6 +28,7 @@ from ..prompt.recall import is_recall
 from ..summarize.limits import DEFAULT_INPUT_LIMIT, newest_within
 from ..tokens import counting_once
 from ..units import UnitKind, group_units
+from ._turns import opens_turn
 from .base import SummaryRequest
 from .pointers import OffloadStore, _cut_middle, clear_reply, clear_tool_results, offload_info, truncate_message
 
@@ -683,15 +684,6 @@ class ColdPlan:
     """Exact tokens of the messages read (from ``start``, plus earlier system messages) before clearing."""
 
 
-def _opens_turn(messages: Sequence[Message], index: int) -> bool:
-    """Whether ``messages[index]`` is a user message that opens a turn: not one sent right after tool results
-    (system messages between them do not count, as units leave them out)."""
-    if messages[index].role != "user":
-        return False
-    before = next((messages[i].role for i in range(index - 1, -1, -1) if messages[i].role != "system"), None)
-    return before != "tool"
-
-
 def _has_tool_activity(messages: Sequence[Message]) -> bool:
     return any(m.role == "tool" or (m.role == "assistant" and m.tool_call_ids()) for m in messages)
 
@@ -726,7 +718,7 @@ def plan_cold(
     target = need
     start = n
     while True:
-        while start > 0 and (estimate < target or not _opens_turn(messages, start)):
+        while start > 0 and (estimate < target or not opens_turn(messages, start)):
             start -= 1
             msg = messages[start]
             size = count(msg)

@@ -8,8 +8,8 @@ results while the model is answering from them. So the turn in progress starts o
 before those tool turns. One step only: a client that never replies after tool results (each request sent right
 after the last one's results) would otherwise make the whole conversation one turn that nothing may cut.
 
-The budget manager applies the same rule on its units (`windowkeeper.context._compaction`); the summary manager
-and the three-tier memory read it from here.
+The budget manager applies the same rule on its units (`windowkeeper.context._compaction`, whose cold plan
+reads `opens_turn` from here); the summary manager and the three-tier memory read it from here.
 """
 
 from __future__ import annotations
