@@ -77,3 +77,18 @@ def test_calling_the_hook_with_the_messages_instead_of_the_state_says_so() -> No
         hook([HumanMessage("hi")], {"configurable": {"thread_id": "t"}})
     with pytest.raises(ConfigurationError, match=r"its keys: \['history'\]\): pass a state"):
         hook({"history": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t"}})
+
+
+def test_the_hook_remembers_replies_of_as_many_threads_as_the_window_keeps() -> None:
+    """The hook noted the last reply of every thread it ever served in a dict that only grew (a server with a
+    thread per user kept one entry per user for good); it keeps those of the window's threads in memory."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from windowkeeper.integrations.langgraph import pre_model_hook
+    from windowkeeper.integrations.window import MAX_WINDOW_THREADS
+
+    node = pre_model_hook(8000)
+    for n in range(MAX_WINDOW_THREADS + 50):
+        state = {"messages": [HumanMessage("hi", id=f"h{n}"), AIMessage("hello", id=f"a{n}"), HumanMessage("go on")]}
+        node(state, {"configurable": {"thread_id": f"user-{n}"}})
+    assert len(node.hook._usage_seen) == MAX_WINDOW_THREADS

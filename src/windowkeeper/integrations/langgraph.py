@@ -24,6 +24,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._cache import LRUCache
 from ..context import BaseContextManager
 from ..errors import ConfigurationError
 from ..storage import SessionStore
@@ -36,7 +37,7 @@ from ._lc import (
     thread_id_from_config,
     tool_schemas,
 )
-from .window import FitResult, Window, as_window
+from .window import MAX_WINDOW_THREADS, FitResult, Window, as_window
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +116,8 @@ class WindowkeeperHook:
         self.in_place = accepts_mid_system(model)
         """Whether a system message of the state said mid-conversation stays where it was (``model`` takes it)."""
         self.last_result: FitResult | None = None
-        self._usage_seen: dict[str, object] = {}
+        self._usage_seen: LRUCache[str, object] = LRUCache(MAX_WINDOW_THREADS)
+        """The reply whose usage each thread last fed the counter, for the threads the window keeps in memory."""
         recall = window.recall_tool()
         recall.thread_of = current_thread_id
         self.recall_tool = recall.as_langchain_tool()
@@ -130,7 +132,7 @@ class WindowkeeperHook:
         key = getattr(reply, "id", None) or id(reply)
         if reply is None or self._usage_seen.get(thread_id) == key:
             return
-        self._usage_seen[thread_id] = key
+        self._usage_seen.put(thread_id, key)
         self.window.observe_usage(reported_input_tokens(reply), thread_id=thread_id)
 
     def __call__(self, state: Any, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
