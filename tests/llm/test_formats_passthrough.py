@@ -435,13 +435,13 @@ def _runs(fmt: str) -> list[tuple[list[Any], Any]]:
         system = next((m.text() for m in messages if m.role == "system"), None)
         body = [m for m in messages if m.role != "system"]
         if fmt == "openai_chat":
-            out.append((to_openai_chat(body, include_reasoning=False), system))
+            out.append((to_openai_chat(body, include_reasoning=False, passthrough=False), system))
         elif fmt == "openai_responses":
-            out.append((to_responses_input(body, reasoning="signed")[1], system))
+            out.append((to_responses_input(body, reasoning="signed", passthrough=False)[1], system))
         elif fmt == "anthropic":
-            out.append((to_anthropic(body, reasoning="signed")[1], system))
+            out.append((to_anthropic(body, reasoning="signed", passthrough=False)[1], system))
         else:
-            out.append((to_gemini(body, reasoning="signed")[1], system))
+            out.append((to_gemini(body, reasoning="signed", passthrough=False)[1], system))
     return out
 
 
@@ -581,13 +581,13 @@ def test_unknown_keys_anywhere_survive_a_managed_run(fmt: str) -> None:
 
 def _written(fmt: str, messages: list[Message]) -> tuple[Any, list[Any]]:
     if fmt == "openai_chat":
-        return None, copy.deepcopy(to_openai_chat(messages))
+        return None, copy.deepcopy(to_openai_chat(messages, passthrough=False))
     if fmt == "openai_responses":
-        system, items = to_responses_input(messages)
+        system, items = to_responses_input(messages, passthrough=False)
     elif fmt == "anthropic":
-        system, items = to_anthropic(messages, reasoning="signed")
+        system, items = to_anthropic(messages, reasoning="signed", passthrough=False)
     else:
-        system, items = to_gemini(messages)
+        system, items = to_gemini(messages, passthrough=False)
     return system, copy.deepcopy(items)
 
 

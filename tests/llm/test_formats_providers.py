@@ -67,11 +67,11 @@ def test_tau_bench_round_trips_and_validates(fmt: str) -> None:
     for n, record in enumerate(tau_trajectories()):
         ours = from_openai_chat(record["traj"])
         if fmt == "anthropic":
-            back = from_anthropic(*to_anthropic(ours))
+            back = from_anthropic(*to_anthropic(ours, passthrough=False))
         elif fmt == "gemini":
-            back = from_gemini(*to_gemini(ours))
+            back = from_gemini(*to_gemini(ours, passthrough=False))
         else:
-            back = from_responses_input(to_responses_input(ours)[1])
+            back = from_responses_input(to_responses_input(ours, passthrough=False)[1])
         diff = first_difference(ours, back, fmt)  # type: ignore[arg-type]
         assert diff is None, f"trajectory {n}: {diff}"
         if fmt != "openai_responses":
@@ -351,7 +351,7 @@ def test_gemini_media_and_snake_case_input() -> None:
     kinds = [type(b).__name__ for b in message.content]
     assert kinds == ["ImageBlock", "VideoBlock", "DocumentBlock"]
     assert message.content[2] == DocumentBlock(text="hello")
-    _, back = to_gemini([message])
+    _, back = to_gemini([message], passthrough=False)
     assert back[0]["parts"][0] == {"inlineData": {"mimeType": "image/png", "data": "iVBO"}}
     assert back[0]["parts"][1] == {"fileData": {"fileUri": "gs://b/clip.mp4", "mimeType": "video/mp4"}}
 

@@ -78,7 +78,7 @@ def test_both_are_read_as_calls_and_results_and_written_back_unchanged() -> None
 
     assert sdk_problems(to_openai_chat(messages), ChatCompletionMessageParam) == []
     # another format gets an ordinary call with the custom tool's text as its one argument
-    _, anthropic = to_anthropic(messages)
+    _, anthropic = to_anthropic(messages, passthrough=False)
     uses = [b for m in anthropic for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
     assert [u["input"] for u in uses] == [{"input": "*** 0"}, {"n": 1}]
 

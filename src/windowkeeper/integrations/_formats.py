@@ -221,7 +221,7 @@ def _check_shapes(fmt: WindowFormat, items: Sequence[Any], *, offset: int = 0) -
 def read_messages(fmt: WindowFormat, messages: Any) -> list[Message]:
     """The caller's list as our messages (deterministic ids); never mutates ``messages``."""
     if fmt == "openai_responses" and isinstance(messages, str):
-        return from_responses_input(messages)
+        return from_responses_input(messages, keep_source=False)
     _check_list(fmt, messages)
     _check_shapes(fmt, messages)
     return _guarded(fmt, messages, lambda: _read_all(fmt, list(messages)))

@@ -112,7 +112,7 @@ def read(events: Sequence[Any], lines: Sequence[int]) -> tuple[list[Message], Tr
 
 
 def _blocks(messages: Sequence[Message]) -> list[Any]:
-    _system, converted = to_anthropic(list(messages))
+    _system, converted = to_anthropic(list(messages), passthrough=False)
     blocks: list[Any] = []
     for item in converted:
         content = item["content"]

@@ -516,7 +516,7 @@ def _gemini(source: str, name: str, data: Any) -> Conversation:
 
 def _responses_one(item: Any, index: int) -> object:
     try:
-        return from_responses_input([item])
+        return from_responses_input([item], keep_source=False)
     except FormatError as exc:
         raise FormatError(_problem_text(exc, None).removeprefix("message 0: "), index=index) from exc
 
@@ -575,7 +575,7 @@ def _langchain(source: str, name: str, data: Any) -> Conversation:
 
     def one(item: Any, index: int) -> object:
         try:
-            return from_langchain(_langchain_objects([item]))
+            return from_langchain(_langchain_objects([item]), keep_source=False)
         except FormatError as exc:
             raise FormatError(_problem_text(exc, None).removeprefix("message 0: "), index=index) from exc
 

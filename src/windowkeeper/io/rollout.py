@@ -86,7 +86,7 @@ def read(events: Sequence[Any], lines: Sequence[int]) -> tuple[list[Message], Tr
     def emit(group: list[tuple[int, dict[str, Any]]], instructions: str | None = None) -> None:
         first = group[0][0]
         try:
-            out = from_responses_input([item for _, item in group], instructions)
+            out = from_responses_input([item for _, item in group], instructions, keep_source=False)
         except (FormatError, ValueError, TypeError, KeyError) as exc:
             problems.append(f"line {lines[first]}: {str(exc).removeprefix('message 0, ')}")
             return
@@ -148,7 +148,7 @@ def write(transcript: Transcript, view: Sequence[Message], summary: str | None) 
 
     def rewrite(group: Group | None, messages: list[Message]) -> list[dict[str, Any]]:
         stamp = transcript.events[group.events[0]].get("timestamp") if group is not None else stamp_of
-        _instructions, typed = to_responses_input(list(messages))
+        _instructions, typed = to_responses_input(list(messages), passthrough=False)
         items: list[Any] = list(typed)
         if group is not None and len(group.events) == 1 and len(items) == 1:
             original = transcript.events[group.events[0]]

@@ -215,7 +215,7 @@ def _text_input(conversation: Conversation, items: list[Any]) -> Any:
     """The request's own ``input`` text when the items written are exactly what it was read as (a plain-text
     input holds one user message, which has no item of its own to pass through): else ``items``."""
     original = (conversation.envelope or {}).get("input")
-    if isinstance(original, str) and items == to_responses_input(from_responses_input(original))[1]:
+    if isinstance(original, str) and items == to_responses_input(from_responses_input(original), passthrough=False)[1]:
         return original
     return items
 

@@ -89,7 +89,7 @@ class AnthropicClient(SDKClient["AsyncAnthropic"]):
         """The keyword arguments of ``messages.create`` for a request."""
         from .formats.anthropic import to_anthropic
 
-        embedded_system, wire = to_anthropic(request.messages, reasoning="signed")
+        embedded_system, wire = to_anthropic(request.messages, reasoning="signed", passthrough=False)
         system = "\n\n".join(s for s in (request.system, embedded_system) if s)
         kwargs: dict[str, Any] = {
             "model": self.model,

@@ -106,7 +106,7 @@ class GoogleClient(SDKClient["GenAIClient"]):
         """``(contents, config)`` for ``generate_content``; config as a plain dict of GenerateContentConfig fields."""
         from .formats.gemini import to_gemini
 
-        system_instruction, contents = to_gemini(request.messages, reasoning="signed")
+        system_instruction, contents = to_gemini(request.messages, reasoning="signed", passthrough=False)
         system = "\n\n".join(s for s in (request.system, _system_text(system_instruction)) if s)
         config: dict[str, Any] = {}
         if system:

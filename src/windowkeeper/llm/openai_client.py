@@ -144,7 +144,9 @@ class OpenAIClient(SDKClient["AsyncOpenAI"]):
     async def _call_responses(self, client: AsyncOpenAI, request: LLMRequest) -> dict[str, Any]:
         from .formats.openai_responses import to_responses_input
 
-        embedded, items = to_responses_input(request.messages, system="instructions", reasoning="signed")
+        embedded, items = to_responses_input(
+            request.messages, system="instructions", reasoning="signed", passthrough=False
+        )
         kwargs: dict[str, Any] = {"model": self.model, "input": items}
         instructions = "\n\n".join(s for s in (request.system, embedded) if s)
         if instructions:
@@ -169,7 +171,7 @@ class OpenAIClient(SDKClient["AsyncOpenAI"]):
                 f"OpenAI response for model {self.model!r} failed: {raw.get('error')}",
                 provider=self.provider,
             )
-        messages: list[Message] = from_responses_input(output) if output else []
+        messages: list[Message] = from_responses_input(output, keep_source=False) if output else []
         return self._finish(messages, _usage_responses(raw.get("usage")), raw)
 
     # -- Chat Completions ----------------------------------------------------------------------------------
@@ -177,7 +179,7 @@ class OpenAIClient(SDKClient["AsyncOpenAI"]):
     async def _call_chat(self, client: AsyncOpenAI, request: LLMRequest) -> dict[str, Any]:
         from .formats.openai_chat import to_openai_chat
 
-        wire = to_openai_chat(request.messages, include_reasoning=False)
+        wire = to_openai_chat(request.messages, include_reasoning=False, passthrough=False)
         if request.system is not None:
             wire = [{"role": "system", "content": request.system}, *wire]
         kwargs: dict[str, Any] = {"model": self.model, "messages": wire}

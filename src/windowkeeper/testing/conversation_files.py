@@ -33,32 +33,32 @@ def session(steps: int = 12, seed: int = 1) -> list[Message]:
 
 
 def _openai_list(messages: list[Message]) -> Any:
-    return to_openai_chat(messages)
+    return to_openai_chat(messages, passthrough=False)
 
 
 def _openai_body(messages: list[Message]) -> Any:
-    return {"model": "gpt-4o", "messages": to_openai_chat(messages), "tools": [TOOL_SCHEMA]}
+    return {"model": "gpt-4o", "messages": to_openai_chat(messages, passthrough=False), "tools": [TOOL_SCHEMA]}
 
 
 def _responses(messages: list[Message]) -> Any:
-    instructions, items = to_responses_input(messages)
+    instructions, items = to_responses_input(messages, passthrough=False)
     function: dict[str, Any] = TOOL_SCHEMA["function"]
     tool = {"type": "function", **function}
     return {"model": "gpt-4o", "instructions": instructions, "input": items, "tools": [tool]}
 
 
 def _anthropic_system(messages: list[Message]) -> Any:
-    system, msgs = to_anthropic(messages)
+    system, msgs = to_anthropic(messages, passthrough=False)
     return {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": system, "messages": msgs}
 
 
 def _anthropic_bare(messages: list[Message]) -> Any:
-    _system, msgs = to_anthropic([m for m in messages if m.role != "system"])
+    _system, msgs = to_anthropic([m for m in messages if m.role != "system"], passthrough=False)
     return {"model": "claude-sonnet-4-5", "max_tokens": 1024, "messages": msgs}
 
 
 def _gemini(messages: list[Message]) -> Any:
-    system, contents = to_gemini(messages)
+    system, contents = to_gemini(messages, passthrough=False)
     return {"system_instruction": system, "contents": contents}
 
 
@@ -67,7 +67,7 @@ def _langchain(messages: list[Message]) -> Any:
 
     from windowkeeper.llm.formats import to_langchain
 
-    return messages_to_dict(to_langchain(messages))
+    return messages_to_dict(to_langchain(messages, passthrough=False))
 
 
 def _windowkeeper(messages: list[Message]) -> Any:
@@ -75,14 +75,14 @@ def _windowkeeper(messages: list[Message]) -> Any:
 
 
 def _tau_bench(messages: list[Message]) -> Any:
-    traj = to_openai_chat(messages)
+    traj = to_openai_chat(messages, passthrough=False)
     return [{"task_id": i, "trial": 0, "reward": 1.0, "info": {}, "traj": traj} for i in range(3)]
 
 
 def swe_agent_function_calling(messages: list[Message]) -> Any:
     """SWE-agent with function calling: ``tool_calls`` and ``tool_call_ids`` stored as Python-literal strings."""
     history: list[dict[str, Any]] = []
-    for entry in to_openai_chat(messages):
+    for entry in to_openai_chat(messages, passthrough=False):
         item: dict[str, Any] = {"role": entry["role"], "content": entry.get("content") or "", "agent": "main"}
         if entry["role"] == "assistant" and entry.get("tool_calls"):
             calls = list(entry.get("tool_calls", ()))
@@ -139,7 +139,7 @@ def claude_code_events(messages: list[Message]) -> list[dict[str, Any]]:
     split one content block per line under one ``message.id`` (thinking signed), each tool result its own user
     line with ``toolUseResult``, an image in the first prompt, and the events that are not conversation (a
     ``summary`` title, ``file-history-snapshot`` and ``system`` lines)."""
-    _system, typed_turns = to_anthropic([m for m in messages if m.role != "system"])
+    _system, typed_turns = to_anthropic([m for m in messages if m.role != "system"], passthrough=False)
     turns: list[Any] = list(typed_turns)
     envelope = {
         "isSidechain": False,
@@ -246,7 +246,7 @@ def codex_rollout_events(messages: list[Message]) -> list[dict[str, Any]]:
     and an ``event_msg`` echo per user turn, ``response_item`` lines for every message, reasoning item (summary
     and encrypted content), function call and output; every third call a ``custom_tool_call`` (apply_patch) and
     one ``local_shell_call``; an image in the first prompt and ``token_count`` events."""
-    instructions, typed_items = to_responses_input(messages)
+    instructions, typed_items = to_responses_input(messages, passthrough=False)
     items: list[Any] = list(typed_items)
     events: list[dict[str, Any]] = [
         {
@@ -381,15 +381,15 @@ def _codex(messages: list[Message]) -> str:
 def _langchain_model_dump(messages: list[Message]) -> Any:
     from windowkeeper.llm.formats import to_langchain
 
-    return [m.model_dump() for m in to_langchain(messages)]
+    return [m.model_dump() for m in to_langchain(messages, passthrough=False)]
 
 
 def _jsonl_messages(messages: list[Message]) -> str:
-    return "\n".join(json.dumps(m) for m in to_openai_chat(messages)) + "\n"
+    return "\n".join(json.dumps(m) for m in to_openai_chat(messages, passthrough=False)) + "\n"
 
 
 def _jsonl_conversations(messages: list[Message]) -> str:
-    body = {"model": "gpt-4o", "messages": to_openai_chat(messages)}
+    body = {"model": "gpt-4o", "messages": to_openai_chat(messages, passthrough=False)}
     return "\n".join(json.dumps(body) for _ in range(2)) + "\n"
 
 

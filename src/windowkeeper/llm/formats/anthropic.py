@@ -428,7 +428,7 @@ def to_anthropic(  # type: ignore[overload-overlap]
     reasoning: Literal["signed", "none"],
     cache_breakpoints: None = None,
     cache_reserved: int = 0,
-    passthrough: bool = False,
+    passthrough: bool = True,
 ) -> tuple[str | None, list[AnthropicMessage]]: ...
 
 
@@ -439,7 +439,7 @@ def to_anthropic(  # type: ignore[overload-overlap]
     reasoning: Literal["signed", "none"],
     cache_breakpoints: Sequence[CacheBreakpoint],
     cache_reserved: int = 0,
-    passthrough: bool = False,
+    passthrough: bool = True,
 ) -> tuple[AnthropicSystem | None, list[AnthropicMessage]]: ...
 
 
@@ -450,7 +450,7 @@ def to_anthropic(
     reasoning: ReasoningMode = "all",
     cache_breakpoints: None = None,
     cache_reserved: int = 0,
-    passthrough: bool = False,
+    passthrough: bool = True,
 ) -> tuple[str | None, list[AnthropicTranscriptMessage]]: ...
 
 
@@ -461,7 +461,7 @@ def to_anthropic(
     reasoning: ReasoningMode = "all",
     cache_breakpoints: Sequence[CacheBreakpoint],
     cache_reserved: int = 0,
-    passthrough: bool = False,
+    passthrough: bool = True,
 ) -> tuple[AnthropicSystem | None, list[AnthropicTranscriptMessage]]: ...
 
 
@@ -471,7 +471,7 @@ def to_anthropic(
     reasoning: ReasoningMode = "all",
     cache_breakpoints: Sequence[CacheBreakpoint] | None = None,
     cache_reserved: int = 0,
-    passthrough: bool = False,
+    passthrough: bool = True,
 ) -> (
     tuple[AnthropicSystem | None, list[AnthropicMessage]]
     | tuple[AnthropicSystem | None, list[AnthropicTranscriptMessage]]
@@ -492,11 +492,14 @@ def to_anthropic(
     limit would be passed. A message the caller marked keeps its marker as it is (its ``ttl`` included), and
     none of ours goes before a caller's marker that lives longer than five minutes (the API wants those first).
 
-    ``passthrough`` writes each message read with its source kept (`ANTHROPIC.read`) and unchanged since as the
-    item it was read from (``cache_control``, ``citations`` and unknown keys included); the parts of a split user
-    turn (``[tool_result, text]``) go back into one user turn, with their original blocks where unchanged.
-    Consecutive user-side messages written anew (tool results, then text; with ``passthrough``, a recall note,
-    then the question it serves) share one user turn.
+    ``passthrough`` writes each message read with its source kept (`from_anthropic`, `ANTHROPIC.read`) and unchanged
+    since as the item it was read from (``cache_control``, ``citations`` and unknown keys included); the parts of a
+    split user turn (``[tool_result, text]``) go back into one user turn, with their original blocks where
+    unchanged. It is on by default, so ``to_anthropic(from_anthropic(system, items))`` gives the caller's items
+    back; a message changed since, or read from another format, is written anew (a warning names the fields a
+    conversion loses). Pass False to write every message in windowkeeper's own shape. Consecutive user-side messages
+    written anew (tool results, then text; with ``passthrough``, a recall note, then the question it serves) share
+    one user turn.
     """
     check_mode(reasoning)
     marks = _check_breakpoints(cache_breakpoints, len(messages))
@@ -860,19 +863,28 @@ def _parse_system(system: Any) -> str | None:
 
 
 @reader("Anthropic messages")
-def from_anthropic(system: Any, messages: Any) -> list[Message]:
+def from_anthropic(system: Any, messages: Any, *, keep_source: bool = True) -> list[Message]:
     """``system`` (string or text blocks, or None) and Anthropic messages (a list, or one response message) as
     ours; the system prompt becomes one leading system message. Error indexes refer to ``messages``.
 
     Ids are derived from content, position and the previous message's id, so converting the same input again
-    gives the same ids (see `IdChain`)."""
+    gives the same ids (see `IdChain`).
+
+    ``keep_source`` (the default) records on each message the item(s) it was read from, as the format
+    object's ``read`` does, so that ``to_anthropic`` (``passthrough`` is on by default) writes a message unchanged
+    since as those very items: every key the caller sent, unknown ones included. Pass False for messages that are
+    to be written anew in windowkeeper's own shape.
+    """
     out: list[Message] = []
     chain = IdChain()
     text = _parse_system(system)
     if text is not None:
         out.append(Message.text_message(text, role="system"))
         chain.assign(out, {"system": system}, -1)
-    out.extend(_read(messages_input(messages, what="Anthropic messages"), offset=0, previous=chain.previous))
+    items = messages_input(messages, what="Anthropic messages")
+    sources: list[Source] | None = [] if keep_source else None
+    out.extend(_read(items, offset=0, previous=chain.previous, sources=sources))
+    ANTHROPIC.keep_all(sources or ())
     return out
 
 

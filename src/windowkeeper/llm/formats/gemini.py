@@ -297,7 +297,7 @@ def to_gemini(
     *,
     reasoning: ReasoningMode = "all",
     spelling: Literal["rest"] = "rest",
-    passthrough: bool = False,
+    passthrough: bool = True,
 ) -> tuple[GeminiSystemInstruction | None, list[GeminiContent]]: ...
 
 
@@ -307,7 +307,7 @@ def to_gemini(
     *,
     reasoning: ReasoningMode = "all",
     spelling: Literal["sdk"],
-    passthrough: bool = False,
+    passthrough: bool = True,
 ) -> tuple[GeminiSDKContent | None, list[GeminiSDKContent]]: ...
 
 
@@ -316,7 +316,7 @@ def to_gemini(
     *,
     reasoning: ReasoningMode = "all",
     spelling: Spelling = "rest",
-    passthrough: bool = False,
+    passthrough: bool = True,
 ) -> (
     tuple[GeminiSystemInstruction | None, list[GeminiContent]] | tuple[GeminiSDKContent | None, list[GeminiSDKContent]]
 ):
@@ -325,12 +325,15 @@ def to_gemini(
     ``spelling="sdk"`` writes google-genai's ``ContentDict``\\ s for ``generate_content(contents=...)`` and
     ``config={"system_instruction": ...}`` (see `Spelling`); the default is the REST JSON form.
 
-    ``passthrough`` writes each message read with its source kept (`GEMINI.read`) and unchanged since as the
-    content it was read from (in the caller's own spelling, ids and unknown keys included); the parts of a split
-    user content (function responses and text) go back into one content. Consecutive user-side messages written
-    anew share one user content. A recall note serving the user message right after it is written into that
-    message's content, before its text (after the function responses a content of both holds), the caller's
-    keys and parts kept: Gemini rejects two user contents in a row.
+    ``passthrough`` writes each message read with its source kept (`from_gemini`, `GEMINI.read`) and unchanged since
+    as the content it was read from (in the caller's own spelling, ids and unknown keys included); the parts of a
+    split user content (function responses and text) go back into one content. It is on by default, so
+    ``to_gemini(from_gemini(system, contents))`` gives the caller's contents back; a message changed since, or read
+    from another format, is written anew (a warning names the fields a conversion loses); pass False to write every
+    message in windowkeeper's own shape. Consecutive user-side messages written anew share one user content. A
+    recall note serving the user message right after it is written into that message's content, before its text
+    (after the function responses a content of both holds), the caller's keys and parts kept: Gemini rejects two
+    user contents in a row.
     """
     check_mode(reasoning)
     if spelling not in ("rest", "sdk"):
@@ -773,12 +776,19 @@ def gemini_content_to_messages(content: Any, index: int = 0, *, id_prefix: str =
 
 
 @reader("Gemini contents")
-def from_gemini(system_instruction: Any, contents: Any, *, id_prefix: str = DEFAULT_ID_PREFIX) -> list[Message]:
+def from_gemini(
+    system_instruction: Any, contents: Any, *, id_prefix: str = DEFAULT_ID_PREFIX, keep_source: bool = True
+) -> list[Message]:
     """``system_instruction`` (None or any shape google-genai takes for it: a content, a part, a string, a list of
     parts or strings, as objects or dicts) and ``contents`` as our messages.
 
     Ids are derived from content, position and the previous message's id, so converting the same input again
     gives the same ids (see `IdChain`).
+
+    ``keep_source`` (the default) records on each message the item(s) it was read from, as the format
+    object's ``read`` does, so that ``to_gemini`` (``passthrough`` is on by default) writes a message unchanged
+    since as those very items: every key the caller sent, unknown ones included. Pass False for messages that are
+    to be written anew in windowkeeper's own shape.
     """
     out: list[Message] = []
     chain = IdChain()
@@ -803,7 +813,9 @@ def from_gemini(system_instruction: Any, contents: Any, *, id_prefix: str = DEFA
                 chain.assign([system], {"system_instruction": text, "part": j}, -1)
                 out.append(system)
     items = messages_input(contents, what="Gemini contents")
-    out.extend(_read(items, offset=0, previous=chain.previous, id_prefix=id_prefix))
+    sources: list[Source] | None = [] if keep_source else None
+    out.extend(_read(items, offset=0, previous=chain.previous, id_prefix=id_prefix, sources=sources))
+    GEMINI.keep_all(sources or ())
     return out
 
 

@@ -140,12 +140,14 @@ def _content(message: Message, *, index: int) -> str | list[str | dict[str, Any]
     return list(parts)
 
 
-def to_langchain(messages: Sequence[Message], *, passthrough: bool = False) -> list[BaseMessage]:
+def to_langchain(messages: Sequence[Message], *, passthrough: bool = True) -> list[BaseMessage]:
     """Our messages as LangChain messages (a tool message with several results yields several ToolMessages).
 
-    ``passthrough`` writes each message read with its source kept (`LANGCHAIN.read`) and unchanged since as an
-    equal copy of the LangChain message it was read from (its class, ``id``, ``additional_kwargs``,
-    ``response_metadata`` and content blocks included).
+    ``passthrough`` writes each message read with its source kept (`from_langchain`, `LANGCHAIN.read`) and unchanged
+    since as an equal copy of the LangChain message it was read from (its class, ``id``, ``additional_kwargs``,
+    ``response_metadata`` and content blocks included). It is on by default, so ``to_langchain(from_langchain(x))``
+    gives the caller's messages back; a message changed since, or read from another format, is written anew (a
+    warning names the fields a conversion loses). Pass False to write every message in windowkeeper's own shape.
     """
     lc = _lc()
     out: list[BaseMessage] = []
@@ -450,13 +452,21 @@ def _from_dicts(items: Sequence[Any]) -> list[BaseMessage]:
 
 
 @reader("LangChain messages")
-def from_langchain(messages: Sequence[Any]) -> list[Message]:
+def from_langchain(messages: Sequence[Any], *, keep_source: bool = True) -> list[Message]:
     """LangChain messages as ours, one for one.
 
     LangChain ``id``s are kept; a message without one gets an id derived from its content, index and the previous
     message's id, so converting the same list again gives the same ids.
+
+    ``keep_source`` (the default) records on each message the item(s) it was read from, as the format
+    object's ``read`` does, so that ``to_langchain`` (``passthrough`` is on by default) writes a message unchanged
+    since as those very items: every key the caller sent, unknown ones included. Pass False for messages that are
+    to be written anew in windowkeeper's own shape.
     """
-    return _read(messages, offset=0, previous=None)
+    sources: list[Source] | None = [] if keep_source else None
+    out = _read(messages, offset=0, previous=None, sources=sources)
+    LANGCHAIN.keep_all(sources or ())
+    return out
 
 
 def _read(
@@ -520,7 +530,9 @@ class LangChainFormat(ProviderFormat):
 
     def read_system(self, system: Any) -> str | None:
         if is_langchain(system):
-            return "\n\n".join(m.text() for m in from_langchain([system]) if m.role == "system") or None
+            return (
+                "\n\n".join(m.text() for m in from_langchain([system], keep_source=False) if m.role == "system") or None
+            )
         return super().read_system(system)
 
     def write_messages(self, messages: Sequence[Message], *, options: Mapping[str, Any]) -> list[Any]:
@@ -534,7 +546,7 @@ class LangChainFormat(ProviderFormat):
         if system:
             # ``system_id``: the id the caller's prompt layer gives its system message (stable for the text)
             head = Message.text_message(system, role="system", message_id=options.get("system_id"), timestamp=None)
-            out[:0] = to_langchain([head])
+            out[:0] = to_langchain([head], passthrough=False)
         return out, None
 
     def distinctive(self, item: Any) -> str | None:

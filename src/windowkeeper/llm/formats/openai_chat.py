@@ -256,14 +256,17 @@ def to_openai_chat(
     messages: Sequence[Message],
     *,
     include_reasoning: bool = True,
-    passthrough: bool = False,
+    passthrough: bool = True,
     memo: WriteMemo | None = None,
 ) -> list[OpenAIChatMessage]:
     """Our messages as a Chat Completions ``messages`` list (typed for ``chat.completions.create``; see `wire`).
 
     ``include_reasoning`` writes reasoning as ``reasoning_content`` (read back by this module and by
     DeepSeek-style servers); turn it off for endpoints that reject unknown keys. ``passthrough`` writes each
-    message read with its source kept (`CHAT.read`) and unchanged since as the very item it was read from.
+    message read with its source kept (`from_openai_chat`, `CHAT.read`) and unchanged since as the very item it
+    was read from. It is on by default, so ``to_openai_chat(from_openai_chat(items))`` gives the caller's items
+    back; a message changed since, or read from another format, is written anew (a warning names the fields a
+    conversion loses). Pass False to write every message in windowkeeper's own shape.
     ``memo`` carries what was written from one write of a conversation to its next (see `WriteMemo`).
     """
     return write_items(
@@ -468,13 +471,21 @@ def _to_message(d: Any, index: int) -> Message:
 
 
 @reader("OpenAI chat messages")
-def from_openai_chat(messages: Any) -> list[Message]:
+def from_openai_chat(messages: Any, *, keep_source: bool = True) -> list[Message]:
     """Chat Completions messages (a list, or one reply message) as our messages, one for one.
 
     Ids are derived from each message's content, its index and the previous message's id, so converting the same
     list again gives the same ids (see `IdChain`).
+
+    ``keep_source`` (the default) records on each message the item(s) it was read from, as the format
+    object's ``read`` does, so that ``to_openai_chat`` (``passthrough`` is on by default) writes a message unchanged
+    since as those very items: every key the caller sent, unknown ones included. Pass False for messages that are
+    to be written anew in windowkeeper's own shape.
     """
-    return _read(messages_input(messages, what="OpenAI chat messages"), offset=0, previous=None)
+    sources: list[Source] | None = [] if keep_source else None
+    out = _read(messages_input(messages, what="OpenAI chat messages"), offset=0, previous=None, sources=sources)
+    CHAT.keep_all(sources or ())
+    return out
 
 
 def _read(

@@ -400,15 +400,19 @@ def to_responses_input(
     *,
     system: SystemMode = "items",
     reasoning: ReasoningMode = "all",
-    passthrough: bool = False,
+    passthrough: bool = True,
     memo: WriteMemo | None = None,
 ) -> tuple[str | None, list[ResponsesItem]]:
     """Our messages as ``(instructions, input_items)`` (`ResponsesItem` dicts, see `wire`).
 
     ``reasoning="signed"`` keeps only reasoning that has a Responses item id (the API rejects reasoning items
     without one); the default keeps every reasoning block so a stored transcript round-trips. ``passthrough``
-    writes each message read with its source kept (`RESPONSES.read`) and unchanged since as the very items it
-    was read from (ids, status, annotations and every other key included).
+    writes each message read with its source kept (`from_responses_input`, `RESPONSES.read`) and unchanged since
+    as the very items it was read from (ids, status, annotations and every other key included). It is on by
+    default, so ``to_responses_input(from_responses_input(items))[1]`` gives the caller's items back (with
+    ``system="instructions"`` when ``instructions`` were read too); a message changed since, or read from another
+    format, is written anew (a warning names the fields a conversion loses). Pass False to write every message in
+    windowkeeper's own shape.
     """
     check_mode(reasoning)
     if system not in ("items", "instructions"):
@@ -511,13 +515,18 @@ def _item_kind(item: Mapping[str, Any], *, index: int) -> str:
 
 
 @reader("OpenAI Responses input items")
-def from_responses_input(items: Any, instructions: str | None = None) -> list[Message]:
+def from_responses_input(items: Any, instructions: str | None = None, *, keep_source: bool = True) -> list[Message]:
     """Responses ``input`` (item list or plain string) or a response's ``output`` items as our messages.
 
     ``instructions`` becomes a leading system message. Consecutive reasoning, assistant message and
     function_call items form one assistant message. An item's own ``id`` (the first one, for a merged assistant
     turn) becomes the message id; otherwise the id is derived from content, position and the previous message's
     id, so converting the same input again gives the same ids (see `IdChain`).
+
+    ``keep_source`` (the default) records on each message the item(s) it was read from, as the format
+    object's ``read`` does, so that ``to_responses_input`` (``passthrough`` is on by default) writes a message unchanged
+    since as those very items: every key the caller sent, unknown ones included. Pass False for messages that are
+    to be written anew in windowkeeper's own shape.
     """
     out: list[Message] = []
     chain = IdChain()
@@ -529,7 +538,10 @@ def from_responses_input(items: Any, instructions: str | None = None) -> list[Me
         chain.assign([text], items, 0)
         out.append(text)
         return out
-    out.extend(_read(messages_input(items, what="Responses input items"), offset=0, previous=chain.previous))
+    sources: list[Source] | None = [] if keep_source else None
+    listed = messages_input(items, what="Responses input items")
+    out.extend(_read(listed, offset=0, previous=chain.previous, sources=sources))
+    RESPONSES.keep_all(sources or ())
     return out
 
 

@@ -123,9 +123,14 @@ class ProviderFormat(ABC):
         """`read_items` with every message's source kept (`Message.raw`), for lossless pass-through."""
         sources: list[Source] = []
         messages = self.read_items(items, offset=offset, previous=previous, sources=sources)
+        self.keep_all(sources)
+        return messages
+
+    def keep_all(self, sources: Sequence[Source]) -> None:
+        """`keep` each ``(item, messages)`` group a reader collected: the one way a source is recorded, for `read`
+        and for the public ``from_X`` converters alike, so both pass the same items through."""
         for source, group in sources:
             self.keep(source, group)
-        return messages
 
     def keep(self, source: Any, messages: Sequence[Message]) -> None:
         """Record ``source`` on the ``messages`` read from it (override to record which blocks each part holds)."""
