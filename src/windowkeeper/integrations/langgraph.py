@@ -197,4 +197,4 @@ def pre_model_hook(
     return node
 
 
-__all__ = ["WindowkeeperHook", "agent_tools", "pre_model_hook"]
+__all__ = ["WindowkeeperHook", "pre_model_hook"]
