@@ -167,3 +167,36 @@ async def test_the_session_alone_names_the_recall_tool_it_hands_out_and_the_mode
     assert f'recall(pointer_id=\\"{RECALLED}\\")' in asked  # the pointer names the tool the agent has
     assert "ask the user" not in asked
     assert json.dumps(_module("m1.py"))[1:-1] in answered  # and calling it gave the original back
+
+
+async def test_clear_session_forgets_the_threads_its_filter_ran_on() -> None:
+    """A run whose input does not start with the served view (a ``session_input_callback``) is managed on the
+    session's ``<id>:run`` thread; ``clear_session`` forgot only ``<id>``, so that thread's summary and cleared
+    originals (restorable by their ids) outlived the conversation the user cleared."""
+    from agents.run_config import CallModelData, ModelInputData
+
+    from windowkeeper import ExtractiveSummarizer, TokenBudgetContextManager
+    from windowkeeper.integrations.openai_agents import WindowkeeperSession
+
+    manager = TokenBudgetContextManager(
+        4500, reserve_tokens=900, summarizer=ExtractiveSummarizer(), keep_tool_results=1
+    )
+    session = WindowkeeperSession("user-42", manager_or_budget=manager)
+    items: list[Any] = []
+    for turn in range(4):
+        items += [
+            {"role": "user", "content": f"Turn {turn}: read m{turn}.py"},
+            {"type": "function_call", "call_id": f"call_{turn}", "name": "read_module", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": f"call_{turn}", "output": _module(f"m{turn}.py")},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"Read m{turn}."}]},
+        ]
+    data = CallModelData(
+        model_data=ModelInputData(input=items, instructions="You read code."),
+        agent=agents.Agent(name="reader"),
+        context=None,
+    )
+    session.input_filter(data)
+    assert session.input_filter.last_result is not None and session.input_filter.last_result.thread_id == "user-42:run"
+    assert await session.window.arestore("call_0", thread_id="user-42:run") is not None  # cleared, restorable
+    await session.clear_session()
+    assert await session.window.arestore("call_0", thread_id="user-42:run") is None

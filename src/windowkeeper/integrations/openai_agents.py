@@ -600,7 +600,13 @@ class WindowkeeperSession:
     async def clear_session(self) -> None:
         await self.store.delete_session(ITEMS_NAMESPACE, self.session_id)
         await self._new_pops_token()
-        await self.window.adelete_thread(self.session_id)
+        # the threads the session's filter ran on too: ``<id>:run`` (a reshaped input) and ``<id>:<agent>``,
+        # ``<id>:run:<agent>`` (a sub-agent's calls); their summaries and originals are this conversation's
+        threads = {self.session_id, f"{self.session_id}:run"}
+        if self._filter is not None:
+            threads.update(t for t in self._filter._agents if t.startswith(f"{self.session_id}:"))
+        for thread in sorted(threads):
+            await self.window.adelete_thread(thread)
         self._served, self._summary = [], None
 
     async def aclose(self) -> None:
