@@ -261,20 +261,28 @@ def _tool_results(message: Message, *, index: int, ids: _IdMap) -> list[_Block]:
     return out
 
 
+def _source_blocks(message: Message) -> Any:
+    """The caller's blocks ``message`` was read from: those its source record names, else the content of the one
+    turn it was read whole from (a list of blocks, or the plain string a turn may hold); None when it was not read
+    from an Anthropic turn."""
+    record = source_record(message)
+    if record is None or record.get("format") != NAME:
+        return None
+    blocks = record.get("blocks")
+    if isinstance(blocks, list):
+        return blocks
+    items = record.get("items")
+    turn = items[0] if isinstance(items, list) and len(items) == 1 and record.get("parts") == 1 else None
+    return turn.get("content") if isinstance(turn, Mapping) else None
+
+
 def _refill_results(message: Message, written: list[_Block]) -> list[_Block]:
     """The ``tool_result`` blocks written anew for ``message`` with what a cut to fit did not change as the caller
     sent it: every key of the block (``is_error: false``, ``cache_control``, a vendor key), its images and
     documents as its own (their ``cache_control``), and each part the reader does not model (``search_result``)
     in its own shape, not as the text the reader read it as (`own_parts_in`). A pointer standing for a cleared
     result is windowkeeper's own block, written as it is."""
-    record = source_record(message)
-    if record is None or record.get("format") != NAME:
-        return written
-    blocks = record.get("blocks")
-    if not isinstance(blocks, list):
-        items = record.get("items")
-        turn = items[0] if isinstance(items, list) and len(items) == 1 and record.get("parts") == 1 else None
-        blocks = turn.get("content") if isinstance(turn, Mapping) else None
+    blocks = _source_blocks(message)
     if not isinstance(blocks, list):
         return written
     own = {b.get("tool_use_id"): b for b in blocks if _is_tool_result(b)}
@@ -303,15 +311,9 @@ def _refill_blocks(message: Message, written: list[_Block]) -> list[_Block]:
     block it holds as it was read as the caller's own block: a ``search_result`` in its own shape rather than the
     text it was read as, a text with its ``cache_control``. Only when its blocks and the caller's pair one to
     one (else ``written`` as it is)."""
-    record = source_record(message)
-    if record is None or record.get("format") != NAME:
-        return written
-    blocks = record.get("blocks")
-    if not isinstance(blocks, list):
-        items = record.get("items")
-        turn = items[0] if isinstance(items, list) and len(items) == 1 and record.get("parts") == 1 else None
-        content = turn.get("content") if isinstance(turn, Mapping) else None
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    blocks = _source_blocks(message)
+    if isinstance(blocks, str):
+        blocks = [{"type": "text", "text": blocks}]
     n = len(message.content)
     if not isinstance(blocks, list) or not len(blocks) == len(written) == n:
         return written
