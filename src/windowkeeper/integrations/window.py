@@ -689,8 +689,8 @@ class Window(Generic[M, Sys]):
         """The ``recall`` tool the window's pointers name, for ``thread_id`` (default: the window's thread).
 
         Declare ``tool.definition(window.format)`` in the request's tools and answer the model's call with
-        ``await tool.ainvoke(arguments)``; with it in the tools passed to `fit`, pointers name it, without it they
-        say how the application restores (`restore` with the id).
+        ``await tool.ainvoke(arguments)`` (``tool.invoke(arguments)`` in sync code); with it in the tools passed to
+        `fit`, pointers name it, without it they say how the application restores (`restore` with the id).
         """
         fixed = thread_id
 
@@ -944,5 +944,5 @@ def as_window(
         return Window(budget=manager_or_budget, format=format, store=store)
     raise ConfigurationError(
         f"{owner} needs a context manager (e.g. TokenBudgetContextManager(...)), a budget in tokens (e.g. 128_000) "
-        f"or a Window, got {type(manager_or_budget).__name__}"
+        f"or a Window, got {type(manager_or_budget).__name__} {manager_or_budget!r:.80}"
     )
