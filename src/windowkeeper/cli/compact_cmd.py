@@ -15,7 +15,7 @@ from ..context.summary import SummaryContextManager
 from ..io import Conversation, ConversationFileError
 from ..io.reader import parse_text
 from ..io.source import RawDocument
-from ..io.writer import JSONL_FORMATS, OutFormat, encode, payload
+from ..io.writer import JSONL_FORMATS, OutFormat, encode, payload, resolve
 from ..prompt import assemble
 from ..prompt.cost import tool_schema_tokens
 from ..state import AgentState
@@ -111,7 +111,18 @@ def run_compact(
     encoded = encode(data, fmt, container)
     provider = {OutFormat.ANTHROPIC: "anthropic", OutFormat.CLAUDE_CODE: "anthropic", OutFormat.GEMINI: "gemini"}
     lines = fmt in JSONL_FORMATS or container is not None
-    written = _recount(encoded, fmt, provider.get(fmt, "openai"), f"{WRITTEN}{'.jsonl' if lines else '.json'}")
+    checked = (provider.get(fmt, "openai"),)
+    written: dict[str, Any] | None = None
+    if fmt is resolve(OutFormat.INPUT, conversation) and _unchanged(conversation, state):
+        # the file written is the input's items in the input's format: its recount is the input's report, whose
+        # counts `before` just made (reading 7.4k messages back doubled a window run that kept them all). Not when
+        # the input has a problem: the writer mends some (it merges two Gemini user turns in a row)
+        written = conversation_report(conversation, reserve=0, providers=checked)
+        if any(written["problems"].values()):
+            written = None
+    if written is None:
+        name = f"{WRITTEN}{'.jsonl' if lines else '.json'}"
+        written = _recount(encoded, fmt, checked[0], name)
     after = written["tokens"]["input"]
     summary = {
         "conversation": conversation.name,
@@ -132,6 +143,17 @@ def run_compact(
         ],
     }
     return Compacted(encoded, summary)
+
+
+def _unchanged(conversation: Conversation, state: AgentState) -> bool:
+    """Whether the strategy left ``conversation`` as it was read (every message, the summary, the scratchpad)."""
+    kept = state.context
+    return (
+        state.context_summary == conversation.summary
+        and state.scratchpad == conversation.scratchpad
+        and len(kept) == len(conversation.messages)
+        and all(a is b or a == b for a, b in zip(kept, conversation.messages, strict=True))
+    )
 
 
 def _recount(encoded: bytes, fmt: OutFormat, provider: str, name: str) -> dict[str, Any]:
