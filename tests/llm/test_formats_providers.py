@@ -373,11 +373,6 @@ def test_gemini_sdk_content_is_accepted() -> None:
         ([{"role": "assistant", "parts": []}], 0, "role"),
         ([{"role": "user", "parts": "x"}], 0, "parts"),
         ([{"role": "user", "parts": ["not a part"]}], 0, "parts[0]"),
-        (
-            [{"role": "user", "parts": [{"functionResponse": {"name": "ghost", "response": {}}}]}],
-            0,
-            "parts[0].functionResponse.name",
-        ),
         ([{"role": "model", "parts": [{"functionCall": {"args": {}}}]}], 0, "parts[0].functionCall.name"),
     ],
 )
@@ -385,6 +380,16 @@ def test_gemini_malformed_input(contents: list[Any], index: int, key: str) -> No
     with pytest.raises(FormatError) as err:
         from_gemini(None, contents)
     assert (err.value.index, err.value.key) == (index, key)
+
+
+def test_a_gemini_function_response_answering_no_call_reads_as_a_tool_result_without_its_call() -> None:
+    """It raised, so a file holding one was unreadable (exit 2) where the other formats read it and `validate`
+    reports orphan_tool_result (exit 1)."""
+    (message,) = from_gemini(
+        None, [{"role": "user", "parts": [{"functionResponse": {"name": "ghost", "response": {}}}]}]
+    )
+    assert message.role == "tool"
+    assert "orphan_tool_result" in [p.code for p in validate([message], "gemini")]
 
 
 def test_a_gemini_content_without_a_role_is_the_users() -> None:

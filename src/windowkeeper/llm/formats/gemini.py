@@ -8,7 +8,8 @@ Gemini differs from the other formats in three ways that shape this module:
   and an error as ``{"error": output}``; reading back unwraps exactly those single-key shapes.
 * Calls may carry no id. Reading keeps a ``functionCall.id`` and otherwise synthesizes
   ``{id_prefix}_{content_index}_{part_index}`` (stable for the same input), pairing each response with its call
-  by id, else with the first unanswered call of the same name in the latest model turn. Writing puts on a
+  by id, else with the first unanswered call of the same name in the latest model turn (a response answering
+  none gets an id synthesized the same way, which no call has: a tool result without its call). Writing puts on a
   response the id its call is sent with: for a message read with its source kept, the id its own functionCall
   part carried (whatever it looks like, however often the caller reuses it); otherwise a call keeps its id unless
   it looks synthesized or was used twice in the request. Each response is named after its call.
@@ -18,6 +19,7 @@ Parts are written in the REST (camelCase) spelling; reading accepts camelCase an
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,6 +37,7 @@ from ...blocks import (
     ToolCallBlock,
     ToolResultBlock,
     VideoBlock,
+    tool_output_text,
 )
 from ...errors import FormatError
 from ...messages import Message
@@ -63,6 +66,7 @@ from ._common import (
     unsupported,
 )
 from ._source import (
+    cut_from,
     is_recall,
     keep_source,
     keep_turn_keys,
@@ -281,6 +285,93 @@ def _response_parts(
     return parts
 
 
+_RESPONSE_MODELLED = frozenset({"name", "response", "id", "parts"})
+"""The keys of a ``functionResponse`` the writer writes from the message (the id only where the request needs it)."""
+_RESPONSE_DELIVERY = {"willContinue": "willContinue", "will_continue": "willContinue", "scheduling": "scheduling"}
+"""The keys of a ``functionResponse`` that say how the API delivers it (more responses to the same call follow;
+when the model reacts to it), in either spelling, with their REST spelling."""
+
+
+def _refill_responses(message: Message, written: list[GeminiPart]) -> list[GeminiPart]:
+    """The ``functionResponse`` parts written anew for the tool ``message`` (read from Gemini, changed since) with
+    the caller's own keys of the response each stands for.
+
+    A response cut to fit (`cut_from`) is still the caller's, shorter: it keeps every key of theirs the writer did
+    not write (``willContinue``, ``scheduling``, a vendor key), and an object response of one text value is cut
+    under its own key (``{"output": "<cut>"}``) rather than written as the object's JSON text under ``result``.
+    A pointer standing for a cleared response is windowkeeper's own, as the other writers write it
+    (docs/formats.md; a vendor key may describe the content the pointer replaced), but keeps what the API needs to
+    deliver it in the response's place: ``willContinue`` (a non-blocking call's later responses still follow;
+    without it the pointer would read as the call's last one) and ``scheduling`` (when the model reacts to it)."""
+    own = _own_responses(message)
+    results = message.tool_result_blocks()
+    if not own or len(results) != len(written):
+        return written
+    out = list(written)
+    for k, (result, part) in enumerate(zip(results, written, strict=True)):
+        fr = part.get("functionResponse")
+        client = own.get(result.call_id) or (next(iter(own.values())) if len(own) == len(results) == 1 else None)
+        if fr is None or client is None:
+            continue
+        was = _response_output(client)
+        cut = cut_from(tool_output_text(result.output), tool_output_text(was))
+        kept: dict[str, Any] = dict(fr)
+        for key, value in client.items():
+            rest = _RESPONSE_DELIVERY.get(key)
+            if rest is not None:
+                kept.setdefault(rest, value)
+            elif cut and key not in _RESPONSE_MODELLED:
+                kept.setdefault(key, value)
+        if cut and isinstance(result.output, str) and result.status != "error":
+            kept["response"] = _cut_response(was, result.output) or kept["response"]
+        out[k] = {**part, "functionResponse": cast(GeminiFunctionResponse, kept)}
+    return out
+
+
+def _own_responses(message: Message) -> dict[str | None, Mapping[str, Any]]:
+    """The caller's ``functionResponse`` payloads the tool ``message`` was read from, by ``id`` (None for one
+    without): the part its source record holds for it, or the parts of the one content it came from."""
+    record = source_record(message)
+    if record is None or record.get("format") != NAME:
+        return {}
+    blocks = record.get("blocks")
+    parts = blocks if isinstance(blocks, list) else [p for item in original_items(message, NAME) for p in _parts(item)]
+    out: dict[str | None, Mapping[str, Any]] = {}
+    for part in parts:
+        fr = _get(part, "functionResponse", "function_response") if isinstance(part, Mapping) else None
+        if isinstance(fr, Mapping):
+            raw = fr.get("id")
+            out.setdefault(raw if isinstance(raw, str) and raw else None, fr)
+    return out
+
+
+def _response_output(fr: Mapping[str, Any]) -> Any:
+    """The output the reader makes of the caller's ``functionResponse`` ``fr`` (a wrapper unwrapped)."""
+    response = fr.get("response", {})
+    if isinstance(response, Mapping) and _is_wrapper(response):
+        return next(iter(response.values()))
+    return response
+
+
+def _cut_response(was: Any, cut: str) -> dict[str, Any] | None:
+    """The caller's object response of one text value (``{"output": text}``) with that value cut, from ``cut`` (the
+    object's JSON text cut to fit); None when ``cut`` is not such a text with its escapes whole (the writer's
+    ``{"result": cut}`` stands then)."""
+    if not isinstance(was, Mapping) or len(was) != 1:
+        return None
+    ((key, value),) = was.items()
+    if not isinstance(key, str) or not isinstance(value, str):
+        return None
+    head = tool_output_text({key: ""})[:-2]  # '{"output": "'
+    if not (cut.startswith(head) and cut.endswith('"}')):
+        return None
+    try:
+        text = json.loads('"' + cut[len(head) : -2] + '"', strict=False)
+    except ValueError:
+        return None
+    return {key: text} if isinstance(text, str) else None
+
+
 def _provider_id(call_id: str) -> bool:
     """Whether ``call_id`` came from Gemini (a ``functionCall.id``) rather than being made up when reading."""
     return not _SYNTHESIZED.match(call_id)
@@ -382,6 +473,8 @@ def to_gemini(
                 GEMINI.report(message, NAME)
             if message.role == "tool":
                 parts = _response_parts(message, names, index=i, ids=call_ids | _unpaired_ids(message, names))
+                if passthrough and message.raw:  # a response cleared or cut to fit: the caller's keys it keeps
+                    parts = _refill_responses(message, parts)
             elif message.role == "assistant":
                 _track_calls(message, names, call_ids, seen, caller=_original_call_ids(message), exact=False)
                 parts = _model_parts(message, index=i, reasoning=reasoning, ids=call_ids)
@@ -627,19 +720,15 @@ class _Pairing:
     def start_turn(self, calls: list[ToolCallBlock]) -> None:
         self.open = list(calls)
 
-    def take(self, name: str, call_id: str | None, *, index: int, key: str) -> str:
+    def take(self, name: str, call_id: str | None, *, unpaired: str) -> str:
+        """The id of the call a response answers; ``unpaired`` (an id no call has) when it answers none, so the
+        response reads as a tool result without its call, which `validate` reports as it does in the other
+        formats (refusing the file hid every other count and problem behind one read error)."""
         for k, call in enumerate(self.open):
             if (call_id is not None and call.id == call_id) or (call_id is None and call.name == name):
                 del self.open[k]
                 return call.id
-        if call_id is not None:
-            return call_id
-        raise FormatError(
-            f"functionResponse for {name!r} answers no unanswered functionCall of that name in the preceding "
-            "model turn",
-            index=index,
-            key=key,
-        )
+        return call_id if call_id is not None else unpaired
 
 
 def _parse_media(part: Mapping[str, Any], *, index: int, key: str) -> ContentBlock | None:
@@ -663,7 +752,9 @@ def _parse_media(part: Mapping[str, Any], *, index: int, key: str) -> ContentBlo
     return None
 
 
-def _parse_response(fr: Mapping[str, Any], pairing: _Pairing, *, index: int, key: str) -> ToolResultBlock:
+def _parse_response(
+    fr: Mapping[str, Any], pairing: _Pairing, *, index: int, key: str, unpaired: str
+) -> ToolResultBlock:
     name = fr.get("name")
     if not isinstance(name, str) or not name:
         raise FormatError("functionResponse needs a 'name'", index=index, key=f"{key}.name")
@@ -671,7 +762,7 @@ def _parse_response(fr: Mapping[str, Any], pairing: _Pairing, *, index: int, key
     if not isinstance(response, Mapping):
         raise FormatError("functionResponse 'response' must be an object", index=index, key=f"{key}.response")
     raw_id = fr.get("id")
-    call_id = pairing.take(name, raw_id if isinstance(raw_id, str) and raw_id else None, index=index, key=f"{key}.name")
+    call_id = pairing.take(name, raw_id if isinstance(raw_id, str) and raw_id else None, unpaired=unpaired)
     if len(response) == 1 and "error" in response:
         return ToolResultBlock(call_id=call_id, output=response["error"], status="error", name=name)
     if len(response) == 1 and "result" in response:
@@ -737,7 +828,8 @@ def _parse_contents_entry(d: Any, index: int, pairing: _Pairing, id_prefix: str)
                     "functionResponse parts belong in user contents", index=index, key=f"{key}.functionResponse"
                 )
             fr = as_mapping(response, index=index, key=f"{key}.functionResponse", what="functionResponse")
-            result = _parse_response(fr, pairing, index=index, key=f"{key}.functionResponse")
+            unpaired = f"{id_prefix}_{index}_{j}"  # shaped as a synthesized call id, and no call is at this part
+            result = _parse_response(fr, pairing, index=index, key=f"{key}.functionResponse", unpaired=unpaired)
             results.append((result, _response_media(fr, index=index, key=f"{key}.functionResponse")))
             continue
         elif isinstance(part.get("text"), str):
