@@ -51,3 +51,15 @@ def test_json_depth_stops_on_a_cycle_one_level_past_the_limit() -> None:
     loop.append(loop)
     loop.append({"again": loop})
     assert json_depth(loop, limit=MAX_JSON_DEPTH) == MAX_JSON_DEPTH + 1
+
+
+def test_json_problem_names_the_first_non_finite_path_and_passes_finite_documents() -> None:
+    """The store check walks every document twice at most: finite ones once, without building element paths, and
+    one holding NaN or Infinity again to name where (the same path the single path-building walk named)."""
+    from windowkeeper.boundary import json_problem
+
+    assert json_problem({"a": [1.5, {"b": 2.0}], "c": (3, "x", None)}) is None
+    problem = json_problem({"a": [1, {"b": float("nan")}], "c": [float("inf")]})
+    assert problem is not None and "at $.c[0]" in problem
+    problem = json_problem({"a": [1, {"b": float("-inf")}]})
+    assert problem is not None and "at $.a[1].b" in problem

@@ -129,7 +129,7 @@ def clean_json(value: Any, *, _depth: int = 0) -> Any:
                 changed = True
             out[new_key] = new_item
         return out if changed else value
-    if isinstance(value, list | tuple):
+    if isinstance(value, _SEQUENCES):
         if _depth >= _WALK_LIMIT:
             raise ValueError(f"value nests deeper than {_WALK_LIMIT} levels; flatten it or pass it as a string")
         items = [clean_json(item, _depth=_depth + 1) for item in value]
@@ -189,7 +189,27 @@ def json_problem(value: Any, *, limit: int = MAX_JSON_DEPTH) -> str | None:
     return None
 
 
+def _has_non_finite(value: Any) -> bool:
+    """Whether a NaN or Infinity is anywhere in ``value``: the walk every stored document takes, without the path
+    strings `_non_finite_path` builds for each element (only a document that holds one needs its path)."""
+    stack: list[Any] = [value]
+    pop, extend = stack.pop, stack.extend
+    isfinite = math.isfinite
+    while stack:
+        item = pop()
+        if isinstance(item, float):
+            if not isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            extend(item.values())
+        elif isinstance(item, _SEQUENCES):
+            extend(item)
+    return False
+
+
 def _non_finite_path(value: Any) -> str | None:
+    if not _has_non_finite(value):
+        return None
     stack: list[tuple[Any, str]] = [(value, "$")]
     while stack:
         item, path = stack.pop()
@@ -198,7 +218,7 @@ def _non_finite_path(value: Any) -> str | None:
                 return path
         elif isinstance(item, dict):
             stack.extend((v, f"{path}.{k}") for k, v in item.items())
-        elif isinstance(item, list | tuple):
+        elif isinstance(item, _SEQUENCES):
             stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
     return None
 

@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+_NOT_LISTS = (str, bytes, Mapping)
+"""What looks like a sequence but is no list of messages (a class tuple built once, not a union per call)."""
+
 WireMessages: TypeAlias = (
     "list[OpenAIChatMessage] | list[ResponsesItem] | list[AnthropicMessage] | list[GeminiContent] | list[BaseMessage]"
 )
@@ -197,7 +200,7 @@ def _read_tail(fmt: WindowFormat, tail: list[Any], offset: int, previous: str | 
 
 
 def _check_list(fmt: WindowFormat, messages: Any) -> None:
-    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+    if isinstance(messages, _NOT_LISTS) or not isinstance(messages, Sequence):
         raise FormatError(
             f"Window(format={fmt!r}) takes the whole conversation as a list of {EXPECTED[fmt]}, "
             f"got {type(messages).__name__}",

@@ -68,7 +68,7 @@ def as_mapping(obj: Any, *, index: int, key: str, what: str) -> Mapping[str, Any
 
 def as_list(obj: Any, *, index: int, key: str, what: str) -> list[Any]:
     value = plain(obj)
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+    if isinstance(value, _STRINGS) or not isinstance(value, Sequence):
         raise FormatError(f"{what} must be a list, got {type(value).__name__}", index=index, key=key)
     return list(value)
 
@@ -91,7 +91,7 @@ def messages_input(messages: Any, *, what: str) -> list[Any]:
     value = plain(messages)
     if isinstance(value, Mapping):
         return [value]
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+    if isinstance(value, _STRINGS) or not isinstance(value, Sequence):
         raise FormatError(f"{what} must be a list of messages, got {type(value).__name__}")
     return list(value)
 
@@ -99,6 +99,10 @@ def messages_input(messages: Any, *, what: str) -> list[Any]:
 # -- the reader boundary -------------------------------------------------------------------------------------
 
 _Reader = TypeVar("_Reader", bound=Callable[..., Any])
+
+_STRINGS = (str, bytes)
+_SEQUENCES = (list, tuple)
+"""Class tuples built once: ``str | bytes`` written inline builds a union object on every call."""
 
 _MALFORMED = (TypeError, AttributeError, KeyError, IndexError, ValueError, UnicodeError, OverflowError)
 """What a converter's code raises on a shape it did not expect; at the boundary each becomes a `FormatError`."""
@@ -236,7 +240,7 @@ def canonical_json(obj: Any) -> str:
         value = plain(value)
         if isinstance(value, Mapping):
             return {str(k): walk(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
+        if isinstance(value, _SEQUENCES):
             return [walk(v) for v in value]
         return value
 

@@ -30,6 +30,9 @@ from ._common import plain
 
 logger = logging.getLogger(__name__)
 
+_SEQUENCES = (list, tuple)
+"""A class tuple built once: ``list | tuple`` inline builds a union object per value walked."""
+
 SOURCE_KEY = "source"
 """The key of `Message.raw` under which a reader records the message's provider source."""
 
@@ -490,7 +493,7 @@ def key_paths(value: Any, prefix: str = "", *, depth: int = 0) -> set[str]:
             path = f"{prefix}.{key}" if prefix else str(key)
             out.add(path)
             out |= key_paths(item, path, depth=depth + 1)
-    elif isinstance(value, list | tuple):
+    elif isinstance(value, _SEQUENCES):
         for item in value:
             out |= key_paths(item, f"{prefix}[]", depth=depth + 1)
     return out

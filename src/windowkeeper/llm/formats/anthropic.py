@@ -94,6 +94,9 @@ else:
 
 logger = logging.getLogger(__name__)
 
+_NOT_IN_ASSISTANT = (ToolResultBlock, AudioBlock, VideoBlock)
+"""Blocks no assistant turn may carry (a class tuple built once, not a union per block)."""
+
 FORMAT = "Anthropic Messages"
 NAME = "anthropic"
 SYSTEM_SEPARATOR = "\n\n"
@@ -231,7 +234,7 @@ def _content(message: Message, *, index: int, ids: _IdMap, reasoning: ReasoningM
             if message.role != "assistant":
                 raise unsupported(block, FORMAT, message.role, index=index, key=key)
             out.append({"type": "tool_use", "id": ids.call(block.id), "name": block.name, "input": dict(block.args)})
-        elif isinstance(block, ToolResultBlock | AudioBlock | VideoBlock):
+        elif isinstance(block, _NOT_IN_ASSISTANT):
             raise unsupported(block, FORMAT, message.role, index=index, key=key)
         else:
             if message.role != "user":

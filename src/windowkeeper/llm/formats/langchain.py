@@ -55,6 +55,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+_MEDIA = (ImageBlock, AudioBlock, VideoBlock, DocumentBlock)
+"""The media blocks (a class tuple built once, not a union per block)."""
+
 FORMAT = "LangChain"
 NAME = "langchain"
 INVALID_CALL = "invalid_tool_call"
@@ -124,7 +127,7 @@ def _content(message: Message, *, index: int) -> str | list[str | dict[str, Any]
             parts.append({"type": "text", "text": error_text(block)})
         elif isinstance(block, ReasoningBlock):
             parts.append(_reasoning_dict(block))
-        elif isinstance(block, ImageBlock | AudioBlock | VideoBlock | DocumentBlock):
+        elif isinstance(block, _MEDIA):
             parts.append(_media_dict(block, index=index, key=key))
         else:
             raise FormatError(

@@ -79,6 +79,8 @@ logger = logging.getLogger(__name__)
 
 FORMAT = "OpenAI Chat Completions"
 NAME = "openai_chat"
+_NOT_TEXT = (ReasoningBlock, ToolCallBlock)
+"""What an assistant message's text leaves out (class tuple built once: a union per block cost more)."""
 _KNOWN_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content"})
 # Keys a Chat Completions *reply* carries with null/empty values; they hold nothing worth keeping.
 _REPLY_KEYS = frozenset({"refusal", "annotations", "audio", "function_call"})
@@ -157,7 +159,7 @@ def _user_content(parts: list[OpenAIChatUserPart]) -> str | list[OpenAIChatUserP
 def _text_only(message: Message, role: str, *, index: int) -> list[OpenAIChatTextPart]:
     parts: list[OpenAIChatTextPart] = []
     for j, block in enumerate(message.content):
-        if is_dropped(block) or (role == "assistant" and isinstance(block, ReasoningBlock | ToolCallBlock)):
+        if is_dropped(block) or (role == "assistant" and isinstance(block, _NOT_TEXT)):
             continue
         if isinstance(block, TextBlock):
             parts.append({"type": "text", "text": block.text})

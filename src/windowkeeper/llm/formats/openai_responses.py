@@ -86,6 +86,9 @@ from .wire import (
 
 logger = logging.getLogger(__name__)
 
+_TEXTS = (TextBlock, ErrorBlock)
+"""The blocks written as text parts (a class tuple built once, not a union per block)."""
+
 FORMAT = "OpenAI Responses"
 NAME = "openai_responses"
 SYSTEM_SEPARATOR = "\n\n"
@@ -236,7 +239,7 @@ def _assistant_items(message: Message, *, index: int, reasoning: ReasoningMode) 
     for j, block in enumerate(message.content):
         if is_dropped(block):
             continue
-        if isinstance(block, TextBlock | ErrorBlock):
+        if isinstance(block, _TEXTS):
             text = block.text if isinstance(block, TextBlock) else error_text(block)
             if text_parts is None:
                 text_parts = []
@@ -384,7 +387,7 @@ def _system_item(message: Message, *, index: int) -> ResponsesInputMessage:
         "developer" if message.metadata.get("openai_role") == "developer" else "system"
     )
     for j, block in enumerate(message.content):
-        if not isinstance(block, TextBlock | ErrorBlock) and not is_dropped(block):
+        if not isinstance(block, _TEXTS) and not is_dropped(block):
             raise unsupported(block, FORMAT, "system", index=index, key=f"content[{j}]")
     return _message_item(message, role, index=index)
 
