@@ -465,11 +465,15 @@ class WindowkeeperSession:
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The managed view of the history, opened by the running summary as a system message.
 
-        ``limit`` (else ``session_settings.limit``) keeps the latest items of the view, never a tool output
-        whose call it drops.
+        ``limit`` (else ``session_settings.limit``) keeps the newest ``limit`` items of that view and no more, as
+        the SDK's own sessions do: its tail checks (the rewind of a retried turn reads ``get_items(limit=1)[0]``
+        as the latest item, a resumed write compares the newest items with what it wrote) count on it. The
+        summary item is among them only when the whole view fits. A tool output whose call falls before the
+        cut is kept, as ``SQLiteSession`` keeps it: the SDK drops such an output before a model call (and so
+        does this session's `input_filter`); dropping it here would shorten the tail the SDK compares.
         """
         if limit is None:
-            limit = getattr(self.session_settings, "limit", None)
+            limit = _settings_limit(self.session_settings)
         items = await self._refresh()
         if not items:
             self._serve([], 0)  # a run's input is then all new: the filter starts the session's thread
@@ -478,14 +482,14 @@ class WindowkeeperSession:
         result = await self.window.afit(items, tools=self._tools, thread_id=self.session_id)
         self.last_result = result
         view: list[Any] = list(result.messages)
-        if limit is not None:
-            view = latest_items(view, limit)
         if result.system:
             head = {"role": "system", "content": result.system}
             view.insert(0, head)
             self._summary = (head, result.summary) if result.summary else None
         else:
             self._summary = None
+        if limit is not None:
+            view = view[-limit:] if limit > 0 else []  # zero or less: none, as the SDK asks of a session
         self._serve(view, count)
         return view
 
@@ -516,9 +520,15 @@ class WindowkeeperSession:
         A view cut by a ``limit`` is the end of the managed view, so what the run added still follows the items
         behind it, and the thread goes on where the full view left it (one summary, not a second thread's)."""
         for view, count in self._served:
-            n = len(view)
-            if len(model_input) >= n and same_prefix(model_input, view, n):
-                return _Joined(self._items, count, model_input, n)
+            # under a limit the SDK drops the tool outputs the cut parted from their calls, and takes the ids off
+            # the assistant messages that open what is left: the input then starts with the view so changed
+            for skip in range(_orphan_outputs(view) + 1):
+                n = len(view) - skip
+                if len(model_input) < n:
+                    continue
+                rest = view[skip:]
+                if same_prefix(model_input, rest, n) or same_prefix(model_input, _without_boundary_ids(rest), n):
+                    return _Joined(self._items, count, model_input, n)
         return None
 
     @property
@@ -612,6 +622,48 @@ class WindowkeeperSession:
     async def aclose(self) -> None:
         if self._owns_store:
             await self.store.close()
+
+
+def _settings_limit(settings: Any) -> int | None:
+    """The ``limit`` of a ``SessionSettings`` or of the dict the SDK also accepts in its place."""
+    limit = settings.get("limit") if isinstance(settings, dict) else getattr(settings, "limit", None)
+    if limit is not None and not isinstance(limit, int):
+        raise ConfigurationError(f"session_settings.limit must be an int or None, got {limit!r}")
+    return limit
+
+
+def _orphan_outputs(view: Sequence[Any]) -> int:
+    """How many of the items that open ``view`` are tool outputs whose call is not in it."""
+    calls = {
+        key
+        for i in view
+        if isinstance(i, dict) and i.get("type") not in OUTPUT_KINDS
+        for key in (i.get("call_id"), i.get("id"))
+        if key is not None
+    }
+    n = 0
+    for item in view:
+        if not (isinstance(item, dict) and item.get("type") in OUTPUT_KINDS):
+            break
+        if (item.get("call_id") or item.get("id")) in calls:
+            break
+        n += 1
+    return n
+
+
+def _without_boundary_ids(view: list[Any]) -> list[Any]:
+    """``view`` as the SDK sends a history a limit cut: the assistant messages before the first reasoning item
+    or input of the user's lose their ``msg_`` id (their reasoning may be cut off)."""
+    out = list(view)
+    for index, item in enumerate(out):
+        if not isinstance(item, dict) or item.get("type") == "reasoning":
+            break
+        if item.get("role") in ("user", "developer", "system"):
+            break
+        message = item.get("type") == "message" and item.get("role") == "assistant"
+        if message and str(item.get("id", "")).startswith("msg_"):
+            out[index] = {k: v for k, v in item.items() if k != "id"}
+    return out
 
 
 def _record_items(doc: dict[str, Any]) -> list[dict[str, Any]]:
