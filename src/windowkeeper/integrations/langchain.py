@@ -79,12 +79,35 @@ class WindowkeeperMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.recall = self.window.recall_tool()
         self.recall.thread_of = current_thread_id
         self.tools = [self.recall.as_langchain_tool()] if recall_tool else []
+        self._shadow_warned = not recall_tool
 
     @property
     def name(self) -> str:
         return "WindowkeeperMiddleware"
 
+    def _warn_if_shadowed(self, tools: Any) -> None:
+        """Say once that a tool of the caller's named ``recall`` took the place of this middleware's:
+        ``create_agent`` keeps one tool per name, so the model never gets the one the pointers were to name, and
+        the pointers tell it to ask the user instead (correct, but nothing said why)."""
+        if self._shadow_warned:
+            return
+        own = self.tools[0]
+        for tool in tools or ():
+            name = (tool.get("name") or tool.get("function", {}).get("name")) if isinstance(tool, dict) else None
+            if tool is not own and getattr(tool, "name", name) == own.name:
+                self._shadow_warned = True
+                logger.warning(
+                    "WindowkeeperMiddleware: the agent has a tool of its own named %r, which takes the place "
+                    "of the middleware's recall tool, so cleared tool results tell the model to ask the user to "
+                    "restore them; rename your tool (e.g. 'recall_preference') to let the model restore them "
+                    "itself, or pass WindowkeeperMiddleware(..., recall_tool=False) to keep yours without this "
+                    "warning",
+                    own.name,
+                )
+                return
+
     def _fit_args(self, request: ModelRequest[Any]) -> dict[str, Any]:
+        self._warn_if_shadowed(request.tools)
         return {
             "system": request.system_message,
             # the structured-output schema goes out with the request too, added by the host after this middleware
