@@ -136,3 +136,52 @@ def test_a_tool_result_without_its_call_is_a_problem_in_gemini_as_in_the_other_f
     _agrees(doc, out)
     human = runner.invoke(app, ["compact", str(source), "-o", str(out), "--force"])
     assert human.exit_code == 1 and "orphan_tool_result" in human.stderr
+
+
+ALL_CASES = list(BUILDERS)
+
+
+@pytest.mark.parametrize("case", ALL_CASES)
+def test_simulate_reads_every_input_kind_and_its_numbers_are_a_recount(tmp_path: Path, case: str) -> None:
+    """`simulate`'s help named only tau-bench, SWE-agent and JSONL files; it replays every format `inspect` reads.
+    Its numbers: a model call per assistant message after the first message, and with no management each sends
+    every message before it (the file's tool definitions, the same for every strategy, are not counted: the help
+    says so, since `inspect` counts them)."""
+    from windowkeeper.io import read_collection
+    from windowkeeper.prompt import assemble
+    from windowkeeper.state import AgentState
+    from windowkeeper.tokens import default_counter
+
+    source, _fmt = write_sample(tmp_path, case, session(12, seed=1))
+    result = runner.invoke(app, ["simulate", str(source), "--no-chart", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    conversations = read_collection(str(source), fmt="auto", limit=None, max_bytes=1 << 30, timeout=10.0)
+    counter = default_counter()
+    prompts = [
+        assemble(AgentState(context=c.messages[:i]), counter=counter).input_tokens
+        for c in conversations
+        for i, m in enumerate(c.messages)
+        if m.role == "assistant" and i > 0
+    ]
+    full = doc["strategies"][0]
+    assert full["name"] == "no management"
+    assert (doc["trajectories"], doc["calls"]) == (len(conversations), len(prompts))
+    assert (full["tokens_sent"], full["max_call_tokens"]) == (sum(prompts), max(prompts))
+    assert full["calls_over_budget"] == sum(p > doc["budget"] for p in prompts)
+
+
+def test_simulate_help_says_what_it_reads() -> None:
+    result = runner.invoke(app, ["simulate", "--help"])
+    text = " ".join(result.stdout.split())
+    assert "any format inspect reads" in text and "- for stdin" in text
+    assert "Tokens sent count the messages only" in text
+
+
+def test_nothing_to_simulate_says_what_a_model_call_is_and_what_to_pass(tmp_path: Path) -> None:
+    source = tmp_path / "question.json"
+    source.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    result = runner.invoke(app, ["simulate", str(source), "--no-chart"])
+    assert result.exit_code == 1
+    assert f"nothing to simulate: {source} holds no trajectory with a model call" in result.stderr
+    assert "an assistant message after the first message" in result.stderr and "with its replies" in result.stderr

@@ -593,7 +593,9 @@ def simulate(
     path: Annotated[
         str,
         typer.Argument(
-            metavar="PATH", help="Trajectories: a tau-bench JSON, SWE-agent .traj files, JSONL, or a folder."
+            metavar="PATH",
+            help="Recorded conversations: a file in any format inspect reads (a tau-bench JSON or a JSONL file "
+            "may hold several), a folder of them, or - for stdin.",
         ),
     ],
     budget: Annotated[
@@ -611,6 +613,9 @@ def simulate(
     json_out: JsonOption = False,
 ) -> None:
     """Like demo, on recorded trajectories, aggregated over all of them.
+
+    A call is an assistant message, its prompt everything before it. Tokens sent count the messages only: the
+    file's tool definitions (inspect's tools zone) go out unchanged with every call of every strategy.
 
     Exit 1 when there is nothing to simulate (no model call found) or a strategy produced an invalid sequence.
     """
@@ -640,7 +645,10 @@ def simulate(
 
             report = run_simulate(conversations, budget=budget, on_done=on_done)
         if report is None:
-            message = f"nothing to simulate: {path} holds no trajectory with a model call"
+            message = (
+                f"nothing to simulate: {path} holds no trajectory with a model call (an assistant message after "
+                "the first message); pass the recording of an agent's run, with its replies"
+            )
             if json_out:
                 output.document(
                     {
