@@ -111,3 +111,29 @@ def test_an_unchanged_response_still_passes_through_as_the_callers_own_dict() ->
     items = _in_progress({"output": "file 1: short"})
     result = Window(budget=BUDGET, format="gemini").fit(items)
     assert result.messages[-1] is items[-1]
+
+
+@pytest.mark.parametrize("ids", [True, False])
+def test_parallel_responses_in_one_content_each_keep_their_own_keys_when_one_is_cut(ids: bool) -> None:
+    """Each response of a content is matched to the caller's part it came from (by id, else as its only part)."""
+
+    def own(n: int, **keys: Any) -> dict[str, Any]:
+        return {**({"id": f"fc-{n}"} if ids else {}), "name": f"tool{n}", **keys}
+
+    items = [
+        {"role": "user", "parts": [{"text": "Run both."}]},
+        {"role": "model", "parts": [{"functionCall": own(n, args={})} for n in (0, 1)]},
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": own(0, response={"output": "small"}, scheduling="SILENT", x_vendor=0)},
+                {"functionResponse": own(1, response={"output": BIG}, scheduling="INTERRUPT", x_vendor=1)},
+            ],
+        },
+    ]
+    result = Window(budget=BUDGET, format="gemini").fit(items)
+    small, cut = (p["functionResponse"] for p in result.messages[-1]["parts"])
+    assert small == items[-1]["parts"][0]["functionResponse"]
+    assert "truncated" in cut["response"]["output"]
+    assert (cut["scheduling"], cut["x_vendor"], "id" in cut) == ("INTERRUPT", 1, ids)
+    assert result.input_tokens <= BUDGET
