@@ -53,6 +53,8 @@ MediaBlock = ImageBlock | AudioBlock | VideoBlock | DocumentBlock
 
 def plain(obj: Any) -> Any:
     """A plain-JSON view of ``obj``: SDK pydantic objects are dumped, mappings and sequences copied shallowly."""
+    if type(obj) is dict:
+        return obj  # the common case, read for every item and part: a dict has no ``model_dump`` to look up
     dump = getattr(obj, "model_dump", None)
     if callable(dump) and not isinstance(obj, type):
         return dump(mode="json", exclude_none=True)
@@ -60,6 +62,8 @@ def plain(obj: Any) -> Any:
 
 
 def as_mapping(obj: Any, *, index: int, key: str, what: str) -> Mapping[str, Any]:
+    if type(obj) is dict:
+        return obj  # a dict is its own plain view and a Mapping: no dump to look up, no ABC check
     value = plain(obj)
     if not isinstance(value, Mapping):
         raise FormatError(f"{what} must be an object (dict), got {type(value).__name__}", index=index, key=key)

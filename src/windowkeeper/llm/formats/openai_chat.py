@@ -431,11 +431,16 @@ def _to_message(d: Any, index: int) -> Message:
     if name is not None and not isinstance(name, str):
         raise FormatError(f"'name' must be a string, got {type(name).__name__}", index=index, key="name")
     legacy = msg.get("function_call") if role == "assistant" and not msg.get("tool_calls") else None
-    extra = {
-        k: v
-        for k, v in msg.items()
-        if k not in _KNOWN_KEYS and not (k in _REPLY_KEYS and not v) and not (legacy and k == _LEGACY_CALL)
-    }
+    # most messages carry modelled keys only (one set operation in C); the rest are sorted key by key
+    extra = (
+        {}
+        if msg.keys() <= _KNOWN_KEYS
+        else {
+            k: v
+            for k, v in msg.items()
+            if k not in _KNOWN_KEYS and not (k in _REPLY_KEYS and not v) and not (legacy and k == _LEGACY_CALL)
+        }
+    )
     if extra:
         metadata["openai_extra"] = extra
     if role == "tool":
