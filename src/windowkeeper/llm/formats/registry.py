@@ -45,11 +45,6 @@ _BUILTIN_MODULES = ("openai_chat", "openai_responses", "anthropic", "gemini", "l
 
 _FORMATS: dict[str, ProviderFormat] = {}
 _lock = threading.Lock()
-
-_OWN_OUTPUTS: LRUCache[tuple[str, int], tuple[ProviderFormat, Any, list[str] | None]] = LRUCache(_MAX_SOURCES)
-"""The caller's tool output items read again by `ProviderFormat._own_outputs`, by format and identity (each held,
-so its id stays its own), with the texts read from them."""
-_OWN_OUTPUTS_LOCK = threading.Lock()
 _loaded = False
 _sorted: dict[str, ProviderFormat] | None = None
 
@@ -261,9 +256,13 @@ class ProviderFormat(ABC):
         caller sent it (``client``): every key of the item, and each part the reader does not model in its own
         shape instead of the text it was read as. Any other change (a pointer standing for a cleared result) is
         windowkeeper's own item, written as it is."""
-        own = self._own_outputs(client)
+        try:
+            again = self.read_items([client], offset=0, previous=None, sources=None)
+        except FormatError:
+            return written
+        own = [tool_output_text(b.output) for m in again for b in m.tool_result_blocks()]
         now = [tool_output_text(b.output) for b in message.tool_result_blocks()]
-        if own is None or len(own) != 1 or len(now) != 1 or not cut_from(now[0], own[0]):
+        if len(own) != 1 or len(now) != 1 or not cut_from(now[0], own[0]):
             return written
         item = with_own_item_keys(written, client)
         call = client.get("tool_call_id", client.get("call_id"))
@@ -271,26 +270,6 @@ class ProviderFormat(ABC):
             item.get(key), client.get(key), self.output_parts, _stand_in, what=f"the output of tool call {call!r}"
         )
         return item
-
-    def _own_outputs(self, client: Mapping[str, Any]) -> list[str] | None:
-        """The output texts the reader reads from the caller's tool output ``client`` (None when it cannot read
-        it), remembered by identity: a result cut to fit is written anew on every call of a `Window`, and reading
-        the caller's item again each time cost as much as reading a new one (items are not edited in place)."""
-        key = (self.name, id(client))
-        with _OWN_OUTPUTS_LOCK:
-            known = _OWN_OUTPUTS.get(key)
-        if known is not None and known[0] is self and known[1] is client:
-            return known[2]
-        own: list[str] | None
-        try:
-            again = self.read_items([client], offset=0, previous=None, sources=None)
-        except FormatError:
-            own = None
-        else:
-            own = [tool_output_text(b.output) for m in again for b in m.tool_result_blocks()]
-        with _OWN_OUTPUTS_LOCK:
-            _OWN_OUTPUTS.put(key, (self, client, own))
-        return own
 
     def write_plain(self, messages: Sequence[Message]) -> list[Any]:
         """Messages in this format with no system handling (`Window.restore`)."""
