@@ -66,7 +66,7 @@ async def measure_session(size: int, turns: int, budget: int, folder: Path, kind
 
     from windowkeeper.integrations.openai_agents import WindowkeeperSession
 
-    _, items = to_responses_input(build_history(size + 40 * turns, seed=11))
+    _, items = to_responses_input(build_history(size + 40 * turns, seed=11), passthrough=False)
     start = next(i for i in range(size, len(items)) if items[i].get("role") == "user")
     steps = steps_from(items, start, turns, "user")  # one run each: a user message up to the next
     prefill = list(items[:start])

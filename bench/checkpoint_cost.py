@@ -87,7 +87,7 @@ def langgraph(path: Path | None, head: list[Message], chunks: list[list[Message]
     saver: Any = SqliteSaver(conn) if conn is not None else InMemorySaver()
     if conn is not None:
         saver.setup()
-    history = to_langchain(head)
+    history = to_langchain(head, passthrough=False)
     config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
 
     def put(step: int) -> Any:
@@ -101,7 +101,7 @@ def langgraph(path: Path | None, head: list[Message], chunks: list[list[Message]
     before = payload_bytes(path, columns) if path is not None else 0
     cpu = 0.0
     for step, chunk in enumerate(chunks, start=2):
-        history.extend(to_langchain(chunk))
+        history.extend(to_langchain(chunk, passthrough=False))
         started = time.process_time()
         config = put(step)
         cpu += time.process_time() - started
@@ -115,11 +115,11 @@ async def agents_session(path: Path, head: list[Message], chunks: list[list[Mess
     from agents.memory import SQLiteSession
 
     session = SQLiteSession("t", str(path))
-    await session.add_items(to_responses_input(head))
+    await session.add_items(to_responses_input(head, passthrough=False))
     before = payload_bytes(path, {"agent_messages": ["message_data"]})
     cpu = 0.0
     for chunk in chunks:
-        items = to_responses_input(chunk)
+        items = to_responses_input(chunk, passthrough=False)
         started = time.process_time()
         await session.add_items(items)
         cpu += time.process_time() - started

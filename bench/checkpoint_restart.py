@@ -72,7 +72,7 @@ def peer_setup(path: Path, history: list[Message]) -> None:
     saver = SqliteSaver(conn)
     saver.setup()
     checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = {"messages": to_langchain(history)}
+    checkpoint["channel_values"] = {"messages": to_langchain(history, passthrough=False)}
     checkpoint["channel_versions"] = {"messages": 1}
     saver.put(config, checkpoint, {"step": 1, "source": "loop"}, {"messages": 1})
     conn.close()

@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         parser.error("--messages must be at least 2")
 
     history = build_history(args.messages, args.seed)
-    lc_history = to_langchain(history)
+    lc_history = to_langchain(history, passthrough=False)
     tokens = fresh_counter().count_messages(history)
     print(
         f"history: {len(history):,} messages ({len(lc_history):,} LangChain messages), {tokens:,} tokens; "

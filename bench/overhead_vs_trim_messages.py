@@ -131,7 +131,7 @@ def run_peer(chunks: Sequence[Sequence[Message]], budget: int, stride: int, *, m
     view: list[Any] = []
     worst = 0
     for turn, chunk in enumerate(chunks):
-        history.extend(to_langchain(chunk))
+        history.extend(to_langchain(chunk, passthrough=False))
         if (turn + 1) % stride and turn != len(chunks) - 1:
             continue
         with clock.timing():

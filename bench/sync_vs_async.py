@@ -54,7 +54,7 @@ def _reply(state: AgentState) -> dict[str, Any]:
 def pairs(history: list[Message]) -> dict[str, Pair]:
     """For each entry point, a sync call and an async call on twin objects that have each seen ``history``."""
     out: dict[str, Pair] = {}
-    chat = to_openai_chat(history)
+    chat = to_openai_chat(history, passthrough=False)
     sync_window, async_window = Window(budget=32_000), Window(budget=32_000)
     sync_window.fit(chat)
     asyncio.run(async_window.afit(chat))

@@ -77,7 +77,7 @@ def measure(size: int, calls: int, budget: int, kind: str, entry: str, store: st
 
 def _measure(size: int, calls: int, budget: int, kind: str, entry: str, store: str | None) -> dict[str, float]:
     history = build_history(size + 40 * calls, seed=7)
-    items = to_openai_chat(history)
+    items = to_openai_chat(history, passthrough=False)
     # start the timed calls at an assistant message after ``size`` items, so every step is one model call
     start = next(i for i in range(size, len(items)) if items[i].get("role") == "assistant")
     steps = steps_from(items, start, calls, "assistant")  # one model call each: a reply and its results
