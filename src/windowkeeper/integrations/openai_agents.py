@@ -318,13 +318,7 @@ def latest_items(items: Sequence[Any], limit: int) -> list[Any]:
                 start += 1
             break
     out = list(items[start:])
-    calls = {
-        key
-        for i in out
-        if isinstance(i, dict) and i.get("type") not in OUTPUT_KINDS
-        for key in (i.get("call_id"), i.get("id"))
-        if key is not None
-    }
+    calls = _call_keys(out)
     return [
         i
         for i in out
@@ -632,15 +626,20 @@ def _settings_limit(settings: Any) -> int | None:
     return limit
 
 
-def _orphan_outputs(view: Sequence[Any]) -> int:
-    """How many of the items that open ``view`` are tool outputs whose call is not in it."""
-    calls = {
+def _call_keys(items: Sequence[Any]) -> set[Any]:
+    """The ids an output may answer among ``items``: each non-output item's ``call_id`` and ``id``."""
+    return {
         key
-        for i in view
+        for i in items
         if isinstance(i, dict) and i.get("type") not in OUTPUT_KINDS
         for key in (i.get("call_id"), i.get("id"))
         if key is not None
     }
+
+
+def _orphan_outputs(view: Sequence[Any]) -> int:
+    """How many of the items that open ``view`` are tool outputs whose call is not in it."""
+    calls = _call_keys(view)
     n = 0
     for item in view:
         if not (isinstance(item, dict) and item.get("type") in OUTPUT_KINDS):
