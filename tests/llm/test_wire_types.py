@@ -214,3 +214,44 @@ def test_gemini_sdk_spelling_is_the_rest_content(data: st.DataObject) -> None:
         return
     read = [types.Content.model_validate(c).model_dump(mode="json", by_alias=True, exclude_none=True) for c in sdk]
     assert _decoded(read) == _decoded(_plain(rest))
+
+
+def test_gemini_sdk_spelling_keeps_a_function_responses_delivery_keys() -> None:
+    """``willContinue`` and ``scheduling`` say how the API delivers a response; the SDK spelling carries them
+    (``will_continue``, ``scheduling``) and google-genai sends them as the caller wrote them."""
+    from google import genai
+    from google.genai import types
+
+    from windowkeeper.llm.formats import from_gemini
+
+    contents: list[dict[str, Any]] = [
+        {"role": "user", "parts": [{"text": "Watch the build."}]},
+        {"role": "model", "parts": [{"functionCall": {"id": "fc-1", "name": "watch", "args": {}}}]},
+        {
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "id": "fc-1",
+                        "name": "watch",
+                        "response": {"output": "still running"},
+                        "willContinue": True,
+                        "scheduling": "WHEN_IDLE",
+                    }
+                }
+            ],
+        },
+    ]
+    _, sdk = to_gemini(from_gemini(None, contents), spelling="sdk")
+    parts = sdk[2]["parts"]
+    assert parts is not None
+    response = parts[0]["function_response"]
+    assert response is not None and response["will_continue"] is True and response["scheduling"] == "WHEN_IDLE"
+    with (
+        FakeGeminiServer([FakeReply(text="ok")]) as srv,
+        genai.Client(api_key="t", http_options=types.HttpOptions(base_url=srv.base_url)) as client,
+    ):
+        client.models.generate_content(model="gemini-2.0-flash", contents=sdk)
+    sent = srv.requests[-1].json["contents"][2]["parts"][0]["functionResponse"]
+    # google-genai 3.x sends this field in its own snake_case spelling, which the API's JSON parser accepts
+    assert sent.get("willContinue", sent.get("will_continue")) is True and sent["scheduling"] == "WHEN_IDLE"

@@ -687,6 +687,12 @@ def _sdk_part(part: GeminiPart, *, key: str) -> GeminiSDKPart:
         function_response: FunctionResponseDict = {"name": response["name"], "response": response["response"]}
         if "id" in response:
             function_response["id"] = response["id"]
+        # how the API delivers the response (a non-blocking call's later responses, when the model reacts to it)
+        delivery: Mapping[str, Any] = response
+        if isinstance(delivery.get("willContinue"), bool):
+            function_response["will_continue"] = delivery["willContinue"]
+        if isinstance(delivery.get("scheduling"), str):
+            function_response["scheduling"] = cast(Any, delivery["scheduling"])
         if "parts" in response:
             function_response["parts"] = [
                 _sdk_response_part(inner, key=f"{key}.functionResponse.parts[{k}]")
