@@ -38,9 +38,6 @@ TEXT_TYPES = frozenset({"text", "input_text", "output_text"})
 TOOL_TEXT = CHAT.output_parts
 """The part types the Chat reader models in a tool message (text only: any other it reads as a text of its JSON)."""
 RESPONSES_OUTPUT_PARTS = RESPONSES.output_parts
-CUT_HEAD = 40
-"""Characters a tool output cut to fit shares with the client's at its start (`_cut_output_of`): the manager keeps
-a head of at least 32 tokens."""
 
 
 def _dumps(value: Any) -> str:
@@ -470,9 +467,7 @@ def _cut_output_of(item: Any, items: Sequence[Any], plains: Sequence[Any], lo: i
             continue
         if twin.get("role") != item.get("role") or twin.get("type") != item.get("type"):
             return None
-        own = _output_text(twin)
-        head = own[:CUT_HEAD] if own else None
-        return index if head and own != text and text.startswith(head) else None
+        return index if cut_from(text, _output_text(twin)) else None
     return None
 
 
@@ -638,20 +633,23 @@ RESULT_PARTS = frozenset({"text", "image", "document"})
 """The parts of an Anthropic ``tool_result`` the reader models."""
 
 
-def _result_stand_in(part: Mapping[str, Any]) -> str:
-    """The text the window read a ``tool_result`` part as: the twin's `_opaque` text for a block the twin does not
-    model, the reader's own for any other."""
-    if part.get("type") not in ANTHROPIC_BLOCKS:
-        return _opaque(part)
-    return unknown_block(str(part.get("type")), part).text
+def _stand_in(twin_parts: frozenset[str]) -> Callable[[Mapping[str, Any]], str]:
+    """The text the window read a part of a tool output as: the plain twin's `_opaque` text for a part of a type the
+    twin does not model (not in ``twin_parts``), the reader's own (`windowkeeper.llm.formats._common.unknown_block`)
+    for any other."""
+
+    def text(part: Mapping[str, Any]) -> str:
+        if part.get("type") not in twin_parts:
+            return _opaque(part)
+        return unknown_block(str(part.get("type")), part).text
+
+    return text
 
 
-def _output_stand_in(part: Mapping[str, Any]) -> str:
-    """The text the window read a tool output's part as: the plain twin's `_opaque` text for a Chat part the twin
-    does not model, the reader's own (`windowkeeper.llm.formats._common.unknown_block`) for any other."""
-    if part.get("type") not in CHAT_PARTS:
-        return _opaque(part)
-    return unknown_block(str(part.get("type")), part).text
+_result_stand_in = _stand_in(ANTHROPIC_BLOCKS)
+"""A ``tool_result`` part's stand-in text (Anthropic)."""
+_output_stand_in = _stand_in(CHAT_PARTS)
+"""A Chat or Responses tool output part's stand-in text."""
 
 
 def _with_own_output(item: Any, client: Any, twin: Any) -> Any:

@@ -403,8 +403,7 @@ def own_parts_in(
             f"{what} was cut to fit and its part(s) of type {kinds} with it: left out whole, as windowkeeper does "
             "not read that type (raise the budget to keep the output whole)"
         )
-        logger.warning("%s", text)
-        warnings.warn(text, UserWarning, stacklevel=3)
+        _say(text)
     places = [
         j
         for j, p in enumerate(out)
@@ -508,8 +507,14 @@ def warn_lost(what: str, fields: Iterable[str]) -> None:
         f"{what}: {', '.join(lost)} cannot be carried by the shape written and {'is' if len(lost) == 1 else 'are'} "
         "left out; keep the message unchanged (or send it in its own format) to keep every field"
     )
+    _say(text)
+
+
+def _say(text: str) -> None:
+    """Tell the caller what was lost, both ways it may be listening: a `UserWarning` at the caller of the
+    function that lost it, and a log warning."""
     logger.warning("%s", text)
-    warnings.warn(text, UserWarning, stacklevel=3)
+    warnings.warn(text, UserWarning, stacklevel=4)
 
 
 __all__ = [
