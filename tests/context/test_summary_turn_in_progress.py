@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.blocks import TextBlock, ToolCallBlock, ToolResultBlock
+from turn_fixtures import older_history, weather_call, weather_result
 from windowkeeper.context import SummaryContextManager
 from windowkeeper.messages import Message
 from windowkeeper.state import AgentState
@@ -20,31 +20,11 @@ from windowkeeper.tokens import default_counter
 
 from .strategies import agent_states
 
-FILLER = "The quarterly report lists revenue, churn, hiring plans and the office move in great detail. "
-
-
-def older_history(turns: int = 2, repeat: int = 30) -> list[Message]:
-    """Finished turns long enough that a small budget needs a summary."""
-    out: list[Message] = []
-    for t in range(turns):
-        out.append(Message.text_message(f"Question {t}: {FILLER * repeat}", message_id=f"old-u{t}"))
-        out.append(Message.text_message(f"Answer {t}: {FILLER * repeat}", role="assistant", message_id=f"old-a{t}"))
-    return out
-
-
-def weather_call(n: int, city: str) -> Message:
-    call = ToolCallBlock(id=f"call{n}", name="get_weather", args={"city": city})
-    return Message(role="assistant", content=[TextBlock(text="Checking."), call], message_id=f"call-{n}")
-
-
-def weather_result(n: int, body: str) -> Message:
-    return Message.tool_message([ToolResultBlock(call_id=f"call{n}", output=body)], message_id=f"result-{n}")
-
 
 def task_with_a_line_after_results(result_body: str = "Paris: 72 F, wind 10 mph, humidity 40%.") -> list[Message]:
     return [
         Message.text_message("You are a weather assistant.", role="system", message_id="sys"),
-        *older_history(),
+        *older_history(2, 30),
         Message.text_message("What is the weather in Paris today?", message_id="task"),
         weather_call(1, "Paris"),
         weather_result(1, result_body),

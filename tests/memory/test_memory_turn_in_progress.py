@@ -10,36 +10,18 @@ import logging
 
 import pytest
 
-from windowkeeper.blocks import TextBlock, ToolCallBlock, ToolResultBlock
+from turn_fixtures import FILLER, older_history, weather_call, weather_result
 from windowkeeper.memory import InMemoryMemory
 from windowkeeper.messages import Message
 from windowkeeper.units import validate
 
-FILLER = "The quarterly report lists revenue, churn, hiring plans and the office move in great detail. "
 SID = "turn-in-progress"
-
-
-def older_history(turns: int = 2, repeat: int = 12) -> list[Message]:
-    out: list[Message] = []
-    for t in range(turns):
-        out.append(Message.text_message(f"Question {t}: {FILLER * repeat}", message_id=f"old-u{t}"))
-        out.append(Message.text_message(f"Answer {t}: {FILLER * repeat}", role="assistant", message_id=f"old-a{t}"))
-    return out
-
-
-def weather_call(n: int, city: str) -> Message:
-    call = ToolCallBlock(id=f"call{n}", name="get_weather", args={"city": city})
-    return Message(role="assistant", content=[TextBlock(text="Checking."), call], message_id=f"call-{n}")
-
-
-def weather_result(n: int, body: str) -> Message:
-    return Message.tool_message([ToolResultBlock(call_id=f"call{n}", output=body)], message_id=f"result-{n}")
 
 
 def task_with_a_line_after_results(task: str = "Weather in Paris?", result: str = "72 F.") -> list[Message]:
     """Short task, call and result (a gist would not be shorter, so compaction leaves them whole)."""
     return [
-        *older_history(),
+        *older_history(2, 12),
         Message.text_message(task, message_id="task"),
         weather_call(1, "Paris"),
         weather_result(1, result),
