@@ -153,6 +153,10 @@ class GeminiFunctionResponse(TypedDict):
     response: dict[str, Any]
     id: NotRequired[str]
     parts: NotRequired[list[GeminiPart]]
+    willContinue: NotRequired[bool]
+    """A non-blocking call's intermediate response: more responses to the same call follow."""
+    scheduling: NotRequired[Literal["SCHEDULING_UNSPECIFIED", "SILENT", "WHEN_IDLE", "INTERRUPT"]]
+    """When the model hears of a non-blocking call's response (google-genai's ``FunctionResponseScheduling``)."""
 
 
 class GeminiPart(TypedDict, total=False):
