@@ -133,7 +133,8 @@ def build_app(config: ServeConfig) -> Starlette:
 
     async def metrics(request: Request) -> Response:
         served = gateway()
-        return PlainTextResponse(served.metrics.render(served.threads.series()), media_type="text/plain; version=0.0.4")
+        process = [*served.threads.series(), *served.recognizer.series()]
+        return PlainTextResponse(served.metrics.render(process), media_type="text/plain; version=0.0.4")
 
     async def open_upstream(
         request: Request, family: Family, route: str, content: bytes, method: str = "POST", *, again: bool = False

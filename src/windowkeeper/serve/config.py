@@ -21,6 +21,7 @@ ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 DEFAULT_PORT = 8787
 DEFAULT_BUDGET = 128_000
+DEFAULT_INDEX_ENTRIES = 100_000
 
 
 def data_dir() -> Path:
@@ -65,6 +66,10 @@ class ServeConfig:
     candidate lines, the recall index's originals, passage counts and words (`Threads.cache_shares`). Each is
     bounded by entries or bytes of its own; without one budget for all, they fill for hours after the threads'
     bound is reached and the process keeps growing."""
+    max_index_entries: int = DEFAULT_INDEX_ENTRIES
+    """Records of the recognition index (one per conversation head and per opening message) this process keeps
+    in the store; past it, the least recently used are deleted (`Recognizer`), and a conversation whose record
+    went starts a new thread when it returns."""
     idle_seconds: float = 1800.0
     """A thread unused this long leaves memory (it is read back from the store if it returns)."""
     recall: bool = True
@@ -81,7 +86,7 @@ class ServeConfig:
                 raise ConfigurationError(f"{name} must be an http:// or https:// URL, got {value!r}")
         if not isinstance(self.summarizer, str) or not self.summarizer:
             raise ConfigurationError(f"summarizer must be 'extractive' or a model name, got {self.summarizer!r}")
-        for name in ("max_threads", "max_thread_bytes", "max_body_bytes", "cache_bytes"):
+        for name in ("max_threads", "max_thread_bytes", "max_body_bytes", "cache_bytes", "max_index_entries"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"{name} must be a positive whole number, got {value!r}")

@@ -217,7 +217,7 @@ class Gateway:
     def __init__(self, config: ServeConfig, store: SessionStore) -> None:
         self.config = config
         self.threads = Threads(config, store)
-        self.recognizer = Recognizer(store)
+        self.recognizer = Recognizer(store, config.max_index_entries)
         self.metrics = Metrics()
         self._pending: dict[asyncio.Task[Plan | None], asyncio.Event] = {}
         self._hints: LRUCache[tuple[str, str], str] = LRUCache(config.max_threads, name="max_threads")
@@ -281,6 +281,13 @@ class Gateway:
                     match.how = "new"
                 if match.how == "new" and opened is not None and _continues_after(cache, lead, opened[2], opened[1]):
                     match.name, match.how = opened[0], "continued"
+                match.opener, match.lead = opener, lead
+                if match.how == "new" and opened is None:
+                    # no thread here opened so: one another process (or this one before a restart) served may have
+                    moved = await self.recognizer.moved(match, cache, lead, MOVED_MIN_ITEMS)
+                    known = self.threads.local(internal_id(scope, moved)) if moved is not None else None
+                    if moved is not None and (known is None or not _moved_on(known.items, known.lead, cache, lead)):
+                        match.name, match.how = moved, "continued"
             match.opener, match.lead = opener, lead
             name = match.name
         return Placement(protocol, body, items, raw, scope, name, match, cache, system, tools, next(self._placed))
@@ -320,8 +327,8 @@ class Gateway:
         memory block. The request continues that thread when its items after the system text continue the
         thread's whole list after its own (`_continues_after`): the same conversation under a new system text.
 
-        Known to this process only (a conversation whose system text changes just as another process, or a
-        restarted one, serves it starts a new thread, as every changed head did before).
+        Known to this process only; a process that does not know the thread's list finds it in the store
+        (`Recognizer.moved`).
         """
         seen = self._openers.peek((index_session, opener))
         if seen is None:

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sys
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._cache import LRUCache
 from ..storage import ConflictError, SessionStore
+from .config import DEFAULT_INDEX_ENTRIES
 from .projection import ItemCache
 
 logger = logging.getLogger(__name__)
@@ -36,6 +39,8 @@ CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key", "x-goog-api-key")
 SESSION_HEADERS = ("x-claude-code-session-id", "session_id", "session-id", "x-session-id", "conversation_id")
 SESSION_METADATA = ("session_id", "conversation_id", "thread_id")
 MAX_THREADS_PER_HEAD = 64
+OPENER_PREFIX = "o."
+"""Key prefix of an opener's record (its heads), apart from the heads' own keys (16 hex digits)."""
 MAX_NAME = 200
 _SCOPE_KEY = b"windowkeeper.serve.scope.v1"
 
@@ -113,10 +118,51 @@ class Match:
 
 
 class Recognizer:
-    """The store-backed index of threads by head (see the module docstring)."""
+    """The store-backed index of threads by head (see the module docstring), bounded by ``max_entries``.
 
-    def __init__(self, store: SessionStore) -> None:
+    Each head is one store record (its threads, at most `MAX_THREADS_PER_HEAD`), and so is each opener (the heads
+    a first item was seen under, `moved`). A server that meets new conversations for weeks would add records for
+    ever, so the process keeps the index entries it reads or writes in a recency order and deletes the least
+    recently used past ``max_entries`` (`windowkeeper_index_evictions_total`); a conversation whose entry went
+    starts a new thread when it returns. An entry another process wrote since this one last saw it is that
+    process's to evict (its version differs), so a thread served elsewhere is not dropped here.
+    """
+
+    def __init__(self, store: SessionStore, max_entries: int = DEFAULT_INDEX_ENTRIES) -> None:
         self.store = store
+        self.max_entries = max_entries
+        # (index session, record key) -> the record's version as this process last read or wrote it; bounded
+        # by `_evict`, which deletes from the store what it drops
+        self._entries: LRUCache[tuple[str, str], int] = LRUCache(sys.maxsize)
+        self.evictions = 0
+
+    def series(self) -> list[tuple[str, str, str, int]]:
+        """The index's size and evictions, for ``GET /metrics`` (`Metrics.render`)."""
+        return [
+            (
+                "windowkeeper_index_entries",
+                "gauge",
+                "Recognition index records this process tracks (bounded by max_index_entries).",
+                len(self._entries),
+            ),
+            (
+                "windowkeeper_index_evictions_total",
+                "counter",
+                "Recognition index records deleted as least recently used.",
+                self.evictions,
+            ),
+        ]
+
+    async def _seen(self, index_session: str, key: str, version: int) -> None:
+        """Record ``key`` as just used at ``version``, and evict past the bound."""
+        self._entries.put((index_session, key), version)
+        if len(self._entries) <= self.max_entries:
+            return
+        for (session, old), known in self._entries.evict_while(lambda *_: len(self._entries) > self.max_entries):
+            record = await self.store.get_record(INDEX_NAMESPACE, session, old)
+            if record is not None and record.version == known:
+                await self.store.delete_record(INDEX_NAMESPACE, session, old)
+                self.evictions += 1
 
     @staticmethod
     def head_of(system_key: str, first_key: str) -> str:
@@ -131,6 +177,8 @@ class Recognizer:
         record = await self.store.get_record(INDEX_NAMESPACE, index_session, head)
         threads = dict(record.doc.get("threads", {})) if record is not None else {}
         version = record.version if record is not None else 0
+        if record is not None:
+            await self._seen(index_session, head, version)
         return Match(name="", how="new", index_session=index_session, head=head, version=version, threads=threads)
 
     @staticmethod
@@ -138,7 +186,7 @@ class Recognizer:
         """``match`` with the thread the list continues (longest known prefix), or a new name."""
         best: tuple[int, float, str] | None = None
         count = len(items)
-        for name, (length, digest, seen) in (match.threads or {}).items():
+        for name, (length, digest, seen, *_) in (match.threads or {}).items():
             if length <= count and items.digest(length) == digest:
                 rank = (length, seen, name)
                 if best is None or rank > best:
@@ -149,16 +197,50 @@ class Recognizer:
             match.name, match.how = Recognizer.new_name(), "new"
         return match
 
+    async def moved(self, match: Match, items: ItemCache, lead: int, minimum: int) -> str | None:
+        """The thread whose list this one continues after its system text, found in the store under another head
+        with the same opener (the first item after the system text): the conversation's system text changed.
+
+        For a process that does not know the thread's list (restarted, or another process served it), where
+        `Gateway._opened` cannot look. A thread qualifies when its list holds at least ``minimum`` items after its
+        system text and this list's items after its ``lead`` system items begin with exactly those (their digest,
+        `ItemCache.tail_digest`, kept in the thread's entry); the longest such list wins.
+        """
+        if match.index_session is None or match.opener is None:
+            return None
+        key = OPENER_PREFIX + match.opener
+        record = await self.store.get_record(INDEX_NAMESPACE, match.index_session, key)
+        if record is None:
+            return None
+        await self._seen(match.index_session, key, record.version)
+        heads = [h for h in record.doc.get("heads", {}) if h != match.head]
+        best: tuple[int, float, str] | None = None
+        available = len(items) - lead
+        for found in await self.store.get_records(INDEX_NAMESPACE, match.index_session, heads):
+            for name, entry in found.doc.get("threads", {}).items():
+                if len(entry) < 5 or entry[4] is None:
+                    continue  # an entry written before tails were kept
+                length, _, seen, its_lead, tail = entry[:5]
+                size = length - its_lead
+                if size < minimum or size > available or (best is not None and (size, seen, name) <= best):
+                    continue
+                if items.tail_digest(lead, lead + size) == tail:
+                    best = (size, seen, name)
+        return best[2] if best is not None else None
+
     @staticmethod
     def new_name() -> str:
         """A name no other thread has (random: names are sent to clients, so they must not be guessable either)."""
         return f"t{uuid.uuid4().hex[:20]}"
 
     async def remember(self, match: Match, items: ItemCache) -> None:
-        """Record that thread ``match.name`` last received ``items`` (a compare-and-set, merged on conflict)."""
+        """Record that thread ``match.name`` last received ``items`` (a compare-and-set, merged on conflict): its
+        list's length and digest (`choose`), and the count and digest of its items after the system text (`moved`).
+        A new head is also listed under its opener, for `moved`."""
         if match.index_session is None or match.head is None:
             return
-        entry = [len(items), items.digest(len(items)), time.time()]
+        count = len(items)
+        entry = [count, items.digest(count), time.time(), match.lead, items.tail_digest(match.lead, count)]
         threads, version = dict(match.threads or {}), match.version
         if version < 0:  # placed without reading the entry (`Gateway._hinted`): read it now
             record = await self.store.get_record(INDEX_NAMESPACE, match.index_session, match.head)
@@ -166,19 +248,52 @@ class Recognizer:
             version = record.version if record is not None else 0
         for _ in range(8):
             threads[match.name] = entry
-            if len(threads) > MAX_THREADS_PER_HEAD:
-                for name, _ in sorted(threads.items(), key=lambda kv: kv[1][2])[: len(threads) - MAX_THREADS_PER_HEAD]:
-                    del threads[name]
+            _trim(threads, lambda value: value[2])
             try:
                 if version == 0:
-                    await self.store.add_record(INDEX_NAMESPACE, match.index_session, match.head, {"threads": threads})
+                    record = await self.store.add_record(
+                        INDEX_NAMESPACE, match.index_session, match.head, {"threads": threads}
+                    )
+                    await self._list_under_opener(match)
                 else:
-                    await self.store.update_record(
+                    record = await self.store.update_record(
                         INDEX_NAMESPACE, match.index_session, match.head, {"threads": threads}, expected_version=version
                     )
+                match.threads, match.version = threads, record.version
+                await self._seen(match.index_session, match.head, record.version)
                 return
             except ConflictError:
                 record = await self.store.get_record(INDEX_NAMESPACE, match.index_session, match.head)
                 threads = dict(record.doc.get("threads", {})) if record is not None else {}
                 version = record.version if record is not None else 0
         logger.warning("thread %s: the recognition index kept changing under 8 attempts; not recorded", match.name)
+
+    async def _list_under_opener(self, match: Match) -> None:
+        """Add ``match.head`` to its opener's record (the heads a first item was seen under, for `moved`)."""
+        if match.index_session is None or match.opener is None or match.head is None:
+            return
+        key = OPENER_PREFIX + match.opener
+        for _ in range(8):
+            record = await self.store.get_record(INDEX_NAMESPACE, match.index_session, key)
+            heads = dict(record.doc.get("heads", {})) if record is not None else {}
+            heads[match.head] = time.time()
+            _trim(heads, lambda value: value)
+            try:
+                if record is None:
+                    written = await self.store.add_record(INDEX_NAMESPACE, match.index_session, key, {"heads": heads})
+                else:
+                    written = await self.store.update_record(
+                        INDEX_NAMESPACE, match.index_session, key, {"heads": heads}, expected_version=record.version
+                    )
+            except ConflictError:
+                continue
+            await self._seen(match.index_session, key, written.version)
+            return
+        logger.warning("thread %s: its opener's index record kept changing under 8 attempts", match.name)
+
+
+def _trim(entries: dict[str, Any], seen: Callable[[Any], float]) -> None:
+    """Keep the `MAX_THREADS_PER_HEAD` most recently seen of one record's entries."""
+    if len(entries) > MAX_THREADS_PER_HEAD:
+        for name, _ in sorted(entries.items(), key=lambda kv: seen(kv[1]))[: len(entries) - MAX_THREADS_PER_HEAD]:
+            del entries[name]

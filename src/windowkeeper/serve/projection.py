@@ -264,9 +264,31 @@ class ItemCache:
     hashes: bytearray = field(default_factory=bytearray)
     digests: bytearray = field(default_factory=lambda: bytearray(DIGEST))
     probes: dict[int, Any] = field(default_factory=dict)
+    tail: tuple[int, int, Any] | None = None
+    """The running hash of `tail_digest` (its ``lead``, the items it has read, the hash object), carried by
+    `project` to the next list so that each call hashes only its new items."""
 
     def __len__(self) -> int:
         return len(self.plains)
+
+    def tail_digest(self, lead: int, length: int) -> str:
+        """The hex digest of items ``[lead, length)``: the history after a Chat list's leading system items (all
+        of it in the other formats, whose system text is not an item).
+
+        The recognition index keeps it per thread (`Recognizer.remember`), so that a list whose system text
+        changed is found to continue its thread from the store alone, in a process that never saw the thread's
+        list (a restarted one, or another behind the same load balancer). Costs the items since the last call's.
+        """
+        memo = self.tail
+        if memo is not None and memo[0] == lead and memo[1] <= length:
+            hasher, start = memo[2].copy(), memo[1]
+        else:
+            hasher, start = hashlib.blake2b(digest_size=DIGEST), lead
+        hasher.update(self.hashes[start * DIGEST : length * DIGEST])
+        if memo is None or memo[0] != lead or memo[1] <= length:  # a shorter one leaves the longer memo
+            self.tail = (lead, length, hasher.copy())
+        digest: str = hasher.hexdigest()
+        return digest
 
     def digest(self, length: int) -> str:
         """The hex digest of the first ``length`` items ("" for none)."""
@@ -335,7 +357,8 @@ def project(fmt: str, items: Sequence[Any], cache: ItemCache | None) -> ItemCach
         previous = chain(previous, key)
         digests += bytes.fromhex(previous)
     probes = {index: items[index] for index in probe_points(len(items))}
-    return ItemCache(plains=plains, hashes=hashes, digests=digests, probes=probes)
+    tail = cache.tail if cache is not None and cache.tail is not None and cache.tail[1] <= same else None
+    return ItemCache(plains=plains, hashes=hashes, digests=digests, probes=probes, tail=tail)
 
 
 def restore_originals(
