@@ -14,12 +14,19 @@
   answers every user turn with a tool call and an answer; the tool output is long, so both middlewares cut.
   Also printed: what tokenizing each message of the run once, exactly, costs per call (the least an exact
   manager spends; the peer estimates, characters / 4), so the part of ours above it is what the middleware adds.
+* long threads (``--long-sizes``): the same loop continuing a thread whose checkpointed history already holds 1k
+  or 10k messages (a generated coding-agent session), for each budget of ``--long-budgets`` given to both
+  middlewares alike (ours as its budget; the peer's ``trigger`` at it, ``keep`` at half). The first turn (which
+  hands both the whole history once: ours reads it, the peer summarizes it) is timed apart from the turns after
+  it. The peer counts every message of its state on every call, approximately; its own summarizing keeps that
+  state under its trigger, so what it counts grows with the budget, not with the history. Ours reads what is new.
 
 The session is measured with a lean manager (no summarizer, no recall: what the session and `Window` cost) and
 with the default one (what a user of ``manager_or_budget=<tokens>`` pays, the manager's summarizing included).
 
     python bench/adapter_overhead.py [--sizes 1000 10000] [--turns 30] [--budget 8000] [--agent-turns 40]
-                                     [--managers lean default]
+                                     [--managers lean default] [--long-sizes 1000 10000] [--long-turns 10]
+                                     [--long-budgets 8000 32000 100000]
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from typing import Any
 
 from _common import CpuClock, build_history, fresh_counter, print_table, steps_from
 
-from windowkeeper.llm.formats import to_responses_input
+from windowkeeper.llm.formats import to_langchain, to_responses_input
 from windowkeeper.testing.fake_servers import FakeOpenAIServer, FakeReply, FakeToolCall
 
 RESERVE = 2000
@@ -158,8 +165,18 @@ class HookClock:
             return wrap(request, inner)
 
 
-def run_agent(middleware: Any, turns: int, entry: str = "sync") -> list[Any]:
-    """Run the scripted loop with ``middleware``; the agent's whole history at the end (LangChain messages)."""
+def run_agent(
+    middleware: Any,
+    turns: int,
+    entry: str = "sync",
+    *,
+    prefill: Sequence[Any] = (),
+    after_first: Callable[[], None] | None = None,
+) -> list[Any]:
+    """Run the scripted loop with ``middleware``; the agent's whole history at the end (LangChain messages).
+
+    ``prefill`` (LangChain messages) goes in with the first turn's user message, as a thread that already holds
+    that history; ``after_first`` is called when the first turn has run (to time the turns after it apart)."""
     from langchain.agents import create_agent
     from langchain_core.messages import HumanMessage
     from langchain_core.tools import tool
@@ -188,16 +205,24 @@ def run_agent(middleware: Any, turns: int, entry: str = "sync") -> list[Any]:
         )
         config: Any = {"configurable": {"thread_id": "bench"}}
 
+        def turn_input(turn: int) -> dict[str, Any]:
+            said = HumanMessage(f"Turn {turn}: run tests/t_{turn}.py")
+            return {"messages": [*prefill, said] if turn == 0 else [said]}
+
         async def arun() -> None:
             async with ahttp:
                 for turn in range(turns):
-                    await agent.ainvoke({"messages": [HumanMessage(f"Turn {turn}: run tests/t_{turn}.py")]}, config)
+                    await agent.ainvoke(turn_input(turn), config)
+                    if turn == 0 and after_first is not None:
+                        after_first()
 
         if entry == "async":
             asyncio.run(arun())
         else:
             for turn in range(turns):
-                agent.invoke({"messages": [HumanMessage(f"Turn {turn}: run tests/t_{turn}.py")]}, config)
+                agent.invoke(turn_input(turn), config)
+                if turn == 0 and after_first is not None:
+                    after_first()
         return list(agent.get_state(config).values["messages"])
 
 
@@ -214,7 +239,10 @@ def exact_floor(history: Sequence[Any]) -> float:
     return time.process_time() - started
 
 
-def measure_middleware(turns: int, budget: int, kind: str, entry: str) -> dict[str, float]:
+def timed_middlewares(budget: int, kind: str) -> tuple[Any, HookClock, Any, HookClock]:
+    """``(ours, our clock, theirs, their clock)``: `WindowkeeperMiddleware` (manager ``kind``, ``budget``) and
+    LangChain's ``SummarizationMiddleware`` (trigger at ``budget`` tokens, keeping half), each charging the CPU of
+    its hook (the model call it wraps excluded) to its clock."""
     from langchain.agents.middleware import SummarizationMiddleware
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
@@ -249,6 +277,11 @@ def measure_middleware(turns: int, budget: int, kind: str, entry: str) -> dict[s
     summarizer = FakeListChatModel(responses=["The user ran the tests of earlier turns; all passed."] * 1000)
     theirs = TimedSummarization(summarizer, trigger=("tokens", budget), keep=("tokens", budget // 2))
     ours = TimedWindowkeeper(session_manager(kind, budget))
+    return ours, ours_clock, theirs, theirs_clock
+
+
+def measure_middleware(turns: int, budget: int, kind: str, entry: str) -> dict[str, float]:
+    ours, ours_clock, theirs, theirs_clock = timed_middlewares(budget, kind)
     fresh_counter()  # loads the o200k_base encoding once, outside every timed region
     gc.collect()
     run_agent(theirs, turns, entry)
@@ -263,6 +296,36 @@ def measure_middleware(turns: int, budget: int, kind: str, entry: str) -> dict[s
     }
 
 
+def measure_long_thread(size: int, turns: int, budget: int, kind: str, entry: str) -> dict[str, float]:
+    """Both middlewares on a thread whose history holds ``size`` messages before the loop's first turn: CPU per
+    model call in the first turn (both see the whole history once) and, apart, in the ``turns - 1`` after it."""
+    prefill = to_langchain(build_history(size, seed=13), passthrough=False)
+    ours, ours_clock, theirs, theirs_clock = timed_middlewares(budget, kind)
+    first: dict[str, float] = {}
+
+    def after_first(name: str, clock: HookClock) -> Callable[[], None]:
+        def mark() -> None:
+            first[name] = clock.seconds
+
+        return mark
+
+    fresh_counter()
+    gc.collect()
+    run_agent(theirs, turns, entry, prefill=prefill, after_first=after_first("theirs", theirs_clock))
+    gc.collect()
+    history = run_agent(ours, turns, entry, prefill=prefill, after_first=after_first("ours", ours_clock))
+    later = 2 * (turns - 1)  # two model calls a turn
+    return {
+        "size": float(size),
+        "budget": float(budget),
+        "messages": float(len(history)),
+        "ours_first_ms": 1000 * first["ours"] / 2,
+        "theirs_first_ms": 1000 * first["theirs"] / 2,
+        "ours_ms": 1000 * (ours_clock.seconds - first["ours"]) / later,
+        "theirs_ms": 1000 * (theirs_clock.seconds - first["theirs"]) / later,
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
@@ -273,6 +336,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--agent-entry", choices=["sync", "async"], default="sync", help="agent.invoke (sync hooks) or ainvoke"
     )
+    parser.add_argument(
+        "--long-sizes", type=int, nargs="*", default=[], help="histories the loop continues (e.g. 1000 10000)"
+    )
+    parser.add_argument("--long-turns", type=int, default=10, help="turns of each long-thread loop (>= 2)")
+    parser.add_argument("--long-budgets", type=int, nargs="+", default=[8000, 32000, 100000])
     args = parser.parse_args(argv)
 
     sessions: dict[str, dict[int, dict[str, float]]] = {}
@@ -310,8 +378,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         verdict = "met" if worst <= SESSION_TARGET else "MISSED"
         print(f"{kind} manager: worst ratio {worst:.2f}x (target <= {SESSION_TARGET}x: {verdict})")
     print()
-    if args.agent_turns <= 0:  # the session part alone
+    if args.agent_turns <= 0 and not args.long_sizes:  # the session part alone
         return {"sessions": sessions, "middleware": {}}
+    long = long_threads(args) if args.long_sizes else []
+    if args.agent_turns <= 0:
+        return {"sessions": sessions, "middleware": {}, "long": long}
 
     middleware = {
         kind: measure_middleware(args.agent_turns, args.budget, kind, args.agent_entry) for kind in args.managers
@@ -337,7 +408,45 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             f"{kind} manager: ours / theirs {ratio:.2f}x (target <= {MIDDLEWARE_TARGET}x: "
             f"{'met' if ratio <= MIDDLEWARE_TARGET else 'MISSED'})"
         )
-    return {"sessions": sessions, "middleware": middleware}
+    return {"sessions": sessions, "middleware": middleware, "long": long}
+
+
+def long_threads(args: argparse.Namespace) -> list[dict[str, float]]:
+    """Measure and print the long-thread loops (every size, budget and manager asked for)."""
+    if args.long_turns < 2:
+        raise SystemExit(f"--long-turns must be at least 2 (the first turn is timed apart), got {args.long_turns}")
+    rows: list[dict[str, float]] = []
+    for kind in args.managers:
+        for size in args.long_sizes:
+            for budget in args.long_budgets:
+                r = measure_long_thread(size, args.long_turns, budget, kind, args.agent_entry)
+                r["kind"] = kind  # type: ignore[assignment]
+                rows.append(r)
+    print_table(
+        [
+            "manager, history, budget",
+            "ours ms",
+            "theirs ms",
+            "ours / theirs",
+            "first turn: ours ms",
+            "theirs ms",
+        ],
+        [
+            [
+                f"{r['kind']}, {int(r['size']):,} msgs, {int(r['budget']):,} tokens",
+                r["ours_ms"],
+                r["theirs_ms"],
+                r["ours_ms"] / r["theirs_ms"],
+                r["ours_first_ms"],
+                r["theirs_first_ms"],
+            ]
+            for r in rows
+        ],
+        title=f"create_agent loop ({args.agent_entry}) continuing a long thread: CPU per model call in the "
+        f"{2 * (args.long_turns - 1)} calls after the first turn (first turn apart; both middlewares at the budget)",
+    )
+    print()
+    return rows
 
 
 if __name__ == "__main__":

@@ -311,6 +311,27 @@ def write_messages(
     return cast("WireMessages", out), cast("WireSystem", out_system)
 
 
+def laid_out(
+    fmt: WindowFormat,
+    system: str | None,
+    messages: Sequence[Message],
+    *,
+    system_messages: Sequence[Message] | None = None,
+    system_anchors: Mapping[int, Message | None] | None = None,
+) -> list[Message] | None:
+    """The messages `write_messages` writes for these arguments, in order, each written alone, for a format that
+    lays its list out so (LangChain; see `ProviderFormat.laid_out`), else None."""
+    return get_format(fmt).laid_out(
+        system,
+        messages,
+        {
+            "system_id": stable_id("system", system) if system else None,
+            "system_messages": system_messages,
+            "system_anchors": system_anchors,
+        },
+    )
+
+
 def system_lead(
     context: Sequence[Message],
     system: str | None,
@@ -405,6 +426,7 @@ __all__ = [
     "read_messages",
     "read_messages_cached",
     "same_prefix",
+    "laid_out",
     "lead_anchors",
     "system_lead",
     "system_text",

@@ -18,6 +18,7 @@ from .._cache import LRUCache
 from ..context.pointers import offloaded
 from ..errors import MissingDependencyError
 from ..llm.formats import to_langchain
+from ..messages import Message
 from ..prompt.sections import SECTION_SEPARATOR, join_sections, scratchpad_section, summary_section
 from ._formats import system_text
 from .window import FitResult
@@ -223,13 +224,19 @@ def view_messages(result: FitResult, originals: Sequence[Any]) -> list[Any]:
         if original is not None:
             out.append(original)
             continue
-        fingerprint = message.fingerprint()
-        known = _WRITTEN.get(id(message))
-        if known is None or known[0] is not message or known[1] != fingerprint:
-            known = (message, fingerprint, to_langchain([message], passthrough=True))
-            _WRITTEN.put(id(message), known)
-        out.extend(known[2])
+        out.extend(written_alone(message))
     return out
+
+
+def written_alone(message: Message) -> list[Any]:
+    """``to_langchain([message])``, written once per message object and fingerprint (`_WRITTEN`): the pointers and
+    the host's own system messages stay in the view, the same objects, for many calls."""
+    fingerprint = message.fingerprint()
+    known = _WRITTEN.get(id(message))
+    if known is None or known[0] is not message or known[1] != fingerprint:
+        known = (message, fingerprint, to_langchain([message], passthrough=True))
+        _WRITTEN.put(id(message), known)
+    return known[2]
 
 
 def accepts_mid_system(model: Any) -> bool:
@@ -269,7 +276,11 @@ def managed(
     own_text = bool(own is not None and system_text("langchain", own))
     if len(prompt.system_parts) <= int(own_text):
         return system_message(result, own), view_messages(result, originals)
-    written: list[Any] = list(result.messages)
+    # what `FitResult.messages` holds, written message by message: the host's system messages from the memo, the
+    # rest of the view's only to count them, as `view_messages` gives them (a full write of the view, on every
+    # call, was O(view): 70 ms a call at a 100k-token budget)
+    laid = result._laid_out() if result._laid_out is not None else None
+    written = list(result.messages) if laid is None else [item for m in laid for item in written_alone(m)]
     # the written conversation as `view_messages` gives it (the host's own objects where it has ids): one item per
     # item, both written per message by the same converter
     plain = view_messages(result, originals)

@@ -58,6 +58,7 @@ from ._formats import (
     write_messages,
     write_plain,
 )
+from ._formats import laid_out as lay_out
 from ._recall import WindowRecallTool, original_text, restore_tool_declared, without_restore_tool
 from ._threads import StaleHeadError, ThreadMemory, ThreadStore, chain_hasher, ref_keys, restore_keys
 
@@ -121,6 +122,10 @@ class FitResult(Generic[M, Sys]):
     thread_id: str
     _joined: int = 0
     """Tokens the format saves by writing recall notes into the user turns they serve (see `joined_recall`)."""
+    _laid_out: Callable[[], list[Message] | None] | None = None
+    """The messages ``messages`` is written from, in order, each written alone (see `_formats.laid_out`; None
+    from it for a format that lays its list out otherwise): an adapter that hands the host its own objects for
+    most of them writes only the rest, instead of the whole view on every call."""
 
     @functools.cached_property
     def _written(self) -> tuple[list[M], Sys]:
@@ -563,6 +568,15 @@ class Window(Generic[M, Sys]):
             # shape, which is the shape the ``__init__`` overload bound to ``M``/``Sys``
             return cast("list[M]", out), cast("Sys", out_system)
 
+        def laid_out() -> list[Message] | None:
+            return lay_out(
+                fmt,
+                prompt.system,
+                prompt.messages,
+                system_messages=lead,
+                system_anchors=lead_anchors(state.context, lead),
+            )
+
         # what `_breakpoints` compares the next call with; no other format reads it, so none pays for it (the
         # fingerprints of a whole view on every call, and their text in every stored head)
         memory.sent = fingerprints(prompt.messages) if self.format == "anthropic" and self.prompt_cache else ()
@@ -579,6 +593,7 @@ class Window(Generic[M, Sys]):
             prompt=prompt,
             thread_id=tid,
             _joined=joined_recall(fmt, prompt.messages, prompt.counter),
+            _laid_out=laid_out,
         )
         if written:
             result.messages  # noqa: B018 - written now: a shape the format cannot write fails this call

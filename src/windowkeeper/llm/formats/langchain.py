@@ -47,7 +47,7 @@ from ._common import (
     unknown_block,
 )
 from ._source import cut_from, keep_source, own_parts_in, source_record, unchanged
-from .registry import ProviderFormat, register_format
+from .registry import ProviderFormat, in_place, register_format
 from .rules import RoundTripRules
 
 if TYPE_CHECKING:
@@ -542,15 +542,23 @@ class LangChainFormat(ProviderFormat):
         return to_langchain(messages, passthrough=options.get("passthrough", True))
 
     def write(self, system: str | None, messages: Sequence[Message], **options: Any) -> tuple[list[Any], Any]:
-        written = self.lead_written(messages, options)
-        if written is not None:
-            return written, None
-        out = self.write_messages(messages, options=options)
-        if system:
-            # ``system_id``: the id the caller's prompt layer gives its system message (stable for the text)
-            head = Message.text_message(system, role="system", message_id=options.get("system_id"), timestamp=None)
-            out[:0] = to_langchain([head], passthrough=False)
-        return out, None
+        return to_langchain(
+            self.laid_out(system, messages, options), passthrough=options.get("passthrough", True)
+        ), None
+
+    def laid_out(self, system: str | None, messages: Sequence[Message], options: Mapping[str, Any]) -> list[Message]:
+        """The system zone as the messages it was joined from (see `lead_written`), or as one system message of the
+        whole text, then ``messages``: each message is written alone (one LangChain message, or one per tool result),
+        so `write` gives what writing each of these in turn gives."""
+        lead = options.get("system_messages")
+        if lead is not None and options.get("passthrough", True):
+            return in_place(lead, messages, options.get("system_anchors"))
+        if not system:
+            return list(messages)
+        # ``system_id``: the id the caller's prompt layer gives its system message (stable for the text); the head
+        # has no source, so it is written anew whether pass-through is on or not
+        head = Message.text_message(system, role="system", message_id=options.get("system_id"), timestamp=None)
+        return [head, *messages]
 
     def distinctive(self, item: Any) -> str | None:
         return "type" if is_langchain(item) else None

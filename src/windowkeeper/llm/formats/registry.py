@@ -196,6 +196,15 @@ class ProviderFormat(ABC):
             return None
         return self.write_messages(in_place(lead, messages, options.get("system_anchors")), options=options)
 
+    def laid_out(
+        self, system: str | None, messages: Sequence[Message], options: Mapping[str, Any]
+    ) -> list[Message] | None:
+        """For a format that writes each message as items of its own (none depending on its neighbours), with the
+        system zone as messages of the list: the messages `write` writes, in order (``write``'s output is theirs,
+        each written alone, one after the other), so that an adapter holding the host's own objects for most of
+        them writes only the others. None for a format that lays out otherwise (the default)."""
+        return None
+
     def refill(self, message: Message, written: list[Any]) -> list[Any]:
         """``written`` (the item written anew for ``message``, which changed since it was read in this format) with
         the caller's own part wherever a content block is as it was read: a turn cut to fit keeps its image's
