@@ -145,10 +145,9 @@ ALL_CASES = list(BUILDERS)
 def test_simulate_reads_every_input_kind_and_its_numbers_are_a_recount(tmp_path: Path, case: str) -> None:
     """`simulate`'s help named only tau-bench, SWE-agent and JSONL files; it replays every format `inspect` reads.
     Its numbers: a model call per assistant message after the first message, and with no management each sends
-    every message before it (the file's tool definitions, the same for every strategy, are not counted: the help
-    says so, since `inspect` counts them)."""
+    every message before it and the file's tool definitions (as `inspect` counts them), as a request would."""
     from windowkeeper.io import read_collection
-    from windowkeeper.prompt import assemble
+    from windowkeeper.prompt import assemble, tool_schema_tokens
     from windowkeeper.state import AgentState
     from windowkeeper.tokens import default_counter
 
@@ -160,6 +159,7 @@ def test_simulate_reads_every_input_kind_and_its_numbers_are_a_recount(tmp_path:
     counter = default_counter()
     prompts = [
         assemble(AgentState(context=c.messages[:i]), counter=counter).input_tokens
+        + tool_schema_tokens(c.tools, counter)
         for c in conversations
         for i, m in enumerate(c.messages)
         if m.role == "assistant" and i > 0
@@ -175,7 +175,7 @@ def test_simulate_help_says_what_it_reads() -> None:
     result = runner.invoke(app, ["simulate", "--help"])
     text = " ".join(result.stdout.split())
     assert "any format inspect reads" in text and "- for stdin" in text
-    assert "Tokens sent count the messages only" in text
+    assert "tokens sent count both" in text
 
 
 def test_nothing_to_simulate_says_what_a_model_call_is_and_what_to_pass(tmp_path: Path) -> None:

@@ -614,8 +614,9 @@ def simulate(
 ) -> None:
     """Like demo, on recorded trajectories, aggregated over all of them.
 
-    A call is an assistant message, its prompt everything before it. Tokens sent count the messages only: the
-    file's tool definitions (inspect's tools zone) go out unchanged with every call of every strategy.
+    A call is an assistant message, its prompt everything before it and the file's tool definitions (inspect's
+    tools zone), as a request carries them: tokens sent count both, and the budgeted strategies manage the
+    messages in what the budget leaves beside the tools.
 
     Exit 1 when there is nothing to simulate (no model call found) or a strategy produced an invalid sequence.
     """
