@@ -18,11 +18,12 @@ pointers name is ``.recall_tool`` of either (an SDK ``FunctionTool`` to put amon
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -30,11 +31,12 @@ from .._cache import LRUCache
 from ..context import BaseContextManager
 from ..errors import ConfigurationError
 from ..llm.formats._common import plain
-from ..prompt.sections import SCRATCHPAD_HEADER, SECTION_SEPARATOR, SUMMARY_HEADER
+from ..prompt.sections import SUMMARY_HEADER
 from ..storage import ConflictError, SessionStore, open_store
 from ..storage.base import RecordNotFoundError
 from ._formats import same_prefix
 from ._lc import require
+from ._recall import WindowRecallTool
 from .window import FitResult, Window, as_window
 
 logger = logging.getLogger(__name__)
@@ -118,9 +120,29 @@ def _output_schema(output_type: Any) -> list[dict[str, Any]]:
     return [{"type": "json_schema", "name": "final_output", "schema": schema.json_schema()}]
 
 
-_RUN_THREAD: ContextVar[str | None] = ContextVar("windowkeeper_agents_run_thread", default=None)
-"""The thread of the filter's latest call in this run: set in the run's task, so the recall tool, which the SDK
-calls from that task (or a task it starts), restores from the conversation of its own run."""
+_RUN: ContextVar[tuple[WindowkeeperInputFilter, str] | None] = ContextVar("windowkeeper_agents_run", default=None)
+"""The filter (so its window) and thread of this run's latest model call, or of the session whose items the run
+read: set in the run's task, so a recall tool, which the SDK calls from that task (or a task it starts), restores
+from the conversation of its own run, whichever filter or session the tool was taken from."""
+
+
+class _RunRecall(WindowRecallTool):
+    """The Agents SDK ``recall`` tool: it restores on the window and thread of the run it is called in (`_RUN`),
+    and on its own filter's latest thread outside a run of a windowkeeper filter or session.
+
+    An agent is often built once, with the recall tool of the first session or filter at hand, and run on many
+    sessions: bound to that one window, the tool looked for another session's pointer among its own thread's and
+    answered that there was no such content."""
+
+    def __init__(self, owner: WindowkeeperInputFilter) -> None:
+        own = owner.window_recall()
+        super().__init__(own._restore, own._search, own._key, lambda: owner._last_thread)
+        self._owner = owner
+
+    async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None, *, thread_id: str | None = None) -> str:
+        run = _RUN.get()
+        owner, thread = run if run is not None else (self._owner, self._owner._last_thread)
+        return await owner.window_recall().ainvoke(arguments, thread_id=thread_id or thread)
 
 
 class WindowkeeperInputFilter:
@@ -141,6 +163,7 @@ class WindowkeeperInputFilter:
         self.last_result: FitResult | None = None
         self._last_thread = thread_id if isinstance(thread_id, str) else "default"
         self._recall_tool: Any = None
+        self._window_recall: WindowRecallTool | None = None
         self._agents: LRUCache[str, str] = LRUCache(_AGENTS_KEPT)
         """The agent whose call each thread last served (see `_own_thread`), for the threads used last."""
 
@@ -152,10 +175,14 @@ class WindowkeeperInputFilter:
         run whose model calls a tool the agent lacks). It restores on the thread of the filter's latest call.
         """
         if self._recall_tool is None:
-            recall = self.window.recall_tool()
-            recall.thread_of = lambda: _RUN_THREAD.get() or self._last_thread
-            self._recall_tool = recall.as_agents_tool()
+            self._recall_tool = _RunRecall(self).as_agents_tool()
         return self._recall_tool
+
+    def window_recall(self) -> WindowRecallTool:
+        """The window's own recall tool (`Window.recall_tool`), which `recall_tool` calls for a run of this filter."""
+        if self._window_recall is None:
+            self._window_recall = self.window.recall_tool()
+        return self._window_recall
 
     def _switched(self, thread: str, agent: Any) -> bool:
         """Whether ``agent`` is not the one whose call ``thread`` last served (only then is it asked whether the
@@ -221,7 +248,7 @@ class WindowkeeperInputFilter:
         if self._switched(thread, data.agent):
             thread = self._own_thread(thread, data.agent, self.window.continues(items, thread_id=thread))
         self._last_thread = thread
-        _RUN_THREAD.set(thread)
+        _RUN.set((self, thread))
         result = self.window.fit(
             items,
             system=data.model_data.instructions,
@@ -238,7 +265,7 @@ class WindowkeeperInputFilter:
             goes_on = await self.window.acontinues(items, thread_id=thread)
             thread = self._own_thread(thread, data.agent, goes_on)
         self._last_thread = thread
-        _RUN_THREAD.set(thread)
+        _RUN.set((self, thread))
         result = await self.window.afit(
             items,
             system=data.model_data.instructions,
@@ -266,15 +293,34 @@ SUMMARY_SCAN = 8
 ``session_input_callback`` may put a few items before it), so the look costs the same on any history."""
 
 
+_SERVED_SUMMARIES: LRUCache[bytes, str] = LRUCache(1024)
+"""Digest of the content of each summary item a `WindowkeeperSession` of this process served -> its summary: what
+tells a session's summary item from a caller's own system item whose text opens the same way (`summary_of_item`).
+The filter that meets it runs in the process whose session served it (the SDK reads the session in the run)."""
+_SERVED_LOCK = threading.Lock()
+
+
+def _content_key(content: str) -> bytes:
+    return hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _served_summary(head: dict[str, Any], summary: str) -> None:
+    """Record ``head`` as a summary item a session served, holding ``summary``."""
+    with _SERVED_LOCK:
+        _SERVED_SUMMARIES.put(_content_key(head["content"]), summary)
+
+
 def summary_of_item(item: Any) -> str | None:
-    """The running summary a `WindowkeeperSession` view's opening system item holds, or None for any other item."""
+    """The running summary a `WindowkeeperSession` view's opening system item holds, or None for any other item
+    (a system item whose text merely opens like one is the caller's own: only an item a session of this process
+    served, or an equal copy, is a summary item)."""
     if not isinstance(item, dict) or item.get("role") != "system":
         return None
     content = item.get("content")
     if not isinstance(content, str) or not content.startswith(SUMMARY_HEADER + "\n"):
         return None
-    body = content[len(SUMMARY_HEADER) + 1 :]
-    return body.split(SECTION_SEPARATOR + SCRATCHPAD_HEADER, 1)[0].strip() or None
+    with _SERVED_LOCK:
+        return _SERVED_SUMMARIES.get(_content_key(content))
 
 
 def split_summary_item(items: Sequence[Any]) -> tuple[list[Any], str | None]:
@@ -328,6 +374,41 @@ def latest_items(items: Sequence[Any], limit: int) -> list[Any]:
     ]
 
 
+BY_VALUE_KINDS = frozenset({"function_call", "custom_tool_call"})
+"""Calls a model response holds that the Responses API also takes by value (without the response's item id)."""
+
+
+def newest_items(view: Sequence[Any], limit: int) -> list[Any]:
+    """The newest ``limit`` items of ``view`` (none for ``limit <= 0``), as the SDK's sessions serve a limit, with
+    the calls and assistant messages that open them sent by value (their ``id`` taken off) when the cut parted them
+    from the reasoning item that opened their response.
+
+    The Responses API refuses an item of a model response sent with its id but without that response's reasoning
+    ("provided without its required 'reasoning' item"); by value it is the caller's own item, which it accepts. The
+    count stays ``limit`` (the SDK compares the tails it reads by length), unlike `latest_items`, which drops them.
+    """
+    if limit <= 0:
+        return []
+    start = max(len(view) - limit, 0)
+    out = list(view[start:])
+    parted = False
+    before = start
+    while before > 0 and _model_side(view[before - 1]):
+        before -= 1
+        if view[before].get("type") == "reasoning":
+            parted = True
+            break
+    if not parted:
+        return out
+    for index, item in enumerate(out):
+        if not _model_side(item) or item.get("type") == "reasoning":
+            break  # the parted response ends at its first output or input; a reasoning item opens the next one
+        assistant = item.get("type") == "message" and item.get("role") == "assistant"
+        if "id" in item and (item.get("type") in BY_VALUE_KINDS or assistant):
+            out[index] = {k: v for k, v in item.items() if k != "id"}
+    return out
+
+
 def _model_side(item: Any) -> bool:
     """Whether ``item`` is part of a model's response (a reasoning item, a call, an assistant message), not an
     input of the user's or a tool's output."""
@@ -378,6 +459,10 @@ class WindowkeeperSession:
     """
 
     session_settings: Any = None
+    _ignore_ids_for_matching = True
+    """Read by the SDK: it compares the tails it reads back (a resumed write, a rewind) by content, not response
+    ids, since an item at the edge of a limit may be served without its id (`newest_items`) in one read and with
+    it in a longer one."""
 
     def __init__(
         self,
@@ -464,10 +549,16 @@ class WindowkeeperSession:
         as the latest item, a resumed write compares the newest items with what it wrote) count on it. The
         summary item is among them only when the whole view fits. A tool output whose call falls before the
         cut is kept, as ``SQLiteSession`` keeps it: the SDK drops such an output before a model call (and so
-        does this session's `input_filter`); dropping it here would shorten the tail the SDK compares.
+        does this session's `input_filter`); dropping it here would shorten the tail the SDK compares. A cut that
+        parts a model response's calls from the reasoning item that opened it serves those calls by value, without
+        their response ids (`newest_items`): the Responses API refuses a call sent with its id but without its
+        reasoning, and the SDK takes only the leading assistant messages' ids off.
         """
         if limit is None:
             limit = _settings_limit(self.session_settings)
+        # the run reading this session is this session's conversation: its recall tool restores from it, whichever
+        # session or filter the agent's tool was taken from (the filter, if any, sets its own thread per call)
+        _RUN.set((self.input_filter, self.session_id))
         items = await self._refresh()
         if not items:
             self._serve([], 0)  # a run's input is then all new: the filter starts the session's thread
@@ -480,10 +571,12 @@ class WindowkeeperSession:
             head = {"role": "system", "content": result.system}
             view.insert(0, head)
             self._summary = (head, result.summary) if result.summary else None
+            if result.summary:
+                _served_summary(head, result.summary)
         else:
             self._summary = None
         if limit is not None:
-            view = view[-limit:] if limit > 0 else []  # zero or less: none, as the SDK asks of a session
+            view = newest_items(view, limit)
         self._serve(view, count)
         return view
 
