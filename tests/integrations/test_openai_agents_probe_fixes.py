@@ -174,3 +174,35 @@ async def test_an_agent_shared_by_two_sessions_restores_from_the_session_of_its_
         await client.close()
     outputs = [i for i in srv.requests[-1].json["input"] if i.get("type") == "function_call_output"]
     assert next(o["output"] for o in outputs if o["call_id"] == "rc") == _ledger("p1")
+
+
+@pytest.mark.parametrize("model_kind", ["responses", "chat"])
+@pytest.mark.parametrize("limit", range(3, 9))
+async def test_a_limit_that_cuts_between_parallel_calls_keeps_the_sessions_thread(
+    limit: int, model_kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A limit that cuts off the first of two parallel calls leaves its output after the second call; the SDK drops
+    that output from the middle of the history, and the session's filter, which looked for dropped outputs only at
+    the start of the view, took the run's input for a reshaped one and managed it on a second thread."""
+    import logging
+
+    from openai import AsyncOpenAI
+
+    from windowkeeper.integrations.openai_agents import WindowkeeperSession
+
+    caplog.set_level(logging.INFO, logger="windowkeeper")
+    agents.set_tracing_disabled(True)
+    session = WindowkeeperSession("s", manager_or_budget=100_000)
+    session.session_settings = agents.SessionSettings(limit=limit)
+    await session.add_items(_reasoned_history(3))
+    with FakeOpenAIServer([FakeReply(text="ok")]) as srv:
+        client = AsyncOpenAI(base_url=srv.base_url, api_key="test", max_retries=0)
+        kind = agents.OpenAIChatCompletionsModel if model_kind == "chat" else agents.OpenAIResponsesModel
+        agent = agents.Agent(name="a", instructions="x", model=kind(model="gpt-4o-mini", openai_client=client))
+        config = agents.RunConfig(call_model_input_filter=session.input_filter)
+        await agents.Runner.run(agent, "And now?", session=session, run_config=config)
+        await client.close()
+    assert not [r for r in caplog.records if "on its own thread" in r.getMessage()]
+    assert list(session.window._threads) == ["s"]
+    sent = srv.requests[-1].json["input" if model_kind == "responses" else "messages"]
+    assert len(sent) > limit + 1  # the filter managed the whole stored history, not the served tail alone

@@ -607,13 +607,14 @@ class WindowkeeperSession:
         A view cut by a ``limit`` is the end of the managed view, so what the run added still follows the items
         behind it, and the thread goes on where the full view left it (one summary, not a second thread's)."""
         for view, count in self._served:
-            # under a limit the SDK drops the tool outputs the cut parted from their calls, and takes the ids off
-            # the assistant messages that open what is left: the input then starts with the view so changed
-            for skip in range(_orphan_outputs(view) + 1):
-                n = len(view) - skip
+            # under a limit the SDK drops the tool outputs the cut parted from their calls (wherever they are: the
+            # first of two parallel calls may be cut off, leaving its output after the second call), and takes the
+            # ids off the assistant messages that open what is left: the input then starts with the view so changed
+            pruned = _without_orphan_outputs(view)
+            for rest in (view,) if pruned is view else (view, pruned):
+                n = len(rest)
                 if len(model_input) < n:
                     continue
-                rest = view[skip:]
                 if same_prefix(model_input, rest, n) or same_prefix(model_input, _without_boundary_ids(rest), n):
                     return _Joined(self._items, count, model_input, n)
         return None
@@ -730,17 +731,20 @@ def _call_keys(items: Sequence[Any]) -> set[Any]:
     }
 
 
-def _orphan_outputs(view: Sequence[Any]) -> int:
-    """How many of the items that open ``view`` are tool outputs whose call is not in it."""
+def _without_orphan_outputs(view: list[Any]) -> list[Any]:
+    """``view`` without the tool outputs whose call is not in it (``view`` itself when there are none)."""
     calls = _call_keys(view)
-    n = 0
-    for item in view:
-        if not (isinstance(item, dict) and item.get("type") in OUTPUT_KINDS):
-            break
-        if (item.get("call_id") or item.get("id")) in calls:
-            break
-        n += 1
-    return n
+
+    def orphan(item: Any) -> bool:
+        return isinstance(item, dict) and item.get("type") in OUTPUT_KINDS and _answers(item) not in calls
+
+    kept = [i for i in view if not orphan(i)]
+    return kept if len(kept) < len(view) else view
+
+
+def _answers(output: dict[str, Any]) -> Any:
+    """The call id a tool output answers (``call_id``; a local shell output names its call by ``id``)."""
+    return output.get("call_id") or output.get("id")
 
 
 def _without_boundary_ids(view: list[Any]) -> list[Any]:
