@@ -30,7 +30,14 @@ from ..tokens import counting_once
 from ..units import UnitKind, group_units
 from ._turns import opens_turn
 from .base import SummaryRequest
-from .pointers import OffloadStore, _cut_middle, clear_reply, clear_tool_results, offload_info, truncate_message
+from .pointers import (
+    OffloadStore,
+    _cut_middle,
+    clear_reply,
+    clear_tool_results_counted,
+    offload_info,
+    truncate_message,
+)
 
 if TYPE_CHECKING:
     from ..blocks import ToolCallBlock
@@ -334,8 +341,9 @@ class Compaction:
                     continue
                 if calls is None:
                     calls = {b.id: b for b in messages[0].tool_call_blocks()}
-                replacement = clear_tool_results(msg, calls, tokens_before=size)
-                new_count = self.count_new(replacement)
+                replacement, new_count = clear_tool_results_counted(
+                    msg, calls, tokens_before=size, counter=self.counter, count=self.count_new
+                )
                 if new_count >= size:
                     continue
                 keep(msg, replacement)

@@ -19,7 +19,8 @@ import json
 import logging
 import operator
 import re
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, Literal
 
 from .._cache import SizedCache
@@ -36,7 +37,8 @@ from ..blocks import (
     unknown_kind,
 )
 from ..messages import Message, kept_whole
-from ..tokens import TokenCounter
+from ..tokenizing.pieces import PieceCounts, piece_counts
+from ..tokens import CachingCounter, TokenCounter
 
 logger = logging.getLogger(__name__)
 
@@ -131,15 +133,50 @@ def pointer_text(result: ToolResultBlock, call: ToolCallBlock | None) -> str:
     model can tell whether it needs the output again) and says how to get the output back: the recall tool
     (`windowkeeper.tools.recall_tool`) restores it by the call id.
     """
-    text = tool_output_text(result.output)
+    return "".join(_pointer_pieces(result, call))
+
+
+def _pointer_pieces(result: ToolResultBlock, call: ToolCallBlock | None) -> list[str]:
+    """`pointer_text` in parts that meet at pre-token boundaries of every encoding in `PIECEWISE_ENCODINGS`, so its
+    count is the sum of theirs (`PieceCounts.total`). Each seam is safe whatever the parts hold:
+
+    - after ``context:`` and ``line:``: punctuation before a space, which no pre-token crosses (a run of
+      punctuation takes only line breaks and ``/`` after it);
+    - after the signature and the id part (each always ends in ``)``) and the quoted first line (it ends in
+      ``".``): the same;
+    - after ``returned``, ``in``, ``lines`` and the digits of a number: a letter or digit run ends where a space
+      starts, and the next part's space opens its own pre-token (a space before a letter joins that letter);
+    - after ``pointer_id``: a letter run ends at the ``=`` that opens the next part.
+
+    The parts that vary are first in their own pre-tokens and last before a safe seam, so each is split alone as
+    it is in the whole text (tests check the sums against the real encoders with generated calls and outputs).
+    """
+    output = result.output
+    text = output if type(output) is str else tool_output_text(output)
     lines = text.count("\n") + 1 if text else 0
-    first = _first_line(text)
-    return (
-        f"[tool result cleared from context: {_call_signature(result.name, call)} returned "
-        f"{len(text)} chars in {lines} lines; first line: {_JSON.encode(first)}. "
-        f"The full output is kept: restore it with {RESTORE_TOOL}(pointer_id={json.dumps(result.call_id)}) or re-run "
-        "the call.]"
-    )
+    call_id = result.call_id
+    # the JSON of a string straight from the encoders' C functions (what ``json.dumps`` and ``_JSON.encode`` of a
+    # str return); a pointer is made for every cleared result
+    quoted_id = _quote_ascii(call_id) if type(call_id) is str else json.dumps(call_id)
+    return [
+        "[tool result cleared from context:",
+        " " + _call_signature(result.name, call),
+        " returned",
+        f" {len(text)}",
+        " chars in",
+        f" {lines}",
+        " lines; first line:",
+        f" {_quote(_first_line(text))}.",
+        _POINTER_RESTORE,
+        f"={quoted_id})",
+        _POINTER_END,
+    ]
+
+
+_POINTER_RESTORE = f" The full output is kept: restore it with {RESTORE_TOOL}(pointer_id"
+_POINTER_END = " or re-run the call.]"
+_quote = encode_basestring
+_quote_ascii = encode_basestring_ascii
 
 
 def clear_tool_results(message: Message, calls: Mapping[str, ToolCallBlock], *, tokens_before: int) -> Message:
@@ -149,21 +186,74 @@ def clear_tool_results(message: Message, calls: Mapping[str, ToolCallBlock], *, 
     with `OffloadStore.restore`. A message its format marks `kept_whole` (a computer-use screenshot) comes back
     as it is: its item cannot hold a pointer, so clearing it gains nothing and only dropping its unit frees it.
     """
+    return _clear_tool_results(message, calls, tokens_before)[0]
+
+
+def clear_tool_results_counted(
+    message: Message,
+    calls: Mapping[str, ToolCallBlock],
+    *,
+    tokens_before: int,
+    counter: TokenCounter,
+    count: Callable[[Message], int],
+) -> tuple[Message, int]:
+    """`clear_tool_results` and the replacement's count (``count`` of it, the counter's `count_message`).
+
+    A budget manager prices every pointer it makes; for a counter `pointer_counts` finds exact, the count is summed
+    from the pointer's parts (`_pointer_pieces`), whose fixed words and recurring values are memoized, instead of
+    tokenizing the whole note: a pointer's template is about a third of its tokens, and calls and first lines
+    recur in agent sessions.
+    """
+    replacement, notes = _clear_tool_results(message, calls, tokens_before)
+    pieces = pointer_counts(counter) if notes and not (message.reasoning or message.tools_calls) else None
+    if pieces is None:
+        return replacement, count(replacement)
+    assert isinstance(counter, CachingCounter)  # `pointer_counts` found it one
+    # the id part (the next to last) is the call's own: counted, not memoized
+    total = sum(pieces.total(parts[:-2] + parts[-1:], parts[-2:-1]) for parts in notes)
+    return replacement, total + counter.message_overhead * len(notes)
+
+
+def _clear_tool_results(
+    message: Message, calls: Mapping[str, ToolCallBlock], tokens_before: int
+) -> tuple[Message, list[list[str]]]:
+    """`clear_tool_results` and the parts of each note (none when the message comes back as it is)."""
     if kept_whole(message):
-        return message
+        return message, []
     results = message.tool_result_blocks()
     extra = len(message.content) - len(results)
     blocks: list[ContentBlock] = []
+    notes: list[list[str]] = []
     for result in results:
         call = calls.get(result.call_id)
-        note = pointer_text(result, call)
+        parts = _pointer_pieces(result, call)
         if extra:
-            note = note[:-1] + f" ({extra} non-text block(s) of this message were cleared too.)]"
+            # the last part ends the note, so changing it moves no seam
+            parts[-1] = parts[-1][:-1] + f" ({extra} non-text block(s) of this message were cleared too.)]"
             extra = 0
+        notes.append(parts)
         # `make_block`: one is made per cleared result, and the constructor's validation cost as much as the note
         name = result.name or (call.name if call else None)
-        blocks.append(make_block("tool_result", call_id=result.call_id, output=note, status=result.status, name=name))
-    return _replaced(message, blocks, "cleared", tokens_before)
+        blocks.append(
+            make_block("tool_result", call_id=result.call_id, output="".join(parts), status=result.status, name=name)
+        )
+    return _replaced(message, blocks, "cleared", tokens_before), notes
+
+
+def pointer_counts(counter: TokenCounter) -> PieceCounts | None:
+    """The memo of pointer parts for ``counter`` when a pointer message's count can be summed from them: the
+    counter prices messages as `CachingCounter` does (framing plus each body's text) and text piecewise exactly
+    (`windowkeeper.tokenizing.pieces.piece_counts`); None for any other counter (pointers are then counted whole).
+    """
+    if not isinstance(counter, CachingCounter):
+        return None
+    kind = type(counter)
+    if (
+        kind.count_message is not CachingCounter.count_message
+        or kind.count_message_uncached is not CachingCounter.count_message_uncached
+    ):
+        return None
+    return piece_counts(counter)
 
 
 def _first_sentence(text: str) -> str:
