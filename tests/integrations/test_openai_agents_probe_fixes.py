@@ -206,3 +206,19 @@ async def test_a_limit_that_cuts_between_parallel_calls_keeps_the_sessions_threa
     assert list(session.window._threads) == ["s"]
     sent = srv.requests[-1].json["input" if model_kind == "responses" else "messages"]
     assert len(sent) > limit + 1  # the filter managed the whole stored history, not the served tail alone
+
+
+async def test_reading_the_session_mid_run_leaves_the_thread_its_filter_chose() -> None:
+    """The SDK reads the session again in the middle of a streamed run: that read must not point the recall tool
+    back at the session's own thread when the session's filter runs the call on another (a reshaped input's
+    ``<id>:run``, a sub-agent's); a read by a run of another session, or without a filter, does point it there."""
+    from windowkeeper.integrations import openai_agents as oa
+
+    first, second = oa.WindowkeeperSession("first"), oa.WindowkeeperSession("second")
+    await first.add_items([{"role": "user", "content": "hi"}])
+    await second.add_items([{"role": "user", "content": "hi"}])
+    oa._RUN.set((first.input_filter, "first:run"))
+    await first.get_items()
+    assert oa._RUN.get() == (first.input_filter, "first:run")
+    await second.get_items()
+    assert oa._RUN.get() == (second.input_filter, "second")

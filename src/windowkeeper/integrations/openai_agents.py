@@ -557,8 +557,12 @@ class WindowkeeperSession:
         if limit is None:
             limit = _settings_limit(self.session_settings)
         # the run reading this session is this session's conversation: its recall tool restores from it, whichever
-        # session or filter the agent's tool was taken from (the filter, if any, sets its own thread per call)
-        _RUN.set((self.input_filter, self.session_id))
+        # session or filter the agent's tool was taken from; the thread this session's own filter chose for the
+        # run's latest call (a reshaped input's, a sub-agent's) stands, since the SDK reads the session again in
+        # the middle of a streamed run
+        current = _RUN.get()
+        if current is None or current[0].session is not self:
+            _RUN.set((self.input_filter, self.session_id))
         items = await self._refresh()
         if not items:
             self._serve([], 0)  # a run's input is then all new: the filter starts the session's thread
