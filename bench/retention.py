@@ -243,6 +243,7 @@ class Tally:
     judged: int = 0
     seconds: float = 0.0
     misses: list[str] = field(default_factory=list)
+    final_misses: list[str] = field(default_factory=list)
 
     def row(self, name: str) -> list[object]:
         share = f"{100 * self.stable / self.judged:.1f}%" if self.judged else "-"
@@ -328,7 +329,10 @@ async def run_case(case: Case, budget: int, args: argparse.Namespace, tallies: d
         if case.question is not None and case.answer is not None:
             answer = case.answer
             tally.cases += 1
-            tally.final_hits += answer_shown(answer, view_text(view))
+            final = answer_shown(answer, view_text(view))
+            tally.final_hits += final
+            if not final:
+                tally.final_misses.append(case.name)
             asked = await strategy.step([case.question])
             tokens, _ = measure.observe(asked)
             tally.observe(asked, tokens, budget)
@@ -401,6 +405,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             if args.show_misses:
                 for name, t in tallies.items():
                     print(f"  {name} asked misses: {', '.join(t.misses) or 'none'}")
+                    print(f"  {name} final misses: {', '.join(t.final_misses) or 'none'}")
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=2), encoding="utf-8")
     return results
