@@ -121,3 +121,22 @@ def test_the_tail_digest_carried_from_call_to_call_is_the_digest_of_the_whole_ta
     assert cache.tail_digest(1, 10) != cache.tail_digest(0, 10)
     edited = project("openai_chat", [*items[:9], {"role": "user", "content": "other"}], cache)
     assert edited.tail_digest(1, 10) != cache.tail_digest(1, 10)
+
+
+@pytest.mark.parametrize("route", ["chat", "messages"])
+def test_after_a_restart_a_branch_off_an_older_system_texts_list_is_a_thread_of_its_own(
+    route: str, route_sender: RouteSender, tmp_path: Path
+) -> None:
+    """The thread went on under a second system text; a list under a third that continues its list as it was
+    under the first, then parts from what the thread went on with, is a branch, not the thread's next turn."""
+    store = f"sqlite:///{tmp_path / 'branch.sqlite3'}"
+    send, _, gw = route_sender(route, store=store)
+    history = turns(6)
+    first = send("Day 1.", history).thread
+    went_on = [*history, "reply", "the conversation went on"]
+    assert send("Day 2.", went_on).thread == first
+    gw.stop()
+    send, _, gw = route_sender(route, store=store)
+    branch = [*history, "reply", "an edited question instead"]
+    assert send("Day 3.", branch).thread != first
+    assert send("Day 3.", [*went_on, "reply", "and on"]).thread == first

@@ -214,18 +214,21 @@ class Recognizer:
             return None
         await self._seen(match.index_session, key, record.version)
         heads = [h for h in record.doc.get("heads", {}) if h != match.head]
-        best: tuple[int, float, str] | None = None
-        available = len(items) - lead
+        # a thread served under several of these heads is judged by its latest list only: a list that continues
+        # an older one (from before the thread went on) is a branch of it, not its next turn
+        latest = {name: entry for name, entry in (match.threads or {}).items() if len(entry) >= 5 and entry[4]}
         for found in await self.store.get_records(INDEX_NAMESPACE, match.index_session, heads):
             for name, entry in found.doc.get("threads", {}).items():
-                if len(entry) < 5 or entry[4] is None:
-                    continue  # an entry written before tails were kept
-                length, _, seen, its_lead, tail = entry[:5]
-                size = length - its_lead
-                if size < minimum or size > available or (best is not None and (size, seen, name) <= best):
-                    continue
-                if items.tail_digest(lead, lead + size) == tail:
-                    best = (size, seen, name)
+                if len(entry) >= 5 and entry[4] is not None and (name not in latest or entry[2] > latest[name][2]):
+                    latest[name] = entry  # entries written before tails were kept have 3 fields
+        best: tuple[int, float, str] | None = None
+        available = len(items) - lead
+        for name, (length, _, seen, its_lead, tail, *_) in latest.items():
+            size = length - its_lead
+            if size < minimum or size > available or (best is not None and (size, seen, name) <= best):
+                continue
+            if items.tail_digest(lead, lead + size) == tail:
+                best = (size, seen, name)
         return best[2] if best is not None else None
 
     @staticmethod
