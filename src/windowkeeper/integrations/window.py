@@ -519,7 +519,9 @@ class Window(Generic[M, Sys]):
         pointers = offloaded(memory.view)
         same_pointers = _same_objects(pointers, memory.pointers)
         memory.pointers = pointers
+        kept_more = False
         if not (same_pointers and _same_objects(pointers, memory.exported) and _exports_pointers_only(manager)):
+            kept_more = True
             exported = manager.export_thread(self._manager_key(tid), memory.view)
             _keep_originals(memory, exported.originals)
             memory.recall_served = exported.recall_served
@@ -584,7 +586,10 @@ class Window(Generic[M, Sys]):
         memory.last_prompt = prompt
         if self._store is not None:
             await self._store.save(tid, self.format, memory, new)
-        else:
+        elif kept_more or not same_pointers:
+            # without a store the originals change only above, and the bound depends on them and on the view's
+            # pointers alone: with neither changed, they are as the last call's pruning left them (a sum over
+            # every kept original, on every call, was the one part of a call that grew with the thread)
             memory.prune_originals(stored=False)
         result: FitResult[M, Sys] = FitResult(
             _write=write,

@@ -24,6 +24,7 @@ from ...blocks import (
     ToolCallBlock,
     ToolResultBlock,
 )
+from ...boundary import clean_text
 from ...errors import FormatError
 from ...messages import Message, participant_name
 from ._common import (
@@ -36,6 +37,7 @@ from ._common import (
     as_mapping,
     audio_format,
     audio_mime,
+    call_block,
     data_uri,
     error_text,
     is_custom_call,
@@ -50,6 +52,7 @@ from ._common import (
     reader,
     require_str,
     resolve_data_block,
+    result_block,
     result_text,
     split_file_data,
     tool_results,
@@ -58,7 +61,7 @@ from ._common import (
     unsupported,
 )
 from ._source import WriteMemo, write_items
-from .registry import ProviderFormat, content_part_types, register_format
+from .registry import ProviderFormat, builtins_only, content_part_types, register_format
 from .rules import RoundTripRules
 from .wire import (
     OpenAIChatAssistantMessage,
@@ -356,11 +359,7 @@ def _parse_tool_calls(raw: Any, *, index: int) -> tuple[list[ToolCallBlock], lis
         fn = as_mapping(tc.get("function"), index=index, key=f"{key}.function", what="'function'")
         name = require_str(fn, "name", index=index, key=f"{key}.function.name")
         args = parse_args(fn.get("arguments"), index=index, key=f"{key}.function.arguments")
-        blocks.append(
-            ToolCallBlock(
-                id=call_id, name=name, args=args, tool_type=ttype if ttype not in (None, "function") else None
-            )
-        )
+        blocks.append(call_block(call_id, name, args, ttype if ttype not in (None, "function") else None))
         native.append(
             {"id": call_id, "type": ttype or "function", "function": {"name": name, "arguments": fn.get("arguments")}}
         )
@@ -445,7 +444,7 @@ def _to_message(d: Any, index: int) -> Message:
         metadata["openai_extra"] = extra
     if role == "tool":
         call_id = require_str(msg, "tool_call_id", index=index)
-        block = ToolResultBlock(call_id=call_id, output=_tool_output(msg, index=index), name=name or None)
+        block = result_block(call_id, _tool_output(msg, index=index), name or None)
         return read_message("tool", [block], metadata)
     if name:
         metadata["name"] = name
@@ -541,6 +540,11 @@ class OpenAIChatFormat(ProviderFormat):
     def output_key(self, item: Mapping[str, Any]) -> str | None:
         return "content" if item.get("role") == "tool" else None
 
+    def output_text(self, item: Mapping[str, Any], key: str) -> str | None:
+        # a string output is read as it is, into a `ToolResultBlock` (whose validation applies `clean_text`)
+        value = item.get(key)
+        return clean_text(value) if isinstance(value, str) else None
+
     def modelled_keys(self, item: Mapping[str, Any]) -> frozenset[str]:
         return _KNOWN_KEYS
 
@@ -580,6 +584,20 @@ class OpenAIChatFormat(ProviderFormat):
     def tolerates(self, item: Any, key: str) -> bool:
         # the Chat reader keeps keys it does not model, so only another format's distinctive keys are refused
         return False
+
+    def foreign(self, item: Any) -> tuple[str, str | None] | None:
+        # a plain message (a dict without ``type`` or ``parts``, its content no list of parts, not a Gemini
+        # ``model`` turn) has none of the built-in formats' distinctive keys: said in one test, not four
+        if (
+            type(item) is dict
+            and "type" not in item
+            and "parts" not in item
+            and not isinstance(item.get("content"), list)
+            and item.get("role") != "model"
+            and builtins_only()
+        ):
+            return None
+        return super().foreign(item)
 
     def tool(self, name: str, description: str, parameters: Mapping[str, Any]) -> dict[str, Any]:
         return {

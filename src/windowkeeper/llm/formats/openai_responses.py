@@ -29,6 +29,7 @@ from ...blocks import (
     ToolResultBlock,
     tool_output_text,
 )
+from ...boundary import clean_text
 from ...errors import FormatError
 from ...messages import WHOLE_KEY, Message
 from ._common import (
@@ -845,6 +846,11 @@ class OpenAIResponsesFormat(ProviderFormat):
 
     def output_key(self, item: Mapping[str, Any]) -> str | None:
         return "output" if item.get("type") in ("function_call_output", "custom_tool_call_output") else None
+
+    def output_text(self, item: Mapping[str, Any], key: str) -> str | None:
+        # a string output is read as it is, into a `ToolResultBlock` (whose validation applies `clean_text`)
+        value = item.get(key)
+        return clean_text(value) if isinstance(value, str) else None
 
     def modelled_keys(self, item: Mapping[str, Any]) -> frozenset[str]:
         kind = item.get("type", "message" if "role" in item else None)

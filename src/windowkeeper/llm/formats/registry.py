@@ -47,6 +47,9 @@ _FORMATS: dict[str, ProviderFormat] = {}
 _lock = threading.Lock()
 _loaded = False
 _sorted: dict[str, ProviderFormat] | None = None
+_BUILTIN_CLASSES_FROM = frozenset(f"{__package__}.{module}" for module in _BUILTIN_MODULES)
+_builtins_only = True
+"""Whether every registered format is one of the built-in classes (see `builtins_only`)."""
 
 
 def in_place(
@@ -254,6 +257,12 @@ class ProviderFormat(ABC):
         ``output``), for `refill`; None for an item that is no tool output whose text a cut may shorten."""
         return None
 
+    def output_text(self, item: Mapping[str, Any], key: str) -> str | None:
+        """The text the reader reads from the caller's tool output ``item`` (its output under ``key``), when that can
+        be told without reading the item (None: read it to know). A reader that takes a string output as it is
+        (the boundary rule applied, `clean_text`) gives it here; `_refill_output` compares it first."""
+        return None
+
     output_parts: ClassVar[frozenset[str]] = frozenset()
     """The part types of a tool output the reader models; it reads a part of any other type as the text
     `unknown_block` writes for it."""
@@ -265,13 +274,20 @@ class ProviderFormat(ABC):
         caller sent it (``client``): every key of the item, and each part the reader does not model in its own
         shape instead of the text it was read as. Any other change (a pointer standing for a cleared result) is
         windowkeeper's own item, written as it is."""
+        now = [tool_output_text(b.output) for b in message.tool_result_blocks()]
+        if len(now) != 1:
+            return written
+        # a pointer standing for a cleared result (most outputs written anew) is told from a cut without reading the
+        # caller's item again, when its text can be had so (a re-read of a ~1,200-character result cost ~20 us)
+        text = self.output_text(client, key)
+        if text is not None and not cut_from(now[0], text):
+            return written
         try:
             again = self.read_items([client], offset=0, previous=None, sources=None)
         except FormatError:
             return written
         own = [tool_output_text(b.output) for m in again for b in m.tool_result_blocks()]
-        now = [tool_output_text(b.output) for b in message.tool_result_blocks()]
-        if len(own) != 1 or len(now) != 1 or not cut_from(now[0], own[0]):
+        if len(own) != 1 or not cut_from(now[0], own[0]):
             return written
         item = with_own_item_keys(written, client)
         call = client.get("tool_call_id", client.get("call_id"))
@@ -385,10 +401,18 @@ def register_format(fmt: ProviderFormat, *, replace: bool = False) -> ProviderFo
     with _lock:
         if fmt.name in _FORMATS and not replace and _FORMATS[fmt.name] is not fmt:
             raise ConfigurationError(f"a format named {fmt.name!r} is registered already; pass replace=True")
-        global _sorted
+        global _sorted, _builtins_only
         _FORMATS[fmt.name] = fmt
         _sorted = None
+        _builtins_only = all(type(f).__module__ in _BUILTIN_CLASSES_FROM for f in _FORMATS.values())
     return fmt
+
+
+def builtins_only() -> bool:
+    """Whether the registry holds only the built-in formats, whose shape checks a format may then answer for in
+    one test (`ProviderFormat.foreign`, asked for every item read) instead of asking each of them."""
+    _load_builtins()
+    return _builtins_only
 
 
 def _load_builtins() -> None:
