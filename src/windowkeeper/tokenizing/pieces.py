@@ -73,6 +73,3 @@ def piece_counts(counter: object) -> PieceCounts | None:
         found = counter.__dict__.setdefault("_wk_pieces", PieceCounts(counter.count_text))
     assert isinstance(found, PieceCounts)
     return found
-
-
-__all__ = ["MAX_PIECES", "PIECEWISE_ENCODINGS", "PieceCounts", "piece_counts"]
