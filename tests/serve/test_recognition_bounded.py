@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("google.genai")
 
-from windowkeeper.serve.identity import INDEX_NAMESPACE
+from windowkeeper.serve.identity import INDEX_NAMESPACE, LEDGER_SESSION
 from windowkeeper.storage import open_store
 
 from .probes import ROUTES, RouteSender, gemini_server, metric, route_sender, turns
@@ -29,7 +29,12 @@ def _index_records(url: str) -> int:
     async def count() -> int:
         store = open_store(url)
         try:
-            return sum(1 for row in await store.raw_rows() if row.kind == "record" and row.scope[0] == INDEX_NAMESPACE)
+            rows = await store.raw_rows()
+            return sum(
+                1
+                for row in rows
+                if row.kind == "record" and row.scope[0] == INDEX_NAMESPACE and row.scope[1] != LEDGER_SESSION
+            )
         finally:
             await store.close()
 
@@ -92,6 +97,19 @@ def test_the_index_is_bounded_least_recently_used_first(route_sender: RouteSende
     # after the restart the conversation in use is still recognized; an evicted one starts over
     send, _, gw = route_sender("messages", store=store, max_index_entries=6, budget=4000)
     assert send("sys", [*kept, "q again"]).thread == kept_thread
+
+
+def test_the_bound_holds_across_restarts(route_sender: RouteSender, tmp_path: Path) -> None:
+    """Records an earlier process wrote are evicted in their turn by the next one (the ledger a process leaves at
+    shutdown), not kept for ever because no process reads them again."""
+    store = f"sqlite:///{tmp_path / 'restarts.sqlite3'}"
+    for run in range(3):
+        send, _, gw = route_sender("messages", store=store, max_index_entries=6, budget=4000)
+        for n in range(4):
+            send("sys", [f"run {run} conversation {n}", "reply", "question"])
+        assert metric(gw.url, "windowkeeper_index_entries") == 6
+        gw.stop()
+        assert _index_records(store) <= 6, run
 
 
 def test_the_default_bound_is_in_the_config_and_checked() -> None:

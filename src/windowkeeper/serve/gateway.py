@@ -608,4 +608,9 @@ class Gateway:
             for release in self._pending.values():
                 release.set()
             await asyncio.wait(list(self._pending), timeout=PENDING_GRACE)
+        try:
+            await self.recognizer.save()
+        except Exception:
+            # shutting down goes on: the next process then bounds only the records it touches itself
+            logger.warning("could not leave the recognition index's records to the next process", exc_info=True)
         await self.threads.close()

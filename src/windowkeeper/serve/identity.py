@@ -41,6 +41,10 @@ SESSION_METADATA = ("session_id", "conversation_id", "thread_id")
 MAX_THREADS_PER_HEAD = 64
 OPENER_PREFIX = "o."
 """Key prefix of an opener's record (its heads), apart from the heads' own keys (16 hex digits)."""
+LEDGER_SESSION = "_ledger"
+"""Where the records a process tracked are left for the next (`Recognizer.save`): no index session starts with
+``_`` (they are a credential's hash or ``anonymous``, then a dot)."""
+LEDGER_KEY = "keys"
 MAX_NAME = 200
 _SCOPE_KEY = b"windowkeeper.serve.scope.v1"
 
@@ -132,9 +136,55 @@ class Recognizer:
         self.store = store
         self.max_entries = max_entries
         # (index session, record key) -> the record's version as this process last read or wrote it; bounded
-        # by `_evict`, which deletes from the store what it drops
+        # by `_seen`, which deletes from the store what it drops
         self._entries: LRUCache[tuple[str, str], int] = LRUCache(sys.maxsize)
         self.evictions = 0
+        self._loaded = False
+
+    async def _load(self) -> None:
+        """Take in the records earlier processes tracked (`save`), as older than any this process uses, so that
+        the bound holds across restarts: a record no process reads again is still evicted in its turn."""
+        self._loaded = True
+        record = await self.store.get_record(INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY)
+        if record is None:
+            return
+        mine = [(entry, self._entries[entry]) for entry in self._entries]
+        self._entries.drop()
+        for session, key, version in record.doc.get("keys", []):
+            self._entries.put((session, key), version)
+        for entry, version in mine:
+            self._entries.put(entry, version)
+
+    async def save(self) -> None:
+        """Leave the records this process tracks to the next one (at shutdown): merged into the store's ledger
+        with the records other processes left there, this process's as the most recent, within the bound."""
+        if not self._loaded:
+            await self._load()
+        for _ in range(8):
+            record = await self.store.get_record(INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY)
+            merged: dict[tuple[str, str], int] = {}
+            if record is not None:
+                for session, key, version in record.doc.get("keys", []):
+                    merged[(session, key)] = version
+            for entry in self._entries:
+                merged.pop(entry, None)
+                merged[entry] = self._entries[entry]
+            entries = list(merged.items())
+            over, entries = entries[: -self.max_entries], entries[-self.max_entries :]
+            for (session, key), version in over:  # past the bound: evicted now, not left to the next process
+                await self._delete_if_unchanged(session, key, version)
+            keys = [[session, key, version] for (session, key), version in entries]
+            try:
+                if record is None:
+                    await self.store.add_record(INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY, {"keys": keys})
+                else:
+                    await self.store.update_record(
+                        INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY, {"keys": keys}, expected_version=record.version
+                    )
+                return
+            except ConflictError:
+                continue
+        logger.warning("the recognition index's ledger kept changing under 8 attempts; not saved")
 
     def series(self) -> list[tuple[str, str, str, int]]:
         """The index's size and evictions, for ``GET /metrics`` (`Metrics.render`)."""
@@ -155,14 +205,20 @@ class Recognizer:
 
     async def _seen(self, index_session: str, key: str, version: int) -> None:
         """Record ``key`` as just used at ``version``, and evict past the bound."""
+        if not self._loaded:
+            await self._load()
         self._entries.put((index_session, key), version)
         if len(self._entries) <= self.max_entries:
             return
         for (session, old), known in self._entries.evict_while(lambda *_: len(self._entries) > self.max_entries):
-            record = await self.store.get_record(INDEX_NAMESPACE, session, old)
-            if record is not None and record.version == known:
-                await self.store.delete_record(INDEX_NAMESPACE, session, old)
-                self.evictions += 1
+            await self._delete_if_unchanged(session, old, known)
+
+    async def _delete_if_unchanged(self, session: str, key: str, version: int) -> None:
+        """Delete an evicted record unless another process wrote it since (then it is that process's to evict)."""
+        record = await self.store.get_record(INDEX_NAMESPACE, session, key)
+        if record is not None and record.version == version:
+            await self.store.delete_record(INDEX_NAMESPACE, session, key)
+            self.evictions += 1
 
     @staticmethod
     def head_of(system_key: str, first_key: str) -> str:
