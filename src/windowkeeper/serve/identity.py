@@ -129,7 +129,8 @@ class Recognizer:
     ever, so the process keeps the index entries it reads or writes in a recency order and deletes the least
     recently used past ``max_entries`` (`windowkeeper_index_evictions_total`); a conversation whose entry went
     starts a new thread when it returns. An entry another process wrote since this one last saw it is that
-    process's to evict (its version differs), so a thread served elsewhere is not dropped here.
+    process's to evict (its version differs), so a thread served elsewhere is not dropped here. The order outlives
+    the process: at shutdown it is left in the store's ledger (`save`) and the next process starts from it.
     """
 
     def __init__(self, store: SessionStore, max_entries: int = DEFAULT_INDEX_ENTRIES) -> None:
