@@ -8,7 +8,8 @@
   ours (which reads the history once and plans the view) is not timed. Of ours, the CPU inside the context
   manager's ``atrim_context`` (planning, counting the new items, summarizing, recall) is printed apart, so the
   session's own part (its store reads and writes, the conversion and the Window's bookkeeping) shows beside it.
-* middleware: in a LangChain ``create_agent`` loop against the local fake OpenAI server, the CPU spent inside
+* middleware: in a LangChain ``create_agent`` loop against the local fake OpenAI server, the CPU (of the hook's
+  thread: LangGraph saves checkpoints on a thread of its own, see `ThreadClock`) spent inside
   `WindowkeeperMiddleware.wrap_model_call` (without the model call it wraps) vs inside LangChain's own
   ``SummarizationMiddleware.before_model``, per model call, over the same scripted conversation. The fake model
   answers every user turn with a tool call and an answer; the tool output is long, so both middlewares cut.
@@ -137,20 +138,37 @@ def agent_script(turns: int) -> list[FakeReply]:
     return out
 
 
+class ThreadClock(CpuClock):
+    """`CpuClock` of the calling thread's CPU only (``time.thread_time``). LangGraph saves each step's checkpoint
+    on a background thread, and the fake server answers on its own: with a long history in the checkpoint, that
+    work (O(history) per step) ran while a hook was being timed, and the process clock charged up to a GIL switch
+    interval of it (5 ms) to whichever hook it overlapped."""
+
+    @contextmanager
+    def timing(self) -> Iterator[None]:
+        started = time.thread_time()
+        try:
+            yield
+        finally:
+            self.seconds += time.thread_time() - started
+            self.calls += 1
+
+
 class HookClock:
-    """Wraps one middleware hook so that the CPU spent in it, minus the model call it may wrap, is charged here."""
+    """Wraps one middleware hook so that the CPU its thread spends in it, minus the model call it may wrap, is
+    charged here."""
 
     def __init__(self) -> None:
-        self.clock = CpuClock()
+        self.clock = ThreadClock()
         self.excluded = 0.0
 
     @contextmanager
     def excluding(self) -> Iterator[None]:
-        started = time.process_time()
+        started = time.thread_time()
         try:
             yield
         finally:
-            self.excluded += time.process_time() - started
+            self.excluded += time.thread_time() - started
 
     @property
     def seconds(self) -> float:
@@ -256,11 +274,11 @@ def timed_middlewares(budget: int, kind: str) -> tuple[Any, HookClock, Any, Hook
 
         async def awrap_model_call(self, request: Any, handler: Any) -> Any:
             async def inner(req: Any) -> Any:
-                started = time.process_time()
+                started = time.thread_time()
                 try:
                     return await handler(req)
                 finally:
-                    ours_clock.excluded += time.process_time() - started
+                    ours_clock.excluded += time.thread_time() - started
 
             with ours_clock.clock.timing():
                 return await super().awrap_model_call(request, inner)
