@@ -4,6 +4,10 @@ A hand-edited, truncated or foreign row makes the reads of its thread or session
 it); this command is the documented way back: it lists every such row (exit 1 when any is found) and, with
 ``--remove``, deletes exactly those rows (exit 0 once all are gone). Memory records are also checked for the
 shape the memory reads (`windowkeeper.memory.stored`). The URL is printed with its secrets masked.
+
+``windowkeeper store prune URL [--remove]``: list the gateway threads (``windowkeeper serve --store``) whose data no
+recognition index record leads to any more, with their sizes, and delete them (`windowkeeper.serve.prune`). A
+gateway deletes such data itself as it evicts index records; this is for stores that grew before it did.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ from .output import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, CliError, Output
 
 store_app = typer.Typer(
     name="store",
-    help="Maintain a store (SQLite file, PostgreSQL, Redis): find and remove unreadable rows.",
-    short_help="Find and remove a store's unreadable rows.",
+    help="Maintain a store (SQLite file, PostgreSQL, Redis): find and remove unreadable rows and orphaned gateway "
+    "threads.",
+    short_help="Find and remove a store's unreadable rows and orphaned threads.",
     no_args_is_help=True,
 )
 
@@ -112,6 +117,98 @@ def check(
         removed = len(findings) - len(remaining)
         output.status(
             f"{escape(described)}: {len(findings)} unreadable row(s), {removed} removed",
+            markup=True,
+        )
+    raise typer.Exit(EXIT_PROBLEMS if remaining else EXIT_OK)
+
+
+async def _prune(url: str, prefix: str | None, remove: bool, named: bool) -> tuple[str, list[Any], list[Any]]:
+    from ..serve.prune import find_orphans, prune
+    from ..storage.url import open_store
+
+    store = open_store(url, prefix=prefix)
+    try:
+        orphans = await find_orphans(store, named=named)
+        deleted = await prune(store, orphans) if remove else []
+        return store.describe(), orphans, deleted
+    finally:
+        await store.close()
+
+
+def _size(count: int) -> str:
+    """``512 B``, ``3.4 KiB``, ``12.0 MiB``."""
+    if count < 1024:
+        return f"{count} B"
+    if count < 1024 * 1024:
+        return f"{count / 1024:.1f} KiB"
+    return f"{count / (1024 * 1024):.1f} MiB"
+
+
+@store_app.command("prune", short_help="List gateway threads no index record leads to; --remove deletes them.")
+def prune_cmd(
+    url: Annotated[
+        str, typer.Argument(metavar="URL", help="The store: sqlite:///path or a path, postgresql://..., redis://...")
+    ],
+    prefix: Annotated[str | None, typer.Option(help="Table/key prefix (default: the URL's ?prefix=, else wk).")] = None,
+    remove: Annotated[bool, typer.Option("--remove", help="Delete the threads listed (default: only list).")] = False,
+    named: Annotated[
+        bool,
+        typer.Option(
+            "--named",
+            help="Also threads a client named itself (X-Windowkeeper-Thread): they never have an index record.",
+        ),
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")] = False,
+) -> None:
+    """List the `windowkeeper serve` threads whose stored data (message log, window state, view records,
+    originals) no recognition index record leads to, with their sizes; --remove deletes them.
+
+    Such a thread cannot be recognized again: its conversation, if it comes back, starts a new thread. A thread
+    a client pins with X-Windowkeeper-Thread and a name of its own is kept unless --named is given; a pinned
+    thread whose data is deleted starts anew. Other applications' threads in the store are never touched.
+    Exit 0: nothing to prune (or everything listed was deleted); 1: orphaned threads remain; 2: usage error.
+    """
+    output = Output(json_mode=json_out, command="store.prune")
+    try:
+        _refuse_missing_file(url)
+        described, orphans, deleted = asyncio.run(_prune(url, prefix, remove, named))
+    except CliError as exc:
+        output.error(exc)
+        raise typer.Exit(EXIT_USAGE) from None
+    except WindowkeeperError as exc:
+        output.error(CliError(str(exc)))
+        raise typer.Exit(EXIT_USAGE) from None
+    gone = {o.thread for o in deleted}
+    remaining = [o for o in orphans if o.thread not in gone]
+    total = sum(o.bytes for o in orphans)
+    if json_out:
+        output.document(
+            {
+                "ok": not remaining,
+                "store": described,
+                "bytes": total,
+                "threads": [
+                    {
+                        "thread": o.thread,
+                        "name": o.name,
+                        "rows": o.rows,
+                        "bytes": o.bytes,
+                        "named": o.named,
+                        "deleted": o.thread in gone,
+                    }
+                    for o in orphans
+                ],
+            }
+        )
+    else:
+        for orphan in orphans:
+            state = "deleted" if orphan.thread in gone else "orphan"
+            output.out.print(
+                f"{state}: {orphan.thread} ({orphan.rows} rows, {_size(orphan.bytes)})", markup=False, soft_wrap=True
+            )
+        hint = "; run again with --remove to delete them" if remaining and not remove else ""
+        output.status(
+            f"{escape(described)}: {len(orphans)} orphaned thread(s), {_size(total)}, {len(gone)} deleted{hint}",
             markup=True,
         )
     raise typer.Exit(EXIT_PROBLEMS if remaining else EXIT_OK)

@@ -217,7 +217,12 @@ class Gateway:
     def __init__(self, config: ServeConfig, store: SessionStore) -> None:
         self.config = config
         self.threads = Threads(config, store)
-        self.recognizer = Recognizer(store, config.max_index_entries)
+        self.recognizer = Recognizer(store, config.max_index_entries, self._orphaned)
+        self.threads.on_leave = self._left
+        self._deferred: LRUCache[str, str] = LRUCache(config.max_threads, name="max_threads")
+        """Orphaned threads still in use here (store id -> name): deleted when they leave memory (`_left`)."""
+        self._due: list[str] = []
+        self._closing = False
         self.metrics = Metrics()
         self._pending: dict[asyncio.Task[Plan | None], asyncio.Event] = {}
         self._hints: LRUCache[tuple[str, str], str] = LRUCache(config.max_threads, name="max_threads")
@@ -512,6 +517,8 @@ class Gateway:
             if match is not None:
                 await self.recognizer.remember(match, cache)
                 self._hint(match)
+            if self._due:
+                await self._collect()
         managed = list(fit.messages)
         changes: dict[str, Any] = {}
         if lead:
@@ -602,14 +609,68 @@ class Gateway:
                 return local.items
         return None
 
+    def _in_use(self, internal: str) -> bool:
+        """A call on the thread is in flight here, or (while the process runs) its window is in memory."""
+        if self._waiting.get(internal):
+            return True
+        return self.threads.busy(internal, memory=not self._closing)
+
+    async def _orphaned(self, internal: str, name: str) -> None:
+        """No index record leads to the thread any more (`Recognizer._unlinked`): its stored data is deleted, now
+        or, while it is in use here, when it leaves memory (a client going on with it meanwhile lists it again)."""
+        if self._in_use(internal):
+            self._deferred.put(internal, name)
+            return
+        await self._delete(internal, name)
+
+    def _left(self, internal: str) -> None:
+        """A thread left this process's memory (`Threads._evict`): an orphan waiting for that is due now."""
+        if self._deferred.peek(internal) is not None:
+            self._due.append(internal)
+
+    async def _collect(self) -> None:
+        """Delete the orphans that left memory meanwhile, unless a head lists them again or they came back."""
+        due, self._due = self._due, []
+        for internal in due:
+            name = self._deferred.pop(internal)
+            if name is None or self._in_use(internal):
+                continue
+            try:
+                linked = await self.recognizer.linked(internal)
+            except Exception:
+                # the call goes on; the data stays, for `windowkeeper store prune`
+                logger.warning("thread %s: could not read its index links (%s)", name, internal, exc_info=True)
+                continue
+            if not linked:
+                await self._delete(internal, name)
+
+    async def _delete(self, internal: str, name: str) -> None:
+        try:
+            await self.threads.delete(internal)
+        except Exception:
+            # the data stays; `windowkeeper store prune` finds it later
+            logger.warning("thread %s: could not delete its stored data (%s)", name, internal, exc_info=True)
+            return
+        for key in [key for key in self._hints if self._hints.peek(key) == name]:
+            self._hints.pop(key)
+        logger.info(
+            "thread %s: no recognition index record leads to it any more; its stored data (%s) is deleted",
+            name,
+            internal,
+        )
+
     async def close(self) -> None:
         if self._pending:
             # windows still doing the bookkeeping of requests already answered: let them commit first
             for release in self._pending.values():
                 release.set()
             await asyncio.wait(list(self._pending), timeout=PENDING_GRACE)
+        self._closing = True
         try:
             await self.recognizer.save()
+            # the orphans kept only because their windows were in memory: memory goes with the process
+            self._due = [internal for internal in self._deferred]
+            await self._collect()
         except Exception:
             # shutting down goes on: the next process then bounds only the records it touches itself
             logger.warning("could not leave the recognition index's records to the next process", exc_info=True)

@@ -17,17 +17,18 @@ guessed or copied from another client addresses nothing of theirs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .._cache import LRUCache
-from ..storage import ConflictError, SessionStore
+from ..storage import ConflictError, RecordNotFoundError, SessionStore
 from .config import DEFAULT_INDEX_ENTRIES
 from .projection import ItemCache
 
@@ -45,6 +46,11 @@ LEDGER_SESSION = "_ledger"
 """Where the records a process tracked are left for the next (`Recognizer.save`): no index session starts with
 ``_`` (they are a credential's hash or ``anonymous``, then a dot)."""
 LEDGER_KEY = "keys"
+LINK_NAMESPACE = "windowkeeper.serve.links"
+"""Per thread (session: its store id, `internal_id`), one record per index head that lists the thread (key: the
+head, doc: the index session). The index maps heads to threads; these map a thread back to its heads, so that when
+the recognizer evicts a head it can tell, with one read, whether any other head still leads to the thread
+(`Recognizer._unlinked`). They are thread data: deleted with the thread."""
 MAX_NAME = 200
 _SCOPE_KEY = b"windowkeeper.serve.scope.v1"
 
@@ -103,6 +109,20 @@ def internal_id(scope: str, name: str) -> str:
     return f"wk-{scope}-{name}"
 
 
+def scope_of_session(index_session: str) -> str:
+    """The scope an index session belongs to (`Recognizer.index_session`: the scope, a dot, the session's hash)."""
+    return index_session.split(".", 1)[0]
+
+
+def is_head_key(index_session: str, key: str) -> bool:
+    """Whether an index record is a head's (its threads), not an opener's (its heads) or the ledger."""
+    return index_session != LEDGER_SESSION and not key.startswith(OPENER_PREFIX)
+
+
+Orphaned = Callable[[str, str], Awaitable[None]]
+"""Called with a thread's store id and name when the last index record that led to it was evicted."""
+
+
 @dataclass
 class Match:
     """How a request was placed: the thread's name (sent back in ``x-windowkeeper-thread``) and the index entry."""
@@ -131,11 +151,20 @@ class Recognizer:
     starts a new thread when it returns. An entry another process wrote since this one last saw it is that
     process's to evict (its version differs), so a thread served elsewhere is not dropped here. The order outlives
     the process: at shutdown it is left in the store's ledger (`save`) and the next process starts from it.
+
+    A thread no index record leads to any more cannot be recognized again, so its stored data is garbage (but for
+    a client that names it in ``X-Windowkeeper-Thread``): evicting the last head that lists it (each thread keeps
+    its heads in `LINK_NAMESPACE`) calls ``orphaned``, which deletes the thread's data unless it is in use here.
     """
 
-    def __init__(self, store: SessionStore, max_entries: int = DEFAULT_INDEX_ENTRIES) -> None:
+    def __init__(
+        self, store: SessionStore, max_entries: int = DEFAULT_INDEX_ENTRIES, orphaned: Orphaned | None = None
+    ) -> None:
         self.store = store
         self.max_entries = max_entries
+        self.orphaned = orphaned
+        # (thread, head) links this process wrote or found written: each is written once per process
+        self._linked: LRUCache[tuple[str, str], bool] = LRUCache(max_entries)
         # (index session, record key) -> the record's version as this process last read or wrote it; bounded
         # by `_seen`, which deletes from the store what it drops
         self._entries: LRUCache[tuple[str, str], int] = LRUCache(sys.maxsize)
@@ -220,6 +249,36 @@ class Recognizer:
         if record is not None and record.version == version:
             await self.store.delete_record(INDEX_NAMESPACE, session, key)
             self.evictions += 1
+            if is_head_key(session, key):
+                for name in record.doc.get("threads", {}):
+                    await self._unlinked(session, key, name)
+
+    async def _link(self, index_session: str, head: str, name: str, *, new_head: bool = False) -> None:
+        """Record that ``head`` lists thread ``name``: once per process, and again when the head's record was just
+        added (an earlier one was evicted, by another process too, which deleted its links)."""
+        thread = internal_id(scope_of_session(index_session), name)
+        if not new_head and self._linked.peek((thread, head)) is not None:
+            return
+        with contextlib.suppress(ConflictError):  # written earlier (by this process before a restart, or another)
+            await self.store.add_record(LINK_NAMESPACE, thread, head, {"index": index_session})
+        self._linked.put((thread, head), True)
+
+    async def _unlinked(self, index_session: str, head: str, name: str) -> None:
+        """``head`` no longer lists thread ``name`` (evicted, or the thread trimmed out of it): when no other head
+        does, the thread is orphaned. A thread never linked (served before links were kept) is left to
+        ``windowkeeper store prune``, which looks at the whole index."""
+        thread = internal_id(scope_of_session(index_session), name)
+        self._linked.pop((thread, head))
+        if not await self.store.delete_record(LINK_NAMESPACE, thread, head):
+            return
+        if await self.linked(thread):
+            return
+        if self.orphaned is not None:
+            await self.orphaned(thread, name)
+
+    async def linked(self, thread: str) -> bool:
+        """Whether any index head still lists ``thread`` (its store id)."""
+        return bool(await self.store.list_records(LINK_NAMESPACE, thread))
 
     @staticmethod
     def head_of(system_key: str, first_key: str) -> str:
@@ -308,7 +367,7 @@ class Recognizer:
             version = record.version if record is not None else 0
         for _ in range(8):
             threads[match.name] = entry
-            _trim(threads, lambda value: value[2])
+            trimmed = _trim(threads, lambda value: value[2])
             try:
                 if version == 0:
                     record = await self.store.add_record(
@@ -320,9 +379,13 @@ class Recognizer:
                         INDEX_NAMESPACE, match.index_session, match.head, {"threads": threads}, expected_version=version
                     )
                 match.threads, match.version = threads, record.version
+                await self._link(match.index_session, match.head, match.name, new_head=version == 0)
+                for name in trimmed:
+                    await self._unlinked(match.index_session, match.head, name)
                 await self._seen(match.index_session, match.head, record.version)
                 return
-            except ConflictError:
+            except (ConflictError, RecordNotFoundError):
+                # another writer changed the record, or it was evicted under this call: read it again
                 record = await self.store.get_record(INDEX_NAMESPACE, match.index_session, match.head)
                 threads = dict(record.doc.get("threads", {})) if record is not None else {}
                 version = record.version if record is not None else 0
@@ -352,8 +415,11 @@ class Recognizer:
         logger.warning("thread %s: its opener's index record kept changing under 8 attempts", match.name)
 
 
-def _trim(entries: dict[str, Any], seen: Callable[[Any], float]) -> None:
-    """Keep the `MAX_THREADS_PER_HEAD` most recently seen of one record's entries."""
+def _trim(entries: dict[str, Any], seen: Callable[[Any], float]) -> list[str]:
+    """Keep the `MAX_THREADS_PER_HEAD` most recently seen of one record's entries; return the names dropped."""
+    dropped: list[str] = []
     if len(entries) > MAX_THREADS_PER_HEAD:
         for name, _ in sorted(entries.items(), key=lambda kv: seen(kv[1]))[: len(entries) - MAX_THREADS_PER_HEAD]:
             del entries[name]
+            dropped.append(name)
+    return dropped

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,13 +33,15 @@ from .._cache import LRUCache
 from ..context import TokenBudgetContextManager
 from ..context.recall import Recall
 from ..context.recall_index import RecallIndex
+from ..integrations._threads import HEAD_NAMESPACE, OFFLOAD_NAMESPACE, VIEW_NAMESPACE
 from ..integrations.window import DEFAULT_RESERVE_TOKENS, FitResult, Window
 from ..messages import Message
 from ..prompt import system_costs, tool_schema_tokens
-from ..storage import ConflictError, SessionStore
+from ..storage import ConflictError, RecordNotFoundError, SessionStore
 from ..storage.base import Record, RecordUpdate
 from ..tokens import MEMO_ENTRY_BYTES, TiktokenCounter
 from .config import ServeConfig
+from .identity import LINK_NAMESPACE
 from .projection import ItemCache
 
 logger = logging.getLogger(__name__)
@@ -50,6 +52,19 @@ MAX_ATTEMPTS = 8
 FIXED_SLACK = 1024
 """Tokens a request's fixed part may have beyond its bytes (message framing, reply priming, the recall tool's
 declaration, which the client did not send): a request this much under the limit in bytes is certainly under it."""
+
+
+THREAD_NAMESPACES = (STATE_NAMESPACE, OFFLOAD_NAMESPACE, VIEW_NAMESPACE, HEAD_NAMESPACE, LINK_NAMESPACE)
+"""Every record namespace the gateway keeps per thread (session: the thread's store id), besides its message log:
+its committed window state, its window's offloaded originals, view records and head, and its index links."""
+
+
+async def delete_thread_data(store: SessionStore, thread_id: str) -> None:
+    """Delete everything ``store`` holds of a gateway thread: its message log and its sessions of every
+    `THREAD_NAMESPACES` (the recall index is the process's own, not in the store)."""
+    await store.delete_thread(thread_id)
+    for namespace in THREAD_NAMESPACES:
+        await store.delete_session(namespace, thread_id)
 
 
 def _reserve(budget: int) -> int:
@@ -230,6 +245,9 @@ class Threads:
         self._recall_dir: str | None = None
         self.conflicts = 0
         self.evictions = 0
+        self.deleted = 0
+        self.on_leave: Callable[[str], None] | None = None
+        """Told the store id of each thread that leaves this process's memory (`Gateway._left`)."""
         self._bytes = 0
         self._fixed_limit: int | None = None
         self._fixed_seen: LRUCache[str, tuple[str | None, Sequence[Any] | None, int]] = LRUCache(
@@ -291,6 +309,12 @@ class Threads:
                 self._bytes,
             ),
             ("windowkeeper_thread_evictions_total", "counter", "Threads pushed out of memory.", self.evictions),
+            (
+                "windowkeeper_threads_deleted_total",
+                "counter",
+                "Threads whose stored data was deleted: no recognition index record led to them any more.",
+                self.deleted,
+            ),
         ]
 
     def _weigh(self, thread: Thread, weight: int) -> None:
@@ -327,6 +351,24 @@ class Threads:
             self.evictions += 1
             self.store.forget(oldest)
             self._release(thread)
+            if self.on_leave is not None:
+                self.on_leave(oldest)
+
+    def busy(self, thread_id: str, *, memory: bool = True) -> bool:
+        """Whether the thread is in use here: a call on it in flight or, with ``memory``, its window in memory (a
+        client may go on with it, recognized by this process's hints)."""
+        lock = self._locks.get(thread_id)
+        return (memory and thread_id in self._threads) or (lock is not None and lock.locked())
+
+    async def delete(self, thread_id: str) -> None:
+        """Delete everything the store holds of the thread: its message log and committed state (`CommitStore`),
+        its window's offloaded originals, view records and head, and its index links (`delete_thread_data`). What
+        this process holds of it goes too (its window, and with it the thread's passages in the recall index)."""
+        self._release(self._threads.pop(thread_id))
+        self._fixed_seen.pop(thread_id)
+        self.store.forget(thread_id)
+        await delete_thread_data(self.store.inner, thread_id)
+        self.deleted += 1
 
     def _release(self, thread: Thread | None) -> None:
         """A thread leaves this process's memory (evicted, replaced or redone): its request no longer counts
@@ -418,7 +460,9 @@ class Threads:
             self._evict(thread_id)
             try:
                 result = await thread.window.afit(items, system=system, tools=tools)
-            except ConflictError:
+            except (ConflictError, RecordNotFoundError):
+                # another process committed first, or deleted the thread's data (no index record led to it any
+                # more): the call is redone on what the store holds now (a deleted thread starts anew)
                 self.conflicts += 1
                 logger.info(
                     "thread %s: another process committed first (attempt %d); redoing the call", thread_id, attempt + 1
