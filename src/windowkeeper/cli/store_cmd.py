@@ -65,7 +65,7 @@ def _refuse_missing_file(url: str) -> None:
             f" (relative to the current directory: sqlite:/// and a path is relative); for {absolute} write "
             f"sqlite:///{absolute}"
         )
-    raise CliError(f"{message}; check the path (store check reads an existing store and creates none)")
+    raise CliError(f"{message}; check the path (store commands read an existing store and create none)")
 
 
 @store_app.command("check", short_help="List unreadable rows; --remove deletes them.")
@@ -144,7 +144,17 @@ def _size(count: int) -> str:
     return f"{count / (1024 * 1024):.1f} MiB"
 
 
-@store_app.command("prune", short_help="List gateway threads no index record leads to; --remove deletes them.")
+PRUNE_EPILOG = (
+    "\b\nExample:\n  windowkeeper store prune gateway.sqlite3\n  windowkeeper store prune "
+    '"postgresql://gw@db/gateway?prefix=prod" --remove\n\n'
+    '\b\n--json prints {"schema": "windowkeeper.store.prune", "version": 1, "ok", "store", "bytes",\n'
+    '  "threads": [{"thread", "name", "rows", "bytes", "named", "deleted"}]}'
+)
+
+
+@store_app.command(
+    "prune", epilog=PRUNE_EPILOG, short_help="List gateway threads no index record leads to; --remove deletes them."
+)
 def prune_cmd(
     url: Annotated[
         str, typer.Argument(metavar="URL", help="The store: sqlite:///path or a path, postgresql://..., redis://...")
