@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from windowkeeper import Message
 from windowkeeper.cli.app import app
 from windowkeeper.integrations._threads import OFFLOAD_NAMESPACE, VIEW_NAMESPACE
-from windowkeeper.serve.identity import INDEX_NAMESPACE, LINK_NAMESPACE, OPENER_PREFIX, internal_id
+from windowkeeper.serve.identity import INDEX_NAMESPACE, LINK_NAMESPACE, OPENER_PREFIX, internal_id, link_key
 from windowkeeper.serve.threads import STATE_KEY, STATE_NAMESPACE
 from windowkeeper.storage import SessionStore
 from windowkeeper.storage.url import open_store
@@ -44,7 +44,7 @@ async def _fill(store: SessionStore) -> None:
         await store.add_record(STATE_NAMESPACE, thread, STATE_KEY, {"state": "{}"})
         await store.add_record(VIEW_NAMESPACE, thread, "v1", {"json": ["{}"]})
         await store.add_record(OFFLOAD_NAMESPACE, thread, "k1", {"message": {"role": "user", "content": "x"}})
-        await store.add_record(LINK_NAMESPACE, thread, "00112233aabbccdd", {"index": session})
+        await store.add_record(LINK_NAMESPACE, thread, link_key(session, "00112233aabbccdd"), {})
     await store.append_messages(USER_THREAD, [_message(USER_THREAD, 0)])
 
 

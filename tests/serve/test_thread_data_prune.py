@@ -294,3 +294,24 @@ def test_thread_data_stays_bounded_across_restarts(route_sender: RouteSender, tm
         gw.stop()
         threads = _stored_threads(store)
         assert len(threads) <= 3, (run, sorted(threads))  # a head and an opener record per conversation
+
+
+def test_a_thread_another_process_serves_keeps_its_data(route_sender: RouteSender, tmp_path: Path) -> None:
+    """Two gateways on one store: the one that opened a conversation evicts its records in its own order, but the
+    conversation went on in the other process (its records were written since), so they stay, and so does its
+    data; the first process's own new conversations go."""
+    store = f"sqlite:///{tmp_path / 'two.sqlite3'}"
+    send_a, _, gw_a = route_sender("messages", store=store, max_index_entries=6, max_threads=2, budget=4000)
+    send_b, _, gw_b = route_sender("messages", store=store, max_index_entries=6, max_threads=2, budget=4000)
+    history = ["a conversation that moves to the other process", "reply", "q"]
+    kept = send_a("sys", history).thread
+    history = [*history, "reply", "on the other process"]
+    assert send_b("sys", history).thread == kept
+    for n in range(12):
+        send_a("sys", [f"conversation {n}", "reply", "question"])
+    assert metric(gw_a.url, "windowkeeper_threads_deleted_total") >= 8
+    history = [*history, "reply", "still there"]
+    assert send_b("sys", history).thread == kept
+    gw_a.stop()
+    gw_b.stop()
+    assert _of(_stored_threads(store), kept)

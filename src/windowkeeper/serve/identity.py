@@ -48,8 +48,8 @@ LEDGER_SESSION = "_ledger"
 LEDGER_KEY = "keys"
 LINK_NAMESPACE = "windowkeeper.serve.links"
 """Per thread (session: its store id, `internal_id`), one record per index head that lists the thread (key: the
-head, doc: the index session). The index maps heads to threads; these map a thread back to its heads, so that when
-the recognizer evicts a head it can tell, with one read, whether any other head still leads to the thread
+index session and the head, `link_key`). The index maps heads to threads; these map a thread back to its heads, so
+that when the recognizer evicts a head it can tell, with one read, whether any other head still leads to the thread
 (`Recognizer._unlinked`). They are thread data: deleted with the thread."""
 MAX_NAME = 200
 _SCOPE_KEY = b"windowkeeper.serve.scope.v1"
@@ -117,6 +117,11 @@ def scope_of_session(index_session: str) -> str:
 def is_head_key(index_session: str, key: str) -> bool:
     """Whether an index record is a head's (its threads), not an opener's (its heads) or the ledger."""
     return index_session != LEDGER_SESSION and not key.startswith(OPENER_PREFIX)
+
+
+def link_key(index_session: str, head: str) -> str:
+    """The key of a thread's link to ``head`` of ``index_session`` (`LINK_NAMESPACE`)."""
+    return f"{index_session}/{head}"
 
 
 Orphaned = Callable[[str, str], Awaitable[None]]
@@ -256,20 +261,20 @@ class Recognizer:
     async def _link(self, index_session: str, head: str, name: str, *, new_head: bool = False) -> None:
         """Record that ``head`` lists thread ``name``: once per process, and again when the head's record was just
         added (an earlier one was evicted, by another process too, which deleted its links)."""
-        thread = internal_id(scope_of_session(index_session), name)
-        if not new_head and self._linked.peek((thread, head)) is not None:
+        thread, key = internal_id(scope_of_session(index_session), name), link_key(index_session, head)
+        if not new_head and self._linked.peek((thread, key)) is not None:
             return
         with contextlib.suppress(ConflictError):  # written earlier (by this process before a restart, or another)
-            await self.store.add_record(LINK_NAMESPACE, thread, head, {"index": index_session})
-        self._linked.put((thread, head), True)
+            await self.store.add_record(LINK_NAMESPACE, thread, key, {})
+        self._linked.put((thread, key), True)
 
     async def _unlinked(self, index_session: str, head: str, name: str) -> None:
         """``head`` no longer lists thread ``name`` (evicted, or the thread trimmed out of it): when no other head
         does, the thread is orphaned. A thread never linked (served before links were kept) is left to
         ``windowkeeper store prune``, which looks at the whole index."""
-        thread = internal_id(scope_of_session(index_session), name)
-        self._linked.pop((thread, head))
-        if not await self.store.delete_record(LINK_NAMESPACE, thread, head):
+        thread, key = internal_id(scope_of_session(index_session), name), link_key(index_session, head)
+        self._linked.pop((thread, key))
+        if not await self.store.delete_record(LINK_NAMESPACE, thread, key):
             return
         if await self.linked(thread):
             return
