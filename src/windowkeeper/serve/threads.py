@@ -61,10 +61,12 @@ its committed window state, its window's offloaded originals, view records and h
 
 async def delete_thread_data(store: SessionStore, thread_id: str) -> None:
     """Delete everything ``store`` holds of a gateway thread: its message log and its sessions of every
-    `THREAD_NAMESPACES` (the recall index is the process's own, not in the store)."""
-    await store.delete_thread(thread_id)
-    for namespace in THREAD_NAMESPACES:
-        await store.delete_session(namespace, thread_id)
+    `THREAD_NAMESPACES` (the recall index is the process's own, not in the store). One store batch: one
+    transaction on SQLite instead of six."""
+    async with store.batch():
+        await store.delete_thread(thread_id)
+        for namespace in THREAD_NAMESPACES:
+            await store.delete_session(namespace, thread_id)
 
 
 def _reserve(budget: int) -> int:
