@@ -315,3 +315,22 @@ def test_a_thread_another_process_serves_keeps_its_data(route_sender: RouteSende
     gw_a.stop()
     gw_b.stop()
     assert _of(_stored_threads(store), kept)
+
+
+def test_the_prune_cost_bench_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/gateway_prune_cost.py at a tiny size: the bounded gateway stores fewer threads than the unbounded."""
+    import importlib
+    import sys
+
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        module = importlib.import_module("gateway_prune_cost")
+    finally:
+        sys.path.remove(str(bench))
+    assert module.main(["--conversations", "12", "--bound", "6", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    stored = {
+        line.split(":")[0].split()[-1]: int(line.split("threads stored ")[1].split(",")[0]) for line in out.splitlines()
+    }
+    assert stored["unbounded"] == 13 and stored["bounded"] < 13, out
