@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from operator import attrgetter, is_, itemgetter
 from typing import Any
 
-from .._cache import LRUCache
+from .._cache import LRUCache, shared_prefix
 from ..context.pointers import offloaded
 from ..errors import MissingDependencyError
 from ..llm.formats import to_langchain
@@ -198,34 +199,179 @@ _WRITTEN: LRUCache[int, tuple[Any, str, list[Any]]] = LRUCache(4096)
 were written at): a pointer stays in the view for many calls and is the same message object on each."""
 
 
+class _Carried:
+    """What `view_messages` answered on a thread's last call, kept so the next call patches it for what changed.
+
+    No original is held (a LangGraph checkpoint is read back as new objects at each turn, and holding the last
+    turn's would leave their freeing to this hook): the answer is a plan over two sources, the originals at
+    ``found`` (by index in the caller's list) and the messages written here (``written``), so each call picks
+    its own objects in C. ``plan[k]`` says where item ``k`` of the answer comes from: ``j >= 0`` the ``j``-th
+    found original, ``-(j + 1)`` the ``j``-th written item.
+
+    The originals were read from the end, as far back as every message asked for (the window ``lo:seen``, its
+    LangChain ids in ``ids``, each id's last index in ``last``), so a message is answered with the last original
+    of its id; ``wanted`` holds every id a message asked for (found or not: when one was not, the window is the
+    whole list). ``types`` are the found originals' classes and ``systems`` the answer's system messages (what
+    `managed` moves)."""
+
+    __slots__ = (
+        "found",
+        "ids",
+        "last",
+        "lo",
+        "messages",
+        "plan",
+        "seen",
+        "systems",
+        "types",
+        "wanted",
+        "written",
+    )
+
+    def __init__(self, messages: Sequence[Message], originals: Sequence[Any]) -> None:
+        # the pointers found in C (`offloaded`): a Python test per message, twice, was most of this pass
+        pointers = {id(x) for x in offloaded(messages)}
+        wanted = {m.message_id for m in messages if id(m) not in pointers}
+        seen = lo = len(originals)
+        reversed_ids: list[Any] = []
+        if wanted:
+            # from the end, only until every id the view needs is found: the view is mostly the history's tail
+            found: set[Any] = set()
+            for k in range(seen - 1, -1, -1):
+                lc_id = getattr(originals[k], "id", None)
+                reversed_ids.append(lc_id)
+                lo = k
+                if lc_id and lc_id in wanted and lc_id not in found:
+                    found.add(lc_id)
+                    if len(found) == len(wanted):
+                        break
+        self.messages: list[Message] = []
+        self.lo, self.seen = lo, seen
+        self.ids: list[Any] = reversed_ids[::-1]
+        self.last: dict[Any, int] = dict(zip(self.ids, range(lo, seen), strict=True))
+        self.wanted: set[Any] = set()
+        self.found: list[int] = []
+        self.types: list[type] = []
+        self.written: list[Any] = []
+        self.plan: list[int] = []
+        self.systems: list[int] = []
+        self._add(messages, originals, pointers)
+
+    def extend(self, messages: Sequence[Message], originals: Sequence[Any]) -> bool:
+        """Patch this answer for ``messages`` and ``originals`` when they continue its own: the same messages
+        then new ones, originals of the same ids in the window then new ones (none of an id a message asked
+        for), each new message's id in the window or among the new originals, or in none when the window is the
+        whole list; False, and nothing changed, otherwise. The cost is the new messages', the new originals' and
+        a read of the window's ids in C."""
+        n, seen, lo = len(self.messages), self.seen, self.lo
+        if len(messages) < n or len(originals) < seen or shared_prefix(self.messages, messages) != n:
+            return False
+        if _ids(originals[lo:seen]) != self.ids:
+            return False
+        new_ids = _ids(originals[seen:])
+        wanted, last = self.wanted, self.last
+        if any(i and i in wanted for i in new_ids):
+            return False  # a new original an earlier message would now be answered with (ids repeat in a plain list)
+        tail = messages[n:]
+        pointers = {id(x) for x in offloaded(tail)} if tail else set()
+        if lo:
+            arrived = set(new_ids)
+            for message in tail:
+                mid = message.message_id
+                if id(message) not in pointers and mid and mid not in last and mid not in arrived:
+                    return False  # its original may be before the window (or nowhere): read further back
+        last.update(zip(new_ids, range(seen, seen + len(new_ids)), strict=True))
+        self.ids.extend(new_ids)
+        self.seen = len(originals)
+        self._add(tail, originals, pointers)
+        return True
+
+    def _add(self, messages: Sequence[Message], originals: Sequence[Any], pointers: set[int]) -> None:
+        """Answer ``messages`` (the view's new ones) after the rest, from ``originals`` (this call's)."""
+        if not messages:
+            return
+        last, wanted, found, written, plan, systems = (
+            self.last,
+            self.wanted,
+            self.found,
+            self.written,
+            self.plan,
+            self.systems,
+        )
+        for message in messages:
+            if id(message) not in pointers:
+                mid = message.message_id
+                wanted.add(mid)
+                hit = last.get(mid) if mid else None  # an original without an id answers nothing
+                if hit is not None:
+                    original = originals[hit]
+                    if _is_system(original):
+                        systems.append(len(plan))
+                    plan.append(len(found))
+                    found.append(hit)
+                    self.types.append(type(original))
+                    continue
+            for item in written_alone(message):
+                if _is_system(item):
+                    systems.append(len(plan))
+                plan.append(-len(written) - 1)
+                written.append(item)
+        self.messages.extend(messages)
+
+    def answer(self, originals: Sequence[Any]) -> tuple[list[Any], list[int]]:
+        """``(items, systems)``: the answer with ``originals``' own objects (this call's), and the indices of its
+        system messages."""
+        picked = _pick(originals, self.found)
+        out = _pick([*picked, *reversed(self.written)], self.plan)
+        if not all(map(is_, map(type, picked), self.types)):
+            # a found original of another class than when it was found (a host's list edited in place): its
+            # system messages are read again
+            return out, [k for k, item in enumerate(out) if _is_system(item)]
+        return out, self.systems
+
+
+def _pick(items: Sequence[Any], indices: Sequence[int]) -> list[Any]:
+    """``[items[i] for i in indices]``, in C."""
+    if len(indices) > 1:
+        return list(itemgetter(*indices)(items))
+    return [items[i] for i in indices]
+
+
+def _ids(originals: Sequence[Any]) -> list[Any]:
+    """The LangChain ``id`` of each of ``originals`` (None where there is none), read in C when every one has the
+    attribute."""
+    try:
+        return list(map(_ID, originals))
+    except AttributeError:
+        return [getattr(o, "id", None) for o in originals]
+
+
+_ID = attrgetter("id")
+
+_CARRIED: LRUCache[str, _Carried] = LRUCache(256)
+"""`view_messages`'s last answer per thread id (checked by identity and ids before it is used, so a thread id
+shared by two windows or hosts costs a full answer, never a wrong one)."""
+
+
 def view_messages(result: FitResult, originals: Sequence[Any]) -> list[Any]:
     """The managed conversation (without the system zone) as LangChain messages, reusing ``originals`` for every
     message left unchanged: the object itself when found by its LangChain ``id``, else the equal copy the format
     writes for a message unchanged since it was read (its source kept), so an id-less message is not rebuilt
     from windowkeeper's model of it (which has no ``artifact``, no ``additional_kwargs``).
 
-    The view is mostly the tail of the history, so ``originals`` are searched from the end, only until every id
-    the view needs is found: a call costs what its view spans, not the whole history."""
+    A message is answered with the last original of its id. When the view and the originals only grew at the end
+    since the thread's last call (the common case: a new user turn, a tool result), the last answer is carried
+    and only the new messages are looked up (`_Carried`): a call costs what is new, not what its view spans."""
+    return _answer(result, originals)[0]
+
+
+def _answer(result: FitResult, originals: Sequence[Any]) -> tuple[list[Any], list[int]]:
     messages = result.prompt.messages
-    # the pointers found in C (`offloaded`): a Python test per message, twice, was most of this pass
-    pointers = {id(m) for m in offloaded(messages)}
-    wanted = {m.message_id for m in messages if id(m) not in pointers}
-    by_id: dict[Any, Any] = {}
-    if wanted:
-        for original in reversed(originals):
-            lc_id = getattr(original, "id", None)
-            if lc_id and lc_id in wanted and lc_id not in by_id:
-                by_id[lc_id] = original
-                if len(by_id) == len(wanted):
-                    break
-    out: list[Any] = []
-    for message in messages:
-        original = by_id.get(message.message_id) if id(message) not in pointers else None
-        if original is not None:
-            out.append(original)
-            continue
-        out.extend(written_alone(message))
-    return out
+    carried = _CARRIED.get(result.thread_id)
+    if carried is None or not carried.extend(messages, originals):
+        carried = _Carried(messages, originals)
+        _CARRIED.put(result.thread_id, carried)
+    return carried.answer(originals)
 
 
 def written_alone(message: Message) -> list[Any]:
@@ -255,6 +401,27 @@ def _is_system(message: Any) -> bool:
     return getattr(message, "type", None) == "system"
 
 
+_ZONES: LRUCache[str, tuple[list[Message], list[Any], list[int]]] = LRUCache(256)
+"""Per thread id, the laid-out messages of the last call with a system zone, their written items and the indices
+of those that are system messages: the next call's list is mostly the same messages then a few new ones."""
+
+
+def _zone_written(thread_id: str, laid: list[Message]) -> tuple[list[Any], list[int]]:
+    """``(written, systems)``: each of ``laid`` written alone (`written_alone`), and the indices of the system
+    messages among them; the last call's items reused when ``laid`` starts with the same message objects."""
+    known = _ZONES.get(thread_id)
+    if known is not None and len(laid) >= len(known[0]) and shared_prefix(known[0], laid) == len(known[0]):
+        written = list(known[1])
+        start = len(written)
+        written.extend(item for m in laid[len(known[0]) :] for item in written_alone(m))
+        systems = [*known[2], *(k for k in range(start, len(written)) if _is_system(written[k]))]
+    else:
+        written = [item for m in laid for item in written_alone(m)]
+        systems = [k for k, item in enumerate(written) if _is_system(item)]
+    _ZONES.put(thread_id, (list(laid), written, systems))
+    return written, systems
+
+
 def managed(
     result: FitResult, originals: Sequence[Any], own: Any = None, *, in_place: bool = False
 ) -> tuple[Any, list[Any]]:
@@ -280,21 +447,41 @@ def managed(
     # rest of the view's only to count them, as `view_messages` gives them (a full write of the view, on every
     # call, was O(view): 70 ms a call at a 100k-token budget)
     laid = result._laid_out() if result._laid_out is not None else None
-    written = list(result.messages) if laid is None else [item for m in laid for item in written_alone(m)]
+    if laid is None:
+        written = list(result.messages)
+        systems = [k for k, item in enumerate(written) if _is_system(item)]
+    else:
+        written, systems = _zone_written(result.thread_id, laid)
     # the written conversation as `view_messages` gives it (the host's own objects where it has ids): one item per
     # item, both written per message by the same converter
-    plain = view_messages(result, originals)
-    if len(plain) == sum(1 for m in written if not _is_system(m)):
-        rest = iter(plain)
-        written = [m if _is_system(m) else next(rest) for m in written]
+    plain, plain_systems = _answer(result, originals)
+    if len(plain) == len(written) - len(systems):
+        # ``written`` with its other items replaced, in order, by ``plain``'s (its system items where they were)
+        if systems == list(range(len(systems))):
+            written = [*written[: len(systems)], *plain]
+        else:
+            rest = iter(plain)
+            system_at = set(systems)
+            written = [item if k in system_at else next(rest) for k, item in enumerate(written)]
+        if plain_systems:  # a host's system message answered for a message of the view (seldom): found anew
+            systems = [k for k, item in enumerate(written) if _is_system(item)]
+    else:
+        written = list(written)
     if own_text and written and _is_system(written[0]) and written[0].content == prompt.system_parts[0]:
         written[0] = own  # the head the window wrote from ``own``'s text: the host's message itself
+        if not _is_system(own):
+            systems = systems[1:]
     if not in_place:
         tail = join_sections([summary_section(prompt.summary), scratchpad_section(prompt.scratchpad)])
-        systems = [m for m in written if _is_system(m)]
-        mine = [m for m in systems if tail and m is not own and m.content == tail]
-        hosts = [m for m in systems if not any(m is x for x in mine)]
-        written = [*hosts, *mine, *(m for m in written if not _is_system(m))]
+        system_items = [written[k] for k in systems]
+        mine = [m for m in system_items if tail and m is not own and m.content == tail]
+        hosts = [m for m in system_items if not any(m is x for x in mine)]
+        if systems == list(range(len(systems))):
+            rest_items = written[len(systems) :]
+        else:
+            system_at = set(systems)
+            rest_items = [item for k, item in enumerate(written) if k not in system_at]
+        written = [*hosts, *mine, *rest_items]
     if own_text and written and _is_system(written[0]):
         return written[0], written[1:]
     return None, written
