@@ -138,27 +138,42 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
 
     def trim_context(self, state: S) -> S:
         """Return ``state`` with ``context`` trimmed (the planning core run to completion). A summary it needs is
-        made on this thread's loop, which is refused inside a running event loop: await `atrim_context` there."""
+        made on this thread's loop, which is refused inside a running event loop: await `atrim_context` there.
+
+        A core that finishes without yielding (most calls: nothing to summarize) is run here directly; the bridge,
+        and the refusal text it would need, are set up only for one that yields."""
+        core = self.plan(state)
+        try:
+            step = core.send(None)
+        except StopIteration as done:
+            result: S = done.value
+            return result
         return drive(
-            self._with_io(state),
+            self._io_steps(core, step),
             caller=f"{type(self).__name__}.trim_context() (it needs {self._io_needed})",
             instead="await manager.atrim_context(state)",
         )
 
     async def atrim_context(self, state: S) -> S:
-        """Async form of `trim_context`; this is the one the graph's Agent awaits."""
-        return await adrive(self._with_io(state))
+        """Async form of `trim_context`; this is the one the graph's Agent awaits. A core that finishes without
+        yielding is run here directly, as in `trim_context`."""
+        core = self.plan(state)
+        try:
+            step = core.send(None)
+        except StopIteration as done:
+            result: S = done.value
+            return result
+        return await adrive(self._io_steps(core, step))
 
     _io_needed: ClassVar[str] = "to run its summarizer"
     """What the sync entry point's refusal inside a running loop says the trim needs the loop for."""
 
-    def _with_io(self, state: S) -> Generator[Awaitable[Any], Any, S]:
-        """The planning core as a core of the one sync/async bridge (`_bridge.drive`): each `SummaryRequest` it
-        yields becomes the awaitable `asummarize` of it; any other awaitable goes to the driver as it is, and
-        what the driver sends or throws back goes to the core."""
-        core = self.plan(state)
+    def _io_steps(self, core: Generator[PlanStep, Any, S], step: PlanStep) -> Generator[Awaitable[Any], Any, S]:
+        """The rest of a planning core that has yielded ``step``, as a core of the one sync/async bridge
+        (`_bridge.drive`): each `SummaryRequest` it yields becomes the awaitable `asummarize` of it; any other
+        awaitable goes to the driver as it is, and what the driver sends or throws back goes to the core. The two
+        trim methods run a core's first stretch themselves, so a call that yields nothing never builds this."""
         try:
-            step = next(core)
             while True:
                 io = self.asummarize(step) if isinstance(step, SummaryRequest) else step
                 try:
@@ -280,7 +295,7 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
 
     def metrics_for(self, thread_id: str) -> TrimMetrics | None:
         """The metrics of the thread's latest call (safe under concurrent calls on other threads)."""
-        return self._metrics.last_by_thread.peek(thread_id)
+        return self._metrics.for_thread(thread_id)
 
     # -- metrics --------------------------------------------------------------------------------------------
 
