@@ -55,7 +55,14 @@ from .events import (
 )
 from .report import ContextReport
 from .stored import StoredDocs
-from .structured import StructuredSummary, as_structured_summarizer, coerce_summary, fit_summary
+from .structured import (
+    ExtractiveStructuredSummarizer,
+    StructuredSummary,
+    as_structured_summarizer,
+    coerce_summary,
+    fit_summary,
+    with_notes,
+)
 from .view import (
     ARCHIVE_KEY,
     ARCHIVE_PREFIX,
@@ -91,9 +98,12 @@ _CONFIG_KEYS = (
     "max_retries",
     "summary_max_tokens",
     "summary_timeout",
+    "summary_notes",
 )
 SUMMARY_SHARE = 0.25
 """Default summary budget as a share of the compaction limit: a summary must leave room for live events."""
+NOTES_SHARE_DIVISOR = 2
+"""Notes (`with_notes`) fill a default summary up to ``1/NOTES_SHARE_DIVISOR`` of the tokens it replaces at most."""
 
 
 @dataclass
@@ -170,7 +180,9 @@ class BaseMemory(Generic[S]):
     ``config`` may hold the same keys as the keyword arguments (the reference passes one dict); keywords win.
     ``summarizer`` is a callable ``(events) -> StructuredSummary | dict`` (sync or async; a sync one runs in a
     worker thread), a `StructuredLLMSummarizer`, or a text `Summarizer`; by default an offline extractive one is
-    used. ``summary_timeout`` bounds each summarizer call (seconds).
+    used. ``summary_timeout`` bounds each summarizer call (seconds). ``summary_notes=True`` (off by default) fills
+    the room the default summarizer leaves in its summary with the short messages said once (`with_notes`): on a
+    chat between people the facts then outlive their summary, at the price of a fuller summary (docs/memory.md).
     """
 
     def __init__(
@@ -186,6 +198,7 @@ class BaseMemory(Generic[S]):
         max_retries: int | None = None,
         summary_max_tokens: int | None = None,
         summary_timeout: float | None = None,
+        summary_notes: bool | None = None,
     ) -> None:
         options = dict(config or {})
         unknown = sorted(set(options) - set(_CONFIG_KEYS))
@@ -201,6 +214,7 @@ class BaseMemory(Generic[S]):
             "max_retries": max_retries,
             "summary_max_tokens": summary_max_tokens,
             "summary_timeout": summary_timeout,
+            "summary_notes": summary_notes,
         }
         options.update({k: v for k, v in given.items() if v is not None})
         chosen_store = options.get("store")
@@ -225,6 +239,10 @@ class BaseMemory(Generic[S]):
         self.summary_max_tokens = budget
         timeout = options.get("summary_timeout", DEFAULT_SUMMARY_TIMEOUT)
         self.summary_timeout = check_timeout("summary_timeout", timeout)
+        notes = options.get("summary_notes", False)
+        if not isinstance(notes, bool):
+            raise ConfigurationError(f"summary_notes={notes!r} must be True or False")
+        self.summary_notes = notes
         self._views: dict[str, LiveView] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._plans: dict[str, _SummaryPlan] = {}
@@ -746,6 +764,11 @@ class BaseMemory(Generic[S]):
             return report
         superseded = [r for r in active if r.key[len(SUMMARY_PREFIX) :] in set(summary.supersedes)]
         replaced = sum(view.by_key[r.key].tokens for r in (*cover, *superseded))
+        if self.summary_notes and type(self.summarizer) is ExtractiveStructuredSummarizer:
+            # the offline default's pattern fields leave most of its room unused on a chat: notes fill it, up to
+            # half of what the summary replaces (a summary must still shrink the view by a real margin)
+            room = min(self.summary_max_tokens, replaced // NOTES_SHARE_DIVISOR)
+            summary = with_notes(summary, originals, self.counter.count_text, room)
         summary_tokens = self.counter.count_text(summary.render())
         if summary_tokens >= replaced:  # tier 3 must shrink the view, never grow it
             if docs:

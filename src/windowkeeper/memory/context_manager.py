@@ -13,7 +13,8 @@ the memory keeps its view under). Recall messages are never added to the memory:
 old history, not new turns. One stays in the view, byte for byte, until the memory's next compaction or summary
 changes the view's prefix anyway; the one serving the current turn stays through that too, so a turn's tool steps
 keep seeing what was recalled for it. Only if the view grows until it and the recall messages would pass
-``pre_rot_threshold`` do the oldest recall messages go early.
+``pre_rot_threshold`` do the recall messages of earlier turns go early, all in that one call: the prompt changes
+from the oldest of them on anyway, and dropping one per call as the view went on growing changed it call after call.
 """
 
 from __future__ import annotations
@@ -197,9 +198,15 @@ class MemoryContextManager(BaseContextManager[AgentState]):
             memory_tokens = self._sent_tokens(context, summaries)
             count = recall.counter.count_message
             kept = sum(count(r) for r in track.placed)
-            while track.placed and memory_tokens + kept > budget:
-                # over the budget (the view grew since they were placed): the oldest go first
-                kept -= count(track.placed.pop(0))
+            if track.placed and memory_tokens + kept > budget:
+                # over the budget (the view grew since they were placed): the prompt changes from the oldest one
+                # on anyway, so every one of an earlier turn goes in that one change, instead of one per call as
+                # the view goes on growing (each a changed prompt prefix)
+                serving = str(context[i].message_id) if i is not None else None
+                track.placed = [r for r in track.placed if r.metadata.get("serves") == serving]
+                kept = sum(count(r) for r in track.placed)
+                while track.placed and memory_tokens + kept > budget:
+                    kept -= count(track.placed.pop(0))
             room = budget - memory_tokens - kept
         view = join_recall(context, {str(r.metadata.get("serves")): r for r in track.placed})
         if not new_turn:

@@ -40,6 +40,9 @@ MAX_FILES = 64
 MAX_ERRORS = 8
 MAX_MEASUREMENTS = 16
 MAX_TEXT = 300
+NOTES_KEY = "notes"
+"""The ``critical_context`` entry of `with_notes`: sentences said once, kept word for word, oldest first."""
+MAX_NOTE = 200
 
 REFERENCE_FIELDS = frozenset({"count", "time_range", "timestamp"})
 """The reference's own summary shape: a summarizer that states any of these (even with no content field) has
@@ -418,17 +421,21 @@ def summarize_structured(events: Sequence[Event], *, previous: Sequence[Structur
     return _merge_previous(summary, previous)
 
 
+_LIST_KEYS = (NOTES_KEY, "measurements", "errors")
+"""The ``critical_context`` lists `fit_summary` shortens item by item (oldest first), in this order."""
+
+
 def _removal_order(summary: StructuredSummary) -> list[tuple[str, Any]]:
-    """What `fit_summary` gives up first: oldest measurements and errors, older decisions and files (one of each
-    kept), the other context entries, then the last decision and file."""
+    """What `fit_summary` gives up first: the oldest notes (`with_notes`), oldest measurements and errors, older
+    decisions and files (one of each kept), the other context entries, then the last decision and file."""
     order: list[tuple[str, Any]] = []
-    for key in ("measurements", "errors"):
+    for key in _LIST_KEYS:
         value = summary.critical_context.get(key)
         if isinstance(value, list):
             order.extend(("item", (key, i)) for i in range(len(value)))
     order.extend(("decision", i) for i in range(len(summary.key_decisions) - 1))
     order.extend(("file", i) for i in range(len(summary.modified_files) - 1))
-    order.extend(("context", key) for key in summary.critical_context if key not in ("measurements", "errors"))
+    order.extend(("context", key) for key in summary.critical_context if key not in _LIST_KEYS)
     if summary.key_decisions:
         order.append(("decision", len(summary.key_decisions) - 1))
     if summary.modified_files:
@@ -454,7 +461,7 @@ def _without(summary: StructuredSummary, dropped: Sequence[tuple[str, Any]]) -> 
     for key, value in summary.critical_context.items():
         if repr(("context", key)) in gone:
             continue
-        if isinstance(value, list) and key in ("measurements", "errors"):
+        if isinstance(value, list) and key in _LIST_KEYS:
             value = [v for i, v in enumerate(value) if repr(("item", (key, i))) not in gone]
             if not value:
                 continue
@@ -519,6 +526,70 @@ def fit_summary(summary: StructuredSummary, count_text: Callable[[str], int], ma
                 break
             fitted = fitted.model_copy(update={field: _clip(text, max(40, len(text) // 2))})
     return fitted
+
+
+_NOTE_WORD = re.compile(r"\w+")
+
+
+def _said_once(events: Sequence[Event]) -> tuple[list[tuple[int, str, str]], dict[str, int]]:
+    """The short messages people said in ``events`` (position, speaker, text; at most `MAX_NOTE` characters, user
+    and assistant only) and in how many events each word occurs."""
+    found: list[tuple[int, str, str]] = []
+    seen: dict[str, int] = {}
+    for index, event in enumerate(events):
+        msg = _message(event)
+        role = str(msg.get("role") or "")
+        text = str(msg.get("content") or "")
+        if role == "system" or not text:
+            continue
+        for word in {w.casefold() for w in _NOTE_WORD.findall(text)}:
+            seen[word] = seen.get(word, 0) + 1
+        line = " ".join(text.split())
+        if role in ("user", "assistant") and len(line) <= MAX_NOTE and not line.startswith(_TOOL_LINE):
+            found.append((index, str(msg.get("name") or role), line))
+    return found, seen
+
+
+def with_notes(
+    summary: StructuredSummary, events: Sequence[Event], count_text: Callable[[str], int], max_tokens: int
+) -> StructuredSummary:
+    """``summary`` with the room it leaves under ``max_tokens`` filled by notes: the short messages of ``events``
+    (a line of at most `MAX_NOTE` characters, as a person says it in a chat) kept word for word, the ones with the
+    most words said in no other of these events first (a name, a date, a place said once; small talk said every
+    day has none), shown in conversation order after the notes of the summaries folded in. When the notes outgrow
+    the room, `fit_summary` gives up the oldest first: a summary stands in for the conversation just before the
+    view's verbatim part, so its newest facts are the ones a window of the same size would still hold.
+
+    Why: the pattern fields of `summarize_structured` hold decisions, files, errors and measurements, which a
+    chat between people rarely states; there a summary of hundreds of events used ~100 of its thousands of tokens
+    and the facts it covered were gone from the view. Long messages (documents, answers, tool results) are left
+    to those fields and to recall: notes of them filled the room with whatever they said once and took it from
+    the view's verbatim part (docs/memory.md)."""
+    base = {k: v for k, v in summary.critical_context.items() if k != NOTES_KEY}
+    old = summary.critical_context.get(NOTES_KEY)
+    old_notes = [str(n) for n in old] if isinstance(old, list) else []
+    room = max_tokens - count_text(summary.model_copy(update={"critical_context": base}).render()) - 2
+    if room <= 0:
+        return summary
+    found, seen = _said_once(events)
+    ranked: list[tuple[int, int, str]] = []
+    for order, (_, speaker, line) in enumerate(found):
+        score = sum(1 for w in {w.casefold() for w in _NOTE_WORD.findall(line)} if seen.get(w, 0) == 1)
+        if score:
+            ranked.append((score, order, f"{speaker}: {line}"))
+    ranked.sort(key=lambda r: (-r[0], -r[1]))  # most words said once, then the newest
+    chosen: list[tuple[int, str]] = []
+    for _, order, note in ranked:
+        cost = count_text(note) + 1
+        if cost <= room:
+            chosen.append((order, note))
+            room -= cost
+    if not chosen:
+        return summary
+    notes = list(old_notes)
+    _add_unique(notes, (note for _, note in sorted(chosen)))
+    noted = summary.model_copy(update={"critical_context": {**base, NOTES_KEY: notes}})
+    return fit_summary(noted, count_text, max_tokens)
 
 
 @runtime_checkable
