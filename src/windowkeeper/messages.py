@@ -153,6 +153,7 @@ def _fingerprint_bytes(payload: dict[str, Any]) -> bytes:
     # (model_construct) hashable instead of crashing every counter that reads it
     return _FINGERPRINT_JSON.encode(payload).encode("utf-8", "surrogatepass")
 
+
 _edit_lock = threading.Lock()
 _edits = 0
 

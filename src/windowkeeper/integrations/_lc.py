@@ -11,6 +11,7 @@ changed (pointers) are written anew. The host's own system messages go out as th
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from operator import attrgetter, is_, itemgetter
 from typing import Any
@@ -365,13 +366,18 @@ def view_messages(result: FitResult, originals: Sequence[Any]) -> list[Any]:
     return _answer(result, originals)[0]
 
 
+_CARRIED_LOCK = threading.Lock()
+"""`_Carried.extend` patches an answer in place: two threads calling for one thread id at once take turns."""
+
+
 def _answer(result: FitResult, originals: Sequence[Any]) -> tuple[list[Any], list[int]]:
     messages = result.prompt.messages
-    carried = _CARRIED.get(result.thread_id)
-    if carried is None or not carried.extend(messages, originals):
-        carried = _Carried(messages, originals)
-        _CARRIED.put(result.thread_id, carried)
-    return carried.answer(originals)
+    with _CARRIED_LOCK:
+        carried = _CARRIED.get(result.thread_id)
+        if carried is None or not carried.extend(messages, originals):
+            carried = _Carried(messages, originals)
+            _CARRIED.put(result.thread_id, carried)
+        return carried.answer(originals)
 
 
 def written_alone(message: Message) -> list[Any]:
