@@ -27,7 +27,7 @@ from ..prompt import summary_tokens
 from ..prompt.recall import is_recall
 from ..summarize.limits import DEFAULT_INPUT_LIMIT, newest_within
 from ..tokens import counting_once
-from ..units import UnitKind, group_units
+from ..units import UnitKind, group_units_as
 from ._turns import opens_turn
 from .base import SummaryRequest
 from .pointers import (
@@ -105,8 +105,19 @@ def segments(
     messages: Sequence[Message], counter: TokenCounter, count: Callable[[Message], int] | None = None
 ) -> list[Segment]:
     """The units of ``messages`` with their counts (``count`` when the caller already knows them)."""
-    count = count or counter.count_message
-    return [Segment(u.kind, u.messages, tuple(map(count, u.messages))) for u in group_units(messages)]
+    price = count or counter.count_message
+
+    def segment(
+        kind: UnitKind,
+        start: int,
+        end: int,
+        unit: tuple[Message, ...],
+        calls: tuple[str, ...],
+        answered: tuple[str, ...],
+    ) -> Segment:
+        return Segment(kind, unit, tuple(map(price, unit)))
+
+    return group_units_as(messages, segment)
 
 
 def extend_segments(
