@@ -153,6 +153,15 @@ class ThreadMemory:
     """The pointers (objects, in view order) whose originals the manager's last export of this thread gave, all
     of them, in this process (empty when one was missing): while the view's pointers are these, the originals are
     kept already and a base export without recall gives nothing new."""
+    rewrite_from: list[Message] = field(default_factory=list)
+    rewrite_sent: list[Message] = field(default_factory=list)
+    """The last call's context as the manager gave it and as sent with its pointers rewritten for a request
+    without the recall tool (in memory only; empty when that call rewrote nothing): a context that starts with
+    the same objects rewrites only what follows them, the part before being what was sent then."""
+    notes_from: list[Message] = field(default_factory=list)
+    notes_at: list[int] = field(default_factory=list)
+    """The last prompt's messages and where its recall notes are (in memory only): a prompt that starts with the
+    same messages looks for notes only among what follows them."""
     pointer_keys: dict[int, tuple[Message, list[str]]] = field(default_factory=dict)
     """`restore_keys` of each pointer of the view by identity (a pointer stays in the view for many calls)."""
     running: RunningCount = field(default_factory=RunningCount)

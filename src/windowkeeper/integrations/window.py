@@ -505,6 +505,7 @@ class Window(Generic[M, Sys]):
 
         head_ids = {m.message_id for m in head}
         context = state.context
+        before = memory.view
         # the view without the head, filtered in C (a pass over the whole view on every call)
         memory.view = (
             list(itertools.compress(context, map(operator.not_, map(head_ids.__contains__, map(_ID, context)))))
@@ -516,7 +517,7 @@ class Window(Generic[M, Sys]):
         memory.source_count = len(incoming)
         memory.source_digest = memory.hasher.hexdigest()
         # the view's pointers, found once: the export, the rewrite below and the originals' bound need only them
-        pointers = offloaded(memory.view)
+        pointers = _pointers_of(memory.view, before, memory.pointers)
         same_pointers = _same_objects(pointers, memory.pointers)
         memory.pointers = pointers
         kept_more = False
@@ -533,12 +534,16 @@ class Window(Generic[M, Sys]):
             # the model has no recall tool: pointers say how the application restores instead (a request that
             # declares it, after one that did not, drops the rewrites; the head holds no pointer)
             if not declared:
-                sent = without_restore_tool(state.context, memory.rewritten, pointers)
+                sent = _rewritten_for_request(memory, state.context, pointers)
                 state = state.model_copy(update={"context": sent})
+            else:
+                memory.rewrite_from, memory.rewrite_sent = [], []
             if declared or not same_pointers:
                 # rewrites of pointers that left the view go (the same pointers leave nothing to drop)
                 live = {(str(m.message_id), m.fingerprint()) for m in pointers}
                 memory.rewritten = {k: v for k, v in memory.rewritten.items() if k in live}
+        else:
+            memory.rewrite_from, memory.rewrite_sent = [], []
         prompt = assemble(
             state, tools=[dict(t) for t in tools] if tools else None, counter=self._counter, running=memory.running
         )
@@ -597,7 +602,11 @@ class Window(Generic[M, Sys]):
             summary=memory.summary,
             prompt=prompt,
             thread_id=tid,
-            _joined=joined_recall(fmt, prompt.messages, prompt.counter),
+            _joined=(
+                joined_recall(fmt, prompt.messages, prompt.counter, at=_recall_at(memory, prompt.messages))
+                if fmt in JOINING_FORMATS
+                else 0
+            ),
             _laid_out=laid_out,
         )
         if written:
@@ -874,13 +883,17 @@ JOINING_FORMATS = frozenset({"openai_chat", "openai_responses", "anthropic", "ge
 """Formats whose writer puts a recall note into the user turn it serves (LangChain keeps it a message)."""
 
 
-def joined_recall(fmt: str, messages: Sequence[Message], counter: TokenCounter) -> int:
+def joined_recall(
+    fmt: str, messages: Sequence[Message], counter: TokenCounter, *, at: Sequence[int] | None = None
+) -> int:
     """Tokens saved on the wire by writing each recall note into the user message it serves: the two messages'
-    counts less the count of the one message they make (a frame each, as counted by ``counter``)."""
+    counts less the count of the one message they make (a frame each, as counted by ``counter``). ``at``, when
+    the caller knows them, are the positions of the recall notes in ``messages`` (found otherwise)."""
     if fmt not in JOINING_FORMATS:
         return 0
     saved = 0
-    for i in itertools.compress(itertools.count(), recall_flags(messages)):  # found in C: a pass over the view
+    # found in C when not given: a pass over the view
+    for i in itertools.compress(itertools.count(), recall_flags(messages)) if at is None else at:
         message = messages[i]
         if recall_for_next(messages, i):
             following = messages[i + 1]
@@ -900,6 +913,44 @@ def _keep_originals(memory: ThreadMemory, pairs: Sequence[tuple[Message, Message
             if key not in memory.originals:
                 memory.originals[key] = original
                 memory.original_bytes[key] = approx_bytes(original)
+
+
+def _pointers_of(view: list[Message], before: list[Message], pointers: list[Message]) -> list[Message]:
+    """`offloaded` of ``view``, given ``pointers``, those of the view ``before`` it: a view that starts with the
+    objects of the one before (it only grew at the end) looks only at what follows them (the whole view, the one
+    pass of a call over every message it kept, otherwise)."""
+    n = len(before)
+    if n and len(view) >= n and shared_prefix(view, before) == n:
+        return [*pointers, *offloaded(view[n:])]
+    return offloaded(view)
+
+
+def _rewritten_for_request(memory: ThreadMemory, context: list[Message], pointers: list[Message]) -> list[Message]:
+    """`without_restore_tool` of ``context``, kept as the thread's carry: a context that starts with the objects
+    of the last one rewritten takes that call's rewrites of them (its pointers' rewrites are still in
+    ``memory.rewritten``, which keeps those of the view's pointers, so they are the same objects) and rewrites
+    only what follows."""
+    n = len(memory.rewrite_from)
+    if n and len(context) >= n and shared_prefix(context, memory.rewrite_from) == n:
+        sent = [*memory.rewrite_sent, *without_restore_tool(context[n:], memory.rewritten)]
+    else:
+        sent = without_restore_tool(context, memory.rewritten, pointers)
+    memory.rewrite_from, memory.rewrite_sent = list(context), sent
+    return sent
+
+
+def _recall_at(memory: ThreadMemory, messages: list[Message]) -> list[int]:
+    """The positions of the recall notes in ``messages`` (a prompt's), kept as the thread's carry: a prompt that
+    starts with the messages of the last one takes that call's positions for them and looks only at what follows
+    (whether a note joins the message after it is decided again for each, by `joined_recall`)."""
+    n = len(memory.notes_from)
+    if n and len(messages) >= n and shared_prefix(messages, memory.notes_from) == n:
+        tail = messages[n:]
+        at = [*memory.notes_at, *itertools.compress(itertools.count(n), recall_flags(tail))]
+    else:
+        at = list(itertools.compress(itertools.count(), recall_flags(messages)))
+    memory.notes_from, memory.notes_at = list(messages), at
+    return at
 
 
 def _same_objects(a: Sequence[Message], b: Sequence[Message]) -> bool:
