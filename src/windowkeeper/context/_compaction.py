@@ -417,17 +417,20 @@ class Compaction:
         pin = self.pin
         first_user = self.first_user
         removed = 0
-        best_k, best_total = self.dropped, self.total
-        for k in range(self.dropped, min(self.max_drop + 1, len(self.ns))):
-            if k > self.dropped:
-                removed += self._size(k - 1)
+        dropped, total = self.dropped, self.total
+        best_k, best_total = dropped, total
+        # `_size` and `_pin_for` read inline: this loop runs over every unit that may go, at every compaction
+        segs, ns, user_before = self.segs, self.ns, self.user_before
+        for k in range(dropped, min(self.max_drop + 1, len(ns))):
+            if k > dropped:
+                removed += segs[ns[k - 1]].tokens
             if first_user is not None and 0 < k < first_user:
                 continue  # input that starts without a user message: cut at a user message instead
-            new_pin = self._pin_for(k)
-            candidate = self.total - removed
+            new_pin = None if k == 0 or segs[ns[k]].kind == "user" else user_before[k]
+            candidate = total - removed
             if new_pin != pin:
-                candidate -= self._size(pin) if pin is not None else 0
-                candidate += self._size(new_pin) if new_pin is not None else 0
+                candidate -= segs[ns[pin]].tokens if pin is not None else 0
+                candidate += segs[ns[new_pin]].tokens if new_pin is not None else 0
             if candidate + min(reserve, removed) <= low:
                 return k
             if candidate < best_total:
