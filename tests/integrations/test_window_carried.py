@@ -14,6 +14,7 @@ from windowkeeper import Window
 from windowkeeper.context.budget import TokenBudgetContextManager
 from windowkeeper.context.pointers import offloaded
 from windowkeeper.integrations import window as window_module
+from windowkeeper.integrations._formats import section_message
 from windowkeeper.integrations._recall import without_restore_tool
 from windowkeeper.integrations.window import joined_recall
 from windowkeeper.llm.formats import to_openai_chat
@@ -30,8 +31,26 @@ def _memory(window: Window[Any, Any]) -> Any:
     return memory
 
 
-def _check_carried(window: Window[Any, Any], result: Any) -> None:
+def _recording(manager: Any) -> list[Any]:
+    """The contexts ``manager.atrim_context`` returns, recorded (the view is this less the head)."""
+    seen: list[Any] = []
+    original = manager.atrim_context
+
+    async def atrim(state: Any) -> Any:
+        out = await original(state)
+        seen.append(list(out.context))
+        return out
+
+    manager.atrim_context = atrim
+    return seen
+
+
+def _check_carried(window: Window[Any, Any], result: Any, contexts: list[Any], system: str) -> None:
     memory = _memory(window)
+    head_id = section_message(system).message_id
+    full_view = [m for m in contexts[-1] if m.message_id != head_id]
+    assert len(memory.view) == len(full_view)
+    assert all(a is b for a, b in zip(memory.view, full_view, strict=True))
     full_pointers = offloaded(memory.view)
     assert len(memory.pointers) == len(full_pointers)
     assert all(a is b for a, b in zip(memory.pointers, full_pointers, strict=True))
@@ -50,11 +69,12 @@ def test_carried_passes_match_the_full_passes_over_growth_cuts_and_system_change
     items = to_openai_chat(generate_session(60, seed=seed).messages[1:], passthrough=False)
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(max_tokens=6000, reserve_tokens=1000)
     window: Window[Any, Any] = Window(manager)
+    contexts = _recording(manager)
     pointers_seen = 0
     for k in range(1, len(items) + 1):
         system = "You are helpful." if (k // 25) % 2 == 0 else "You are careful."
         result = window.fit(items[:k], system=system)
-        _check_carried(window, result)
+        _check_carried(window, result, contexts, system)
         pointers_seen = max(pointers_seen, len(_memory(window).pointers))
     assert pointers_seen > 0  # the budget cut tool outputs to pointers: the rewrite carry was exercised
 
@@ -62,17 +82,18 @@ def test_carried_passes_match_the_full_passes_over_growth_cuts_and_system_change
 def test_carried_recall_notes_give_the_joined_count_of_the_full_pass() -> None:
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(max_tokens=2500, reserve_tokens=500)
     window: Window[Any, Any] = Window(manager)
+    contexts = _recording(manager)
     items: list[dict[str, Any]] = []
     notes = 0
     for turn in range(120):
         text = RECALLED_FACT if turn == 0 else f"Turn {turn}: let us talk about topic {turn} and its many details."
         items.append({"role": "user", "content": text})
         result = window.fit(items, system="You are helpful.")
-        _check_carried(window, result)
+        _check_carried(window, result, contexts, "You are helpful.")
         items.append({"role": "assistant", "content": f"Answer {turn}: noted, topic {turn} is clear."})
     items.append({"role": "user", "content": "Which host and port does staging use?"})
     result = window.fit(items, system="You are helpful.")
-    _check_carried(window, result)
+    _check_carried(window, result, contexts, "You are helpful.")
     notes = sum(is_recall(m) for m in result.prompt.messages)
     assert notes >= 1
 

@@ -153,6 +153,9 @@ class ThreadMemory:
     """The pointers (objects, in view order) whose originals the manager's last export of this thread gave, all
     of them, in this process (empty when one was missing): while the view's pointers are these, the originals are
     kept already and a base export without recall gives nothing new."""
+    view_head: list[Message] = field(default_factory=list)
+    """The head (the ``system=`` prompt's message) ``view`` was filtered out of the context with (in memory only;
+    empty after a load): a context that is this head, then ``view``, then more filters only the more."""
     rewrite_from: list[Message] = field(default_factory=list)
     rewrite_sent: list[Message] = field(default_factory=list)
     """The last call's context as the manager gave it and as sent with its pointers rewritten for a request

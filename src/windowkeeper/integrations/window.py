@@ -504,14 +504,9 @@ class Window(Generic[M, Sys]):
             state = await manager.atrim_context(state)
 
         head_ids = {m.message_id for m in head}
-        context = state.context
         before = memory.view
-        # the view without the head, filtered in C (a pass over the whole view on every call)
-        memory.view = (
-            list(itertools.compress(context, map(operator.not_, map(head_ids.__contains__, map(_ID, context)))))
-            if head_ids
-            else list(context)
-        )
+        memory.view = _view_of(state.context, head, head_ids, before, memory.view_head)
+        memory.view_head = head
         memory.summary = state.context_summary or None
         memory.scratchpad = state.scratchpad or None
         memory.source_count = len(incoming)
@@ -913,6 +908,31 @@ def _keep_originals(memory: ThreadMemory, pairs: Sequence[tuple[Message, Message
             if key not in memory.originals:
                 memory.originals[key] = original
                 memory.original_bytes[key] = approx_bytes(original)
+
+
+def _view_of(
+    context: list[Message], head: list[Message], head_ids: set[Any], before: list[Message], before_head: list[Message]
+) -> list[Message]:
+    """``context`` without the head's messages (ids in ``head_ids``), filtered in C. A context that is the same
+    head objects ``before`` (the last view) was filtered with, then ``before``'s objects, then more, filters only
+    the more: ``before`` holds no id of that head already (the whole context, every call, otherwise)."""
+    h, n = len(head), len(before)
+    if (
+        n
+        and len(context) >= h + n
+        and len(before_head) == h
+        and shared_prefix(head, before_head) == h
+        and shared_prefix(context, [*head, *before]) == h + n
+    ):
+        return [*before, *_without(context[h + n :], head_ids)]
+    return _without(context, head_ids)
+
+
+def _without(messages: list[Message], ids: set[Any]) -> list[Message]:
+    """``messages`` less those whose id is in ``ids`` (a copy), found in C."""
+    if not ids:
+        return list(messages)
+    return list(itertools.compress(messages, map(operator.not_, map(ids.__contains__, map(_ID, messages)))))
 
 
 def _pointers_of(view: list[Message], before: list[Message], pointers: list[Message]) -> list[Message]:
