@@ -23,7 +23,7 @@ import logging
 from abc import ABC
 from collections.abc import Awaitable, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from .._bridge import adrive, drive
 from .._request_contract import RequestCounting
@@ -143,11 +143,9 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
         A core that finishes without yielding (most calls: nothing to summarize) is run here directly; the bridge,
         and the refusal text it would need, are set up only for one that yields."""
         core = self.plan(state)
-        try:
-            step = core.send(None)
-        except StopIteration as done:
-            result: S = done.value
-            return result
+        finished, step = _first_stretch(core)
+        if finished:
+            return cast(S, step)
         return drive(
             self._io_steps(core, step),
             caller=f"{type(self).__name__}.trim_context() (it needs {self._io_needed})",
@@ -158,11 +156,9 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
         """Async form of `trim_context`; this is the one the graph's Agent awaits. A core that finishes without
         yielding is run here directly, as in `trim_context`."""
         core = self.plan(state)
-        try:
-            step = core.send(None)
-        except StopIteration as done:
-            result: S = done.value
-            return result
+        finished, step = _first_stretch(core)
+        if finished:
+            return cast(S, step)
         return await adrive(self._io_steps(core, step))
 
     _io_needed: ClassVar[str] = "to run its summarizer"
@@ -340,3 +336,12 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
             tool_results_cleared=tool_results_cleared,
             summaries_made=summaries_made,
         )
+
+
+def _first_stretch(core: Generator[Any, Any, Any]) -> tuple[bool, Any]:
+    """Run a planning core to its first yield: ``(True, result)`` when it finished without one (most calls), else
+    ``(False, step)``, the step it yielded, for the bridge to carry on from."""
+    try:
+        return False, core.send(None)
+    except StopIteration as done:
+        return True, done.value
