@@ -13,8 +13,9 @@ gateway deletes such data itself as it evicts index records; this is for stores 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.markup import escape
@@ -41,6 +42,23 @@ async def _check(url: str, prefix: str | None, remove: bool) -> tuple[str, list[
         return store.describe(), await check_store(store, doc_check=check_doc, remove=remove)
     finally:
         await store.close()
+
+
+_T = TypeVar("_T")
+
+
+def _run_job(output: Output, url: str, job: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    """Run a store command's ``job`` after refusing a missing SQLite file; a usage error or a store's own error
+    is reported through ``output`` and exits with `EXIT_USAGE` (every store command says them the same way)."""
+    try:
+        _refuse_missing_file(url)
+        return asyncio.run(job())
+    except CliError as exc:
+        output.error(exc)
+        raise typer.Exit(EXIT_USAGE) from None
+    except WindowkeeperError as exc:
+        output.error(CliError(str(exc)))
+        raise typer.Exit(EXIT_USAGE) from None
 
 
 def _refuse_missing_file(url: str) -> None:
@@ -82,15 +100,7 @@ def check(
     Exit 0: nothing unreadable (or everything found was removed); 1: unreadable rows remain; 2: usage error.
     """
     output = Output(json_mode=json_out, command="store.check")
-    try:
-        _refuse_missing_file(url)
-        described, findings = asyncio.run(_check(url, prefix, remove))
-    except CliError as exc:
-        output.error(exc)
-        raise typer.Exit(EXIT_USAGE) from None
-    except WindowkeeperError as exc:
-        output.error(CliError(str(exc)))
-        raise typer.Exit(EXIT_USAGE) from None
+    described, findings = _run_job(output, url, lambda: _check(url, prefix, remove))
     remaining = [f for f in findings if not f.removed]
     if json_out:
         output.document(
@@ -179,15 +189,7 @@ def prune_cmd(
     Exit 0: nothing to prune (or everything listed was deleted); 1: orphaned threads remain; 2: usage error.
     """
     output = Output(json_mode=json_out, command="store.prune")
-    try:
-        _refuse_missing_file(url)
-        described, orphans, deleted = asyncio.run(_prune(url, prefix, remove, named))
-    except CliError as exc:
-        output.error(exc)
-        raise typer.Exit(EXIT_USAGE) from None
-    except WindowkeeperError as exc:
-        output.error(CliError(str(exc)))
-        raise typer.Exit(EXIT_USAGE) from None
+    described, orphans, deleted = _run_job(output, url, lambda: _prune(url, prefix, remove, named))
     gone = {o.thread for o in deleted}
     remaining = [o for o in orphans if o.thread not in gone]
     total = sum(o.bytes for o in orphans)
