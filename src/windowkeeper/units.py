@@ -248,10 +248,8 @@ __all__ = [
     "Provider",
     "Unit",
     "UnitKind",
-    "UnitMaker",
     "flatten",
     "group_units",
-    "group_units_as",
     "is_valid",
     "validate",
 ]
