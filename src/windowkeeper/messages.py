@@ -100,37 +100,52 @@ _FINGERPRINT_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separat
 
 
 class _NotPlain(Exception):
-    """Raised by `_key_sorted` at the first value the fast fingerprint encoder may spell differently."""
+    """Raised by `_key_sorted` at the first value pydantic's JSON writer may spell differently from the standard
+    encoder."""
 
 
 _FAST_DEPTH = 64
-"""Nesting `_key_sorted` copies; a deeper payload is encoded by the standard encoder (the same bytes)."""
+"""Nesting `_key_sorted` copies; a deeper payload is encoded by the standard encoder (the same text)."""
 
 _INT64 = range(-(2**63), 2**63)
 
 
 def _key_sorted(value: Any, depth: int = 0) -> Any:
     """``value`` with every dict's keys in sorted order (new dicts and lists), for pydantic's JSON writer, which
-    writes a value of these types byte for byte as `_FINGERPRINT_JSON` does, UTF-8 encoded (it keeps the order it
-    is given). `_NotPlain` for anything else: a float (``1e16`` against ``1e+16``), a subclass of str or int, an
-    int past 64 bits, a tuple, a value ``default=str`` would write, a key that is not a str, or nesting past
-    `_FAST_DEPTH`."""
+    writes a value of these types character for character as the standard encoder with ``sort_keys`` does (it
+    keeps the order it is given). `_NotPlain` for anything else: a float (``1e16`` against ``1e+16``), a
+    subclass of str or int, an int past 64 bits, a tuple, a value a ``default`` would write, a key that is not a
+    str, or nesting past `_FAST_DEPTH`. Used for fingerprints here and for `canonical_json` by the formats.
+
+    A leaf (str, bool, None, a 64-bit int) is tested in line, not by a call per value: this runs on every new
+    item a `Window` reads."""
     kind = type(value)
-    if kind is str or kind is bool or value is None:
-        return value
-    if kind is int:
-        if value in _INT64:
-            return value
-        raise _NotPlain
-    if depth >= _FAST_DEPTH:
-        raise _NotPlain
-    if kind is dict:
-        if not all(type(k) is str for k in value):
+    if kind is dict and depth < _FAST_DEPTH:
+        if not _STR_ONLY.issuperset(map(type, value)):
             raise _NotPlain
-        return {k: _key_sorted(value[k], depth + 1) for k in sorted(value)}
-    if kind is list:
-        return [_key_sorted(v, depth + 1) for v in value]
+        out = {}
+        for key in sorted(value):
+            item = value[key]
+            leaf = type(item)
+            out[key] = (
+                item
+                if leaf is str or leaf is bool or item is None or (leaf is int and item in _INT64)
+                else _key_sorted(item, depth + 1)
+            )
+        return out
+    if kind is list and depth < _FAST_DEPTH:
+        return [
+            item
+            if type(item) is str or type(item) is bool or item is None or (type(item) is int and item in _INT64)
+            else _key_sorted(item, depth + 1)
+            for item in value
+        ]
+    if kind is str or kind is bool or value is None or (kind is int and value in _INT64):
+        return value
     raise _NotPlain
+
+
+_STR_ONLY = frozenset({str})
 
 
 _LONG_TEXT = 1024

@@ -39,7 +39,8 @@ from ...blocks import (
 from ...blocks import _make as make_block
 from ...boundary import MAX_JSON_DEPTH, clean_id, clean_json, clean_text, json_depth
 from ...errors import FormatError
-from ...messages import BlockList, Message, _make_message
+from ...messages import BlockList, Message, _key_sorted, _make_message
+from ...messages import _NotPlain as _NotSortable
 from .wire import AudioFormat
 
 logger = logging.getLogger(__name__)
@@ -229,38 +230,6 @@ def read_message(
     return _make_message(fields, given)
 
 
-_FAST_DEPTH = 64
-"""Nesting `_key_sorted` copies; a deeper payload is encoded by the standard encoder (the same text)."""
-
-
-def _key_sorted(value: Any, depth: int = 0) -> Any:
-    """``value`` with every dict's keys in sorted order (new dicts and lists), for `canonical_json`'s fast encoder;
-    `_NotPlain` for anything but dicts with string keys, lists, strings, ints, booleans and None (a float is
-    spelled differently by the two encoders: ``1e+16`` and ``1e16``), or nesting past `_FAST_DEPTH`."""
-    kind = type(value)
-    if kind is dict and depth < _FAST_DEPTH:
-        if not _STR_ONLY.issuperset(map(type, value)):
-            raise _NotPlain
-        out = {}
-        for key in sorted(value):
-            item = value[key]
-            leaf = type(item)
-            out[key] = (
-                item if leaf is str or leaf is int or leaf is bool or item is None else _key_sorted(item, depth + 1)
-            )
-        return out
-    if kind is list and depth < _FAST_DEPTH:
-        return [
-            item
-            if type(item) is str or type(item) is int or type(item) is bool or item is None
-            else _key_sorted(item, depth + 1)
-            for item in value
-        ]
-    if kind is str or kind is int or kind is bool or value is None:
-        return value
-    raise _NotPlain
-
-
 _STR_ONLY = frozenset({str})
 
 
@@ -324,7 +293,7 @@ def canonical_json(obj: Any) -> str:
     if type(obj) is dict:
         try:
             return to_json(_key_sorted(obj)).decode()
-        except (_NotPlain, ValueError):  # PydanticSerializationError (a lone surrogate) is a ValueError
+        except (_NotSortable, ValueError):  # PydanticSerializationError (a lone surrogate) is a ValueError
             pass
         try:
             return _CANONICAL.encode(obj)
