@@ -753,15 +753,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             # an extended view that was not compacted is the previous view plus new messages by construction
             extended = known is track.segments and tokens_before == total and summary == previous_summary
             stable = extended or (summary == previous_summary and _still_extends(view, track, incoming, reloaded))
-        zones = (
-            cost.system,
-            self._tools_now(),
-            cost.summary,
-            cost.scratchpad,
-            scan.recall_tokens,
-            message_tokens - scan.system_tokens - scan.recall_tokens + self._priming_tokens,
-            self.reserve_tokens,
-        )
+        zones = self._zones(cost, self._tools_now(), scan, message_tokens)
         self._record(
             (
                 tokens_before,
@@ -813,32 +805,21 @@ class TokenBudgetContextManager(BaseContextManager[S]):
                 track.arrived,
             ),
         )
-        cost = track.cost
-        scan = track.scan
         n = len(view)
-        self._metrics.publish_measured(
-            key,
-            Measured(
-                (
-                    total,
-                    total,
-                    n,
-                    n,
-                    0,
-                    0,
-                    True,
-                    time.perf_counter() - started,
-                    (
-                        cost.system,
-                        tools,
-                        cost.summary,
-                        cost.scratchpad,
-                        scan.recall_tokens,
-                        message_tokens - scan.system_tokens - scan.recall_tokens + self._priming_tokens,
-                        self.reserve_tokens,
-                    ),
-                )
-            ),
+        zones = self._zones(track.cost, tools, track.scan, message_tokens)
+        self._record((total, total, n, n, 0, 0, True, time.perf_counter() - started, zones), key)
+
+    def _zones(self, cost: SystemCost, tools: int, scan: _Scan, message_tokens: int) -> tuple[int, ...]:
+        """A call's tokens per zone, in `windowkeeper.prompt.ZONES` order: system, tools, summary, scratchpad,
+        recall, recent (the view's other messages, with the format's priming), reserve."""
+        return (
+            cost.system,
+            tools,
+            cost.summary,
+            cost.scratchpad,
+            scan.recall_tokens,
+            message_tokens - scan.system_tokens - scan.recall_tokens + self._priming_tokens,
+            self.reserve_tokens,
         )
 
     # -- recall ---------------------------------------------------------------------------------------------------
