@@ -17,18 +17,19 @@ guessed or copied from another client addresses nothing of theirs.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import logging
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .._cache import LRUCache
-from ..storage import ConflictError, RecordNotFoundError, SessionStore
+from ..storage import ConflictError, Record, RecordNotFoundError, SessionStore
 from .config import DEFAULT_INDEX_ENTRIES
 from .projection import ItemCache
 
@@ -46,6 +47,16 @@ LEDGER_SESSION = "_ledger"
 """Where the records a process tracked are left for the next (`Recognizer.save`): no index session starts with
 ``_`` (they are a credential's hash or ``anonymous``, then a dot)."""
 LEDGER_KEY = "keys"
+JOURNAL_PREFIX = "j."
+"""Key prefix of the ledger's journal records (`Recognizer._flush`): each holds one batch of what a running
+process touched (``[session, key, version]``; a negative version: the record was deleted at that version)."""
+JOURNAL_BATCH = 64
+"""Records touched since the last journal write that make the next one start at once (`Recognizer._flusher`)."""
+JOURNAL_SECONDS = 1.0
+"""Longest a touched record waits for its journal write: what a killed process leaves outside the bound is at most
+what it touched in this last stretch (`windowkeeper_index_unsaved`)."""
+JOURNAL_FOLD = 64
+"""Journal records that make the process that wrote the last one fold them all into the ledger record (`_fold`)."""
 LINK_NAMESPACE = "windowkeeper.serve.links"
 """Per thread (session: its store id, `internal_id`), one record per index head that lists the thread (key: the
 index session and the head, `link_key`). The index maps heads to threads; these map a thread back to its heads, so
@@ -155,7 +166,11 @@ class Recognizer:
     recently used past ``max_entries`` (`windowkeeper_index_evictions_total`); a conversation whose entry went
     starts a new thread when it returns. An entry another process wrote since this one last saw it is that
     process's to evict (its version differs), so a thread served elsewhere is not dropped here. The order outlives
-    the process: at shutdown it is left in the store's ledger (`save`) and the next process starts from it.
+    the process: at shutdown it is left in the store's ledger (`save`) and the next process starts from it. While
+    the process runs, what it touches (records read or written, records it deleted) goes to the ledger's journal
+    in batches, off the request path (`_flusher`: within `JOURNAL_SECONDS`, at once past `JOURNAL_BATCH`), so a
+    process that is killed leaves outside the bound only what it touched since its last batch; the journal is
+    folded into the ledger record past `JOURNAL_FOLD` batches, the same merge as at shutdown.
 
     A thread no index record leads to any more cannot be recognized again, so its stored data is garbage (but for
     a client that names it in ``X-Windowkeeper-Thread``): evicting the last head that lists it (each thread keeps
@@ -175,51 +190,160 @@ class Recognizer:
         self._entries: LRUCache[tuple[str, str], int] = LRUCache(sys.maxsize)
         self.evictions = 0
         self._loaded = False
+        self._dirty: dict[tuple[str, str], int] = {}
+        """What this process touched since its last journal batch, oldest first: a record read or written at a
+        version, or deleted at one (the version negated). A killed process leaves these outside the bound."""
+        self._journal = 0
+        """Journal batches in the store as far as this process knows (read at load, written since)."""
+        self._process = uuid.uuid4().hex[:12]
+        self._batches = 0
+        self._flushing: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None
+        self._failing = False
+        self._closed = False
+
+    async def _ledger(self) -> tuple[Record | None, list[Record], dict[tuple[str, str], int]]:
+        """The ledger record, the journal's batches (in the order written) and what they say together: each
+        record's version, least recently used first."""
+        main: Record | None = None
+        journal: list[Record] = []
+        for record in await self.store.list_records(INDEX_NAMESPACE, LEDGER_SESSION):
+            if record.key == LEDGER_KEY:
+                main = record
+            elif record.key.startswith(JOURNAL_PREFIX):
+                journal.append(record)
+        merged: dict[tuple[str, str], int] = {}
+        if main is not None:
+            _apply(merged, main.doc.get("keys", []))
+        for record in journal:
+            _apply(merged, record.doc.get("keys", []))
+        return main, journal, merged
 
     async def _load(self) -> None:
-        """Take in the records earlier processes tracked (`save`), as older than any this process uses, so that
-        the bound holds across restarts: a record no process reads again is still evicted in its turn."""
+        """Take in the records earlier processes tracked (`save`, and the journal a process that was killed left),
+        as older than any this process uses, so that the bound holds across restarts: a record no process reads
+        again is still evicted in its turn."""
         self._loaded = True
-        record = await self.store.get_record(INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY)
-        if record is None:
+        _, journal, merged = await self._ledger()
+        self._journal = len(journal)
+        if not merged:
             return
         mine = [(entry, self._entries[entry]) for entry in self._entries]
         self._entries.drop()
-        for session, key, version in record.doc.get("keys", []):
-            self._entries.put((session, key), version)
+        for entry, version in merged.items():
+            self._entries.put(entry, version)
         for entry, version in mine:
             self._entries.put(entry, version)
 
     async def save(self) -> None:
         """Leave the records this process tracks to the next one (at shutdown): merged into the store's ledger
-        with the records other processes left there, this process's as the most recent, within the bound."""
+        with the records other processes left there (the ledger record, then the journal), this process's as the
+        most recent, within the bound."""
+        self._closed = True
+        if self._wake is not None:
+            self._wake.set()
+        if self._flushing is not None:
+            with contextlib.suppress(Exception):
+                await self._flushing  # a batch being written: let it land
         if not self._loaded:
             await self._load()
+        if self._dirty:
+            await self._flush()
+        if not await self._fold():
+            logger.warning("the recognition index's ledger kept changing under 8 attempts; not saved")
+
+    def _touch(self, entry: tuple[str, str], version: int) -> None:
+        """Note ``entry`` for the next journal batch (a negative version: deleted), and see that one is written."""
+        dirty = self._dirty
+        dirty.pop(entry, None)
+        dirty[entry] = version
+        if self._closed:
+            return
+        if self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.get_running_loop().create_task(self._flusher())
+        elif len(dirty) >= JOURNAL_BATCH and self._wake is not None:
+            self._wake.set()
+
+    async def _flusher(self) -> None:
+        """Write what was touched to the journal, within `JOURNAL_SECONDS` of the first touch or at once past
+        `JOURNAL_BATCH`, until nothing is left; fold the journal into the ledger record past `JOURNAL_FOLD`
+        batches. A task of its own: no request waits for it."""
+        while self._dirty and not self._closed:
+            if len(self._dirty) < JOURNAL_BATCH:
+                self._wake = wake = asyncio.Event()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), JOURNAL_SECONDS)
+                self._wake = None
+                if self._closed:
+                    return
+            try:
+                await self._flush()
+                if self._journal >= JOURNAL_FOLD and not await self._fold():
+                    logger.warning("the recognition index's journal kept changing under 8 attempts; not folded")
+            except Exception:
+                if not self._failing:
+                    logger.warning(
+                        "could not write the recognition index's journal; %d records would be left outside the "
+                        "bound if this process were killed now; trying again",
+                        len(self._dirty),
+                        exc_info=True,
+                    )
+                self._failing = True
+                await asyncio.sleep(JOURNAL_SECONDS)
+            else:
+                self._failing = False
+
+    async def _flush(self) -> None:
+        """Write what was touched since the last batch as one journal record (its size: what was touched)."""
+        batch, self._dirty = self._dirty, {}
+        if not batch:
+            return
+        self._batches += 1
+        key = f"{JOURNAL_PREFIX}{self._process}.{self._batches:09d}"
+        try:
+            await self.store.add_record(
+                INDEX_NAMESPACE, LEDGER_SESSION, key, {"keys": [[s, k, v] for (s, k), v in batch.items()]}
+            )
+        except BaseException:
+            for entry, version in self._dirty.items():  # touched while this write failed: newer
+                batch.pop(entry, None)
+                batch[entry] = version
+            self._dirty = batch
+            raise
+        self._journal += 1
+
+    async def _fold(self) -> bool:
+        """Fold the journal into the ledger record: the ledger, then the journal's batches in the order written,
+        then this process's records as the most recent, past the bound evicted; the batches folded are deleted.
+        Reads and writes the whole ledger (up to ``max_entries`` records): once per `JOURNAL_FOLD` batches, off
+        the request path, and at shutdown. False when the ledger kept changing under 8 attempts."""
         for _ in range(8):
-            record = await self.store.get_record(INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY)
-            merged: dict[tuple[str, str], int] = {}
-            if record is not None:
-                for session, key, version in record.doc.get("keys", []):
-                    merged[(session, key)] = version
-            for entry in self._entries:
+            main, journal, merged = await self._ledger()
+            entries_now = self._entries
+            for entry in list(entries_now):
                 merged.pop(entry, None)
-                merged[entry] = self._entries[entry]
+                merged[entry] = entries_now[entry]
             entries = list(merged.items())
             over, entries = entries[: -self.max_entries], entries[-self.max_entries :]
             for (session, key), version in over:  # past the bound: evicted now, not left to the next process
+                self._entries.pop((session, key))
                 await self._delete_if_unchanged(session, key, version)
             keys = [[session, key, version] for (session, key), version in entries]
             try:
-                if record is None:
+                if main is None:
                     await self.store.add_record(INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY, {"keys": keys})
                 else:
                     await self.store.update_record(
-                        INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY, {"keys": keys}, expected_version=record.version
+                        INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY, {"keys": keys}, expected_version=main.version
                     )
-                return
             except ConflictError:
                 continue
-        logger.warning("the recognition index's ledger kept changing under 8 attempts; not saved")
+            async with self.store.batch():
+                for record in journal:
+                    await self.store.delete_record(INDEX_NAMESPACE, LEDGER_SESSION, record.key)
+            self._journal = max(0, self._journal - len(journal))
+            return True
+        return False
 
     def series(self) -> list[tuple[str, str, str, int]]:
         """The index's size and evictions, for ``GET /metrics`` (`Metrics.render`)."""
@@ -236,6 +360,12 @@ class Recognizer:
                 "Recognition index records deleted as least recently used.",
                 self.evictions,
             ),
+            (
+                "windowkeeper_index_unsaved",
+                "gauge",
+                "Recognition index records touched since the last journal write (a kill now leaves them unbounded).",
+                sum(1 for version in self._dirty.values() if version > 0),
+            ),
         ]
 
     async def _seen(self, index_session: str, key: str, version: int) -> None:
@@ -243,6 +373,7 @@ class Recognizer:
         if not self._loaded:
             await self._load()
         self._entries.put((index_session, key), version)
+        self._touch((index_session, key), version)
         if len(self._entries) <= self.max_entries:
             return
         for (session, old), known in self._entries.evict_while(lambda *_: len(self._entries) > self.max_entries):
@@ -254,6 +385,7 @@ class Recognizer:
         if record is not None and record.version == version:
             await self.store.delete_record(INDEX_NAMESPACE, session, key)
             self.evictions += 1
+            self._touch((session, key), -version)
             if is_head_key(session, key):
                 for name in record.doc.get("threads", {}):
                     await self._unlinked(session, key, name)
@@ -418,6 +550,20 @@ class Recognizer:
             await self._seen(match.index_session, key, written.version)
             return
         logger.warning("thread %s: its opener's index record kept changing under 8 attempts", match.name)
+
+
+def _apply(merged: dict[tuple[str, str], int], keys: Iterable[list[Any]]) -> None:
+    """Apply one ledger or journal batch's ``[session, key, version]`` list to ``merged`` (least recently used
+    first): a record touched moves to the end at its version; one deleted (negative version) leaves, unless the
+    record was written again since (its entry then has another version)."""
+    for session, key, version in keys:
+        entry = (session, key)
+        if version < 0:
+            if merged.get(entry) == -version:
+                del merged[entry]
+        else:
+            merged.pop(entry, None)
+            merged[entry] = version
 
 
 def _trim(entries: dict[str, Any], seen: Callable[[Any], float]) -> list[str]:

@@ -1,0 +1,185 @@
+"""A gateway process that is killed (SIGKILL: the OOM killer, a deploy past its grace period) leaves the store
+bounded: the records of the recognition index it touched go to the ledger's journal while it runs, so the next
+process on the store evicts them in their turn, and the thread data they led to goes with them.
+
+Each run is a real ``windowkeeper serve`` process on the store (SQLite file, PostgreSQL, Redis), driven through the
+official ``openai`` SDK against the fake upstream, then killed with SIGKILL and followed by a new process on the same
+store. Before the journal, a killed process left every record it wrote outside the bound (the ledger was written
+only at shutdown), so three kills left three runs' records and threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from windowkeeper.serve.identity import INDEX_NAMESPACE, LEDGER_KEY, LEDGER_SESSION
+from windowkeeper.serve.threads import THREAD_NAMESPACES
+from windowkeeper.storage import open_store
+from windowkeeper.testing.fake_servers import FakeOpenAIServer
+
+from .harness import SRC, free_port
+from .probes import metric
+
+BOUND = 8
+"""``max_index_entries``: a conversation takes two records (its head, its opener), so four conversations' worth."""
+RUNS = 3
+FIRST, LAST = 3, 2
+"""Conversations each run starts before its journal is written, and after it (the stretch a kill then catches)."""
+
+
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'killed.sqlite3'}"
+    url: str = request.getfixturevalue(f"{request.param}_server")
+    return f"{url}{'&' if '?' in url else '?'}prefix=gk{uuid.uuid4().hex[:10]}"
+
+
+@contextmanager
+def _killed(store: str, upstream: FakeOpenAIServer, config: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``windowkeeper serve`` on ``store``; yields its URL and process. Killed with SIGKILL at the end, never
+    stopped: no shutdown runs."""
+    port = free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "windowkeeper.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--budget",
+        "4000",
+        "--store",
+        store,
+        "--openai-base-url",
+        upstream.base_url,
+        "--config",
+        str(config),
+    ]
+    proc = subprocess.Popen(
+        cmd, env={**os.environ, "PYTHONPATH": str(SRC)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                raise RuntimeError(f"windowkeeper serve did not start: {err[-2000:]}")
+            time.sleep(0.1)
+        yield url, proc
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def _converse(client: openai.OpenAI, label: str) -> None:
+    """A new conversation: its first call, then its next turn (the thread recognized and continued)."""
+    messages: list[dict[str, str]] = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": f"{label}: what is in config.env?"},
+    ]
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)  # type: ignore[arg-type]
+    messages += [
+        {"role": "assistant", "content": reply.choices[0].message.content or ""},
+        {"role": "user", "content": "and?"},
+    ]
+    client.chat.completions.create(model="gpt-4o-mini", messages=messages)  # type: ignore[arg-type]
+
+
+def _journal_written(url: str) -> None:
+    """Wait until the process has written what it touched (its ``windowkeeper_index_unsaved`` is 0); at most a few
+    journal intervals (a gateway without the gauge is waited for as long)."""
+    deadline = time.monotonic() + 5  # JOURNAL_SECONDS is 1
+    while time.monotonic() < deadline:
+        try:
+            if metric(url, "windowkeeper_index_unsaved") == 0:
+                return
+        except Exception:
+            pass
+        time.sleep(0.05)
+
+
+def _stored(url: str) -> tuple[int, int, set[str]]:
+    """In the store at ``url``: the index records the ledger (its record, then its journal's batches) leads to at
+    their version, those it does not (a process that no longer runs left them: outside the bound), and the gateway
+    threads holding data."""
+
+    async def read() -> tuple[int, int, set[str]]:
+        store = open_store(url)
+        try:
+            rows = await store.raw_rows()
+            ledger = await store.list_records(INDEX_NAMESPACE, LEDGER_SESSION)
+        finally:
+            await store.close()
+        known: dict[tuple[str, str], int] = {}
+        for record in sorted(ledger, key=lambda r: (r.key != LEDGER_KEY, r.seq)):
+            for session, key, version in record.doc["keys"]:
+                if version > 0:
+                    known[(session, key)] = version
+                elif known.get((session, key)) == -version:
+                    del known[(session, key)]
+        inside = outside = 0
+        threads: set[str] = set()
+        for row in rows:
+            if row.kind in ("message", "state"):
+                threads.add(row.scope[0])
+            elif row.kind == "record" and row.scope[0] == INDEX_NAMESPACE and row.scope[1] != LEDGER_SESSION:
+                if known.get((row.scope[1], row.key)) == int(str(row.version)):  # Redis: the text as stored
+                    inside += 1
+                else:
+                    outside += 1
+            elif row.kind == "record" and row.scope[0] in THREAD_NAMESPACES:
+                threads.add(row.scope[1])
+        return inside, outside, {thread for thread in threads if thread.startswith("wk-")}
+
+    return asyncio.run(read())
+
+
+def test_killed_processes_leave_the_index_and_thread_data_within_the_bound(store_url: str, tmp_path: Path) -> None:
+    """Each run starts conversations, lets its journal be written, starts more and is killed at once: what it
+    touched in that last stretch (under `JOURNAL_SECONDS`) is all a kill leaves outside the bound. A last run is
+    killed once its journal is written: it leaves nothing outside."""
+    config = tmp_path / "gateway.toml"
+    config.write_text(f"max_index_entries = {BOUND}\nmax_threads = 2\n")
+    with FakeOpenAIServer() as upstream:
+        for run in range(RUNS + 1):
+            last = run == RUNS
+            with (
+                _killed(store_url, upstream, config) as (url, _),
+                openai.OpenAI(base_url=url + "/v1", api_key="sk-killed", max_retries=0) as client,
+            ):
+                for n in range(FIRST):
+                    _converse(client, f"run {run} conversation {n}")
+                _journal_written(url)
+                for n in range(FIRST, FIRST + LAST):
+                    _converse(client, f"run {run} conversation {n}")
+                if last:
+                    _journal_written(url)
+                    assert metric(url, "windowkeeper_index_unsaved") == 0
+            inside, outside, threads = _stored(store_url)
+            kills = min(run + 1, RUNS)  # killed in their last stretch
+            assert inside <= BOUND, (run, inside)
+            # each such kill: the last stretch's heads and openers (two records a conversation), and their threads
+            assert outside <= 2 * LAST * kills, (run, outside)
+            assert len(threads) <= BOUND // 2 + LAST * kills, (run, sorted(threads))
