@@ -25,7 +25,7 @@ import httpx
 import openai
 import pytest
 
-from windowkeeper.serve.identity import INDEX_NAMESPACE, LEDGER_KEY, LEDGER_SESSION
+from windowkeeper.serve.identity import INDEX_NAMESPACE, LEDGER_KEY, LEDGER_SESSION, _keys_of
 from windowkeeper.serve.threads import THREAD_NAMESPACES
 from windowkeeper.storage import open_store
 from windowkeeper.testing.fake_servers import FakeOpenAIServer
@@ -134,7 +134,7 @@ def _stored(url: str) -> tuple[int, int, set[str]]:
             await store.close()
         known: dict[tuple[str, str], int] = {}
         for record in sorted(ledger, key=lambda r: (r.key != LEDGER_KEY, r.seq)):
-            for session, key, version in record.doc["keys"]:
+            for session, key, version in _keys_of(record.doc):
                 if version > 0:
                     known[(session, key)] = version
                 elif known.get((session, key)) == -version:
@@ -183,3 +183,56 @@ def test_killed_processes_leave_the_index_and_thread_data_within_the_bound(store
             # each such kill: the last stretch's heads and openers (two records a conversation), and their threads
             assert outside <= 2 * LAST * kills, (run, outside)
             assert len(threads) <= BOUND // 2 + LAST * kills, (run, sorted(threads))
+
+
+def test_the_journal_says_what_the_process_tracks_and_folds_into_the_ledger(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever a process did (new records, records read again, evictions), once its journal is written the ledger
+    (its record, then the journal's batches) says exactly what it tracks, in its order; the journal is folded into
+    the ledger record past `JOURNAL_FOLD` batches; a process that follows a killed one takes that in and evicts it
+    in its turn."""
+    from windowkeeper.serve import identity
+    from windowkeeper.serve.identity import JOURNAL_PREFIX, Recognizer
+    from windowkeeper.serve.projection import project
+    from windowkeeper.storage import InMemoryStore
+
+    monkeypatch.setattr(identity, "JOURNAL_SECONDS", 0.01)
+    monkeypatch.setattr(identity, "JOURNAL_FOLD", 3)
+
+    async def head(recognizer: Recognizer, n: int) -> None:
+        items = project("anthropic", [{"role": "user", "content": f"conversation {n}"}], None)
+        match = Recognizer.choose(await recognizer.candidates("s.-", f"h{n}"), items)
+        await recognizer.remember(match, items)
+
+    async def stored(store: InMemoryStore) -> list[str]:
+        records = await store.list_records(INDEX_NAMESPACE, "s.-")
+        return sorted(record.key for record in records)
+
+    async def run() -> None:
+        store = InMemoryStore()
+        first = Recognizer(store, 10)
+        for n in range(40):
+            await head(first, n)
+            if n % 5 == 0:
+                await head(first, n // 2)  # an older conversation again (read, written: moved up)
+            if n % 7 == 0:
+                await asyncio.sleep(0.05)  # a journal batch written meanwhile
+        await asyncio.sleep(0.1)
+        assert first._dirty == {}
+        _, journal, merged = await first._ledger()
+        assert list(merged.items()) == [(entry, first._entries[entry]) for entry in first._entries]
+        assert len(first._entries) == 10
+        assert await store.get_record(INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY) is not None  # folded
+        assert len(journal) < 3 and all(record.key.startswith(JOURNAL_PREFIX) for record in journal)
+        tracked = sorted(key for _, key in first._entries)
+        assert await stored(store) == tracked
+        assert first._flushing is not None
+        first._flushing.cancel()  # killed: no shutdown
+        second = Recognizer(store, 10)
+        for n in range(100, 110):
+            await head(second, n)
+        assert await stored(store) == sorted(f"h{n}" for n in range(100, 110))  # the killed one's, evicted
+        await second.save()
+        _, journal, merged = await second._ledger()
+        assert journal == [] and [key for _, key in merged] == [f"h{n}" for n in range(100, 110)]
+
+    asyncio.run(run())

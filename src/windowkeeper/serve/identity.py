@@ -24,9 +24,11 @@ import logging
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from .._cache import LRUCache
 from ..storage import ConflictError, Record, RecordNotFoundError, SessionStore
@@ -57,6 +59,8 @@ JOURNAL_SECONDS = 1.0
 what it touched in this last stretch (`windowkeeper_index_unsaved`)."""
 JOURNAL_FOLD = 64
 """Journal records that make the process that wrote the last one fold them all into the ledger record (`_fold`)."""
+LEDGER_CHUNK = 8192
+"""Entries the ledger record keeps per JSON text, and that a fold handles between two turns of the event loop."""
 LINK_NAMESPACE = "windowkeeper.serve.links"
 """Per thread (session: its store id, `internal_id`), one record per index head that lists the thread (key: the
 index session and the head, `link_key`). The index maps heads to threads; these map a thread back to its heads, so
@@ -193,6 +197,8 @@ class Recognizer:
         self._dirty: dict[tuple[str, str], int] = {}
         """What this process touched since its last journal batch, oldest first: a record read or written at a
         version, or deleted at one (the version negated). A killed process leaves these outside the bound."""
+        self._writing: dict[tuple[str, str], int] = {}
+        """The batch being written (`_flush`): not in the store yet either."""
         self._journal = 0
         """Journal batches in the store as far as this process knows (read at load, written since)."""
         self._process = uuid.uuid4().hex[:12]
@@ -214,9 +220,12 @@ class Recognizer:
                 journal.append(record)
         merged: dict[tuple[str, str], int] = {}
         if main is not None:
-            _apply(merged, main.doc.get("keys", []))
+            for chunk in _chunks_of(main.doc):
+                _apply(merged, chunk)
+                await asyncio.sleep(0)  # a chunk at a time: calls in flight go on between them
         for record in journal:
-            _apply(merged, record.doc.get("keys", []))
+            for chunk in _chunks_of(record.doc):
+                _apply(merged, chunk)
         return main, journal, merged
 
     async def _load(self) -> None:
@@ -298,6 +307,7 @@ class Recognizer:
         batch, self._dirty = self._dirty, {}
         if not batch:
             return
+        self._writing = batch
         self._batches += 1
         key = f"{JOURNAL_PREFIX}{self._process}.{self._batches:09d}"
         try:
@@ -310,6 +320,8 @@ class Recognizer:
                 batch[entry] = version
             self._dirty = batch
             raise
+        finally:
+            self._writing = {}
         self._journal += 1
 
     async def _fold(self) -> bool:
@@ -319,22 +331,34 @@ class Recognizer:
         the request path, and at shutdown. False when the ledger kept changing under 8 attempts."""
         for _ in range(8):
             main, journal, merged = await self._ledger()
-            entries_now = self._entries
-            for entry in list(entries_now):
-                merged.pop(entry, None)
-                merged[entry] = entries_now[entry]
+            # this process's records, as they are now; one touched or evicted while the fold runs goes in the next
+            # batch, which the next process applies after this ledger record
+            tracked = self._entries
+            order = list(tracked)
+            for start in range(0, len(order), LEDGER_CHUNK):
+                for entry in order[start : start + LEDGER_CHUNK]:
+                    version = tracked.peek(entry)
+                    if version is not None:
+                        merged.pop(entry, None)
+                        merged[entry] = version
+                await asyncio.sleep(0)
             entries = list(merged.items())
             over, entries = entries[: -self.max_entries], entries[-self.max_entries :]
             for (session, key), version in over:  # past the bound: evicted now, not left to the next process
                 self._entries.pop((session, key))
                 await self._delete_if_unchanged(session, key, version)
-            keys = [[session, key, version] for (session, key), version in entries]
+            packed = []
+            for start in range(0, len(entries), LEDGER_CHUNK):
+                chunk = [[s, k, v] for (s, k), v in entries[start : start + LEDGER_CHUNK]]
+                packed.append(orjson.dumps(chunk).decode())
+                await asyncio.sleep(0)
+            doc = {"packed": packed}
             try:
                 if main is None:
-                    await self.store.add_record(INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY, {"keys": keys})
+                    await self.store.add_record(INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY, doc)
                 else:
                     await self.store.update_record(
-                        INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY, {"keys": keys}, expected_version=main.version
+                        INDEX_NAMESPACE, LEDGER_SESSION, LEDGER_KEY, doc, expected_version=main.version
                     )
             except ConflictError:
                 continue
@@ -363,8 +387,10 @@ class Recognizer:
             (
                 "windowkeeper_index_unsaved",
                 "gauge",
-                "Recognition index records touched since the last journal write (a kill now leaves them unbounded).",
-                sum(1 for version in self._dirty.values() if version > 0),
+                "Recognition index records touched since the last journal batch landed (a kill now leaves them "
+                "outside the bound).",
+                sum(1 for version in self._dirty.values() if version > 0)
+                + sum(1 for entry, version in self._writing.items() if version > 0 and entry not in self._dirty),
             ),
         ]
 
@@ -550,6 +576,24 @@ class Recognizer:
             await self._seen(match.index_session, key, written.version)
             return
         logger.warning("thread %s: its opener's index record kept changing under 8 attempts", match.name)
+
+
+def _chunks_of(doc: Mapping[str, Any]) -> Iterator[list[list[Any]]]:
+    """A ledger or journal record's ``[session, key, version]`` lists, a chunk at a time. The ledger record keeps
+    them as JSON texts of `LEDGER_CHUNK` entries (``packed``): a list of 100,000 small lists is a document whose
+    nesting the store checks item by item (0.5 s each way, holding the event loop), where a few strings are
+    checked at once; a journal batch, and a ledger written before, hold the list itself (``keys``)."""
+    packed = doc.get("packed")
+    if isinstance(packed, list):
+        for text in packed:
+            yield orjson.loads(text)
+    else:
+        yield list(doc.get("keys", []))
+
+
+def _keys_of(doc: Mapping[str, Any]) -> list[list[Any]]:
+    """A ledger or journal record's ``[session, key, version]`` lists, whole (`_chunks_of`)."""
+    return [entry for chunk in _chunks_of(doc) for entry in chunk]
 
 
 def _apply(merged: dict[tuple[str, str], int], keys: Iterable[list[Any]]) -> None:
