@@ -165,6 +165,13 @@ class ThreadMemory:
     notes_at: list[int] = field(default_factory=list)
     """The last prompt's messages and where its recall notes are (in memory only): a prompt that starts with the
     same messages looks for notes only among what follows them."""
+    laid: bool = False
+    """Whether the last call's context, as the manager gave it, was ``view_head`` then ``view`` (the same objects,
+    nothing else; in memory only): a call given that head, that view and new messages, which the manager hands
+    back as they are, has a context that is the last one and the new messages."""
+    carry: Any = None
+    """What the last call, finished, worked out over its whole prompt (`window.PromptCarry`: the prompt, its
+    system lead and anchors, where its recall notes are; in memory only), for a call whose prompt only grew."""
     pointer_keys: dict[int, tuple[Message, list[str]]] = field(default_factory=dict)
     """`restore_keys` of each pointer of the view by identity (a pointer stays in the view for many calls)."""
     running: RunningCount = field(default_factory=RunningCount)

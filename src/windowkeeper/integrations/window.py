@@ -44,7 +44,7 @@ from ..prompt.recall import recall_flags
 from ..state import AgentState
 from ..storage import ConflictError, SessionStore, open_store
 from ..tokenizing.calibration import feed_calibration
-from ..tokens import TokenCounter
+from ..tokens import RunningCount, TokenCounter
 from ..tools.recall import RecallTool
 from ._formats import (
     WindowFormat,
@@ -86,6 +86,7 @@ else:
 
 logger = logging.getLogger(__name__)
 _ID = operator.attrgetter("message_id")
+_ROLE = operator.attrgetter("role")
 
 
 DEFAULT_RESERVE_TOKENS = 2000
@@ -466,6 +467,9 @@ class Window(Generic[M, Sys]):
         summary: str | None = None,
     ) -> FitResult[M, Sys]:
         memory = await self._memory(tid)
+        # what the last call worked out over its prompt, taken (a call that fails past here leaves none behind)
+        carry: PromptCarry | None = memory.carry
+        memory.carry = None
         incoming, memory.read_cache = read_messages_cached(self.format, messages, memory.read_cache)
         prompt_text = system_text(self.format, system)
         manager = self._manager_for(tools)
@@ -475,9 +479,12 @@ class Window(Generic[M, Sys]):
             memory.needs_reseed = False
 
         count = memory.source_count
+        before = memory.view
+        went_on = False
         if count and len(incoming) >= count and _continues(memory, incoming):
+            went_on = True
             new = incoming[count:]
-            context = [*head, *memory.view, *new]
+            context = [*head, *before, *new]
             memory.hasher = chain_hasher(new, memory.hasher)
             memory.developer = memory.developer or _developer(new)
         else:
@@ -503,16 +510,38 @@ class Window(Generic[M, Sys]):
         with request_tools(self._tool_tokens(manager, tools)):
             state = await manager.atrim_context(state)
 
+        h = len(head)
         head_ids = {m.message_id for m in head}
-        before = memory.view
-        memory.view = _view_of(state.context, head, head_ids, before, memory.view_head)
+        # one check in C: the manager handed back the head it was given (the one the view was filtered with), the
+        # last view and the new messages, as they are (the common call); the passes below then look at the new
+        # messages alone
+        grown = (
+            went_on
+            and len(state.context) == h + len(before) + len(new)
+            and len(memory.view_head) == h
+            and shared_prefix(head, memory.view_head) == h
+            and all(map(operator.is_, state.context, itertools.chain(head, before, new)))
+        )
+        # the last call's context was its head and view, so this one is that context and the new messages
+        follows = grown and memory.laid and carry is not None
+        if grown:
+            added = _without(new, head_ids)
+            memory.view = [*before, *added]
+            memory.laid = len(added) == len(new)
+        else:
+            memory.view = _view_of(state.context, head, head_ids, before, memory.view_head)
+            memory.laid = len(memory.view) == len(state.context) - h and shared_prefix(state.context, head) == h
         memory.view_head = head
         memory.summary = state.context_summary or None
         memory.scratchpad = state.scratchpad or None
         memory.source_count = len(incoming)
         memory.source_digest = memory.hasher.hexdigest()
         # the view's pointers, found once: the export, the rewrite below and the originals' bound need only them
-        pointers = _pointers_of(memory.view, before, memory.pointers)
+        if grown:
+            more = offloaded(added)
+            pointers = [*memory.pointers, *more] if more else memory.pointers
+        else:
+            pointers = _pointers_of(memory.view, before, memory.pointers)
         same_pointers = _same_objects(pointers, memory.pointers)
         memory.pointers = pointers
         kept_more = False
@@ -525,11 +554,17 @@ class Window(Generic[M, Sys]):
             memory.exported = pointers if len(exported.originals) == len(pointers) else []
 
         declared = restore_tool_declared(tools)
+        # what this call's context as sent adds to the last call's (None: not known without comparing)
+        sent_tail: list[Message] | None = None
+        rewrote = False
         if memory.rewritten or (pointers and not declared):
             # the model has no recall tool: pointers say how the application restores instead (a request that
             # declares it, after one that did not, drops the rewrites; the head holds no pointer)
             if not declared:
-                sent = _rewritten_for_request(memory, state.context, pointers)
+                rewrote = True
+                sent, tail = _rewritten_for_request(memory, state.context, pointers, new if follows else None)
+                if carry is not None and carry.rewrote:
+                    sent_tail = tail  # the last call sent its rewrites too: this call's are those and the tail's
                 state = state.model_copy(update={"context": sent})
             else:
                 memory.rewrite_from, memory.rewrite_sent = [], []
@@ -539,30 +574,44 @@ class Window(Generic[M, Sys]):
                 memory.rewritten = {k: v for k, v in memory.rewritten.items() if k in live}
         else:
             memory.rewrite_from, memory.rewrite_sent = [], []
-        prompt = assemble(
-            state, tools=[dict(t) for t in tools] if tools else None, counter=self._counter, running=memory.running
-        )
+        if not rewrote and follows and carry is not None and not carry.rewrote:
+            sent_tail = new  # neither call rewrote: what is sent is the manager's context, which only grew
+        prompt, grew = _assembled(carry, state, tools, self._counter, memory.running, sent_tail)
         breakpoints = self._breakpoints(memory, prompt)
-        lead = system_lead(
-            state.context,
-            prompt.system,
-            summary=prompt.summary,
-            scratchpad=prompt.scratchpad,
-            made=head_ids,
-            developer=memory.developer,
-        )
+        if (
+            grew
+            and carry is not None
+            and carry.developer == memory.developer
+            and (carry.messages or not prompt.messages)
+        ):
+            lead, anchors = carry.lead, _anchors_after(carry, prompt.messages)
+        else:
+            lead = system_lead(
+                state.context,
+                prompt.system,
+                summary=prompt.summary,
+                scratchpad=prompt.scratchpad,
+                made=head_ids,
+                developer=memory.developer,
+            )
+            anchors = lead_anchors(state.context, lead)
+        # the prompt's messages as written: the writer's memo may take the last call's for their leading part
+        written_from = list(prompt.messages)
         fmt, developer, memo = self.format, memory.developer, memory.write_memo
+        grew_from = carry.messages if grew and carry is not None else None
 
         def write() -> tuple[list[M], Sys]:
+            if grew_from is not None:
+                memo.grown(grew_from, written_from)
             out, out_system = write_messages(
                 fmt,
                 prompt.system,
-                prompt.messages,
+                written_from,
                 cache_breakpoints=breakpoints,
                 cache_reserved=tool_cache_marks(tools) if breakpoints is not None else 0,
                 developer=developer,
                 system_messages=lead,
-                system_anchors=lead_anchors(state.context, lead),
+                system_anchors=anchors,
                 system_source=system,
                 memo=memo,
             )
@@ -571,13 +620,7 @@ class Window(Generic[M, Sys]):
             return cast("list[M]", out), cast("Sys", out_system)
 
         def laid_out() -> list[Message] | None:
-            return lay_out(
-                fmt,
-                prompt.system,
-                prompt.messages,
-                system_messages=lead,
-                system_anchors=lead_anchors(state.context, lead),
-            )
+            return lay_out(fmt, prompt.system, written_from, system_messages=lead, system_anchors=anchors)
 
         # what `_breakpoints` compares the next call with; no other format reads it, so none pays for it (the
         # fingerprints of a whole view on every call, and their text in every stored head)
@@ -591,18 +634,30 @@ class Window(Generic[M, Sys]):
             # pointers alone: with neither changed, they are as the last call's pruning left them (a sum over
             # every kept original, on every call, was the one part of a call that grew with the thread)
             memory.prune_originals(stored=False)
+        notes_at: list[int] | None = None
+        joined = 0
+        if fmt in JOINING_FORMATS:
+            known = len(carry.messages) if grew and carry is not None and carry.notes_at is not None else 0
+            notes_at = _recall_at(memory, written_from, known, carry.notes_at if known and carry else None)
+            joined = joined_recall(fmt, prompt.messages, prompt.counter, at=notes_at)
         result: FitResult[M, Sys] = FitResult(
             _write=write,
             metrics=manager.metrics_for(self._manager_key(tid)),
             summary=memory.summary,
             prompt=prompt,
             thread_id=tid,
-            _joined=(
-                joined_recall(fmt, prompt.messages, prompt.counter, at=_recall_at(memory, prompt.messages))
-                if fmt in JOINING_FORMATS
-                else 0
-            ),
+            _joined=joined,
             _laid_out=laid_out,
+        )
+        memory.carry = PromptCarry(
+            prompt=prompt,
+            messages=written_from,
+            inputs=(state.context_summary, state.scratchpad),
+            rewrote=rewrote,
+            developer=memory.developer,
+            lead=lead,
+            anchors=anchors,
+            notes_at=notes_at,
         )
         if written:
             result.messages  # noqa: B018 - written now: a shape the format cannot write fails this call
@@ -945,26 +1000,105 @@ def _pointers_of(view: list[Message], before: list[Message], pointers: list[Mess
     return offloaded(view)
 
 
-def _rewritten_for_request(memory: ThreadMemory, context: list[Message], pointers: list[Message]) -> list[Message]:
+def _rewritten_for_request(
+    memory: ThreadMemory, context: list[Message], pointers: list[Message], new: list[Message] | None = None
+) -> tuple[list[Message], list[Message] | None]:
     """`without_restore_tool` of ``context``, kept as the thread's carry: a context that starts with the objects
     of the last one rewritten takes that call's rewrites of them (its pointers' rewrites are still in
     ``memory.rewritten``, which keeps those of the view's pointers, so they are the same objects) and rewrites
-    only what follows."""
+    only what follows. ``new``, when the caller knows the context is the last call's and then ``new`` (the same
+    objects), spares the comparison. Returned with the rewritten part that follows the last call's (None when
+    rewritten whole)."""
     n = len(memory.rewrite_from)
-    if n and len(context) >= n and shared_prefix(context, memory.rewrite_from) == n:
-        sent = [*memory.rewrite_sent, *without_restore_tool(context[n:], memory.rewritten)]
-    else:
-        sent = without_restore_tool(context, memory.rewritten, pointers)
+    tail: list[Message] | None = None
+    if n and new is not None and len(context) == n + len(new):
+        tail = without_restore_tool(new, memory.rewritten)
+    elif n and len(context) >= n and shared_prefix(context, memory.rewrite_from) == n:
+        tail = without_restore_tool(context[n:], memory.rewritten)
+    sent = (
+        [*memory.rewrite_sent, *tail] if tail is not None else without_restore_tool(context, memory.rewritten, pointers)
+    )
     memory.rewrite_from, memory.rewrite_sent = list(context), sent
-    return sent
+    return sent, tail
 
 
-def _recall_at(memory: ThreadMemory, messages: list[Message]) -> list[int]:
+@dataclass(frozen=True, eq=False)
+class PromptCarry:
+    """What one finished call worked out over its whole prompt, for the next call on the thread: a call whose
+    context as sent is that call's and then messages of the conversation only (no system message among them), with
+    the same summary and scratchpad, has that prompt with those messages added, the same system lead, and anchors
+    and recall notes found among the added messages alone."""
+
+    prompt: AssembledPrompt
+    messages: list[Message]
+    """``prompt.messages`` as written (this window's own list, never handed out)."""
+    inputs: tuple[str | None, str | None]
+    """The state's summary and scratchpad the prompt was assembled with."""
+    rewrote: bool
+    """Whether its context was sent with its pointers rewritten (``memory.rewrite_sent``)."""
+    developer: bool
+    lead: list[Message] | None
+    anchors: dict[int, Message | None] | None
+    notes_at: list[int] | None
+    """Where the prompt's recall notes are (None: not looked for, the format does not join them)."""
+
+
+def _assembled(
+    carry: PromptCarry | None,
+    state: AgentState,
+    tools: Sequence[Any] | None,
+    counter: TokenCounter | None,
+    running: RunningCount,
+    tail: list[Message] | None,
+) -> tuple[AssembledPrompt, bool]:
+    """`assemble` of ``state``, and whether it is the last call's prompt (``carry``) with ``tail`` added: the
+    sent context is the last one and ``tail`` (None: not known), which holds no system message, and the summary
+    and scratchpad are the same, so the system text is too (what `assemble` gives, without splitting the whole
+    view again)."""
+    if (
+        carry is not None
+        and tail is not None
+        and carry.inputs == (state.context_summary, state.scratchpad)
+        and "system" not in map(_ROLE, tail)
+    ):
+        last = carry.prompt
+        prompt = AssembledPrompt(
+            system=last.system,
+            messages=[*carry.messages, *tail],
+            tools=[dict(t) for t in tools] if tools else [],
+            system_parts=last.system_parts,
+            summary=last.summary,
+            scratchpad=last.scratchpad,
+            reserve_tokens=last.reserve_tokens,
+            counter=counter if counter is not None else last.counter,
+            running=running,
+        )
+        return prompt, True
+    return assemble(state, tools=[dict(t) for t in tools] if tools else None, counter=counter, running=running), False
+
+
+def _anchors_after(carry: PromptCarry, messages: list[Message]) -> dict[int, Message | None] | None:
+    """`lead_anchors` of a prompt that is ``carry``'s with conversation messages added (``messages``): the same
+    anchors, those of the system messages said last (None) now the first added message."""
+    anchors = carry.anchors
+    n = len(carry.messages)
+    if not anchors or len(messages) == n or not any(v is None for v in anchors.values()):
+        return anchors
+    first = messages[n]
+    return {k: first if v is None else v for k, v in anchors.items()}
+
+
+def _recall_at(
+    memory: ThreadMemory, messages: list[Message], known: int = 0, notes: list[int] | None = None
+) -> list[int]:
     """The positions of the recall notes in ``messages`` (a prompt's), kept as the thread's carry: a prompt that
     starts with the messages of the last one takes that call's positions for them and looks only at what follows
-    (whether a note joins the message after it is decided again for each, by `joined_recall`)."""
+    (whether a note joins the message after it is decided again for each, by `joined_recall`). ``known`` and
+    ``notes``, when the caller knows it, are how many leading messages are the last prompt's and its positions."""
     n = len(memory.notes_from)
-    if n and len(messages) >= n and shared_prefix(messages, memory.notes_from) == n:
+    if known and notes is not None:
+        at = [*notes, *itertools.compress(itertools.count(known), recall_flags(messages[known:]))]
+    elif n and len(messages) >= n and shared_prefix(messages, memory.notes_from) == n:
         tail = messages[n:]
         at = [*memory.notes_at, *itertools.compress(itertools.count(n), recall_flags(tail))]
     else:
@@ -975,7 +1109,7 @@ def _recall_at(memory: ThreadMemory, messages: list[Message]) -> list[int]:
 
 def _same_objects(a: Sequence[Message], b: Sequence[Message]) -> bool:
     """Whether ``a`` and ``b`` are the same messages (objects) in the same order."""
-    return len(a) == len(b) and shared_prefix(a, b) == len(a)
+    return a is b or (len(a) == len(b) and shared_prefix(a, b) == len(a))
 
 
 def _exports_pointers_only(manager: BaseContextManager[Any]) -> bool:

@@ -17,6 +17,8 @@ list's items must not be edited in place, as everywhere in windowkeeper.
 
 from __future__ import annotations
 
+import bisect
+import collections
 import itertools
 import logging
 import warnings
@@ -154,7 +156,8 @@ def write_items(
     epoch = edit_epoch()
     unedited = memo is not None and memo.epoch == epoch
     bounds: list[int] = []
-    fresh_items: list[tuple[int, Any]] = []
+    fresh_at: list[int] = []
+    fresh_items: list[Any] = []
     begin = 0
     if memo is not None and unedited and memo.passthrough is passthrough and memo.always is always_fresh:
         begin = memo.reusable(messages)
@@ -162,12 +165,11 @@ def write_items(
             end = memo.bounds[begin - 1]
             out = memo.out[:end]
             # what windowkeeper wrote is handed out as new dicts on every write (the caller may keep and edit them),
-            # made from the memo's own copies, never from what an earlier write handed out
-            for at, item in memo.fresh:
-                if at >= end:
-                    break
-                out[at] = dict(item) if isinstance(item, dict) else item
-                fresh_items.append((at, item))
+            # made from the memo's own copies, never from what an earlier write handed out (placed in C: a view
+            # holds hundreds of pointers)
+            k = bisect.bisect_left(memo.fresh_at, end)
+            fresh_at, fresh_items = memo.fresh_at[:k], memo.fresh_items[:k]
+            _place(out, fresh_at, fresh_items)
             bounds = memo.bounds[:begin]
             if begin == len(memo.messages) and kept is not None:
                 kept = memo.entries  # the last write's messages, all still here: their entries stay as they are
@@ -219,15 +221,26 @@ def write_items(
         if clean and not entry[4]:
             # a fresh item (a pointer, the summary section) the memo hands the next write as a new copy of its own
             # stored item, so a write after a cut need not look at every message after the pointer
-            fresh_items.extend(enumerate(entry[5], start=len(out)))
+            fresh_at.extend(range(len(out), len(out) + len(entry[5])))
+            fresh_items.extend(entry[5])
         out.extend(written)
         if clean:
             bounds.append(len(out))
     if memo is not None and kept is not None:
         memo.entries = kept
         memo.epoch = epoch
-        memo.remember(messages, out, bounds, passthrough, always_fresh, fresh_items)
+        memo.remember(messages, out, bounds, passthrough, always_fresh, fresh_at, fresh_items)
     return out
+
+
+def _place(out: list[Any], at: list[int], items: list[Any]) -> None:
+    """``out[at[k]] = `` a copy of ``items[k]`` for each k, as a write hands a fresh item out (a dict as a new dict,
+    anything else as it is), run in C when every item is a dict (a view holds hundreds of pointers)."""
+    if all(map(isinstance, items, itertools.repeat(dict))):
+        collections.deque(map(out.__setitem__, at, map(dict.copy, items)), maxlen=0)
+        return
+    for k, item in zip(at, items, strict=True):
+        out[k] = dict(item) if isinstance(item, dict) else item
 
 
 _Written = tuple[Message, Any, Any, str, bool, list[Any]]
@@ -254,21 +267,65 @@ class WriteMemo:
     that stopped at them left most of the view to be looked at again on every call.
     """
 
-    __slots__ = ("always", "bounds", "entries", "epoch", "fresh", "messages", "out", "passthrough")
+    __slots__ = (
+        "always",
+        "bounds",
+        "entries",
+        "epoch",
+        "fresh_at",
+        "fresh_items",
+        "hint",
+        "messages",
+        "origin",
+        "out",
+        "parts",
+        "passthrough",
+        "pending",
+    )
 
     def __init__(self) -> None:
         self.entries: dict[int, _Written] = {}
         self.epoch = -1
         self.messages: list[Message] = []
+        self.origin: Sequence[Message] | None = None
+        self.hint: tuple[Sequence[Message], Sequence[Message]] | None = None
+        self.pending: tuple[Sequence[Message], Sequence[Message], Sequence[Message]] | None = None
+        self.parts: tuple[Sequence[Message], Sequence[Message]] | None = None
         self.out: list[Any] = []
         self.bounds: list[int] = []
-        self.fresh: list[tuple[int, Any]] = []
+        self.fresh_at: list[int] = []
+        self.fresh_items: list[Any] = []
         self.passthrough = False
         self.always: Callable[[Message], bool] | None = None
+
+    def grown(self, before: Sequence[Message], now: Sequence[Message]) -> None:
+        """Say, for the next write only, that the list ``now`` it is given starts with the messages of ``before``
+        (the same objects; both lists the caller's own, never edited): when ``before`` is the list the last write
+        was given, its messages need not be compared."""
+        self.hint = (before, now)
+
+    def composed(self, laid: Sequence[Message], lead: Sequence[Message], messages: Sequence[Message]) -> None:
+        """Say, for the next write only, that the list ``laid`` it is given is ``lead`` then ``messages`` (a format
+        that writes the system zone as messages first): a hint given for ``messages`` (`grown`) then holds for
+        ``laid`` when the last write was the same ``lead`` object then the hint's ``before``."""
+        self.pending = (laid, lead, messages)
 
     def reusable(self, messages: Sequence[Message]) -> int:
         """How many leading ``messages`` are the last write's clean run (the caller checked `edit_epoch`, which a
         new metadata or raw object moves too, so the same objects hold the same records)."""
+        hint, self.hint = self.hint, None
+        if hint is not None and len(messages) >= len(self.messages):
+            before, now = hint
+            pending, parts = self.pending, self.parts
+            if (messages is now and before is self.origin) or (
+                pending is not None
+                and parts is not None
+                and pending[0] is messages
+                and pending[2] is now
+                and parts[0] is pending[1]
+                and parts[1] is before
+            ):
+                return len(self.bounds)  # the last write's messages all lead this one; its run is no longer
         return min(shared_prefix(messages, self.messages), len(self.bounds))
 
     def remember(
@@ -278,12 +335,17 @@ class WriteMemo:
         bounds: list[int],
         passthrough: bool,
         always: Callable[[Message], bool] | None,
-        fresh: list[tuple[int, Any]] | None = None,
+        fresh_at: list[int] | None = None,
+        fresh_items: list[Any] | None = None,
     ) -> None:
         self.messages = list(messages)
+        pending, self.pending, self.hint = self.pending, None, None
+        self.origin = messages
+        self.parts = (pending[1], pending[2]) if pending is not None and pending[0] is messages else None
         self.out = out[: bounds[-1]] if bounds else []  # a copy: the caller owns the list it is handed
         self.bounds = bounds
-        self.fresh = fresh or []
+        self.fresh_at = fresh_at or []
+        self.fresh_items = fresh_items or []
         self.passthrough = passthrough
         self.always = always
 

@@ -197,7 +197,12 @@ class ProviderFormat(ABC):
         lead = options.get("system_messages")
         if lead is None or not options.get("passthrough", True):
             return None
-        return self.write_messages(in_place(lead, messages, options.get("system_anchors")), options=options)
+        anchors = options.get("system_anchors")
+        laid = in_place(lead, messages, anchors)
+        memo = options.get("memo")
+        if memo is not None and not anchors:
+            memo.composed(laid, lead, messages)  # ``lead`` then ``messages``: the memo may know their parts
+        return self.write_messages(laid, options=options)
 
     def laid_out(
         self, system: str | None, messages: Sequence[Message], options: Mapping[str, Any]
