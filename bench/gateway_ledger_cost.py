@@ -53,16 +53,22 @@ async def calls(conversations: int, bound: int, folder: Path) -> dict[str, Any]:
     gateways["no journal"].recognizer._touch = lambda *_: None  # type: ignore[method-assign]
     batches = {kind: 0 for kind in gateways}
     folds = {kind: 0 for kind in gateways}
+    spent = {kind: 0.0 for kind in gateways}  # seconds in journal writes and folds while the calls ran
     for kind, gateway in gateways.items():
         flush, fold = gateway.recognizer._flush, gateway.recognizer._fold
 
         async def counted_flush(kind: str = kind, flush: Any = flush) -> None:
             batches[kind] += 1
+            start = time.perf_counter()
             await flush()
+            spent[kind] += time.perf_counter() - start
 
         async def counted_fold(kind: str = kind, fold: Any = fold) -> bool:
             folds[kind] += 1
-            return bool(await fold())
+            start = time.perf_counter()
+            done = bool(await fold())
+            spent[kind] += time.perf_counter() - start
+            return done
 
         gateway.recognizer._flush = counted_flush  # type: ignore[method-assign]
         gateway.recognizer._fold = counted_fold  # type: ignore[method-assign]
@@ -83,6 +89,7 @@ async def calls(conversations: int, bound: int, folder: Path) -> dict[str, Any]:
             times[kind]["next"].append(await _plan(gateways[kind], follow))
     out: dict[str, Any] = {}
     for kind, gateway in gateways.items():
+        journal_ms = spent[kind] * 1000 / (2 * conversations)
         await gateway.close()
         out[kind] = {
             "new_median_ms": statistics.median(times[kind]["new"]) * 1000,
@@ -91,6 +98,7 @@ async def calls(conversations: int, bound: int, folder: Path) -> dict[str, Any]:
             "next_mean_ms": statistics.fmean(times[kind]["next"]) * 1000,
             "batches": batches[kind],
             "folds": folds[kind],
+            "journal_ms": journal_ms,
         }
     return out
 
@@ -151,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"run {attempt + 1} {kind:10s}: new conversation {row['new_median_ms']:.2f} ms median "
                 f"({row['new_mean_ms']:.2f} mean), its next turn {row['next_median_ms']:.2f} ms "
-                f"({row['next_mean_ms']:.2f}); journal batches {row['batches']}, folds {row['folds']}"
+                f"({row['next_mean_ms']:.2f}); journal batches {row['batches']}, folds {row['folds']} (shutdown's "
+                f"included), {row['journal_ms'] * 1000:.0f} us of journal writing per request"
             )
     for attempt in range(args.repeat):
         with tempfile.TemporaryDirectory() as folder:
