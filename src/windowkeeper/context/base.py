@@ -142,7 +142,9 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
 
         A core that finishes without yielding (most calls: nothing to summarize) is run here directly; the bridge,
         and the refusal text it would need, are set up only for one that yields."""
-        core = self.plan(state)
+        core = self._begin(state)
+        if core is None:
+            return state
         finished, step = _first_stretch(core)
         if finished:
             return cast(S, step)
@@ -155,11 +157,19 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
     async def atrim_context(self, state: S) -> S:
         """Async form of `trim_context`; this is the one the graph's Agent awaits. A core that finishes without
         yielding is run here directly, as in `trim_context`."""
-        core = self.plan(state)
+        core = self._begin(state)
+        if core is None:
+            return state
         finished, step = _first_stretch(core)
         if finished:
             return cast(S, step)
         return await adrive(self._io_steps(core, step))
+
+    def _begin(self, state: S) -> Generator[PlanStep, Any, S] | None:
+        """The planning core of a trim of ``state`` (`plan`), or None when the strategy finished the call without
+        one: ``state`` is then the trimmed state, returned as it is. A strategy whose common call needs no core
+        (the budget manager's call that only appended messages) skips making a generator and running it."""
+        return self.plan(state)
 
     _io_needed: ClassVar[str] = "to run its summarizer"
     """What the sync entry point's refusal inside a running loop says the trim needs the loop for."""

@@ -110,6 +110,12 @@ class _Track:
     """
 
 
+_Begun = tuple[float, str, int, _Track | None, int | None]
+"""What `TokenBudgetContextManager._quick` hands the rest of a plan: the clock at the start, the thread, the edit
+epoch, the thread's track (None: none, or a remembered message was edited in place) and the appended messages'
+tokens when it counted them."""
+
+
 @dataclass(frozen=True)
 class _Scan:
     """What the prompt assembly treats apart in a view: system messages (sent in the system text) and recall."""
@@ -564,29 +570,51 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         """Tokens of the tool definitions of the request being planned (see `request_tools`)."""
         return max(self._tool_tokens, _REQUEST_TOOL_TOKENS.get())
 
+    def _begin(self, state: S) -> Generator[SummaryRequest, str | None, S] | None:
+        # the common call (`_quick`) is finished without making the planning core, a generator
+        if type(self).plan is not TokenBudgetContextManager.plan:
+            return self.plan(state)  # a subclass planning its own way
+        begun = self._quick(state)
+        return None if begun is None else self._plan(state, begun)
+
     def plan(self, state: S) -> Generator[SummaryRequest, str | None, S]:
+        begun = self._quick(state)
+        if begun is None:
+            return state
+        return (yield from self._plan(state, begun))
+
+    def _quick(self, state: S) -> _Begun | None:
+        """Finish the common call here and return None: messages appended to the very objects of the previous
+        view, with no system message among them and the summary and scratchpad unchanged, leaving the total under
+        the high watermark (`_appended`); everything else about the view carries over from the previous call.
+        Otherwise what the rest of the plan starts from (`_Begun`): the clock, the thread, the edit epoch, the
+        thread's track (None when a remembered message was edited in place) and the appended messages' tokens
+        when they were counted here."""
         started = time.perf_counter()
         key = thread_key(state)
-        incoming = state.context
         epoch = edit_epoch()
         track = self._tracks.peek(key)
-        appended: int | None = None
-        if track is not None and _edited(track):
+        if track is None:
+            return (started, key, epoch, None, None)
+        if track.epoch != epoch and _edited(track):
             # an edited message's count and segments are stale: plan this call from scratch
             logger.debug("thread %s: a message of the previous view was edited in place; recounting", key)
-            track = None
-        elif track is not None and self.recall is None:
-            # the common call, finished here: messages appended to the very objects of the previous view, with no
-            # system message among them and the summary and scratchpad unchanged, leaving the total under the
-            # high watermark (`_appended`); everything else about the view carries over from the previous call
-            appended = _appended_tokens(track, state, self._count_once)
-            if appended is not None:
-                tools = self._tools_now()
-                message_tokens = track.message_tokens + appended
-                total = tools + self._priming_tokens + track.cost.total + message_tokens - track.scan.system_tokens
-                if total < self.high_limit:
-                    self._appended(key, track, incoming, message_tokens, total, tools, epoch, started)
-                    return state
+            return (started, key, epoch, None, None)
+        if self.recall is not None:
+            return (started, key, epoch, track, None)
+        appended = _appended_tokens(track, state, self._count_once)
+        if appended is not None:
+            tools = max(self._tool_tokens, _REQUEST_TOOL_TOKENS.get())  # `_tools_now`, inline
+            message_tokens = track.message_tokens + appended
+            total = tools + self._priming_tokens + track.cost.total + message_tokens - track.scan.system_tokens
+            if total < self.high_limit:
+                self._appended(key, track, state.context, message_tokens, total, tools, epoch, started)
+                return None
+        return (started, key, epoch, track, appended)
+
+    def _plan(self, state: S, begun: _Begun) -> Generator[SummaryRequest, str | None, S]:
+        started, key, epoch, track, appended = begun
+        incoming = state.context
         count = self.counter.count_message
         count_once = self._count_once
         summary = state.context_summary or None
@@ -806,8 +834,19 @@ class TokenBudgetContextManager(BaseContextManager[S]):
             ),
         )
         n = len(view)
-        zones = self._zones(track.cost, tools, track.scan, message_tokens)
-        self._record((total, total, n, n, 0, 0, True, time.perf_counter() - started, zones), key)
+        cost, scan = track.cost, track.scan
+        # `_zones` and `_record`, inline
+        zones = (
+            cost.system,
+            tools,
+            cost.summary,
+            cost.scratchpad,
+            scan.recall_tokens,
+            message_tokens - scan.system_tokens - scan.recall_tokens + self._priming_tokens,
+            self.reserve_tokens,
+        )
+        numbers = (total, total, n, n, 0, 0, True, time.perf_counter() - started, zones)
+        self._metrics.publish_measured(key, Measured(numbers))
 
     def _zones(self, cost: SystemCost, tools: int, scan: _Scan, message_tokens: int) -> tuple[int, ...]:
         """A call's tokens per zone, in `windowkeeper.prompt.ZONES` order: system, tools, summary, scratchpad,
