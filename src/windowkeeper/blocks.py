@@ -456,6 +456,31 @@ def make_block(kind: str, **values: Any) -> ContentBlock:
                 },
                 {"call_id", "output"},
             )
+    elif kind == "tool_result" and len(values) == 4:
+        # a budget manager's pointer to a cleared result: call id, output, status and name, one per cleared result
+        call_id, output, status, name = (
+            values.get("call_id"),
+            values.get("output"),
+            values.get("status"),
+            values.get("name"),
+        )
+        if (
+            type(call_id) is str
+            and type(output) is str
+            and (status == "completed" or status == "error")
+            and (type(name) is str or (name is None and "name" in values))
+        ):
+            return _make(  # type: ignore[no-any-return]
+                ToolResultBlock,
+                {
+                    "type": "tool_result",
+                    "call_id": clean_id(call_id),
+                    "output": clean_text(output),
+                    "status": status,
+                    "name": None if name is None else clean_text(name),
+                },
+                {"call_id", "output", "status", "name"},
+            )
     try:
         block: ContentBlock = _FAST[kind]({**_FULL_DEFAULTS[kind], **values}, True)
         _set_attribute(block, "__pydantic_fields_set__", set(values))  # as the constructor records it

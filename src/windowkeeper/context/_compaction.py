@@ -36,11 +36,15 @@ from .pointers import (
     clear_reply,
     clear_tool_results_counted,
     offload_info,
+    pointer_counts,
     truncate_message,
 )
 
 if TYPE_CHECKING:
+    from types import EllipsisType
+
     from ..blocks import ToolCallBlock
+    from ..tokenizing.pieces import PieceCounts
     from ..tokens import TokenCounter
 
 logger = logging.getLogger(__name__)
@@ -331,6 +335,7 @@ class Compaction:
             protected |= self.in_progress
         protected.add(len(self.ns) - 1)
         keep = self.store.keep
+        pieces: PieceCounts | EllipsisType | None = ...  # `pointer_counts` of the counter, looked up once
         for j in turns:
             if self.total <= lim.low:
                 return
@@ -352,8 +357,10 @@ class Compaction:
                     continue
                 if calls is None:
                     calls = {b.id: b for b in messages[0].tool_call_blocks()}
+                if pieces is ...:
+                    pieces = pointer_counts(self.counter)
                 replacement, new_count = clear_tool_results_counted(
-                    msg, calls, tokens_before=size, counter=self.counter, count=self.count_new
+                    msg, calls, tokens_before=size, counter=self.counter, count=self.count_new, pieces=pieces
                 )
                 if new_count >= size:
                     continue

@@ -21,6 +21,7 @@ import operator
 import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from json.encoder import encode_basestring, encode_basestring_ascii
+from types import EllipsisType
 from typing import Any, Literal
 
 from .._cache import SizedCache
@@ -218,21 +219,26 @@ def clear_tool_results_counted(
     tokens_before: int,
     counter: TokenCounter,
     count: Callable[[Message], int],
+    pieces: PieceCounts | EllipsisType | None = ...,
 ) -> tuple[Message, int]:
     """`clear_tool_results` and the replacement's count (``count`` of it, the counter's `count_message`).
 
     A budget manager prices every pointer it makes; for a counter `pointer_counts` finds exact, the count is summed
     from the pointer's parts (`_pointer_pieces`), whose fixed words and recurring values are memoized, instead of
     tokenizing the whole note: a pointer's template is about a third of its tokens, and calls and first lines
-    recur in agent sessions.
+    recur in agent sessions. ``pieces``, when given, is `pointer_counts` of ``counter`` (looked up once by a caller
+    that clears many results).
     """
     replacement, notes = _clear_tool_results(message, calls, tokens_before)
-    pieces = pointer_counts(counter) if notes and not (message.reasoning or message.tools_calls) else None
+    if not notes or message.reasoning or message.tools_calls:
+        return replacement, count(replacement)
+    if pieces is ...:
+        pieces = pointer_counts(counter)
     if pieces is None:
         return replacement, count(replacement)
     assert isinstance(counter, CachingCounter)  # `pointer_counts` found it one
     # the id part (the next to last) is the call's own: counted, not memoized
-    total = sum(pieces.total(parts[:-2] + parts[-1:], parts[-2:-1]) for parts in notes)
+    total = sum(pieces.total_with(parts, -2) for parts in notes) if len(notes) > 1 else pieces.total_with(notes[0], -2)
     return replacement, total + counter.message_overhead * len(notes)
 
 
