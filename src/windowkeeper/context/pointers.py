@@ -430,7 +430,8 @@ def approx_bytes(message: Message) -> int:
             elif isinstance(value, MediaRef) and value.data_base64:
                 size += len(value.data_base64)
             elif isinstance(value, _JSON_CONTAINERS):
-                size += len(_LOOSE_JSON.encode(value))
+                # an empty one (a text block's annotations) is "[]" or "{}": not written to be measured
+                size += len(_LOOSE_JSON.encode(value)) if value else 2
     return size
 
 
