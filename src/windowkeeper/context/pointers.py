@@ -51,9 +51,6 @@ OffloadKind = Literal["cleared", "truncated"]
 _ARGS_PREVIEW_CHARS = 200
 _FIRST_LINE_CHARS = 160
 _FIRST_LINE_SCAN = 4096
-_FIRST_LINE_PEEK = 512
-_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-"""The characters ``str.splitlines`` ends a line at (``\r\n`` is a ``\r`` then a ``\n``)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s")
 _MIN_SENTENCE_CHARS = 24
 _REPLY_HEAD_CHARS = 100
@@ -108,24 +105,7 @@ def _first_line(text: str) -> str:
 
     A tool output can be megabytes; splitting all of it into lines to read the first one allocated every line, so
     only a head is split when the answer is in its complete lines (the same lines a full split gives).
-
-    Most outputs start with a non-blank line, often a long one (a JSON document on one line): that line is found
-    by searching the first `_FIRST_LINE_PEEK` characters for a line break (the characters ``str.splitlines``
-    splits at). When the line ends there, or when what it holds there is already longer than the clip once
-    stripped (so the whole stripped line is too, and starts the same), the answer is read from that part alone;
-    otherwise from the split below, as before.
     """
-    peek = text[:_FIRST_LINE_PEEK]
-    found = _LINE_BREAK.search(peek)
-    line = peek if found is None else peek[: found.start()]
-    if found is not None or len(peek) == len(text):
-        stripped = line.strip()
-        if stripped:
-            return stripped if len(stripped) <= _FIRST_LINE_CHARS else stripped[: _FIRST_LINE_CHARS - 1] + "…"
-    else:
-        stripped = line.strip()
-        if len(stripped) > _FIRST_LINE_CHARS:
-            return stripped[: _FIRST_LINE_CHARS - 1] + "…"
     head = text[:_FIRST_LINE_SCAN]
     lines = head.splitlines()
     cut = len(head) < len(text)
