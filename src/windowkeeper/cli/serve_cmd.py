@@ -16,11 +16,18 @@ from ..errors import ConfigurationError, MissingDependencyError
 
 SERVE_HINT = 'windowkeeper serve needs its extra; install it with: pip install "windowkeeper[serve]"'
 
+SERVE_EPILOG = (
+    "\b\nExample:\n  windowkeeper serve --budget 128000 --store gateway.sqlite3\n"
+    "  OPENAI_BASE_URL=http://127.0.0.1:8787/v1 python my_agent.py\n\n"
+    "Exit codes: 0 stopped (Ctrl-C), 2 a bad setting or the serve extra missing, 3 the port cannot be bound "
+    "(already in use)."
+)
+
 
 def register(app: typer.Typer) -> None:
     """Add the ``serve`` command to the CLI."""
 
-    @app.command("serve", short_help="Run the gateway that keeps an agent inside --budget.")
+    @app.command("serve", epilog=SERVE_EPILOG, short_help="Run the gateway that keeps an agent inside --budget.")
     def serve(
         port: Annotated[int | None, typer.Option("--port", help="Port to listen on (default 8787).")] = None,
         budget: Annotated[

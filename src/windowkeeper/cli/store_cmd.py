@@ -86,7 +86,15 @@ def _refuse_missing_file(url: str) -> None:
     raise CliError(f"{message}; check the path (store commands read an existing store and create none)")
 
 
-@store_app.command("check", short_help="List unreadable rows; --remove deletes them.")
+CHECK_EPILOG = (
+    "\b\nExample:\n  windowkeeper store check agent.db\n"
+    "  windowkeeper store check redis://localhost:6379/0 --remove\n\n"
+    '\b\n--json prints {"schema": "windowkeeper.store.check", "version": 1, "ok", "store",\n'
+    '  "bad": [{"kind", "scope", "key", "position", "problem", "removed"}]}'
+)
+
+
+@store_app.command("check", epilog=CHECK_EPILOG, short_help="List unreadable rows; --remove deletes them.")
 def check(
     url: Annotated[
         str, typer.Argument(metavar="URL", help="The store: sqlite:///path or a path, postgresql://..., redis://...")
