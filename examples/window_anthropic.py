@@ -1,9 +1,9 @@
 """A raw Anthropic SDK loop managed by ``Window(format="anthropic")``, with prompt-cache breakpoints.
 
 ``fit.system`` carries the system prompt and the running summary (with a ``cache_control`` marker), and the
-messages carry markers at the end of the part unchanged since the previous call and on the newest message, at most
-four in all, so the stable prefix is read from Anthropic's prompt cache. Runs offline against the local fake
-Anthropic server.
+messages carry markers at the end of the part unchanged since the previous call and on the newest message: at most
+three in all (Anthropic allows four), so the stable prefix is read from Anthropic's prompt cache. Runs offline
+against the local fake Anthropic server.
 
     python examples/window_anthropic.py [--turns 8]
 """
@@ -35,6 +35,12 @@ def script(turns: int) -> list[FakeReply]:
     return out
 
 
+def cache_marks(body: dict[str, Any]) -> int:
+    """The ``cache_control`` markers of one request: on the system blocks and on the messages' content blocks."""
+    marks = sum("cache_control" in b for m in body["messages"] for b in m["content"] if isinstance(b, dict))
+    return marks + sum("cache_control" in b for b in body["system"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=8)
@@ -59,11 +65,12 @@ def main() -> None:
                     {"type": "tool_result", "tool_use_id": c["id"], "content": read_file(**c["input"])} for c in calls
                 ]})
         body = srv.requests[-1].json
-        marks = sum("cache_control" in b for m in body["messages"] for b in m["content"] if isinstance(b, dict))
-        marks += sum("cache_control" in b for b in body["system"])
+        marks = [cache_marks(request.json) for request in srv.requests]
         print(f"model calls: {len(srv.requests)}, history: {len(history)} messages, "
               f"last request: {len(body['messages'])} messages")
-        print(f"summary in system: {'Summary of the earlier' in body['system'][0]['text']}, cache breakpoints: {marks}")
+        summarized = "Summary of the earlier" in body["system"][0]["text"]
+        print(f"summary in system: {summarized}, cache breakpoints: {max(marks)} at most per request "
+              f"({marks[-1]} in the last)")
 
 
 if __name__ == "__main__":
