@@ -106,6 +106,12 @@ def run_compact(
         state.context = sliding_window(state.context, budget, counter=counter)
     else:
         state = asyncio.run(manager.atrim_context(state))
+        from ..integrations._recall import restore_tool_declared, without_restore_tool  # not for --help: 90 ms
+
+        if not restore_tool_declared(tools):
+            # the pointers name ``recall(pointer_id=...)``; the file's request gives the model no such tool (and
+            # nothing behind a written file answers it), so they say how else to get the output, in fewer tokens
+            state.context = without_restore_tool(state.context, {})
     data, fmt = payload(conversation, state, out_format)
     container = conversation.container if out_format is OutFormat.INPUT else None
     encoded = encode(data, fmt, container)
