@@ -65,14 +65,14 @@ def test_the_oldest_notes_go_first_when_a_summary_is_fitted() -> None:
 async def test_a_fact_of_a_summarized_chat_stays_in_the_view() -> None:
     """Before notes the default summary of this chat held only its first request and last line: the fact was in
     no view after the first summary."""
-    memory = InMemoryMemory(thresholds={"pre_rot_threshold": 600, "keep_recent_count": 4}, summary_notes=True)
-    for e in chat(80, fact_at=5):
+    memory = InMemoryMemory(thresholds={"pre_rot_threshold": 2000, "keep_recent_count": 4}, summary_notes=True)
+    for e in chat(300, fact_at=5):
         await memory.add(e, session_id="s")
     summaries = await memory.summaries("s")
     assert summaries, "the chat outgrew the threshold: it was summarized"
     assert "m5" not in {str(m.message_id) for m in await memory.messages("s")}
     assert "Thornbury Design Studio" in "\n".join(s.render() for s in summaries)
-    assert await memory.tokens("s") <= 600
+    assert await memory.tokens("s") <= 2000
 
 
 async def test_a_custom_summarizer_gets_no_notes() -> None:
@@ -90,11 +90,37 @@ async def test_a_custom_summarizer_gets_no_notes() -> None:
     assert summaries and all(NOTES_KEY not in s.critical_context for s in summaries)
 
 
-async def test_notes_are_off_by_default_and_the_option_is_checked() -> None:
-    memory = InMemoryMemory(thresholds={"pre_rot_threshold": 600, "keep_recent_count": 4})
-    for e in chat(80, fact_at=5):
+async def test_notes_are_on_by_default_can_be_turned_off_and_the_option_is_checked() -> None:
+    """On by default since session 25: the default memory keeps the fact of a summarized chat (issue 20)."""
+    memory = InMemoryMemory(thresholds={"pre_rot_threshold": 2000, "keep_recent_count": 4})
+    for e in chat(300, fact_at=5):
         await memory.add(e, session_id="s")
     summaries = await memory.summaries("s")
+    assert summaries and "Thornbury Design Studio" in "\n".join(s.render() for s in summaries)
+    off = InMemoryMemory(thresholds={"pre_rot_threshold": 2000, "keep_recent_count": 4}, summary_notes=False)
+    for e in chat(300, fact_at=5):
+        await off.add(e, session_id="s")
+    summaries = await off.summaries("s")
     assert summaries and all(NOTES_KEY not in s.critical_context for s in summaries)
     with pytest.raises(ConfigurationError, match="summary_notes='yes' must be True or False"):
         InMemoryMemory(summary_notes="yes")
+
+
+async def test_a_tool_session_gets_notes_only_in_proportion_to_its_plain_lines() -> None:
+    """A summary of tool calls and long results has its fields for them: the short lines said between them are
+    no notes (they made summaries fuller and more frequent on coding-agent sessions: session 25)."""
+    log = " ".join(f"line {k}: test_{k} passed in {k}.{k}s" for k in range(60))
+    memory = InMemoryMemory(thresholds={"pre_rot_threshold": 3000, "keep_recent_count": 4})
+    messages: list[dict[str, Any]] = [event(0, "Fix the flaky test suite.")]
+    for i in range(1, 41):
+        messages.append(event(3 * i, f"Checking the suite on runner {i}z now.", role="assistant"))
+        call = {"id": f"c{i}", "name": "run_tests", "arguments": {"target": f"suite_{i}"}}
+        messages.append({"message": {"id": f"t{i}", "role": "assistant", "content": "", "tool_calls": [call]}})
+        result = {"id": f"r{i}", "role": "tool", "content": f"run {i}: {log}", "tool_call_id": f"c{i}"}
+        messages.append({"message": result})
+    for message in messages:
+        await memory.add(message, session_id="s")
+    summaries = await memory.summaries("s")
+    assert summaries, "the session outgrew the threshold: it was summarized"
+    notes = [n for s in summaries for n in s.critical_context.get(NOTES_KEY, [])]
+    assert len(notes) <= 2, notes

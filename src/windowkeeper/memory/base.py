@@ -102,6 +102,11 @@ _CONFIG_KEYS = (
 )
 SUMMARY_SHARE = 0.25
 """Default summary budget as a share of the compaction limit: a summary must leave room for live events."""
+MAX_STAND_IN_SHARE = 0.2
+"""A compaction pass takes its room from the events whose stand-in (``[COMPACTED: gist]``) keeps at most this share
+of their tokens first, and compacts the others (short messages: a line of chat, a one-line finding of ~70 tokens)
+only when those do not free enough: a short message frees a few dozen tokens and loses every word it said, a long
+reply or tool result frees most of its size."""
 NOTES_SHARE_DIVISOR = 2
 """Notes (`with_notes`) fill a default summary up to ``1/NOTES_SHARE_DIVISOR`` of the tokens it replaces at most."""
 
@@ -126,6 +131,11 @@ async def _backoff(attempt: int) -> None:
 
 def _event_id(record: Record) -> str:
     return str(record.doc["event"]["message"]["id"])
+
+
+def _is_talk(message: Mapping[str, Any]) -> bool:
+    """A plain line of a conversation: a user's or assistant's message that calls no tool."""
+    return message.get("role") in ("user", "assistant") and not message.get("tool_calls")
 
 
 def _copy_json(value: Any) -> Any:
@@ -180,9 +190,10 @@ class BaseMemory(Generic[S]):
     ``config`` may hold the same keys as the keyword arguments (the reference passes one dict); keywords win.
     ``summarizer`` is a callable ``(events) -> StructuredSummary | dict`` (sync or async; a sync one runs in a
     worker thread), a `StructuredLLMSummarizer`, or a text `Summarizer`; by default an offline extractive one is
-    used. ``summary_timeout`` bounds each summarizer call (seconds). ``summary_notes=True`` (off by default) fills
-    the room the default summarizer leaves in its summary with the short messages said once (`with_notes`): on a
-    chat between people the facts then outlive their summary, at the price of a fuller summary (docs/memory.md).
+    used. ``summary_timeout`` bounds each summarizer call (seconds). ``summary_notes`` (on by default; False turns
+    it off) fills the room the default summarizer leaves in its summary with the short messages said once
+    (`with_notes`): on a chat between people the facts then outlive their summary, at the price of a fuller
+    summary, which brings the next one sooner (docs/memory.md).
     """
 
     def __init__(
@@ -239,7 +250,7 @@ class BaseMemory(Generic[S]):
         self.summary_max_tokens = budget
         timeout = options.get("summary_timeout", DEFAULT_SUMMARY_TIMEOUT)
         self.summary_timeout = check_timeout("summary_timeout", timeout)
-        notes = options.get("summary_notes", False)
+        notes = options.get("summary_notes", True)
         if not isinstance(notes, bool):
             raise ConfigurationError(f"summary_notes={notes!r} must be True or False")
         self.summary_notes = notes
@@ -547,6 +558,7 @@ class BaseMemory(Generic[S]):
         now = before
         compacted: builtins.list[str] = []
         settling = True
+        short: builtins.list[tuple[int, Entry, dict[str, Any], int]] = []
         for index in range(view.settled, min(protected_from, pending_from)):
             entry = events[index]
             if now <= th.compaction_goal and (entry.message.role == "user" or not compacted):
@@ -569,9 +581,24 @@ class BaseMemory(Generic[S]):
                     view.settled = index + 1
                 continue
             settling = False
+            if entry.tokens - saved > entry.tokens * MAX_STAND_IN_SHARE:
+                short.append((index, entry, new_doc, saved))  # compacted only if the longer events do not suffice
+                continue
             docs[record.key] = new_doc
             now -= saved
             compacted.append(_event_id(record))
+        if short and now > th.compaction_goal:
+            # the longer events did not free enough: the short ones go too, oldest first, as far as it takes
+            took = False
+            for _, entry, new_doc, saved in short:
+                if now <= th.compaction_goal and (entry.message.role == "user" or not took):
+                    break  # as above: the turn the target is reached in is finished
+                docs[entry.record.key] = new_doc
+                now -= saved
+                took = True
+            order = {e.record.key: i for i, e in enumerate(events)}
+            docs = dict(sorted(docs.items(), key=lambda kv: order[kv[0]]))
+            compacted = [_event_id(events[order[k]].record) for k in docs]
         freed = before - now
         report.tokens_after_compaction = now
         if compacted:
@@ -766,8 +793,15 @@ class BaseMemory(Generic[S]):
         replaced = sum(view.by_key[r.key].tokens for r in (*cover, *superseded))
         if self.summary_notes and type(self.summarizer) is ExtractiveStructuredSummarizer:
             # the offline default's pattern fields leave most of its room unused on a chat: notes fill it, up to
-            # half of what the summary replaces (a summary must still shrink the view by a real margin)
-            room = min(self.summary_max_tokens, replaced // NOTES_SHARE_DIVISOR)
+            # half of its budget (a summary whose fields already say that much gets none: a fuller summary brings
+            # the next one, and its changed prompt prefix, sooner) and half of what the summary replaces (a summary
+            # must still shrink the view by a real margin)
+            room = min(self.summary_max_tokens, replaced) // NOTES_SHARE_DIVISOR
+            # and in proportion to the summarized tokens that were plain lines of talk: tool calls and results are
+            # the pattern fields' (files, errors, measurements), and an agent's short lines between them are noise
+            talk = sum(view.by_key[r.key].tokens for r in cover if _is_talk(r.doc["event"]["message"]))
+            cover_tokens = sum(view.by_key[r.key].tokens for r in cover)
+            room = room * talk // max(cover_tokens, 1)
             summary = with_notes(summary, originals, self.counter.count_text, room)
         summary_tokens = self.counter.count_text(summary.render())
         if summary_tokens >= replaced:  # tier 3 must shrink the view, never grow it

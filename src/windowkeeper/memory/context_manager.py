@@ -15,6 +15,8 @@ changes the view's prefix anyway; the one serving the current turn stays through
 keep seeing what was recalled for it. Only if the view grows until it and the recall messages would pass
 ``pre_rot_threshold`` do the recall messages of earlier turns go early, all in that one call: the prompt changes
 from the oldest of them on anyway, and dropping one per call as the view went on growing changed it call after call.
+They also all go for a new question (a user message with a question mark) when the room left (under a tenth of the
+budget) holds its smallest recall message only without them: the newest question's recall comes first.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, ClassVar, NamedTuple
 from .._cache import LRUCache
 from ..context._recall_step import RecallStep, continues, make_recall
 from ..context.base import BaseContextManager, PlanStep, ThreadSeed
-from ..context.recall import Recall, join_recall, newest_user
+from ..context.recall import Recall, _asks, join_recall, newest_user
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..prompt import summary_tokens
@@ -40,6 +42,9 @@ from .structured import StructuredSummary
 logger = logging.getLogger(__name__)
 
 SUMMARY_ID_PREFIX = "summary:"
+RECALL_ROOM_DIVISOR = 10
+"""A new turn's recall may make the recall messages of earlier turns go when less than ``1/RECALL_ROOM_DIVISOR``
+of the budget is left and its smallest recall message does not fit."""
 MAX_RECALL_SESSIONS = 1024
 """Sessions whose recall state (the previous view and its originals) a manager keeps, least recently used out
 first; an evicted session's next call rebuilds it from the stored history, as after a restart."""
@@ -208,6 +213,25 @@ class MemoryContextManager(BaseContextManager[AgentState]):
                 while track.placed and memory_tokens + kept > budget:
                     kept -= count(track.placed.pop(0))
             room = budget - memory_tokens - kept
+            if (
+                new_turn
+                and kept
+                and i is not None
+                and room < budget // RECALL_ROOM_DIVISOR
+                and _asks(context[i].text())
+            ):
+                # a new question with less than a tenth of the budget left: when its smallest recall message does
+                # not fit there but would without the recall messages of earlier turns, those go (all together, as
+                # above) to make it, as the budget manager cuts for it (`TokenBudgetContextManager
+                # ._wants_recall_room`); the index is asked only then
+                serving = str(context[i].message_id)
+                own = [r for r in track.placed if r.metadata.get("serves") == serving]
+                freed = kept - sum(count(r) for r in own)
+                view = join_recall(context, {str(r.metadata.get("serves")): r for r in track.placed})
+                if freed and room < recall.least_room(step.key, context[i], view) <= room + freed:
+                    track.placed = own
+                    kept -= freed
+                    room += freed
         view = join_recall(context, {str(r.metadata.get("serves")): r for r in track.placed})
         if not new_turn:
             return view
