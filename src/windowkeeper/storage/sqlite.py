@@ -140,7 +140,7 @@ class SQLiteStore(SessionStore):
 
     def _connect(self) -> sqlite3.Connection:
         if self.path != ":memory:" and not self._uri:
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._make_parent(Path(self.path))
         conn = sqlite3.connect(
             self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False, uri=self._uri
         )
@@ -155,6 +155,25 @@ class SQLiteStore(SessionStore):
             conn.close()
             raise
         return conn
+
+    def _make_parent(self, path: Path) -> None:
+        """Make the folders ``path`` goes in (a store path that does not exist yet is made); a folder given as
+        the path, or a file where a folder should be, is named with what to pass instead (SQLite said only
+        "unable to open database file", and ``mkdir`` raised a bare ``FileExistsError``)."""
+        if path.is_dir():
+            raise StorageError(
+                f"{self.describe()}: {path} is a folder; give the database file's path, e.g. {path / 'agent.db'}"
+            )
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            blocker = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
+            if blocker is not None and not blocker.is_dir():
+                raise StorageError(
+                    f"{self.describe()}: {blocker} is a file, not a folder, so {path} cannot be made under it; "
+                    "choose another path"
+                ) from exc
+            raise StorageError(f"{self.describe()}: cannot make the folder {path.parent}: {exc}") from exc
 
     def _enable_wal(self, conn: sqlite3.Connection) -> str:
         """Switch the file to WAL once; WAL persists in the file, so later connections only read the mode.
