@@ -205,19 +205,21 @@ def read_message(
     tools_calls: list[dict[str, Any]] | None = None,
     calls_given: bool = False,
     metadata_given: bool = True,
+    calls_clean: bool = False,
 ) -> Message:
     """``Message(role=role, content=content, metadata=metadata, [tools_calls=tools_calls,] message_id=PENDING_ID)``
     for a reader, built without pydantic's validation pass, which costs as much as everything else of reading a
     message: the reader made every value of the right type (a known role, blocks it constructed and validated,
     fresh dicts), so only the boundary rule is applied to the fields it covers, as the constructor's
     ``model_post_init`` does. The same message, field for field (``calls_given``: ``tools_calls`` was passed;
-    ``metadata_given``: ``metadata`` was, which the LangChain reader passes only for a named message)."""
+    ``metadata_given``: ``metadata`` was, which the LangChain reader passes only for a named message;
+    ``calls_clean``: ``tools_calls`` holds ASCII strings only, which `clean_json` would return unchanged)."""
     fields: dict[str, Any] = {
         "message_id": PENDING_ID,
         "role": role,
         "content": BlockList(content),
         "delta": False,
-        "tools_calls": clean_json(tools_calls) if tools_calls else tools_calls,
+        "tools_calls": clean_json(tools_calls) if tools_calls and not calls_clean else tools_calls,
         "reasoning": None,
         "timestamp": time.time(),
         "metadata": clean_json(metadata) if metadata else metadata,
@@ -295,6 +297,12 @@ def canonical_json(obj: Any) -> str:
             return to_json(_key_sorted(obj)).decode()
         except (_NotSortable, ValueError):  # PydanticSerializationError (a lone surrogate) is a ValueError
             pass
+    return _canonical_text(obj)
+
+
+def _canonical_text(obj: Any) -> str:
+    """`canonical_json` past its fast path: the standard encoder, or the walk into plain values first."""
+    if type(obj) is dict:
         try:
             return _CANONICAL.encode(obj)
         except (_NotPlain, TypeError, ValueError):
@@ -324,9 +332,40 @@ def derived_id(payload: str, index: int, part: int, previous: str | None) -> str
     return STABLE_ID_PREFIX + hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
+def _derived_id_bytes(payload: bytes, index: int, part: int, previous: str | None) -> str:
+    """`derived_id` of the payload whose text encodes to ``payload`` (UTF-8, surrogates passed): the same id, the
+    head hashed before the payload rather than joined to its text and the whole encoded again."""
+    head = f"{index}\x1f{part}\x1f{previous or ''}\x1f".encode("utf-8", "surrogatepass")
+    digest = hashlib.blake2b(head, digest_size=12)
+    digest.update(payload)
+    return STABLE_ID_PREFIX + digest.hexdigest()
+
+
+def _canonical_bytes(obj: Any) -> tuple[bytes, bool]:
+    """``canonical_json(obj)`` as the bytes `derived_id` hashes, and whether ``obj`` is a dict that holds plain
+    JSON only (str keys; str, bool, None, 64-bit int, list and dict values) every string of which is ASCII: then
+    `clean_json` returns it unchanged, which its source record need not walk again to learn. The fast path's
+    bytes are pydantic's UTF-8, which is what the text's ``encode`` gives (it holds no lone surrogate)."""
+    if type(obj) is dict:
+        try:
+            payload = to_json(_key_sorted(obj))
+        except (_NotSortable, ValueError):
+            pass
+        else:
+            return payload, payload.isascii()
+    return _canonical_text(obj).encode("utf-8", "surrogatepass"), False
+
+
 Source = tuple[Any, list[Message]]
 """What a reader read one group from (a provider item, or the list of items of one Responses turn) and the
 messages it gave, in order: collected when a caller wants sources kept (see `_source`)."""
+
+
+class CleanSource(tuple):  # type: ignore[type-arg]
+    """A `Source` whose item `IdChain` found to be a dict of plain ASCII JSON while writing its canonical JSON:
+    `clean_json` of it is the item itself, so its source record keeps it without a second walk."""
+
+    __slots__ = ()
 
 
 class IdChain:
@@ -343,22 +382,23 @@ class IdChain:
         self.sources = sources
 
     def assign(self, messages: Sequence[Message], source: Any, index: int, *, provided: str | None = None) -> None:
-        if self.sources is not None:
-            self.sources.append((source, list(messages)))
-        payload: str | None = None
+        payload: bytes | None = None
+        clean = False
         for part, message in enumerate(messages):
             if provided:
                 mid = provided if part == 0 else f"{provided}#{part}"
                 message.message_id = mid
             else:
                 if payload is None:
-                    payload = canonical_json(source)
-                mid = derived_id(payload, index, part, self.previous)
+                    payload, clean = _canonical_bytes(source)
+                mid = _derived_id_bytes(payload, index, part, self.previous)
                 # a derived id is ASCII hex (nothing for the field's validation or cleaning to do), and ids are not
                 # fingerprinted: set as pydantic's assignment would, without its ~4 us per message
                 message.__dict__["message_id"] = mid
                 message.__pydantic_fields_set__.add("message_id")
             self.previous = mid
+        if self.sources is not None:
+            self.sources.append(CleanSource((source, list(messages))) if clean else (source, list(messages)))
 
 
 def provided_id(obj: Mapping[str, Any]) -> str | None:

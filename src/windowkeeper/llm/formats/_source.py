@@ -67,16 +67,19 @@ def keep_source(
     messages: Sequence[Message],
     items: Sequence[Any],
     blocks: Sequence[Sequence[Any] | None] | None = None,
+    *,
+    clean: bool = False,
 ) -> None:
     """Record on each of ``messages`` (all read from ``items``, in order) where it came from.
 
     ``blocks[k]``, for a group split over several messages, are the original content blocks (or parts) message
-    ``k`` holds, so a writer can pass them through even when a sibling was changed.
+    ``k`` holds, so a writer can pass them through even when a sibling was changed. ``clean``: every item is
+    known to be a dict of plain ASCII JSON (`CleanSource`), which `clean_json` returns unchanged.
     """
     n = len(messages)
     if not n:
         return
-    kept = [clean_json(plain(item)) for item in items]
+    kept = list(items) if clean else [clean_json(plain(item)) for item in items]
     group = str(messages[0].message_id)
     for k, message in enumerate(messages):
         record: dict[str, Any] = {

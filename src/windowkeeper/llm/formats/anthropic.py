@@ -44,6 +44,7 @@ from ._common import (
     messages_input,
     openai_tools_calls,
     plain,
+    read_message,
     reader,
     reasoning_blocks,
     require_str,
@@ -817,7 +818,16 @@ def _blocks_to_message(blocks: Any, role: str, *, index: int) -> Message:
     if role == "assistant" and any(isinstance(b, ToolResultBlock) for b in content):
         raise FormatError("tool_result blocks belong in user messages", index=index, key="content")
     calls = [b for b in content if isinstance(b, ToolCallBlock)]
-    return Message(role=role, content=content, tools_calls=openai_tools_calls(calls) if calls else None)
+    # ``Message(role=role, content=content, tools_calls=...)`` without the validation pass (`read_message`: the
+    # same fields, fields set and boundary rule; the blocks were built and validated here)
+    return read_message(
+        role,
+        content,
+        {},
+        tools_calls=openai_tools_calls(calls) if calls else None,
+        calls_given=True,
+        metadata_given=False,
+    )
 
 
 @reader("Anthropic messages")
@@ -847,10 +857,11 @@ def _to_messages(d: Any, index: int) -> list[Message]:
     out = []
     for j, (result, source) in enumerate(zip(results, raw, strict=True)):
         media = _result_media(source, index=index, key=f"content[{j}]")
-        out.append(Message(role="tool", content=[result, *media]) if media else Message.tool_message([result]))
-    rest = [b for b in message.content if not isinstance(b, ToolResultBlock)]
+        # ``Message(role="tool", content=[result, *media])`` (as `Message.tool_message` builds it), unvalidated
+        out.append(read_message("tool", [result, *media], {}, metadata_given=False))
+    rest: list[ContentBlock] = [b for b in message.content if not isinstance(b, ToolResultBlock)]
     if rest:
-        out.append(Message(role="user", content=rest))
+        out.append(read_message("user", rest, {}, metadata_given=False))
     return out
 
 

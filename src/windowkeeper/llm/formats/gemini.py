@@ -58,6 +58,7 @@ from ._common import (
     messages_input,
     openai_tools_calls,
     plain,
+    read_message,
     reader,
     resolve_data_block,
     system_text,
@@ -854,10 +855,13 @@ def _parse_contents_entry(d: Any, index: int, pairing: _Pairing, id_prefix: str)
     if role == "model":
         calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
         pairing.start_turn(calls)
-        return [Message(role="assistant", content=blocks, tools_calls=openai_tools_calls(calls) if calls else None)]
-    out = [Message(role="tool", content=[r, *media]) if media else Message.tool_message([r]) for r, media in results]
+        # ``Message(role=..., content=..., tools_calls=...)`` without the validation pass (`read_message`: the same
+        # fields, fields set and boundary rule; every block was built and validated above)
+        tools_calls = openai_tools_calls(calls) if calls else None
+        return [read_message("assistant", blocks, {}, tools_calls=tools_calls, calls_given=True, metadata_given=False)]
+    out = [read_message("tool", [r, *media], {}, metadata_given=False) for r, media in results]
     if blocks or not results:
-        out.append(Message(role="user", content=blocks))
+        out.append(read_message("user", blocks, {}, metadata_given=False))
     return out
 
 

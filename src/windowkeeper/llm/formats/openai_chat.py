@@ -340,10 +340,18 @@ def _parse_content(d: Mapping[str, Any], role: str, *, index: int) -> list[Conte
     return [_parse_part(p, index=index, key=f"content[{j}]", role=role) for j, p in enumerate(parts)]
 
 
-def _parse_tool_calls(raw: Any, *, index: int) -> tuple[list[ToolCallBlock], list[dict[str, Any]]]:
+def _ascii(*values: Any) -> bool:
+    """Whether every value is a str (not a subclass) of ASCII only: what `clean_json` returns unchanged."""
+    return all(type(v) is str and v.isascii() for v in values)
+
+
+def _parse_tool_calls(raw: Any, *, index: int) -> tuple[list[ToolCallBlock], list[dict[str, Any]], bool]:
+    """The call blocks, the calls as `Message.tools_calls` keeps them, and whether those hold ASCII strings only
+    (so `read_message` need not walk them again with `clean_json`, which would return them unchanged)."""
     calls = as_list(raw, index=index, key="tool_calls", what="'tool_calls'")
     blocks: list[ToolCallBlock] = []
     native: list[dict[str, Any]] = []
+    clean = True
     for j, entry in enumerate(calls):
         key = f"tool_calls[{j}]"
         tc = as_mapping(entry, index=index, key=key, what="tool call")
@@ -355,15 +363,17 @@ def _parse_tool_calls(raw: Any, *, index: int) -> tuple[list[ToolCallBlock], lis
             text = require_str(custom, "input", index=index, key=f"{key}.custom.input", empty_ok=True)
             blocks.append(ToolCallBlock(id=call_id, name=name, args={CUSTOM_INPUT: text}, tool_type="custom"))
             native.append({"id": call_id, "type": "custom", "custom": {"name": name, "input": text}})
+            clean = clean and _ascii(call_id, name, text)
             continue
         fn = as_mapping(tc.get("function"), index=index, key=f"{key}.function", what="'function'")
         name = require_str(fn, "name", index=index, key=f"{key}.function.name")
-        args = parse_args(fn.get("arguments"), index=index, key=f"{key}.function.arguments")
+        arguments = fn.get("arguments")
+        args = parse_args(arguments, index=index, key=f"{key}.function.arguments")
         blocks.append(call_block(call_id, name, args, ttype if ttype not in (None, "function") else None))
-        native.append(
-            {"id": call_id, "type": ttype or "function", "function": {"name": name, "arguments": fn.get("arguments")}}
-        )
-    return blocks, native
+        kind = ttype or "function"
+        native.append({"id": call_id, "type": kind, "function": {"name": name, "arguments": arguments}})
+        clean = clean and _ascii(call_id, kind, name, arguments)
+    return blocks, native, clean
 
 
 def _tool_output(d: Mapping[str, Any], *, index: int) -> str:
@@ -450,6 +460,7 @@ def _to_message(d: Any, index: int) -> Message:
         metadata["name"] = name
     content = _parse_content(msg, role, index=index)
     tools_calls: list[dict[str, Any]] | None = None
+    calls_clean = False
     if role == "assistant":
         refusal = msg.get("refusal")
         if isinstance(refusal, str) and refusal and not content:
@@ -460,7 +471,7 @@ def _to_message(d: Any, index: int) -> Message:
         if reasoning is not None and not isinstance(reasoning, str):
             raise FormatError("'reasoning_content' must be a string", index=index, key="reasoning_content")
         if msg.get("tool_calls"):
-            calls, tools_calls = _parse_tool_calls(msg["tool_calls"], index=index)
+            calls, tools_calls, calls_clean = _parse_tool_calls(msg["tool_calls"], index=index)
             content.extend(calls)
         elif legacy:
             fn = as_mapping(legacy, index=index, key=_LEGACY_CALL, what="'function_call'")
@@ -473,7 +484,7 @@ def _to_message(d: Any, index: int) -> Message:
             content.insert(0, ReasoningBlock(text=reasoning))
     elif msg.get("tool_calls"):
         raise FormatError(f"only assistant messages may carry tool_calls, not {role!r}", index=index, key="tool_calls")
-    return read_message(role, content, metadata, tools_calls=tools_calls, calls_given=True)
+    return read_message(role, content, metadata, tools_calls=tools_calls, calls_given=True, calls_clean=calls_clean)
 
 
 @reader("OpenAI chat messages")

@@ -57,6 +57,7 @@ from ._common import (
     parse_args,
     plain,
     provided_id,
+    read_message,
     reader,
     require_str,
     resolve_data_block,
@@ -699,7 +700,9 @@ def _read(
             hosted = {str(it.get("call_id")): dict(it) for it in turn_items if it.get("type") in HOSTED_CALLS}
             native = [_native_call(c, arguments, hosted) for c in calls] if calls else None
             provided = next((pid for pid in map(provided_id, turn_items) if pid), None)
-            message = Message(role="assistant", content=turn, tools_calls=native, message_id=PENDING_ID)
+            # ``Message(role="assistant", content=turn, tools_calls=native, message_id=PENDING_ID)`` without the
+            # validation pass (`read_message`: the same fields, fields set and boundary rule)
+            message = read_message("assistant", turn, {}, tools_calls=native, calls_given=True, metadata_given=False)
             add(message, list(turn_items), turn_index, provided)
             turn = None
             turn_items.clear()
@@ -793,7 +796,7 @@ def _read(
             if not isinstance(output, str):
                 raise FormatError(f"{kind} 'output' must be a string", index=i, key="output")
             result = ToolResultBlock(call_id=require_str(item, "call_id", index=i), output=output)
-            answer = Message(role="tool", content=[result, *media]) if media else Message.tool_message([result])
+            answer = read_message("tool", [result, *media], {}, metadata_given=False)  # as `Message.tool_message`
             if kind != "function_call_output":
                 answer.metadata[ITEM_KEY] = kind
             details = _image_details(item.get("output") or (), media) if media else None

@@ -22,7 +22,7 @@ from ..._cache import LRUCache
 from ...blocks import tool_output_text
 from ...errors import ConfigurationError, FormatError
 from ...messages import Message
-from ._common import Source, plain, unknown_block
+from ._common import CleanSource, Source, plain, unknown_block
 from ._source import (
     cut_from,
     keep_source,
@@ -132,8 +132,14 @@ class ProviderFormat(ABC):
     def keep_all(self, sources: Sequence[Source]) -> None:
         """`keep` each ``(item, messages)`` group a reader collected: the one way a source is recorded, for `read`
         and for the public ``from_X`` converters alike, so both pass the same items through."""
-        for source, group in sources:
-            self.keep(source, group)
+        plain_keep = type(self).keep is ProviderFormat.keep
+        for entry in sources:
+            source, group = entry
+            if plain_keep and type(entry) is CleanSource:
+                # an item the id chain found to be plain ASCII JSON: kept as it is, without a cleaning walk
+                keep_source(self.name, group, [source], clean=True)
+            else:
+                self.keep(source, group)
 
     def keep(self, source: Any, messages: Sequence[Message]) -> None:
         """Record ``source`` on the ``messages`` read from it (override to record which blocks each part holds)."""
