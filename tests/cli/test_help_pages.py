@@ -3,6 +3,7 @@ and the exit codes, so an installed copy needs no other page". Every leaf comman
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,3 +43,17 @@ def test_help_shows_an_example_the_exit_codes_and_the_json_fields(path: list[str
     assert "Exit" in text and " 2" in text.split("Exit")[-1]
     if "--json" in text:
         assert f'"schema": "windowkeeper.{".".join(path)}"' in text
+
+
+@pytest.mark.timeout(60)
+def test_serve_refuses_a_store_path_it_cannot_open_before_it_listens(tmp_path: Path) -> None:
+    """``serve --store FOLDER`` printed "Uvicorn running", failed every request on the store and left a traceback
+    at shutdown; it now says what is wrong and exits 2 before listening."""
+    pytest.importorskip("uvicorn")
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("x")
+    for store in (str(tmp_path), f"sqlite:///{blocker}/gw.db"):
+        result = runner.invoke(app, ["serve", "--port", "0", "--store", store])
+        assert result.exit_code == 2, result.output
+        assert "is a folder" in result.stderr or "is a file, not a folder" in result.stderr
+        assert "Traceback" not in result.output

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import ConfigurationError, MissingDependencyError
+from ..errors import ConfigurationError, MissingDependencyError, StorageError
 
 SERVE_HINT = 'windowkeeper serve needs its extra; install it with: pip install "windowkeeper[serve]"'
 
@@ -71,6 +71,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(SERVE_HINT, err=True)
             raise typer.Exit(2) from None
         from ..serve import load_config, run
+        from ..storage.sqlite import check_sqlite_location
         from ..storage.url import mask_url
 
         try:
@@ -85,7 +86,8 @@ def register(app: typer.Typer) -> None:
                 gemini_base_url=gemini_base_url,
                 summarizer=summarizer,
             )
-        except (ConfigurationError, MissingDependencyError) as exc:
+            check_sqlite_location(settings.store_url)  # a folder or a path under a file: said now, not per request
+        except (ConfigurationError, MissingDependencyError, StorageError) as exc:
             typer.echo(f"windowkeeper serve: {exc}", err=True)
             raise typer.Exit(2) from None
         typer.echo(

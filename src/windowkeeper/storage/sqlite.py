@@ -93,6 +93,37 @@ _BODY_BYTES = "CASE WHEN typeof(body) = 'text' THEN CAST(body AS BLOB) ELSE body
 parsing it from bytes); a value of another type, edited in, is handed over as it is, to be named as such."""
 
 
+def prepare_sqlite_path(path: Path, described: str) -> None:
+    """Make the folders a SQLite database file ``path`` goes in (a store path that does not exist yet is made); a
+    folder given as the path, or a file where a folder should be, is a `StorageError` naming it and what to pass
+    instead (SQLite said only "unable to open database file", and ``mkdir`` raised a bare ``FileExistsError``).
+    ``described`` names the store in the message."""
+    if path.is_dir():
+        raise StorageError(f"{described}: {path} is a folder; give the database file's path, e.g. {path / 'agent.db'}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
+        if blocker is not None and not blocker.is_dir():
+            raise StorageError(
+                f"{described}: {blocker} is a file, not a folder, so {path} cannot be made under it; "
+                "choose another path"
+            ) from exc
+        raise StorageError(f"{described}: cannot make the folder {path.parent}: {exc}") from exc
+
+
+def check_sqlite_location(url: str) -> None:
+    """For ``windowkeeper serve`` before it listens: the folders of a SQLite store's file are made, and a path
+    that cannot hold one is a `StorageError` now rather than on every request. Other backends are not touched."""
+    from .url import store_kind
+
+    if store_kind(url) != "sqlite":
+        return
+    database, _prefix, is_uri = sqlite_target(url)
+    if database != ":memory:" and not is_uri:
+        prepare_sqlite_path(Path(database), f"SQLite {mask_url(repr(database))}")
+
+
 class SQLiteStore(SessionStore):
     """A `SessionStore` in one SQLite file (or ``":memory:"``).
 
@@ -157,23 +188,7 @@ class SQLiteStore(SessionStore):
         return conn
 
     def _make_parent(self, path: Path) -> None:
-        """Make the folders ``path`` goes in (a store path that does not exist yet is made); a folder given as
-        the path, or a file where a folder should be, is named with what to pass instead (SQLite said only
-        "unable to open database file", and ``mkdir`` raised a bare ``FileExistsError``)."""
-        if path.is_dir():
-            raise StorageError(
-                f"{self.describe()}: {path} is a folder; give the database file's path, e.g. {path / 'agent.db'}"
-            )
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            blocker = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
-            if blocker is not None and not blocker.is_dir():
-                raise StorageError(
-                    f"{self.describe()}: {blocker} is a file, not a folder, so {path} cannot be made under it; "
-                    "choose another path"
-                ) from exc
-            raise StorageError(f"{self.describe()}: cannot make the folder {path.parent}: {exc}") from exc
+        prepare_sqlite_path(path, self.describe())
 
     def _enable_wal(self, conn: sqlite3.Connection) -> str:
         """Switch the file to WAL once; WAL persists in the file, so later connections only read the mode.
