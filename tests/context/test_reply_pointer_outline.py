@@ -50,3 +50,12 @@ def test_a_reply_without_a_list_keeps_its_first_sentence_only() -> None:
     assert "it listed" not in reply_pointer_text(text, "a2")
     # one numbered line is not a list
     assert "it listed" not in reply_pointer_text("Steps:\n1. **Restart** the router, then wait.\nDone.", "a3")
+
+
+def test_lines_of_a_code_block_are_not_items() -> None:
+    text = (
+        "Here is the change I would make to the configuration file:\n\n```diff\n- retries: 3\n+ retries: 5\n"
+        "- timeout: 10\n```\n\nAnd the steps:\n1. **Deploy** it to staging first.\n2. **Watch** the error rate."
+    )
+    pointer = reply_pointer_text(text, "a4")
+    assert 'it listed "Deploy"; "Watch"' in pointer and "retries" not in pointer

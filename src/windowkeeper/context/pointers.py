@@ -300,11 +300,16 @@ def _outline(text: str) -> list[str]:
     at least two items.
 
     A reply that lists options ("1. **Lavender Gin Fizz**: gin, lemon, ...") names in its heads what a later turn
-    refers to; its first sentence ("Here are a few ideas!") names none of them.
+    refers to; its first sentence ("Here are a few ideas!") names none of them. Lines inside a fenced code block
+    are not items.
     """
     heads: list[str] = []
+    fenced = False
     for line in text.splitlines():
-        item = _LIST_ITEM.match(line)
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced  # a code block's "- " lines (a diff, YAML) are no items of the reply
+            continue
+        item = None if fenced else _LIST_ITEM.match(line)
         if item is None:
             continue
         body = item.group(1).strip()
