@@ -9,12 +9,12 @@ prefix alone again. Most calls therefore reuse the whole previous prompt from th
 A user message that refers back to what left the view (recall finds it a passage) while the room left cannot
 hold its recall message makes the manager free the chunk at once, before the recall message is placed.
 
-Freeing goes from the least to the most destructive step: old tool results become restorable pointers, then old
-long assistant replies do (their first sentence and size stay in view), then the oldest units are summarized (when
-a summarizer is given, from their original text) and dropped. Cuts fall only between units, a pending
-tool call is never touched, and when the oldest kept unit is not a user message the user message that started it
-stays pinned, so the view remains valid for OpenAI and Anthropic without inventing a message. A unit that alone
-exceeds the budget is cut in the middle with a visible marker instead of vanishing.
+Freeing goes from the least to the most destructive step: old tool results become restorable pointers, then old long
+assistant replies do (their first sentence, the heads of the items they listed and their size stay in view), then the
+oldest units are summarized (when a summarizer is given, from their original text) and dropped. Cuts fall only between
+units, a pending tool call is never touched, and when the oldest kept unit is not a user message the user message that
+started it stays pinned, so the view remains valid for OpenAI and Anthropic without inventing a message. A unit that
+alone exceeds the budget is cut in the middle with a visible marker instead of vanishing.
 
 Work per call is proportional to what is new: each thread's previous view and its running token total are kept,
 so a call that appends a few messages counts only those (the counter memoizes per message anyway).
@@ -355,15 +355,14 @@ def _check_fraction(name: str, value: object) -> float:
 class TokenBudgetContextManager(BaseContextManager[S]):
     """Keep the view under ``max_tokens - reserve_tokens`` with watermark hysteresis (see the module docstring).
 
-    ``max_tokens`` is the model's context window and ``reserve_tokens`` the room left for the reply. The view
-    counted against the budget is everything sent: ``system_prompt`` and ``tools`` schemas (when the agent adds
-    them at call time), system messages, the summary, the scratchpad and the messages. ``keep_tool_results``
-    newest tool turns keep their outputs; older outputs of at least ``clear_min_tokens`` tokens are cleared to
-    pointers first. Next, assistant replies without a tool call of at least ``clear_reply_min_tokens`` tokens,
-    except the newest ``keep_replies``, become pointers holding their first sentence (None turns this off): in a
-    chat the long replies would otherwise push the user's own statements out of view. Both kinds of pointer are
-    restorable byte for byte (`restore`, `restore_context`). Each summarizer call is asked for at most
-    ``max_summary_tokens``.
+    ``max_tokens`` is the model's context window and ``reserve_tokens`` the room left for the reply. The view counted
+    against the budget is everything sent: ``system_prompt`` and ``tools`` schemas (when the agent adds them at call
+    time), system messages, the summary, the scratchpad and the messages. ``keep_tool_results`` newest tool turns keep
+    their outputs; older outputs of at least ``clear_min_tokens`` tokens are cleared to pointers first. Next, assistant
+    replies without a tool call of at least ``clear_reply_min_tokens`` tokens, except the newest ``keep_replies``,
+    become pointers holding their first sentence and the heads of the items they listed (None turns this off): in a chat
+    the long replies would otherwise push the user's own statements out of view. Both kinds of pointer are restorable
+    byte for byte (`restore`, `restore_context`). Each summarizer call is asked for at most ``max_summary_tokens``.
 
     ``summary_mode="append"`` (default) summarizes only the units leaving the view and appends the result to
     ``state.context_summary`` after a blank line, so earlier summaries are never rewritten; once the running summary

@@ -2,9 +2,9 @@
 
 A budget manager shrinks a message without removing it: an old tool result becomes a one-line pointer that
 says which call produced it and how big it was, an old long assistant reply becomes a pointer holding its first
-sentence and size, and a message too large for the whole budget is cut in the middle with a visible marker.
-Either way the replacement keeps the message id, the role and every tool call id, so the view stays
-structurally valid, and the original is kept in an `OffloadStore` so it can be put back
+sentence, the heads of the items it listed and its size, and a message too large for the whole budget is cut in
+the middle with a visible marker. Either way the replacement keeps the message id, the role and every tool call
+id, so the view stays structurally valid, and the original is kept in an `OffloadStore` so it can be put back
 byte-identical (for a restore tool, an audit, or a bigger model).
 
 The store is a cache bounded by size, not an archive: the archive is the message log a checkpointer keeps (every
@@ -54,6 +54,12 @@ _FIRST_LINE_SCAN = 4096
 _SENTENCE_END = re.compile(r"(?<=[.!?:])\s")
 _MIN_SENTENCE_CHARS = 24
 _REPLY_HEAD_CHARS = 100
+_OUTLINE_SHARE = 8
+"""A reply pointer's outline holds at most this fraction (1/8) of the reply's characters."""
+_ITEM_HEAD_CHARS = 48
+_LIST_ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+(.+)$")
+_BOLD_LEAD = re.compile(r"^\*\*(.+?)\*\*|^__(.+?)__")
+_ITEM_HEAD_END = re.compile(r":\s|\s[-\u2013\u2014]\s|(?<=[.!?])\s")
 TRUNCATE_CUT = Cut(marker="\n… [truncated {omitted} tokens] …\n", fallback="… [truncated {omitted} tokens] …")
 """How a body too large for the whole budget is cut: the marker says how many tokens were left out."""
 RESTORE_TOOL = "recall"
@@ -294,10 +300,53 @@ def _first_sentence(text: str) -> str:
     return line[: match.start()] if match else line
 
 
+def _outline(text: str) -> list[str]:
+    """The heads of the list items in ``text`` (a bold lead, else the item up to its first colon, dash or sentence
+    end, clipped), in order, while they fit in `_OUTLINE_SHARE` of its characters; none when it holds no list of
+    at least two items.
+
+    A reply that lists options ("1. **Lavender Gin Fizz**: gin, lemon, ...") names in its heads what a later turn
+    refers to; its first sentence ("Here are a few ideas!") names none of them. Lines inside a fenced code block
+    are not items.
+    """
+    heads: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced  # a code block's "- " lines (a diff, YAML) are no items of the reply
+            continue
+        item = None if fenced else _LIST_ITEM.match(line)
+        if item is None:
+            continue
+        body = item.group(1).strip()
+        bold = _BOLD_LEAD.match(body)
+        if bold is not None:
+            head = (bold.group(1) or bold.group(2) or "").strip()
+        else:
+            end = _ITEM_HEAD_END.search(body)
+            head = body[: end.start()] if end else body
+        head = head.strip(" *_:.").strip()
+        if len(head) > _ITEM_HEAD_CHARS:
+            head = head[: _ITEM_HEAD_CHARS - 1] + "…"
+        if head:
+            heads.append(head)
+    if len(heads) < 2:
+        return []
+    room = len(text) // _OUTLINE_SHARE
+    kept: list[str] = []
+    for head in heads:
+        room -= len(head) + 4
+        if room < 0:
+            break
+        kept.append(head)
+    return kept if len(kept) >= 2 else []
+
+
 def reply_pointer_text(text: str, ref: str | int | None = None, held: Sequence[str] = ()) -> str:
-    """The stand-in a model reads instead of a cleared assistant reply: how it began, how long it was, the kinds of
-    the parts no format models it also held (``held``: a server-side web search and its results), and (given the
-    message id ``ref``) the recall tool call that restores it."""
+    """The stand-in a model reads instead of a cleared assistant reply: how it began, the heads of the items it
+    listed (`_outline`: at most an eighth of its characters), how long it was, the kinds of the parts no format
+    models it also held (``held``: a server-side web search and its results), and (given the message id ``ref``)
+    the recall tool call that restores it."""
     how = f" with {RESTORE_TOOL}(pointer_id={json.dumps(str(ref))})" if ref is not None else ""
     kinds = ", ".join(dict.fromkeys(held))
     if not text:  # a turn of such parts alone (a computer-use step): nothing was said to quote
@@ -306,9 +355,11 @@ def reply_pointer_text(text: str, ref: str | int | None = None, held: Sequence[s
     if len(first) > _REPLY_HEAD_CHARS:
         first = first[: _REPLY_HEAD_CHARS - 1] + "…"
     also = f"; it also held {kinds}" if kinds else ""
+    heads = _outline(text)
+    listed = f"; it listed {'; '.join(map(_JSON.encode, heads))}" if heads else ""
     return (
         f"[earlier assistant reply of {len(text)} chars cleared from context, kept and restorable{how}; "
-        f"it began {_JSON.encode(first)}{also}]"
+        f"it began {_JSON.encode(first)}{listed}{also}]"
     )
 
 

@@ -13,6 +13,8 @@ Who said a sentence does not change its worth: a port, a path, a date or a decis
 the assistant stated it. Weighting speakers was tried (user statements above assistant prose in chats); it fitted
 one data set (LongMemEval) and lost the assistant's facts in agent sessions and two-person chats, so the score
 is the sentence's own salience only. Summaries are the fallback anyway: what they drop stays searchable by recall.
+One exception reads the order of speakers, not who they are: a short reply right after the other speaker's question
+is that question's answer, and is worth what asking was (`ANSWER_BONUS`).
 
 Output format (bullets, turn facts indented under the request that started the turn)::
 
@@ -59,6 +61,12 @@ TOPIC_BONUS = 2.0
 """Added to the sentence that states a turn's request, so groups keep their heading."""
 MIN_SCORE = 1.0
 """Sentences scoring below this (small talk, filler) are never kept."""
+ANSWER_BONUS = 2.0
+"""Added to a short reply to the other speaker's question (the ``question`` detector's weight): what was asked
+is worth keeping for its answer, and the answer ("Hollow Parade!") names nothing a detector sees."""
+SHORT_REPLY_CHARS = 120
+"""A reply of at most this many characters (without a question of its own) is all answer to the question before
+it; a longer reply (an assistant's explanation) keeps its sentences' own scores."""
 
 
 _SENTENCE_LIMIT = 280
@@ -138,6 +146,18 @@ def _drop_opener(sentence: str) -> str:
         return sentence
     rest = sentence[match.end() :]
     return rest[0].upper() + rest[1:]
+
+
+def _said(message: Message) -> str:
+    """What a plain user or assistant message says (stripped), or "" for any other message (a tool call or result,
+    a system message), which neither asks nor answers in the sense of `ANSWER_BONUS`."""
+    if message.role not in ("user", "assistant") or any(not isinstance(b, TextBlock) for b in message.content):
+        return ""
+    return "".join(b.text for b in message.content if isinstance(b, TextBlock)).strip()
+
+
+def _short_answer(said: str) -> bool:
+    return len(said) <= SHORT_REPLY_CHARS and "?" not in said
 
 
 def _unlabelled(body: str) -> str:
@@ -312,15 +332,23 @@ class ExtractiveSummarizer:
                 add(sentence, found.score + PREVIOUS_BONUS + 1.0, not indented, found.anchors)
 
         total = max(1, len(messages))
+        asked_by: str | None = None  # the role of the message before, when it ended with a question
         for position, message in enumerate(messages):
             if message.role == "user" or group < 0:
                 group += 1
             recency = 0.5 * position / total
+            said = _said(message)
+            answer = (
+                ANSWER_BONUS
+                if asked_by is not None and asked_by != message.role and said and _short_answer(said)
+                else 0.0
+            )
+            asked_by = message.role if said.endswith("?") else None
             for piece in self._message_pieces(message):
                 value = piece.score
                 if value < MIN_SCORE and not piece.topic:
                     continue
-                bonus = recency + (TOPIC_BONUS if piece.topic else 0.0)
+                bonus = recency + (TOPIC_BONUS if piece.topic else answer)
                 add(piece.text, value + bonus, piece.topic, piece.anchors)
 
         topics: dict[int, int] = {}
