@@ -267,7 +267,9 @@ class CompiledGraph:
             try:
                 messages.append(Message.model_validate(item))
             except ValidationError as exc:
-                raise ConfigurationError(f"input['messages'][{index}] is not a valid Message: {exc}") from exc
+                raise ConfigurationError(
+                    f"input['messages'][{index}] is not a valid Message{_message_hint(item)}: {exc}"
+                ) from exc
         before = {m.message_id for m in state.context}
         fields = {k: v for k, v in input.items() if k != "messages"}
         if fields:
@@ -494,3 +496,15 @@ class CompiledGraph:
                 raise
             finally:
                 self._active.pop(thread_id, None)
+
+
+def _message_hint(item: Any) -> str:
+    """What to pass instead of ``item`` when it is a string or a provider's message dict (the usual first try)."""
+    if isinstance(item, str):
+        return f" (a string; pass Message.text_message({item[:40]!r}), role 'user' by default)"
+    if isinstance(item, Mapping) and isinstance(item.get("content"), str) and "role" in item:
+        return (
+            f" (a provider's message dict; pass Message.text_message(text, role={item.get('role')!r}), or convert "
+            "a provider's list with windowkeeper.from_openai_chat(...) (from_anthropic, from_gemini, ...))"
+        )
+    return ""
