@@ -472,7 +472,7 @@ class Recall:
             limit=limit,
             min_coverage=RELATED_COVERAGE,
             gate=self.min_coverage,
-            said_gate=QUESTION_COVERAGE if _asks(text) else 0.0,
+            said_gate=QUESTION_COVERAGE if asks_question(text) else 0.0,
             skip_echoes=True,
         )
         return self._in_episodes(thread, found) if found else found
@@ -496,7 +496,7 @@ class Recall:
                 continue
             out.append(hit)
             keys.add(hit.passage.key)
-            if i < self.max_passages and _asks(hit.passage.text):
+            if i < self.max_passages and asks_question(hit.passage.text):
                 reply = self.index.following(thread, hit.passage)
                 if reply is not None and reply.key not in keys:
                     out.append(Hit(reply, hit.score, 0.0))
@@ -543,7 +543,7 @@ def recalled_passages(messages: Iterable[Message]) -> set[str]:
     return out
 
 
-def _asks(text: str) -> bool:
+def asks_question(text: str) -> bool:
     """Whether ``text`` asks a question: it holds a question mark of any script in `_QUESTION_MARKS`."""
     return any(mark in text for mark in _QUESTION_MARKS)
 

@@ -29,7 +29,7 @@ from typing import Any, ClassVar, NamedTuple
 from .._cache import LRUCache
 from ..context._recall_step import RecallStep, continues, make_recall
 from ..context.base import BaseContextManager, PlanStep, ThreadSeed
-from ..context.recall import Recall, _asks, join_recall, newest_user
+from ..context.recall import Recall, asks_question, join_recall, newest_user
 from ..errors import ConfigurationError
 from ..messages import Message
 from ..prompt import summary_tokens
@@ -218,7 +218,7 @@ class MemoryContextManager(BaseContextManager[AgentState]):
                 and kept
                 and i is not None
                 and room < budget // RECALL_ROOM_DIVISOR
-                and _asks(context[i].text())
+                and asks_question(context[i].text())
             ):
                 # a new question with less than a tenth of the budget left: when its smallest recall message does
                 # not fit there but would without the recall messages of earlier turns, those go (all together, as
