@@ -90,8 +90,9 @@ def process(*args: str) -> Iterator[str]:
 
 
 @contextmanager
-def served(*args: str) -> Iterator[tuple[str, int]]:
-    """Like `process`, yielding ``(url, pid)`` (benchmarks read the process's CPU time and memory)."""
+def served(*args: str, kill: bool = False) -> Iterator[tuple[str, int]]:
+    """Like `process`, yielding ``(url, pid)`` (benchmarks read the process's CPU time and memory). ``kill=True``
+    ends it with SIGKILL, so no shutdown runs (what a crash or an OOM kill leaves)."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     cmd = [sys.executable, "-m", "windowkeeper.cli", "serve", "--port", str(port), *args]
@@ -111,7 +112,10 @@ def served(*args: str) -> Iterator[tuple[str, int]]:
             time.sleep(0.1)
         yield url, proc.pid
     finally:
-        proc.terminate()
+        if kill:
+            proc.kill()
+        else:
+            proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

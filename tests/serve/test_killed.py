@@ -11,17 +11,12 @@ only at shutdown), so three kills left three runs' records and threads.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import openai
 import orjson
 import pytest
@@ -39,7 +34,7 @@ from windowkeeper.serve.threads import THREAD_NAMESPACES
 from windowkeeper.storage import open_store
 from windowkeeper.testing.fake_servers import FakeOpenAIServer
 
-from .harness import SRC, free_port
+from .harness import served
 from .probes import metric
 
 BOUND = 8
@@ -58,48 +53,12 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @contextmanager
-def _killed(store: str, upstream: FakeOpenAIServer, config: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``windowkeeper serve`` on ``store``; yields its URL and process. Killed with SIGKILL at the end, never
+def _killed(store: str, upstream: FakeOpenAIServer, config: Path) -> Iterator[tuple[str, int]]:
+    """``windowkeeper serve`` on ``store``; yields its URL and pid. Killed with SIGKILL at the end, never
     stopped: no shutdown runs."""
-    port = free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "windowkeeper.cli",
-        "serve",
-        "--port",
-        str(port),
-        "--budget",
-        "4000",
-        "--store",
-        store,
-        "--openai-base-url",
-        upstream.base_url,
-        "--config",
-        str(config),
-    ]
-    proc = subprocess.Popen(
-        cmd, env={**os.environ, "PYTHONPATH": str(SRC)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                raise RuntimeError(f"windowkeeper serve did not start: {err[-2000:]}")
-            time.sleep(0.1)
-        yield url, proc
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-        if proc.stderr is not None:
-            proc.stderr.close()
+    args = ("--budget", "4000", "--store", store, "--openai-base-url", upstream.base_url, "--config", str(config))
+    with served(*args, kill=True) as running:
+        yield running
 
 
 def _converse(client: openai.OpenAI, label: str) -> None:

@@ -834,16 +834,7 @@ class TokenBudgetContextManager(BaseContextManager[S]):
         )
         n = len(view)
         cost, scan = track.cost, track.scan
-        # `_zones` and `_record`, inline
-        zones = (
-            cost.system,
-            tools,
-            cost.summary,
-            cost.scratchpad,
-            scan.recall_tokens,
-            message_tokens - scan.system_tokens - scan.recall_tokens + self._priming_tokens,
-            self.reserve_tokens,
-        )
+        zones = self._zones(cost, tools, scan, message_tokens)  # and `_record`, inline
         numbers = (total, total, n, n, 0, 0, True, time.perf_counter() - started, zones)
         self._metrics.publish_measured(key, Measured(numbers))
 
