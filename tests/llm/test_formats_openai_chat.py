@@ -234,7 +234,7 @@ def test_blocks_the_format_cannot_carry_raise_with_position() -> None:
         ([{"content": "hi"}], 0, "role", "missing required 'role'"),
         ([{"role": "user", "content": "a"}, {"role": 7, "content": "b"}], 1, "role", "must be a non-empty string"),
         ([{"role": "user"}], 0, "content", "missing required 'content'"),
-        ([{"role": "user", "content": 42}], 0, "content", "must be a list"),
+        ([{"role": "user", "content": 42}], 0, "content", "must be a string or a list of parts"),
         ([{"role": "user", "content": [{"text": "hologram"}]}], 0, "content[0].type", "has no 'type'"),
         (
             [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}],

@@ -72,10 +72,13 @@ def as_mapping(obj: Any, *, index: int, key: str, what: str) -> Mapping[str, Any
     return value
 
 
-def as_list(obj: Any, *, index: int, key: str, what: str) -> list[Any]:
+def as_list(obj: Any, *, index: int, key: str, what: str, text_too: bool = False) -> list[Any]:
+    """``obj`` as a list of parts; ``text_too`` says the caller also took a plain string, so the error names both
+    forms (a user who sent ``content: 123`` should not be told a string is wrong)."""
     value = plain(obj)
     if isinstance(value, _STRINGS) or not isinstance(value, Sequence):
-        raise FormatError(f"{what} must be a list, got {type(value).__name__}", index=index, key=key)
+        shape = "a string or a list of parts" if text_too else "a list"
+        raise FormatError(f"{what} must be {shape}, got {type(value).__name__}", index=index, key=key)
     return list(value)
 
 

@@ -724,7 +724,7 @@ def _result_output(content: Any, *, index: int, key: str) -> str:
     if isinstance(content, str):
         return content
     texts: list[str] = []
-    for j, part in enumerate(as_list(content, index=index, key=key, what="tool_result content")):
+    for j, part in enumerate(as_list(content, index=index, key=key, what="tool_result content", text_too=True)):
         p = as_mapping(part, index=index, key=f"{key}[{j}]", what="tool_result part")
         if p.get("type") in _RESULT_MEDIA_TYPES:
             continue
@@ -809,7 +809,7 @@ def _blocks_to_message(blocks: Any, role: str, *, index: int) -> Message:
     if isinstance(blocks, str):
         content: list[ContentBlock] = [TextBlock(text=blocks)]
     else:
-        items = as_list(blocks, index=index, key="content", what="'content'")
+        items = as_list(blocks, index=index, key="content", what="'content'", text_too=True)
         content = [_parse_block(b, index=index, key=f"content[{j}]") for j, b in enumerate(items)]
     if role not in ("user", "assistant"):
         raise FormatError(f"unknown role {role!r}; expected user or assistant", index=index, key="role")

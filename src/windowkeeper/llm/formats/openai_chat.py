@@ -336,7 +336,7 @@ def _parse_content(d: Mapping[str, Any], role: str, *, index: int) -> list[Conte
         raise FormatError(f"'content' of a {role!r} message must not be null", index=index, key="content")
     if isinstance(content, str):
         return [TextBlock(text=content)]
-    parts = as_list(content, index=index, key="content", what="'content'")
+    parts = as_list(content, index=index, key="content", what="'content'", text_too=True)
     return [_parse_part(p, index=index, key=f"content[{j}]", role=role) for j, p in enumerate(parts)]
 
 
@@ -382,7 +382,7 @@ def _tool_output(d: Mapping[str, Any], *, index: int) -> str:
         raise FormatError("missing required 'content' in a 'tool' message", index=index, key="content")
     if isinstance(content, str):
         return content
-    parts = as_list(content, index=index, key="content", what="'content'")
+    parts = as_list(content, index=index, key="content", what="'content'", text_too=True)
     texts: list[str] = []
     for j, part in enumerate(parts):
         p = as_mapping(part, index=index, key=f"content[{j}]", what="content part")

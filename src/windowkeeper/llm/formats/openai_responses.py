@@ -484,7 +484,7 @@ def _parse_message_content(item: Mapping[str, Any], role: str, *, index: int) ->
         raise FormatError("missing required 'content'", index=index, key="content")
     if isinstance(content, str):
         return [TextBlock(text=content)]
-    parts = as_list(content, index=index, key="content", what="'content'")
+    parts = as_list(content, index=index, key="content", what="'content'", text_too=True)
     return [_parse_input_part(p, role, index=index, key=f"content[{j}]") for j, p in enumerate(parts)]
 
 
