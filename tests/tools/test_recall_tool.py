@@ -19,6 +19,7 @@ from windowkeeper.memory import InMemoryMemory
 from windowkeeper.messages import Role
 from windowkeeper.testing.fake_servers import FakeOpenAIServer, FakeToolCall
 from windowkeeper.tools import RecallTool, recall_tool
+from windowkeeper.tools.recall import parse_arguments
 
 LOG = "\n".join(f"job {n:03d}: worker-{n % 7} processed {n * 137} rows in {n * 3.5:.1f} s" for n in range(1, 151))
 
@@ -134,8 +135,11 @@ def test_the_tool_has_a_schema_for_plain_function_calling_and_checks_its_source(
     assert "No cleared content with id 'nope'" in tool.invoke({"pointer_id": "nope"})
     with pytest.raises(ConfigurationError, match="recall=False"):
         recall_tool(TokenBudgetContextManager(max_tokens=2500, reserve_tokens=500, recall=False))
+    # a model's malformed call is answered, not raised into the host's run: the model can call again
+    assert "not valid JSON" in tool.invoke("{not json") and '{"query":' in tool.invoke("{not json")
+    assert "must be a JSON object" in tool.invoke("[1, 2]")
     with pytest.raises(ConfigurationError, match="not valid JSON"):
-        tool.invoke("{not json")
+        parse_arguments("{not json")  # the parser itself still raises for code that calls it
 
 
 async def test_memory_history_is_searchable_and_restorable() -> None:
@@ -159,3 +163,16 @@ async def test_memory_history_is_searchable_and_restorable() -> None:
     found = await tool.ainvoke({"query": "where does the nightly backup land"})
     assert fact in found
     assert await tool.ainvoke({"pointer_id": "m0"}) == fact
+
+
+def test_a_window_recall_tool_answers_a_malformed_call_with_text() -> None:
+    """The tool a Window hands to a host (LangChain, the Agents SDK with ``strict_json_schema=False``) is called with
+    whatever the model wrote: truncated JSON must come back as an answer the model can act on, not end the run."""
+    from windowkeeper import Window
+
+    window = Window(budget=4000)
+    window.fit([{"role": "user", "content": "hi"}])
+    tool = window.recall_tool()
+    answer = tool.invoke('{"pointer_id": "abc')
+    assert "could not read its arguments" in answer and "pointer_id" in answer
+    assert "must be a JSON object" in tool.invoke('"abc"')

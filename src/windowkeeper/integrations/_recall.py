@@ -23,7 +23,7 @@ from ..blocks import TextBlock, ToolResultBlock, tool_output_text
 from ..context.pointers import RESTORE_TOOL, is_offloaded
 from ..errors import ConfigurationError
 from ..messages import Message
-from ..tools.recall import DEFAULT_RESULTS, PARAMETERS, TOOL_DESCRIPTION, TOOL_NAME, RecallTool, parse_arguments
+from ..tools.recall import DEFAULT_RESULTS, PARAMETERS, TOOL_DESCRIPTION, TOOL_NAME, RecallTool, model_arguments
 
 logger = logging.getLogger(__name__)
 
@@ -191,8 +191,11 @@ class WindowRecallTool:
         raise ConfigurationError(f"no tool definition for format {fmt!r}")
 
     async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None, *, thread_id: str | None = None) -> str:
-        """Run the tool with the arguments a model sent (a dict or its JSON string)."""
-        args = parse_arguments(arguments)
+        """Run the tool with the arguments a model sent (a dict or its JSON string); arguments it cannot read are
+        answered with text saying so (`model_arguments`)."""
+        args = model_arguments(arguments)
+        if isinstance(args, str):
+            return args
         thread = thread_id or self.thread_of()
         pointer = args.get("pointer_id")
         if pointer not in (None, ""):

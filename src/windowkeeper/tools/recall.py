@@ -132,8 +132,11 @@ class RecallTool:
         return {"type": "function", "function": self.schema}
 
     async def ainvoke(self, arguments: Mapping[str, Any] | str | None = None, *, thread_id: str | None = None) -> str:
-        """Run the tool with the arguments a model sent (a dict or a JSON object string)."""
-        args = parse_arguments(arguments)
+        """Run the tool with the arguments a model sent (a dict or a JSON object string); arguments it cannot read are
+        answered with text saying so (`model_arguments`)."""
+        args = model_arguments(arguments)
+        if isinstance(args, str):
+            return args
         return await self._run(
             args.get("query"), args.get("pointer_id"), args.get("max_results", DEFAULT_RESULTS), thread_id
         )
@@ -230,6 +233,19 @@ def parse_arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]
             raise ConfigurationError(f"recall tool arguments must be a JSON object, got {arguments[:200]!r}")
         return parsed
     return dict(arguments)
+
+
+def model_arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any] | str:
+    """`parse_arguments` for a call a model made: arguments that are not a JSON object come back as the text the
+    tool answers with (what was wrong and the call to make instead), as for any other bad input from the model, so a
+    truncated or malformed call lets the model try again instead of ending the host's run with an exception."""
+    try:
+        return parse_arguments(arguments)
+    except ConfigurationError as exc:
+        return (
+            f"The recall tool could not read its arguments: {exc}. Call it again with a JSON object, "
+            '{"pointer_id": "<the id in a cleared-content note>"} or {"query": "<words to search for>"}.'
+        )
 
 
 def recall_tool(manager_or_memory: Any, *, thread_id: str | None = None) -> RecallTool:
