@@ -16,7 +16,10 @@ history, summarizers never summarize it and the index never indexes it.
 It is computed once per user message (its id is ``recall:<user message id>``) and, once placed, stays byte for
 byte the same: the tool steps of that turn keep their prompt cache, and later turns see it as an ordinary older
 message that ages out with the next cut. Passages already shown by a recall message still in view are not shown
-again. Only passages that cover at least ``min_coverage`` of the query's rare words are added (BM25 ranks, but
+again. When the passages found do not fit whole in the room left, the recall message quotes of each only the
+lines (a one-line passage: the sentences) holding the query's rarest words, "[...]" for the rest, under a shorter
+header (`EXCERPT_HEADER`), if that shows more of them; the index, the recall tool and restored pointers keep the
+whole original. Only passages that cover at least ``min_coverage`` of the query's rare words are added (BM25 ranks, but
 its score grows with the query's length and cannot tell "about the same thing" from "shares a few words"), so a
 turn that does not refer back adds nothing and costs no cache.
 
@@ -30,7 +33,7 @@ import datetime as dt
 import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._cache import SizedCache, shared_prefix
@@ -41,9 +44,9 @@ from ..messages import Message, edit_epoch, participant_name
 from ..prompt.recall import MARK_KEY, RECALL_MARK, is_recall, recall_notes
 from ..tokenizing.media import without_embedded_data
 from ..tokens import TokenCounter, default_counter
-from ._recall_cost import DEFAULT_PRICING_CACHE_BYTES, RecallPricing
+from ._recall_cost import DEFAULT_PRICING_CACHE_BYTES, PIECE_SEPARATOR_TOKENS, RecallPricing
 from .pointers import DEFAULT_OFFLOAD_CACHE_BYTES, approx_bytes
-from .recall_index import Entry, Hit, Passage, RecallIndex
+from .recall_index import Entry, Hit, Passage, RecallIndex, excerpt
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +56,12 @@ RECALL_HEADER = (
     "were said earlier in this conversation and are no longer in view; they were found by searching for the "
     "message that follows and are quoted verbatim, each with where and when it was said.]"
 )
+EXCERPT_HEADER = (
+    "[Recalled context, added by the context manager, not said by the user: lines said earlier and no longer in "
+    "view, matching the message that follows; [...] marks lines left out.]"
+)
+"""The header of a recall message that quotes passages in part (`Recall.build`, when the passages whole do not
+fit): shorter, as the room is short."""
 DEFAULT_MIN_COVERAGE = 0.4
 """Share of the query's rarity (see `Hit.coverage`) the best passage needs for a turn to get a recall message at
 all: most turns of a conversation do not refer back, and a recall message they do not need costs cache."""
@@ -126,9 +135,9 @@ def _in_order(passages: Sequence[Passage]) -> list[Passage]:
     return sorted(passages, key=lambda p: (p.position, p.part))
 
 
-def render_recall(passages: Sequence[Passage]) -> str:
+def render_recall(passages: Sequence[Passage], header: str = RECALL_HEADER) -> str:
     """The text of a recall message: the header, then each passage under its label, in conversation order."""
-    return "\n\n".join([RECALL_HEADER, *map(_piece, _in_order(passages))])
+    return "\n\n".join([header, *map(_piece, _in_order(passages))])
 
 
 @dataclass
@@ -435,12 +444,50 @@ class Recall:
             if spent + cost <= room:
                 chosen.append(hit)
                 spent += cost
+        if len(chosen) < len(hits) and self._episode_cut(hits, chosen):
+            quoted = self._excerpts(thread, user, hits, room, len(chosen))
+            if quoted is not None:
+                return quoted
         while chosen:
             passages = [h.passage for h in chosen]
             message = _recall_message(user, render_recall(passages), [p.key for p in passages])
             tokens = self._message_tokens(thread, message, passages)
             if tokens <= room:
                 self._pricing.keep(message, tokens)
+                return message, tokens
+            chosen.pop()
+        return None
+
+    @staticmethod
+    def _episode_cut(hits: list[Hit], chosen: list[Hit]) -> bool:
+        """Whether a passage of the best hit's turn (where its answer sits, `_in_episodes`) did not fit whole."""
+        turn = hits[0].passage.turn
+        return any(h.passage.turn == turn for h in hits if h not in chosen)
+
+    def _excerpts(
+        self, thread: str, user: Message, hits: list[Hit], room: int, whole: int
+    ) -> tuple[Message, int] | None:
+        """A recall message quoting of each passage only the lines that hold the query's telling words
+        (`excerpt`), under the shorter `EXCERPT_HEADER`, when it shows more passages than the ``whole`` ones that
+        fit in ``room``; None otherwise. Only this message quotes in part: the index, the recall tool and restored
+        pointers keep the whole original."""
+        words = self.index.telling_words(thread, user.text()[:_QUERY_CHARS])
+        if not words:
+            return None
+        count = self.counter.count_text
+        spent = self.counter.count_message(_recall_message(user, EXCERPT_HEADER, []))
+        chosen: list[Passage] = []
+        for hit in hits:
+            text = excerpt(hit.passage.text, words)
+            passage = hit.passage if text is None else replace(hit.passage, text=text)
+            cost = count(_piece(passage)) + PIECE_SEPARATOR_TOKENS
+            if spent + cost <= room:
+                chosen.append(passage)
+                spent += cost
+        while len(chosen) > whole:
+            message = _recall_message(user, render_recall(chosen, EXCERPT_HEADER), [p.key for p in chosen])
+            tokens = self.counter.count_message(message)
+            if tokens <= room:
                 return message, tokens
             chosen.pop()
         return None

@@ -212,6 +212,40 @@ def split_passages(text: str, limit: int = PASSAGE_CHARS) -> list[str]:
     return [text[s:e] for s, e in passage_spans(text, limit)]
 
 
+TELLING_SHARE = 0.5
+"""How rare a query word must be, against its rarest (inverse document frequency), for `excerpt` to keep a line."""
+EXCERPT_GAP = "[...]"
+"""What stands for the lines (or sentences) of a passage an excerpt leaves out."""
+
+
+def excerpt(text: str, words: frozenset[str]) -> str | None:
+    """The lines of ``text`` that hold one of ``words`` (folded, `normal_terms`), each run of the others replaced
+    by `EXCERPT_GAP`; a passage of one line is cut into sentences instead. None when every unit holds one, or
+    none does (nothing to leave out, or nothing to keep it for)."""
+    units = [u for u in text.split("\n") if u.strip()]
+    if len(units) < 2:
+        body = text.strip()
+        cuts = [m.end() for m in _SENTENCE_END.finditer(body)]
+        starts = [0, *cuts]
+        units = [body[a:b].strip() for a, b in zip(starts, [*cuts, len(body)], strict=True)]
+        units = [u for u in units if u]
+        joiner = " "
+    else:
+        joiner = "\n"
+    if len(units) < 2:
+        return None
+    keep = [bool(words & normal_terms(u)) for u in units]
+    if all(keep) or not any(keep):
+        return None
+    out: list[str] = []
+    for unit, kept in zip(units, keep, strict=True):
+        if kept:
+            out.append(unit)
+        elif not out or out[-1] != EXCERPT_GAP:
+            out.append(EXCERPT_GAP)
+    return joiner.join(out)
+
+
 def query_terms(text: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
     """The distinct content words of ``text`` (no stop words, at least 2 characters), longest first."""
     seen: dict[str, None] = {}
@@ -642,6 +676,20 @@ class RecallIndex:
             d = get(t, 0)
             out[t] = max(math.log((n - d + 0.5) / (d + 0.5) + 1.0), 0.1)
         return out
+
+    def telling_words(self, thread: str, query: str) -> frozenset[str]:
+        """The folded words of ``query`` that tell ``thread``'s passages apart (`_tells`: in fewer than half of
+        them, or in one only) and are at least `TELLING_SHARE` as rare as the rarest; what `excerpt` keeps lines
+        for."""
+        with self._lock:
+            stats = self._stats(thread, create=False)
+            if stats is None or not stats.docs:
+                return frozenset()
+            df, docs = stats.df, stats.docs
+            words = {_fold(t) for t in query_terms(query, limit=4 * MAX_QUERY_TERMS)}
+            weights = {w: self._idf(stats, [w])[w] for w in words if df.get(w) and _tells(df[w], docs)}
+        top = max(weights.values(), default=0.0)
+        return frozenset(w for w, weight in weights.items() if weight >= TELLING_SHARE * top)
 
     def message_passages(self, thread: str, message_id: str) -> list[Passage]:
         """Every passage of one indexed message, in order (empty when it was never indexed)."""
