@@ -142,11 +142,8 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
 
         A core that finishes without yielding (most calls: nothing to summarize) is run here directly; the bridge,
         and the refusal text it would need, are set up only for one that yields."""
-        core = self._begin(state)
+        core, step = self._started(state)
         if core is None:
-            return state
-        finished, step = _first_stretch(core)
-        if finished:
             return cast(S, step)
         return drive(
             self._io_steps(core, step),
@@ -157,13 +154,22 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
     async def atrim_context(self, state: S) -> S:
         """Async form of `trim_context`; this is the one the graph's Agent awaits. A core that finishes without
         yielding is run here directly, as in `trim_context`."""
-        core = self._begin(state)
+        core, step = self._started(state)
         if core is None:
-            return state
-        finished, step = _first_stretch(core)
-        if finished:
             return cast(S, step)
         return await adrive(self._io_steps(core, step))
+
+    def _started(self, state: S) -> tuple[Generator[PlanStep, Any, S] | None, Any]:
+        """A trim of ``state`` run on this thread up to its first I/O step: ``(None, trimmed state)`` when it finished
+        without one (most calls), else ``(core, step)``, the step it yielded, for a driver to carry on from. The one
+        start both entry points share."""
+        core = self._begin(state)
+        if core is None:
+            return None, state
+        try:
+            return core, core.send(None)
+        except StopIteration as done:
+            return None, done.value
 
     def _begin(self, state: S) -> Generator[PlanStep, Any, S] | None:
         """The planning core of a trim of ``state`` (`plan`), or None when the strategy finished the call without
@@ -346,12 +352,3 @@ class BaseContextManager(RequestCounting, ABC, Generic[S]):
             tool_results_cleared=tool_results_cleared,
             summaries_made=summaries_made,
         )
-
-
-def _first_stretch(core: Generator[Any, Any, Any]) -> tuple[bool, Any]:
-    """Run a planning core to its first yield: ``(True, result)`` when it finished without one (most calls), else
-    ``(False, step)``, the step it yielded, for the bridge to carry on from."""
-    try:
-        return False, core.send(None)
-    except StopIteration as done:
-        return True, done.value
