@@ -22,33 +22,15 @@ from windowkeeper.prompt.recall import is_recall
 from windowkeeper.state import AgentState
 from windowkeeper.testing.sessiongen import generate_session
 
+from .window_probes import recording_trims, thread_memory
+
 RECALLED_FACT = "Remember: the staging database lives on host db-staging-7 at port 6543."
 
 
-def _memory(window: Window[Any, Any]) -> Any:
-    memory = window._threads.peek(window._thread_id(None))
-    assert memory is not None
-    return memory
-
-
-def _recording(manager: Any) -> list[Any]:
-    """The contexts ``manager.atrim_context`` returns, recorded (the view is this less the head)."""
-    seen: list[Any] = []
-    original = manager.atrim_context
-
-    async def atrim(state: Any) -> Any:
-        out = await original(state)
-        seen.append(list(out.context))
-        return out
-
-    manager.atrim_context = atrim
-    return seen
-
-
 def _check_carried(window: Window[Any, Any], result: Any, contexts: list[Any], system: str) -> None:
-    memory = _memory(window)
+    memory = thread_memory(window)
     head_id = section_message(system).message_id
-    full_view = [m for m in contexts[-1] if m.message_id != head_id]
+    full_view = [m for m in contexts[-1].context if m.message_id != head_id]
     assert len(memory.view) == len(full_view)
     assert all(a is b for a, b in zip(memory.view, full_view, strict=True))
     full_pointers = offloaded(memory.view)
@@ -69,20 +51,20 @@ def test_carried_passes_match_the_full_passes_over_growth_cuts_and_system_change
     items = to_openai_chat(generate_session(60, seed=seed).messages[1:], passthrough=False)
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(max_tokens=6000, reserve_tokens=1000)
     window: Window[Any, Any] = Window(manager)
-    contexts = _recording(manager)
+    contexts = recording_trims(manager)
     pointers_seen = 0
     for k in range(1, len(items) + 1):
         system = "You are helpful." if (k // 25) % 2 == 0 else "You are careful."
         result = window.fit(items[:k], system=system)
         _check_carried(window, result, contexts, system)
-        pointers_seen = max(pointers_seen, len(_memory(window).pointers))
+        pointers_seen = max(pointers_seen, len(thread_memory(window).pointers))
     assert pointers_seen > 0  # the budget cut tool outputs to pointers: the rewrite carry was exercised
 
 
 def test_carried_recall_notes_give_the_joined_count_of_the_full_pass() -> None:
     manager: TokenBudgetContextManager[AgentState] = TokenBudgetContextManager(max_tokens=2500, reserve_tokens=500)
     window: Window[Any, Any] = Window(manager)
-    contexts = _recording(manager)
+    contexts = recording_trims(manager)
     items: list[dict[str, Any]] = []
     notes = 0
     for turn in range(120):

@@ -22,29 +22,12 @@ from windowkeeper.prompt.recall import is_recall
 from windowkeeper.state import AgentState
 from windowkeeper.testing.sessiongen import generate_session
 
+from .window_probes import recording_trims, thread_memory
+
 RECALL_TOOL = {
     "type": "function",
     "function": {"name": RESTORE_TOOL, "description": "restore", "parameters": {"type": "object", "properties": {}}},
 }
-
-
-def _memory(window: Window[Any, Any]) -> Any:
-    memory = window._threads.peek(window._thread_id(None))
-    assert memory is not None
-    return memory
-
-
-def _recording(manager: Any) -> list[Any]:
-    seen: list[Any] = []
-    original = manager.atrim_context
-
-    async def atrim(state: Any) -> Any:
-        out = await original(state)
-        seen.append(out)
-        return out
-
-    manager.atrim_context = atrim
-    return seen
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -54,7 +37,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _check(window: Window[Any, Any], result: Any, states: list[Any], system: str | None, tools: Any) -> None:
-    memory = _memory(window)
+    memory = thread_memory(window)
     carry = memory.carry
     assert carry is not None
     state = states[-1]
@@ -137,15 +120,15 @@ def test_carried_prompt_matches_the_full_passes(seed: int, recall: bool) -> None
         max_tokens=7000, reserve_tokens=1000, recall=recall
     )
     window: Window[Any, Any] = Window(manager)
-    states = _recording(manager)
+    states = recording_trims(manager)
     carried = 0
     for k in range(1, len(items) + 1):
         system = "You are helpful." if (k // 30) % 2 == 0 else ("You are careful." if k % 7 else None)
         tools = [RECALL_TOOL] if (k // 45) % 2 else None
-        before = _memory(window).carry if k > 1 else None
+        before = thread_memory(window).carry if k > 1 else None
         result = window.fit(items[:k], system=system, tools=tools)
         _check(window, result, states, system, tools)
-        now = _memory(window).carry
+        now = thread_memory(window).carry
         if before is not None and before.lead is not None and now.lead is before.lead:
             carried += 1
     assert carried > 20  # most calls took the last call's lead as it was (the carry ran)
@@ -190,7 +173,7 @@ def test_a_carry_is_not_taken_after_a_failed_call() -> None:
     window.fit(items[:-6])
     with pytest.raises(Exception):  # noqa: B017 - any failure of the read
         window.fit([*items[:-3], {"role": "user", "content": 12}])
-    assert _memory(window).carry is None
+    assert thread_memory(window).carry is None
     again = window.fit(items)
     fresh: Window[Any, Any] = Window(TokenBudgetContextManager(max_tokens=200_000, reserve_tokens=1000))
     assert again.messages == fresh.fit(items).messages
