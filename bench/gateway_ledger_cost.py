@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import tempfile
 import time
@@ -27,22 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from _gateway import alternate_conversations, plan_stats
 
 from windowkeeper.serve import ServeConfig, identity
 from windowkeeper.serve.gateway import Gateway
 from windowkeeper.serve.identity import INDEX_NAMESPACE, JOURNAL_FOLD, LEDGER_KEY, LEDGER_SESSION, Recognizer
-from windowkeeper.serve.protocols import PROTOCOLS
 from windowkeeper.storage import open_store
-
-PROTOCOL = PROTOCOLS["/v1/messages"]
-
-
-async def _plan(gateway: Gateway, messages: list[dict[str, Any]]) -> float:
-    body: dict[str, Any] = {"model": "c", "max_tokens": 5, "system": "You are terse.", "messages": messages}
-    raw = orjson.dumps(body)
-    start = time.perf_counter()
-    await gateway.plan(PROTOCOL, {"x-api-key": "sk-bench"}, body, messages, raw)
-    return time.perf_counter() - start
 
 
 async def calls(conversations: int, bound: int, folder: Path) -> dict[str, Any]:
@@ -72,30 +61,13 @@ async def calls(conversations: int, bound: int, folder: Path) -> dict[str, Any]:
 
         gateway.recognizer._flush = counted_flush  # type: ignore[method-assign]
         gateway.recognizer._fold = counted_fold  # type: ignore[method-assign]
-    for gateway in gateways.values():  # the first call loads the tokenizer and makes the recall index: not timed
-        await _plan(gateway, [{"role": "user", "content": "warm up"}])
-    times: dict[str, dict[str, list[float]]] = {k: {"new": [], "next": []} for k in gateways}
-    for n in range(conversations):
-        opening = [{"role": "user", "content": f"conversation {n}: what is in config.env?"}]
-        follow = [
-            *opening,
-            {"role": "assistant", "content": "It holds the deploy settings."},
-            {"role": "user", "content": "and?"},
-        ]
-        order = ("journal", "no journal") if n % 2 == 0 else ("no journal", "journal")
-        for kind in order:
-            times[kind]["new"].append(await _plan(gateways[kind], opening))
-        for kind in order:
-            times[kind]["next"].append(await _plan(gateways[kind], follow))
+    times = await alternate_conversations(gateways, conversations)
     out: dict[str, Any] = {}
     for kind, gateway in gateways.items():
         journal_ms = spent[kind] * 1000 / (2 * conversations)
         await gateway.close()
         out[kind] = {
-            "new_median_ms": statistics.median(times[kind]["new"]) * 1000,
-            "new_mean_ms": statistics.fmean(times[kind]["new"]) * 1000,
-            "next_median_ms": statistics.median(times[kind]["next"]) * 1000,
-            "next_mean_ms": statistics.fmean(times[kind]["next"]) * 1000,
+            **plan_stats(times[kind]),
             "batches": batches[kind],
             "folds": folds[kind],
             "journal_ms": journal_ms,

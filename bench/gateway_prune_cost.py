@@ -15,29 +15,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-import orjson
+from _gateway import alternate_conversations, plan_stats
 
 from windowkeeper.serve import ServeConfig
 from windowkeeper.serve.gateway import Gateway
-from windowkeeper.serve.protocols import PROTOCOLS
 from windowkeeper.storage import open_store
-
-PROTOCOL = PROTOCOLS["/v1/messages"]
-
-
-async def _plan(gateway: Gateway, messages: list[dict[str, Any]]) -> float:
-    body: dict[str, Any] = {"model": "c", "max_tokens": 5, "system": "You are terse.", "messages": messages}
-    raw = orjson.dumps(body)
-    start = time.perf_counter()
-    await gateway.plan(PROTOCOL, {"x-api-key": "sk-bench"}, body, messages, raw)
-    return time.perf_counter() - start
 
 
 def _unbounded(gateway: Gateway) -> None:
@@ -69,21 +56,7 @@ async def run(conversations: int, bound: int, folder: Path) -> dict[str, Any]:
         config = ServeConfig(budget=4000, max_index_entries=bound, max_threads=max(1, bound // 4))
         gateways[kind] = Gateway(config, open_store(urls[kind]))
     _unbounded(gateways["unbounded"])
-    for gateway in gateways.values():  # the first call loads the tokenizer and makes the recall index: not timed
-        await _plan(gateway, [{"role": "user", "content": "warm up"}])
-    times: dict[str, dict[str, list[float]]] = {k: {"new": [], "next": []} for k in gateways}
-    for n in range(conversations):
-        opening = [{"role": "user", "content": f"conversation {n}: what is in config.env?"}]
-        follow = [
-            *opening,
-            {"role": "assistant", "content": "It holds the deploy settings."},
-            {"role": "user", "content": "and?"},
-        ]
-        order = ("bounded", "unbounded") if n % 2 == 0 else ("unbounded", "bounded")
-        for kind in order:
-            times[kind]["new"].append(await _plan(gateways[kind], opening))
-        for kind in order:
-            times[kind]["next"].append(await _plan(gateways[kind], follow))
+    times = await alternate_conversations(gateways, conversations)
     out: dict[str, Any] = {}
     for kind, gateway in gateways.items():
         deleted = gateway.threads.deleted
@@ -91,10 +64,7 @@ async def run(conversations: int, bound: int, folder: Path) -> dict[str, Any]:
         path = folder / f"{kind}.sqlite3"
         threads, _ = await _threads_in(urls[kind])
         out[kind] = {
-            "new_median_ms": statistics.median(times[kind]["new"]) * 1000,
-            "new_mean_ms": statistics.fmean(times[kind]["new"]) * 1000,
-            "next_median_ms": statistics.median(times[kind]["next"]) * 1000,
-            "next_mean_ms": statistics.fmean(times[kind]["next"]) * 1000,
+            **plan_stats(times[kind]),
             "threads_stored": threads,
             "deleted": deleted,
             "store_kib": path.stat().st_size / 1024,
